@@ -1,0 +1,38 @@
+# Everything installs itself: a virtualenv with the Python deps, and the CDK CLI with a Node.js jsii supports.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+export PATH := $(CURDIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
+export CDK_DISABLE_VERSION_CHECK := 1
+export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
+
+.PHONY: setup test lint demo synth bench clean
+
+setup: $(VENV)/.installed node_modules/.installed
+
+$(VENV)/.installed: pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit("sendonce needs Python 3.11 or newer") if sys.version_info < (3, 11) else None'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+test: setup
+	$(PY) -m pytest
+
+lint: setup
+	$(PY) -m ruff check sendonce_constructs runtime tests examples
+	$(PY) -m mypy
+
+synth: setup
+	npx cdk synth --quiet
+
+demo: setup
+	$(PY) -m sendonce_constructs.local demo
+
+clean:
+	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache build dist

@@ -1,0 +1,40 @@
+"""An app with one SendOnceEmailQueue: `npx cdk synth` or `npx cdk deploy` from the repository root."""
+
+import os
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from sendonce_constructs import DeliveryPolicy, SendOnceEmailQueue
+
+
+class ReceiptsStack(cdk.Stack):
+    def __init__(self, scope: Construct, id: str, **kwargs: object) -> None:
+        super().__init__(scope, id, **kwargs)
+
+        receipts = SendOnceEmailQueue(
+            self,
+            "Receipts",
+            sender="example.com",
+            from_addresses=["receipts@example.com"],
+            function_timeout=cdk.Duration.seconds(30),
+            max_concurrency=5,
+            delivery=DeliveryPolicy.AT_MOST_ONCE,
+        )
+
+        checkout = iam.Role(self, "CheckoutService", assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"))
+        receipts.grant_enqueue(checkout)
+
+        cdk.CfnOutput(self, "QueueUrl", value=receipts.queue.queue_url)
+        cdk.CfnOutput(self, "DeadLetterQueueUrl", value=receipts.dead_letter_queue.queue_url)
+        cdk.CfnOutput(self, "DedupeTableName", value=receipts.table.table_name)
+        cdk.CfnOutput(self, "ConsumerFunctionName", value=receipts.function.function_name)
+
+
+app = cdk.App()
+env = None
+if os.environ.get("CDK_DEFAULT_ACCOUNT") and os.environ.get("CDK_DEFAULT_REGION"):
+    env = cdk.Environment(account=os.environ["CDK_DEFAULT_ACCOUNT"], region=os.environ["CDK_DEFAULT_REGION"])
+ReceiptsStack(app, "SendOnceExample", env=env)
+app.synth()

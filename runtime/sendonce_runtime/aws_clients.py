@@ -1,0 +1,65 @@
+"""The boto3 clients, created once per execution environment and shared by the batch's threads."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+import boto3
+from botocore.config import Config
+
+from .settings import Settings
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_sesv2 import SESV2Client
+    from mypy_boto3_sqs import SQSClient
+
+_lock = threading.Lock()
+_clients: dict[str, Any] = {}
+
+
+def ses_config(settings: Settings) -> Config:
+    # SendEmail has no idempotency token: one try only, or a retried read timeout becomes a second email.
+    return Config(
+        retries={"total_max_attempts": 1, "mode": "standard"},
+        connect_timeout=settings.ses_connect_timeout_s,
+        read_timeout=settings.ses_read_timeout_s,
+        max_pool_connections=max(10, settings.parallelism),
+    )
+
+
+def ledger_config(settings: Settings) -> Config:
+    # Every ledger write is conditional on the owner token, so an SDK retry of one cannot do harm twice.
+    return Config(
+        retries={"total_max_attempts": 3, "mode": "standard"},
+        connect_timeout=1,
+        read_timeout=2,
+        max_pool_connections=max(10, settings.parallelism),
+    )
+
+
+def _shared(service: str, config: Config) -> Any:
+    # Clients are thread-safe once made; sessions are not, so each client gets its own, under the lock.
+    with _lock:
+        if service not in _clients:
+            _clients[service] = boto3.session.Session().client(service, config=config)  # type: ignore[call-overload]
+        return _clients[service]
+
+
+def ses(settings: Settings) -> SESV2Client:
+    return _shared("sesv2", ses_config(settings))  # type: ignore[no-any-return]
+
+
+def dynamodb(settings: Settings) -> DynamoDBClient:
+    return _shared("dynamodb", ledger_config(settings))  # type: ignore[no-any-return]
+
+
+def sqs(settings: Settings) -> SQSClient:
+    return _shared("sqs", ledger_config(settings))  # type: ignore[no-any-return]
+
+
+def reset() -> None:
+    """Forget the clients, so the next call makes new ones (tests point them at a new endpoint)."""
+    with _lock:
+        _clients.clear()

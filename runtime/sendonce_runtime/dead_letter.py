@@ -1,0 +1,52 @@
+"""Moves a message that can never be sent to the dead-letter queue, with the reason attached."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from .sqs_record import SqsRecord
+
+MAX_REASON_CHARS = 1024
+# The attribute names an operator filters and redrives by.
+REASON_CODE = "sendonce.reasonCode"
+REASON = "sendonce.reason"
+SOURCE_MESSAGE_ID = "sendonce.sourceMessageId"
+SOURCE_QUEUE = "sendonce.sourceQueue"
+DEDUPE_KEY = "sendonce.dedupeKey"
+RECEIVE_COUNT = "sendonce.receiveCount"
+
+
+class DeadLetterQueue:
+    def __init__(self, client: Any, queue_url: str, fifo: bool) -> None:
+        self._client = client
+        self._url = queue_url
+        self._fifo = fifo
+
+    def send(self, record: SqsRecord, reason_code: str, reason: str, dedupe_key: str | None) -> bool:
+        """Copy the original body to the DLQ; False if that failed (the caller then leaves the message queued)."""
+        attributes = {
+            REASON_CODE: reason_code,
+            REASON: reason[:MAX_REASON_CHARS],
+            SOURCE_MESSAGE_ID: record.message_id,
+            SOURCE_QUEUE: record.event_source_arn or "unknown",
+            RECEIVE_COUNT: str(record.receive_count),
+        }
+        if dedupe_key:
+            attributes[DEDUPE_KEY] = dedupe_key
+        request: dict[str, Any] = {
+            "QueueUrl": self._url,
+            "MessageBody": record.body,
+            "MessageAttributes": {
+                name: {"DataType": "String", "StringValue": value} for name, value in attributes.items()
+            },
+        }
+        if self._fifo:
+            request["MessageGroupId"] = record.message_group_id or "sendonce-dead-letters"
+            request["MessageDeduplicationId"] = record.message_id
+        try:
+            self._client.send_message(**request)
+        except (ClientError, BotoCoreError):
+            return False
+        return True

@@ -1,0 +1,76 @@
+"""The Lambda entry point: wires the parts once per execution environment and returns the partial batch response."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from . import aws_clients
+from .batch import run_batch
+from .clock import Clock, Deadline, LambdaContext, SystemClock
+from .dead_letter import DeadLetterQueue
+from .ledger import DedupeLedger
+from .outcome import OutcomeLog
+from .processor import RecordProcessor
+from .ses_sender import SesSender
+from .settings import Settings
+from .sqs_record import SqsRecord
+
+_lock = threading.Lock()
+_consumer: Consumer | None = None
+
+
+class Consumer:
+    """A processor and its settings; build one directly to inject clients and a clock (the tests do)."""
+
+    def __init__(self, settings: Settings, processor: RecordProcessor, log: OutcomeLog | None = None) -> None:
+        self.settings = settings
+        self.processor = processor
+        self.log = log or OutcomeLog()
+
+    @classmethod
+    def from_settings(cls, settings: Settings, clock: Clock | None = None, log: OutcomeLog | None = None) -> Consumer:
+        """The consumer a Lambda execution environment keeps: shared clients, the system clock."""
+        return cls.from_clients(
+            settings, aws_clients.dynamodb(settings), aws_clients.ses(settings), aws_clients.sqs(settings), clock, log
+        )
+
+    @classmethod
+    def from_clients(
+        cls,
+        settings: Settings,
+        dynamodb: Any,
+        ses: Any,
+        sqs: Any,
+        clock: Clock | None = None,
+        log: OutcomeLog | None = None,
+    ) -> Consumer:
+        clock = clock or SystemClock()
+        processor = RecordProcessor(
+            settings,
+            DedupeLedger(dynamodb, settings.table_name, settings.dedupe_ttl_s, clock),
+            SesSender(ses, settings.configuration_set),
+            DeadLetterQueue(sqs, settings.dead_letter_queue_url, settings.fifo),
+            clock,
+        )
+        return cls(settings, processor, log)
+
+    def handle(self, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        deadline = Deadline(context)
+        records = [SqsRecord.from_event(r) for r in event.get("Records", [])]
+
+        def process(record: SqsRecord) -> Any:
+            result = self.processor.process(record, deadline)
+            self.log.write(result, record.receive_count)
+            return result
+
+        results = run_batch(records, process, self.settings.parallelism, self.settings.fifo)
+        return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in results if r.outcome.redeliver]}
+
+
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    global _consumer
+    with _lock:
+        if _consumer is None:
+            _consumer = Consumer.from_settings(Settings.from_env())
+    return _consumer.handle(event, context)

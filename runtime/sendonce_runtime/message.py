@@ -1,0 +1,246 @@
+"""The message contract: an SQS body parsed into an :class:`EmailJob`, or an :class:`InvalidMessage` saying why not.
+
+The JSON Schema in ``message.schema.json`` documents the same contract for producers.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from email.utils import parseaddr
+from typing import Any
+
+from .delivery import DeliveryPolicy
+
+MAX_KEY_BYTES = 1024
+MAX_RECIPIENTS = 50
+# The SES EmailTag that carries the dedupe key, so SES events can be traced back to it.
+DEDUPE_KEY_TAG = "sendonce-key"
+FIELDS = frozenset(
+    {"dedupeKey", "from", "to", "cc", "bcc", "replyTo", "subject", "html", "text", "template", "raw",
+     "configurationSet", "tags", "delivery"}
+)
+TEMPLATE_FIELDS = frozenset({"name", "data"})
+_TAG_PART = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
+_LOCAL_PART = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}$")
+_DOMAIN_LABEL = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
+
+
+class InvalidMessage(ValueError):
+    """The body breaks the message contract; ``reason`` says how, for the DLQ and the log."""
+
+    def __init__(self, reason: str, dedupe_key: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.dedupe_key = dedupe_key
+
+
+@dataclass(frozen=True)
+class SimpleContent:
+    subject: str
+    html: str | None
+    text: str | None
+
+
+@dataclass(frozen=True)
+class TemplateContent:
+    name: str
+    data_json: str
+
+
+@dataclass(frozen=True)
+class RawContent:
+    mime: bytes
+
+
+Content = SimpleContent | TemplateContent | RawContent
+
+
+@dataclass(frozen=True)
+class EmailJob:
+    dedupe_key: str
+    from_address: str
+    to: tuple[str, ...]
+    content: Content
+    payload_hash: str
+    cc: tuple[str, ...] = ()
+    bcc: tuple[str, ...] = ()
+    reply_to: tuple[str, ...] = ()
+    configuration_set: str | None = None
+    tags: tuple[tuple[str, str], ...] = field(default=())
+    delivery: DeliveryPolicy | None = None
+
+
+def parse_job(body: str, sqs_message_id: str) -> EmailJob:
+    """Parse an SQS body into a job; raises :class:`InvalidMessage` for anything the contract does not allow."""
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError) as error:
+        raise InvalidMessage(f"body is not JSON: {error}") from None
+    if not isinstance(document, dict):
+        raise InvalidMessage(f"body must be a JSON object, got {type(document).__name__}")
+    key = document.get("dedupeKey")
+    _check_key(key, sqs_message_id)
+    assert isinstance(key, str)
+    try:
+        return _parse_fields(document, key)
+    except InvalidMessage as error:
+        raise InvalidMessage(error.reason, dedupe_key=key) from None
+
+
+def payload_hash(document: dict[str, Any]) -> str:
+    """What the job says, independent of key order; the delivery policy is not content."""
+    content = {k: v for k, v in document.items() if k != "delivery"}
+    canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def _check_key(key: object, sqs_message_id: str) -> None:
+    if not isinstance(key, str) or not key:
+        raise InvalidMessage("dedupeKey is required: a non-empty string naming the outcome, e.g. receipt:8891:u42")
+    size = len(key.encode("utf-8"))
+    if size > MAX_KEY_BYTES:
+        raise InvalidMessage(f"dedupeKey is {size} bytes; the limit is {MAX_KEY_BYTES}")
+    if key == sqs_message_id:
+        raise InvalidMessage(
+            "dedupeKey equals the SQS message id: it must name the outcome (receipt:{orderId}:{userId}), "
+            "not the attempt, or a re-enqueued job is sent again"
+        )
+
+
+def _parse_fields(document: dict[str, Any], key: str) -> EmailJob:
+    unknown = sorted(set(document) - FIELDS)
+    if unknown:
+        raise InvalidMessage(f"unknown fields {unknown}; allowed: {sorted(FIELDS)}")
+    from_address = _address(document.get("from"), "from", required=True)
+    to = _addresses(document.get("to"), "to")
+    cc = _addresses(document.get("cc"), "cc")
+    bcc = _addresses(document.get("bcc"), "bcc")
+    recipients = len(to) + len(cc) + len(bcc)
+    if not 1 <= recipients <= MAX_RECIPIENTS:
+        raise InvalidMessage(f"to, cc and bcc hold {recipients} recipients; 1 to {MAX_RECIPIENTS} are allowed")
+    configuration_set = document.get("configurationSet")
+    if configuration_set is not None and (not isinstance(configuration_set, str) or not configuration_set):
+        raise InvalidMessage("configurationSet must be a non-empty string")
+    delivery = document.get("delivery")
+    try:
+        policy = None if delivery is None else DeliveryPolicy(delivery)
+    except ValueError:
+        raise InvalidMessage(f"delivery must be 'at-most-once' or 'at-least-once', got {delivery!r}") from None
+    return EmailJob(
+        dedupe_key=key,
+        from_address=from_address,
+        to=to,
+        cc=cc,
+        bcc=bcc,
+        reply_to=_addresses(document.get("replyTo"), "replyTo"),
+        content=_content(document),
+        configuration_set=configuration_set,
+        tags=_tags(document.get("tags")),
+        delivery=policy,
+        payload_hash=payload_hash(document),
+    )
+
+
+def _address(value: object, field_name: str, *, required: bool = False) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidMessage(f"{field_name} must be an email address string" + (" and is required" if required else ""))
+    if any(c in value for c in "\r\n\0"):
+        raise InvalidMessage(f"{field_name} {value!r} contains a line break or NUL")
+    _, address = parseaddr(value)
+    local, at, domain = address.rpartition("@")
+    labels = domain.split(".")
+    valid = (
+        at == "@"
+        and _LOCAL_PART.match(local) is not None
+        and len(labels) >= 2
+        and len(domain) <= 253
+        and all(_DOMAIN_LABEL.match(label) for label in labels)
+    )
+    if not valid:
+        raise InvalidMessage(f"{field_name} {value!r} is not a valid email address")
+    return value.strip()
+
+
+def _addresses(value: object, field_name: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    items = [value] if isinstance(value, str) else value
+    if not isinstance(items, list):
+        raise InvalidMessage(f"{field_name} must be an address or a list of addresses")
+    return tuple(_address(item, field_name) for item in items)
+
+
+def _content(document: dict[str, Any]) -> Content:
+    simple = any(k in document for k in ("subject", "html", "text"))
+    kinds = [name for name, present in (("simple", simple), ("template", "template" in document),
+                                        ("raw", "raw" in document)) if present]
+    if len(kinds) != 1:
+        raise InvalidMessage(
+            f"exactly one of simple content (subject with html and/or text), template or raw is required; "
+            f"got {kinds or 'none'}"
+        )
+    if kinds == ["template"]:
+        return _template(document["template"])
+    if kinds == ["raw"]:
+        return _raw(document["raw"])
+    return _simple(document)
+
+
+def _simple(document: dict[str, Any]) -> SimpleContent:
+    subject, html, text = document.get("subject"), document.get("html"), document.get("text")
+    if not isinstance(subject, str) or not subject:
+        raise InvalidMessage("subject must be a non-empty string")
+    for name, value in (("html", html), ("text", text)):
+        if value is not None and not isinstance(value, str):
+            raise InvalidMessage(f"{name} must be a string")
+    if not html and not text:
+        raise InvalidMessage("simple content needs html or text (or both)")
+    return SimpleContent(subject=subject, html=html or None, text=text or None)
+
+
+def _template(value: object) -> TemplateContent:
+    if not isinstance(value, dict):
+        raise InvalidMessage("template must be an object {name, data}")
+    unknown = sorted(set(value) - TEMPLATE_FIELDS)
+    if unknown:
+        raise InvalidMessage(f"unknown template fields {unknown}; allowed: ['data', 'name']")
+    name, data = value.get("name"), value.get("data", {})
+    if not isinstance(name, str) or not name:
+        raise InvalidMessage("template.name must be a non-empty string")
+    if not isinstance(data, dict):
+        raise InvalidMessage("template.data must be an object")
+    return TemplateContent(name=name, data_json=json.dumps(data, separators=(",", ":"), ensure_ascii=False))
+
+
+def _raw(value: object) -> RawContent:
+    if not isinstance(value, str) or not value:
+        raise InvalidMessage("raw must be a base64 string of a MIME message")
+    try:
+        mime = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise InvalidMessage("raw is not valid base64") from None
+    if not mime:
+        raise InvalidMessage("raw decodes to an empty message")
+    return RawContent(mime=mime)
+
+
+def _tags(value: object) -> tuple[tuple[str, str], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise InvalidMessage("tags must be an object of string names to string values")
+    tags = []
+    for name, tag_value in value.items():
+        if not isinstance(tag_value, str) or not _TAG_PART.match(name) or not _TAG_PART.match(tag_value):
+            raise InvalidMessage(
+                f"tag {name!r}: names and values must be 1-256 characters of letters, digits, _ and - (SES's rule)"
+            )
+        if name == DEDUPE_KEY_TAG:
+            raise InvalidMessage(f"tag {DEDUPE_KEY_TAG!r} is reserved: sendonce sets it to the dedupe key")
+        tags.append((name, tag_value))
+    return tuple(tags)

@@ -1,0 +1,80 @@
+"""What became of one record: the outcome names, whether SQS should redeliver it, and its log line."""
+
+from __future__ import annotations
+
+import enum
+import json
+import sys
+import threading
+from dataclasses import dataclass
+from typing import TextIO
+
+
+class Outcome(enum.Enum):
+    # Acknowledged: SQS deletes the message.
+    SENT = "sent"
+    SENT_UNRECORDED = "sent_unrecorded"  # SES accepted, but the ledger write failed: acked, never resent
+    DUPLICATE = "duplicate"
+    MARKED_UNKNOWN = "marked_unknown"
+    INVALID_MESSAGE = "invalid_message"
+    REFUSED = "refused"
+    # Reported as batch item failures: SQS delivers them again after the visibility timeout.
+    IN_FLIGHT_ELSEWHERE = "in_flight_elsewhere"
+    THROTTLED = "throttled"
+    AMBIGUOUS = "ambiguous"
+    DEADLINE = "deadline"
+    GROUP_BLOCKED = "group_blocked"
+    LEDGER_UNAVAILABLE = "ledger_unavailable"
+    DEAD_LETTER_FAILED = "dead_letter_failed"
+    CONTENDED = "contended"
+    INTERNAL_ERROR = "internal_error"
+
+    @property
+    def redeliver(self) -> bool:
+        return self not in _ACKNOWLEDGED
+
+
+_ACKNOWLEDGED = frozenset(
+    {Outcome.SENT, Outcome.SENT_UNRECORDED, Outcome.DUPLICATE, Outcome.MARKED_UNKNOWN,
+     Outcome.INVALID_MESSAGE, Outcome.REFUSED}
+)
+
+
+@dataclass(frozen=True)
+class RecordResult:
+    message_id: str
+    outcome: Outcome
+    dedupe_key: str | None = None
+    ses_message_id: str | None = None
+    attempt: int | None = None
+    reason: str | None = None
+    key_conflict: bool = False
+
+
+class OutcomeLog:
+    """One JSON line per record on stdout, which CloudWatch Logs keeps as one event."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+
+    def write(self, result: RecordResult, receive_count: int) -> None:
+        line = {
+            "level": "WARN" if result.outcome.redeliver or result.key_conflict else "INFO",
+            "logger": "sendonce",
+            "outcome": result.outcome.value,
+            "dedupeKey": result.dedupe_key,
+            "messageId": result.message_id,
+            "sesMessageId": result.ses_message_id,
+            "attempt": result.attempt,
+            "receiveCount": receive_count,
+        }
+        if result.reason:
+            line["reason"] = result.reason
+        if result.key_conflict:
+            line["keyConflict"] = True
+        text = json.dumps(line, ensure_ascii=False) + "\n"
+        stream = self._stream or sys.stdout
+        with self._lock:
+            stream.write(text)
+            stream.flush()

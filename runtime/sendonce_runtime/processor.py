@@ -1,0 +1,153 @@
+"""The protocol for one record: parse, guard the deadline, claim, send, record. See the README's guarantees."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from .clock import Clock, Deadline
+from .dead_letter import DeadLetterQueue
+from .delivery import DeliveryPolicy
+from .ledger import Claim, DedupeLedger, LedgerRecord, Status
+from .message import EmailJob, InvalidMessage, parse_job
+from .outcome import Outcome, RecordResult
+from .ses_sender import Accepted, Refused, SesSender
+from .settings import Settings
+from .sqs_record import SqsRecord
+
+LOGGER = logging.getLogger("sendonce")
+# A lost race re-reads the state through the next conditional write; more rounds than this means churn.
+CLAIM_ROUNDS = 3
+COMPLETION_TRIES = 3
+LEDGER_ERRORS = (ClientError, BotoCoreError)
+
+
+class RecordProcessor:
+    def __init__(
+        self,
+        settings: Settings,
+        ledger: DedupeLedger,
+        sender: SesSender,
+        dead_letters: DeadLetterQueue,
+        clock: Clock,
+    ) -> None:
+        self._settings = settings
+        self._ledger = ledger
+        self._sender = sender
+        self._dead_letters = dead_letters
+        self._clock = clock
+
+    def process(self, record: SqsRecord, deadline: Deadline) -> RecordResult:
+        """Never raises for one record's sake: anything unexpected is a redelivery, not a lost batch."""
+        try:
+            return self._process(record, deadline)
+        except LEDGER_ERRORS as error:
+            return RecordResult(record.message_id, Outcome.LEDGER_UNAVAILABLE, reason=_describe(error))
+        except Exception as error:
+            LOGGER.exception("unexpected error on message %s", record.message_id)
+            return RecordResult(record.message_id, Outcome.INTERNAL_ERROR, reason=_describe(error))
+
+    def _process(self, record: SqsRecord, deadline: Deadline) -> RecordResult:
+        if deadline.remaining_ms() < self._settings.record_budget_ms:
+            return RecordResult(record.message_id, Outcome.DEADLINE, reason="too little time left to send")
+        try:
+            job = parse_job(record.body, record.message_id)
+        except InvalidMessage as error:
+            return self._dead_letter(record, Outcome.INVALID_MESSAGE, "invalid-message", error.reason,
+                                     error.dedupe_key)
+        policy = job.delivery or self._settings.delivery
+        owner = uuid.uuid4().hex
+        for _ in range(CLAIM_ROUNDS):
+            lease = self._clock.now_ms() + deadline.remaining_ms() + self._settings.lease_margin_ms
+            claim = self._ledger.claim(job.dedupe_key, owner, lease, job.payload_hash)
+            if claim.won:
+                return self._send(record, job, owner, claim.attempts, deadline)
+            if claim.existing is None:
+                continue
+            result = self._settle_existing(record, job, policy, owner, claim.existing, deadline)
+            if result is not None:
+                return result
+        return RecordResult(record.message_id, Outcome.CONTENDED, job.dedupe_key,
+                            reason="the key's record kept changing under this worker")
+
+    def _settle_existing(
+        self,
+        record: SqsRecord,
+        job: EmailJob,
+        policy: DeliveryPolicy,
+        owner: str,
+        existing: LedgerRecord,
+        deadline: Deadline,
+    ) -> RecordResult | None:
+        """Decide on a key someone else holds; None means the state moved on, so claim again."""
+        conflict = existing.payload_hash != job.payload_hash
+        if conflict:
+            LOGGER.warning("key %s seen again with a different payload; not sending it twice", job.dedupe_key)
+        if existing.status in (Status.SENT, Status.UNKNOWN):
+            return RecordResult(record.message_id, Outcome.DUPLICATE, job.dedupe_key, existing.ses_message_id,
+                                existing.attempts, f"already {existing.status.value}", conflict)
+        if existing.lease_expires_at_ms > self._clock.now_ms():
+            return RecordResult(record.message_id, Outcome.IN_FLIGHT_ELSEWHERE, job.dedupe_key,
+                                attempt=existing.attempts, reason="another worker holds a live lease",
+                                key_conflict=conflict)
+        # IN_FLIGHT with an expired lease: its worker died, and whether SES accepted its send is unknown.
+        step: Claim
+        if policy is DeliveryPolicy.AT_MOST_ONCE:
+            step = self._ledger.mark_unknown(existing)
+            if step.won:
+                return RecordResult(record.message_id, Outcome.MARKED_UNKNOWN, job.dedupe_key,
+                                    attempt=existing.attempts,
+                                    reason="a worker died mid-send; at-most-once does not send again",
+                                    key_conflict=conflict)
+            return None
+        lease = self._clock.now_ms() + deadline.remaining_ms() + self._settings.lease_margin_ms
+        step = self._ledger.take_over(existing, owner, lease, job.payload_hash)
+        if step.won:
+            return self._send(record, job, owner, step.attempts, deadline)
+        return None
+
+    def _send(self, record: SqsRecord, job: EmailJob, owner: str, attempt: int, deadline: Deadline) -> RecordResult:
+        outcome = self._sender.send(job)
+        key = job.dedupe_key
+        if isinstance(outcome, Accepted):
+            recorded = self._complete(key, owner, outcome.ses_message_id, deadline)
+            return RecordResult(record.message_id, Outcome.SENT if recorded else Outcome.SENT_UNRECORDED, key,
+                                outcome.ses_message_id, attempt,
+                                None if recorded else "SES accepted; the SENT record could not be written")
+        if isinstance(outcome, Refused):
+            self._ledger.release(key, owner)
+            if outcome.retryable:
+                return RecordResult(record.message_id, Outcome.THROTTLED, key, attempt=attempt, reason=outcome.reason)
+            return self._dead_letter(record, Outcome.REFUSED, "ses-refused", outcome.reason, key, attempt)
+        # Ambiguous: the record stays IN_FLIGHT; when its lease expires, the delivery policy decides.
+        return RecordResult(record.message_id, Outcome.AMBIGUOUS, key, attempt=attempt, reason=outcome.reason)
+
+    def _complete(self, key: str, owner: str, ses_message_id: str, deadline: Deadline) -> bool:
+        for _ in range(COMPLETION_TRIES):
+            try:
+                return self._ledger.mark_sent(key, owner, ses_message_id)
+            except LEDGER_ERRORS as error:
+                LOGGER.warning("could not record %s as SENT: %s", key, _describe(error))
+                if deadline.remaining_ms() < self._settings.ledger_budget_ms:
+                    break
+        return False
+
+    def _dead_letter(
+        self,
+        record: SqsRecord,
+        outcome: Outcome,
+        reason_code: str,
+        reason: str,
+        key: str | None,
+        attempt: int | None = None,
+    ) -> RecordResult:
+        if self._dead_letters.send(record, reason_code, reason, key):
+            return RecordResult(record.message_id, outcome, key, attempt=attempt, reason=reason)
+        return RecordResult(record.message_id, Outcome.DEAD_LETTER_FAILED, key, attempt=attempt,
+                            reason=f"could not move to the DLQ ({reason})")
+
+
+def _describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"

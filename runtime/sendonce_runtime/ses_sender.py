@@ -1,0 +1,139 @@
+"""Sends one job with SESv2 and says what became of it: accepted, refused (retryable or not), or unknown.
+
+The client it is given must have SDK retries off: SendEmail has no idempotency token, so a retried read timeout
+is a second email. Classifying is the whole job here: only an answer from SES, or a connection that never
+opened, is definite; anything that broke after the request may have left is ambiguous.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    ParamValidationError,
+)
+
+from .message import DEDUPE_KEY_TAG, EmailJob, RawContent, SimpleContent, TemplateContent
+
+# Refusals that a later delivery may get past: rate, quota and pause errors, and stale credentials.
+RETRYABLE_CODES = frozenset(
+    {
+        "TooManyRequestsException",
+        "ThrottlingException",
+        "Throttling",
+        "LimitExceededException",
+        "SendingPausedException",
+        "AccountSendingPausedException",
+        "ExpiredTokenException",
+        "RequestExpired",
+    }
+)
+_TAG_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_TAG_MAX = 256
+
+
+@dataclass(frozen=True)
+class Accepted:
+    ses_message_id: str
+
+
+@dataclass(frozen=True)
+class Refused:
+    """SES answered no, so nothing was sent."""
+
+    retryable: bool
+    code: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Ambiguous:
+    """The request may have reached SES; whether it was accepted cannot be known."""
+
+    reason: str
+
+
+SendOutcome = Accepted | Refused | Ambiguous
+
+
+def key_tag_value(dedupe_key: str) -> str:
+    """The dedupe key in SES's tag alphabet; a hash suffix keeps altered or long keys distinct."""
+    safe = _TAG_UNSAFE.sub("_", dedupe_key)
+    if safe == dedupe_key and len(safe) <= _TAG_MAX:
+        return safe
+    digest = hashlib.sha256(dedupe_key.encode("utf-8")).hexdigest()[:16]
+    return f"{safe[: _TAG_MAX - 17]}-{digest}"
+
+
+def build_request(job: EmailJob, default_configuration_set: str | None) -> dict[str, Any]:
+    destination = {"ToAddresses": list(job.to)}
+    if job.cc:
+        destination["CcAddresses"] = list(job.cc)
+    if job.bcc:
+        destination["BccAddresses"] = list(job.bcc)
+    request: dict[str, Any] = {
+        "FromEmailAddress": job.from_address,
+        "Destination": destination,
+        "Content": _content(job),
+        "EmailTags": [{"Name": DEDUPE_KEY_TAG, "Value": key_tag_value(job.dedupe_key)}]
+        + [{"Name": name, "Value": value} for name, value in job.tags],
+    }
+    if job.reply_to:
+        request["ReplyToAddresses"] = list(job.reply_to)
+    configuration_set = job.configuration_set or default_configuration_set
+    if configuration_set:
+        request["ConfigurationSetName"] = configuration_set
+    return request
+
+
+def _content(job: EmailJob) -> dict[str, Any]:
+    content = job.content
+    if isinstance(content, SimpleContent):
+        body = {}
+        if content.html is not None:
+            body["Html"] = {"Data": content.html, "Charset": "UTF-8"}
+        if content.text is not None:
+            body["Text"] = {"Data": content.text, "Charset": "UTF-8"}
+        return {"Simple": {"Subject": {"Data": content.subject, "Charset": "UTF-8"}, "Body": body}}
+    if isinstance(content, TemplateContent):
+        return {"Template": {"TemplateName": content.name, "TemplateData": content.data_json}}
+    assert isinstance(content, RawContent)
+    return {"Raw": {"Data": content.mime}}
+
+
+class SesSender:
+    def __init__(self, client: Any, default_configuration_set: str | None = None) -> None:
+        self._client = client
+        self._default_configuration_set = default_configuration_set
+
+    def send(self, job: EmailJob) -> SendOutcome:
+        try:
+            response = self._client.send_email(**build_request(job, self._default_configuration_set))
+        except ClientError as error:
+            return classify_client_error(error)
+        except (ConnectTimeoutError, EndpointConnectionError) as error:
+            return Refused(retryable=True, code=type(error).__name__, reason=str(error))
+        except ParamValidationError as error:
+            return Refused(retryable=False, code="ParamValidationError", reason=str(error))
+        except BotoCoreError as error:
+            return Ambiguous(reason=f"{type(error).__name__}: {error}")
+        return Accepted(ses_message_id=str(response["MessageId"]))
+
+
+def classify_client_error(error: ClientError) -> SendOutcome:
+    details = error.response.get("Error", {})
+    code = str(details.get("Code", "Unknown"))
+    reason = f"{code}: {details.get('Message', '')}".strip()
+    status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
+    if code in RETRYABLE_CODES or status == 429:
+        return Refused(retryable=True, code=code, reason=reason)
+    if status >= 500 or status == 0:
+        return Ambiguous(reason=reason)
+    return Refused(retryable=False, code=code, reason=reason)

@@ -1,0 +1,56 @@
+"""The consumer's settings, read once from the environment the construct sets."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .delivery import DeliveryPolicy
+
+
+class SettingsError(RuntimeError):
+    """The function's environment is incomplete: a deployment error, not a message error."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    table_name: str
+    dead_letter_queue_url: str
+    delivery: DeliveryPolicy = DeliveryPolicy.AT_MOST_ONCE
+    dedupe_ttl_s: int = 7 * 24 * 3600
+    parallelism: int = 1
+    fifo: bool = False
+    configuration_set: str | None = None
+    # A lease outlives the invocation by this much, so it expires only once its worker is surely dead.
+    lease_margin_ms: int = 10_000
+    ses_connect_timeout_s: float = 2.0
+    ses_read_timeout_s: float = 5.0
+    # What a claim and the completion write need on top of the send, when deciding whether to start a record.
+    ledger_budget_ms: int = 2_000
+
+    @property
+    def record_budget_ms(self) -> int:
+        """The least time a record needs: a claim, a send that may run to its timeouts, and a completion."""
+        return int((self.ses_connect_timeout_s + self.ses_read_timeout_s) * 1000) + self.ledger_budget_ms
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] = os.environ) -> Settings:
+        missing = [n for n in ("SENDONCE_TABLE_NAME", "SENDONCE_DLQ_URL") if not env.get(n)]
+        if missing:
+            raise SettingsError(f"environment variables {', '.join(missing)} are not set; deploy with the construct")
+        try:
+            return cls(
+                table_name=env["SENDONCE_TABLE_NAME"],
+                dead_letter_queue_url=env["SENDONCE_DLQ_URL"],
+                delivery=DeliveryPolicy(env.get("SENDONCE_DELIVERY", DeliveryPolicy.AT_MOST_ONCE.value)),
+                dedupe_ttl_s=int(env.get("SENDONCE_DEDUPE_TTL_SECONDS", cls.dedupe_ttl_s)),
+                parallelism=max(1, int(env.get("SENDONCE_PARALLELISM", cls.parallelism))),
+                fifo=env.get("SENDONCE_FIFO", "false").lower() == "true",
+                configuration_set=env.get("SENDONCE_CONFIGURATION_SET") or None,
+                lease_margin_ms=int(env.get("SENDONCE_LEASE_MARGIN_MS", cls.lease_margin_ms)),
+                ses_connect_timeout_s=float(env.get("SENDONCE_SES_CONNECT_TIMEOUT_S", cls.ses_connect_timeout_s)),
+                ses_read_timeout_s=float(env.get("SENDONCE_SES_READ_TIMEOUT_S", cls.ses_read_timeout_s)),
+            )
+        except ValueError as error:
+            raise SettingsError(f"invalid sendonce setting: {error}") from error

@@ -1,0 +1,26 @@
+"""One record of an SQS event, as the consumer needs it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SqsRecord:
+    message_id: str
+    body: str
+    receive_count: int
+    message_group_id: str | None
+    event_source_arn: str
+
+    @classmethod
+    def from_event(cls, record: dict[str, Any]) -> SqsRecord:
+        attributes = record.get("attributes") or {}
+        return cls(
+            message_id=str(record["messageId"]),
+            body=str(record.get("body", "")),
+            receive_count=int(attributes.get("ApproximateReceiveCount", "1")),
+            message_group_id=attributes.get("MessageGroupId"),
+            event_source_arn=str(record.get("eventSourceARN", "")),
+        )

@@ -1,0 +1,267 @@
+"""SendOnceEmailQueue: SQS -> Lambda -> SES, where each email is sent once."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import Duration, RemovalPolicy, Stack, Token, Validations
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_ses as ses
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from . import rules, ses_permissions
+from .delivery import DeliveryPolicy
+from .runtime_asset import HANDLER, runtime_code
+
+PARTITION_KEY = "dedupeKey"
+TTL_ATTRIBUTE = "expiresAt"
+DLQ_RETENTION = Duration.days(14)
+LOW_MAX_RECEIVE_COUNT_WARNING = "@sendonce/SendOnceEmailQueue:maxReceiveCountBelowFive"
+# The consumer's DynamoDB calls, and nothing more: the claim, the completion and the release.
+DEDUPE_TABLE_ACTIONS = ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
+
+
+def _seconds(duration: Duration | None) -> float | None:
+    if duration is None or duration.is_unresolved():
+        return None
+    return duration.to_seconds()
+
+
+def _number(value: float | None) -> float | None:
+    return None if value is None or Token.is_unresolved(value) else value
+
+
+def _name_of(value: str | None) -> str | None:
+    return None if value is None or Token.is_unresolved(value) else value
+
+
+class SendOnceEmailQueue(Construct):
+    """An SQS queue whose jobs are sent as SES emails once each, by a bundled deduplicating Lambda consumer.
+
+    Producers enqueue JSON jobs (see the message contract in the README) to ``queue``; the consumer claims each
+    job's ``dedupeKey`` in ``table`` with a conditional write, sends with SES, and records the outcome.
+    Every default follows the AWS guidance for SQS-triggered Lambdas; a prop that would break a guarantee
+    raises :class:`SendOnceConfigurationError` at synth time.
+
+    :param sender: the SES identity to send from: a domain (``"example.com"``), an address, or an
+        ``aws_ses.IEmailIdentity``. The IAM grant names this identity's ARN only.
+    :param from_addresses: the From addresses allowed (``ses:FromAddress`` condition); default any address of the
+        domain identity, or the address identity itself.
+    :param configuration_set: an SES configuration set used for every send (name or ``IConfigurationSet``).
+    :param template_names: SES templates the jobs may use; each is added to the grant.
+    :param function_timeout: the consumer's timeout. Default 30 s.
+    :param memory_size: the consumer's memory in MB. Default 256.
+    :param architecture: default ARM64.
+    :param runtime: default the newest Python runtime this aws-cdk-lib knows.
+    :param log_retention: how long the consumer's logs are kept. Default one month.
+    :param visibility_timeout: default 6 x function_timeout + max_batching_window; smaller fails synth.
+    :param batch_size: records per invocation. Default 10.
+    :param max_batching_window: how long the event source gathers a batch. Default none.
+    :param max_concurrency: cap on concurrent consumer invocations (2 to 1000), e.g. to stay under SES's rate.
+    :param parallelism: records of one batch handled at once by one invocation. Default the batch size, capped at 10.
+    :param max_receive_count: deliveries before a message moves to the DLQ. Default 5; below 5 warns.
+    :param retention_period: how long the job queue keeps a message. Default 4 days. The DLQ keeps 14 days.
+    :param dedupe_ttl: how long a sent key is remembered. Default 7 days; at least retention_period.
+    :param delivery: what happens when a crash leaves it unknown whether SES accepted an email.
+        Default ``DeliveryPolicy.AT_MOST_ONCE``.
+    :param fifo: use FIFO queues (per-group ordering). Default False.
+    :param existing_table: bring your own dedupe table (partition key ``dedupeKey``, string) instead.
+    :param removal_policy: for the dedupe table this construct makes. Default RETAIN.
+    :param deletion_protection: for the dedupe table this construct makes. Default False.
+    :param encryption: queue encryption. Default SQS-managed; KMS when ``encryption_key`` is given.
+    :param encryption_key: a customer-managed KMS key for both queues and the dedupe table.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        sender: str | ses.IEmailIdentity,
+        from_addresses: Sequence[str] | None = None,
+        configuration_set: str | ses.IConfigurationSet | None = None,
+        template_names: Sequence[str] | None = None,
+        function_timeout: Duration | None = None,
+        memory_size: int | None = None,
+        architecture: lambda_.Architecture | None = None,
+        runtime: lambda_.Runtime | None = None,
+        log_retention: logs.RetentionDays | None = None,
+        visibility_timeout: Duration | None = None,
+        batch_size: int | None = None,
+        max_batching_window: Duration | None = None,
+        max_concurrency: int | None = None,
+        parallelism: int | None = None,
+        max_receive_count: int | None = None,
+        retention_period: Duration | None = None,
+        dedupe_ttl: Duration | None = None,
+        delivery: DeliveryPolicy = DeliveryPolicy.AT_MOST_ONCE,
+        fifo: bool = False,
+        existing_table: dynamodb.ITable | None = None,
+        removal_policy: RemovalPolicy | None = None,
+        deletion_protection: bool | None = None,
+        encryption: sqs.QueueEncryption | None = None,
+        encryption_key: kms.IKey | None = None,
+    ) -> None:
+        super().__init__(scope, id)
+        function_timeout = function_timeout or Duration.seconds(30)
+        batch_size = 10 if batch_size is None else batch_size
+        max_receive_count = 5 if max_receive_count is None else max_receive_count
+        retention_period = retention_period or Duration.days(4)
+        dedupe_ttl = dedupe_ttl or Duration.days(7)
+        batching_window_s = _seconds(max_batching_window) if max_batching_window else 0.0
+        if parallelism is None and _number(batch_size) is not None:
+            parallelism = min(batch_size, 10)
+        sender_name = _name_of(sender if isinstance(sender, str) else sender.email_identity_name)
+
+        rules.check_function_timeout(_seconds(function_timeout))
+        if visibility_timeout is None and _seconds(function_timeout) is not None and batching_window_s is not None:
+            visibility_timeout = Duration.seconds(
+                rules.minimum_visibility_timeout_s(function_timeout.to_seconds(), batching_window_s)
+            )
+        rules.check_visibility_timeout(_seconds(visibility_timeout), _seconds(function_timeout), batching_window_s)
+        rules.check_batching(_number(batch_size), batching_window_s if max_batching_window else None, fifo)
+        rules.check_max_concurrency(_number(max_concurrency))
+        rules.check_parallelism(_number(parallelism), _number(batch_size))
+        if rules.check_max_receive_count(_number(max_receive_count)):
+            Validations.of(self).add_warning(
+                LOW_MAX_RECEIVE_COUNT_WARNING,
+                f"max_receive_count ({max_receive_count}) is below 5: a message throttled or briefly in flight "
+                "elsewhere a few times lands in the dead-letter queue unsent; AWS recommends 5 or more",
+            )
+        rules.check_retention_period(_seconds(retention_period))
+        rules.check_dedupe_ttl(_seconds(dedupe_ttl), _seconds(retention_period))
+        rules.check_memory_size(_number(memory_size))
+        if isinstance(sender, str):
+            rules.check_sender(sender)
+        if from_addresses is not None:
+            rules.check_from_addresses(from_addresses, sender_name)
+        table_overrides = [
+            name
+            for name, value in (("removal_policy", removal_policy), ("deletion_protection", deletion_protection))
+            if value is not None
+        ]
+        rules.check_table_choice(existing_table is not None, table_overrides)
+        rules.check_encryption(encryption.name if encryption else None, encryption_key is not None)
+
+        self.delivery = delivery
+        self.fifo = fifo
+        self.encryption_key = encryption_key
+        queue_encryption = encryption or (
+            sqs.QueueEncryption.KMS if encryption_key is not None else sqs.QueueEncryption.SQS_MANAGED
+        )
+
+        self.dead_letter_queue = sqs.Queue(
+            self,
+            "DeadLetterQueue",
+            fifo=fifo or None,
+            retention_period=DLQ_RETENTION,
+            encryption=queue_encryption,
+            encryption_master_key=encryption_key,
+            enforce_ssl=True,
+        )
+        self.queue = sqs.Queue(
+            self,
+            "Queue",
+            fifo=fifo or None,
+            visibility_timeout=visibility_timeout,
+            retention_period=retention_period,
+            encryption=queue_encryption,
+            encryption_master_key=encryption_key,
+            enforce_ssl=True,
+            dead_letter_queue=sqs.DeadLetterQueue(queue=self.dead_letter_queue, max_receive_count=max_receive_count),
+        )
+        self.table: dynamodb.ITable = existing_table or dynamodb.Table(
+            self,
+            "DedupeTable",
+            partition_key=dynamodb.Attribute(name=PARTITION_KEY, type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            time_to_live_attribute=TTL_ATTRIBUTE,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            removal_policy=removal_policy or RemovalPolicy.RETAIN,
+            deletion_protection=deletion_protection,
+            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED if encryption_key else None,
+            encryption_key=encryption_key,
+        )
+
+        configuration_set_name = (
+            configuration_set
+            if configuration_set is None or isinstance(configuration_set, str)
+            else configuration_set.configuration_set_name
+        )
+        self.log_group = logs.LogGroup(
+            self,
+            "ConsumerLogs",
+            retention=log_retention or logs.RetentionDays.ONE_MONTH,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        environment = {
+            "SENDONCE_TABLE_NAME": self.table.table_name,
+            "SENDONCE_DLQ_URL": self.dead_letter_queue.queue_url,
+            "SENDONCE_DELIVERY": delivery.value,
+            "SENDONCE_DEDUPE_TTL_SECONDS": str(int(dedupe_ttl.to_seconds())),
+            "SENDONCE_PARALLELISM": str(parallelism or 1),
+            "SENDONCE_FIFO": "true" if fifo else "false",
+        }
+        if configuration_set_name is not None:
+            environment["SENDONCE_CONFIGURATION_SET"] = configuration_set_name
+        self.function = lambda_.Function(
+            self,
+            "Consumer",
+            code=runtime_code(),
+            handler=HANDLER,
+            runtime=runtime or lambda_.Runtime.determine_latest_python_runtime(self),
+            architecture=architecture or lambda_.Architecture.ARM_64,
+            timeout=function_timeout,
+            memory_size=memory_size or 256,
+            log_group=self.log_group,
+            environment=environment,
+            description="sendonce consumer: sends each queued email once",
+        )
+        self.event_source = event_sources.SqsEventSource(
+            self.queue,
+            batch_size=batch_size,
+            max_batching_window=max_batching_window,
+            max_concurrency=max_concurrency,
+            report_batch_item_failures=True,
+        )
+        self.function.add_event_source(self.event_source)
+        self.table.grant(self.function, *DEDUPE_TABLE_ACTIONS)
+        if encryption_key is not None:
+            encryption_key.grant_encrypt_decrypt(self.function)
+        self.dead_letter_queue.grant_send_messages(self.function)
+        self._grant_ses(sender, sender_name, from_addresses, configuration_set_name, template_names or [])
+
+    def _grant_ses(
+        self,
+        sender: str | ses.IEmailIdentity,
+        sender_name: str | None,
+        from_addresses: Sequence[str] | None,
+        configuration_set_name: str | None,
+        template_names: Sequence[str],
+    ) -> None:
+        stack = Stack.of(self)
+        identity_arn = (
+            ses_permissions.identity_arn(stack, sender)
+            if isinstance(sender, str)
+            else sender.email_identity_arn
+        )
+        resources = [identity_arn]
+        if configuration_set_name is not None:
+            resources.append(ses_permissions.configuration_set_arn(stack, configuration_set_name))
+        resources += [
+            stack.format_arn(service="ses", resource="template", resource_name=name) for name in template_names
+        ]
+        patterns = ses_permissions.from_address_patterns(sender_name, from_addresses)
+        self.function.add_to_role_policy(ses_permissions.send_statement(resources, patterns))
+
+    def grant_enqueue(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` (a producer) send jobs to the queue, including the KMS use a customer key needs."""
+        return self.queue.grant_send_messages(grantee)

@@ -1,0 +1,107 @@
+"""An embedded AWS emulator: moto's server on a free loopback port, with DynamoDB writes made atomic.
+
+moto checks a condition and writes the item without a lock, so two racing conditional writes can both win,
+which DynamoDB never allows. The lock below serialises item writes, so a race test fails for the consumer's
+fault, never the emulator's.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import threading
+import urllib.request
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.dynamodb.models import DynamoDBBackend
+from moto.server import ThreadedMotoServer
+
+DEFAULT_REGION = "us-east-1"
+_WRITES = ("put_item", "update_item", "delete_item", "transact_write_items")
+_write_lock = threading.RLock()
+_patched = False
+
+
+def make_dynamodb_writes_atomic() -> None:
+    """Serialise moto's DynamoDB item writes, as the service does per item (idempotent)."""
+    global _patched
+    with _write_lock:
+        if _patched:
+            return
+        for name in _WRITES:
+            original = getattr(DynamoDBBackend, name)
+            setattr(DynamoDBBackend, name, _locked(original))
+        _patched = True
+
+
+def _locked(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def locked(*args: Any, **kwargs: Any) -> Any:
+        with _write_lock:
+            return method(*args, **kwargs)
+
+    return locked
+
+
+class LocalAws:
+    """A running emulator. ``endpoint`` is ``http://localhost:PORT`` (moto's CloudFormation needs ``localhost``)."""
+
+    def __init__(self, region: str = DEFAULT_REGION, account_id: str = DEFAULT_ACCOUNT_ID) -> None:
+        self.region = region
+        self.account_id = account_id
+        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self.endpoint = ""
+
+    def start(self) -> LocalAws:
+        make_dynamodb_writes_atomic()
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request drowns the output
+        self._server.start()
+        _, port = self._server.get_host_and_port()
+        self.endpoint = f"http://localhost:{port}"
+        return self
+
+    def stop(self) -> None:
+        self._server.stop()
+
+    @property
+    def environment(self) -> dict[str, str]:
+        """What a process (the CDK CLI, a consumer, a producer) needs to talk to this emulator and nothing else."""
+        return {
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_SESSION_TOKEN": "testing",
+            "AWS_DEFAULT_REGION": self.region,
+            "AWS_REGION": self.region,
+            "CDK_DEFAULT_ACCOUNT": self.account_id,
+            "CDK_DEFAULT_REGION": self.region,
+            "AWS_CONFIG_FILE": os.devnull,
+            "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+
+    def reset(self) -> None:
+        """Forget every resource and sent email (between tests)."""
+        request = urllib.request.Request(f"{self.endpoint}/moto-api/reset", method="POST")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            response.read()
+
+    def sent_emails(self) -> list[Any]:
+        """What the emulator's SES accepted: moto's Message and RawMessage objects, in order."""
+        from moto.ses.models import ses_backends
+
+        return list(ses_backends[self.account_id][self.region].sent_messages)
+
+
+@contextmanager
+def local_aws(region: str = DEFAULT_REGION) -> Iterator[LocalAws]:
+    """Start an emulator for the ``with`` block; it stops on exit, on error and on Ctrl-C."""
+    aws = LocalAws(region=region).start()
+    try:
+        yield aws
+    finally:
+        aws.stop()

@@ -1,0 +1,215 @@
+"""The synth-time rules that keep the pipeline's guarantees, one small function per rule.
+
+Each rule gets plain values (seconds, counts) already read from the props, with ``None`` for a value that is an
+unresolved token: CDK cannot know it at synth time, so the rule is skipped rather than guessed.
+Each raises :class:`SendOnceConfigurationError` naming the prop, the value given, the rule and the fix.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from .errors import SendOnceConfigurationError
+
+# AWS limits the rules are built from (Lambda, SQS and the SQS event source mapping).
+LAMBDA_MAX_TIMEOUT_S = 900
+SQS_MAX_VISIBILITY_S = 43_200
+SQS_MIN_RETENTION_S = 60
+SQS_MAX_RETENTION_S = 1_209_600
+MAX_BATCHING_WINDOW_S = 300
+STANDARD_MAX_BATCH = 10_000
+FIFO_MAX_BATCH = 10
+UNBATCHED_MAX_BATCH = 10
+MIN_MAX_CONCURRENCY = 2
+MAX_MAX_CONCURRENCY = 1000
+RECOMMENDED_MAX_RECEIVE_COUNT = 5
+VISIBILITY_FACTOR = 6
+
+_DOMAIN = re.compile(r"^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z0-9-]{2,63}$")
+_ADDRESS = re.compile(r"^[^@\s<>]+@([^@\s<>]+)$")
+
+
+def _fail(message: str) -> None:
+    raise SendOnceConfigurationError(message)
+
+
+def _s(seconds: float) -> str:
+    return f"{seconds:g} s"
+
+
+def check_function_timeout(function_timeout_s: float | None) -> None:
+    if function_timeout_s is not None and not 1 <= function_timeout_s <= LAMBDA_MAX_TIMEOUT_S:
+        _fail(
+            f"function_timeout ({_s(function_timeout_s)}) must be between 1 s and {LAMBDA_MAX_TIMEOUT_S} s, "
+            "Lambda's limit; pick a timeout in that range"
+        )
+
+
+def minimum_visibility_timeout_s(function_timeout_s: float, max_batching_window_s: float) -> float:
+    """AWS guidance: at least six times the function timeout, plus the batching window."""
+    return VISIBILITY_FACTOR * function_timeout_s + max_batching_window_s
+
+
+def check_visibility_timeout(
+    visibility_timeout_s: float | None, function_timeout_s: float | None, max_batching_window_s: float | None
+) -> None:
+    if visibility_timeout_s is None or function_timeout_s is None or max_batching_window_s is None:
+        return
+    minimum = minimum_visibility_timeout_s(function_timeout_s, max_batching_window_s)
+    if visibility_timeout_s < minimum:
+        _fail(
+            f"visibility_timeout ({_s(visibility_timeout_s)}) must be at least {VISIBILITY_FACTOR} x "
+            f"function_timeout ({_s(function_timeout_s)}) + max_batching_window ({_s(max_batching_window_s)}) "
+            f"= {_s(minimum)}, or a message still being sent becomes visible to a second consumer; "
+            "raise visibility_timeout, or lower function_timeout or max_batching_window"
+        )
+    if visibility_timeout_s > SQS_MAX_VISIBILITY_S:
+        _fail(
+            f"visibility_timeout ({_s(visibility_timeout_s)}) exceeds SQS's maximum of {SQS_MAX_VISIBILITY_S} s "
+            "(12 hours); lower function_timeout so that 6 x function_timeout fits"
+        )
+
+
+def check_batching(batch_size: float | None, max_batching_window_s: float | None, fifo: bool) -> None:
+    if max_batching_window_s is not None:
+        if fifo and max_batching_window_s > 0:
+            _fail(
+                f"max_batching_window ({_s(max_batching_window_s)}) is not supported with fifo=True: Lambda's "
+                "event source for FIFO queues does not batch over time; leave max_batching_window unset"
+            )
+        if not 0 <= max_batching_window_s <= MAX_BATCHING_WINDOW_S:
+            _fail(
+                f"max_batching_window ({_s(max_batching_window_s)}) must be between 0 s and "
+                f"{MAX_BATCHING_WINDOW_S} s, the event source's limit"
+            )
+    if batch_size is None:
+        return
+    limit = FIFO_MAX_BATCH if fifo else STANDARD_MAX_BATCH
+    if not 1 <= batch_size <= limit:
+        kind = "a FIFO" if fifo else "a standard"
+        _fail(f"batch_size ({batch_size:g}) must be between 1 and {limit} for {kind} queue")
+    if batch_size > UNBATCHED_MAX_BATCH and not max_batching_window_s:
+        _fail(
+            f"batch_size ({batch_size:g}) above {UNBATCHED_MAX_BATCH} needs a max_batching_window of at least 1 s "
+            "(an SQS event source rule); set max_batching_window or lower batch_size to 10"
+        )
+
+
+def check_max_concurrency(max_concurrency: float | None) -> None:
+    if max_concurrency is not None and not MIN_MAX_CONCURRENCY <= max_concurrency <= MAX_MAX_CONCURRENCY:
+        _fail(
+            f"max_concurrency ({max_concurrency:g}) must be between {MIN_MAX_CONCURRENCY} and "
+            f"{MAX_MAX_CONCURRENCY}, the SQS event source's limit; leave it unset for no cap"
+        )
+
+
+def check_max_receive_count(max_receive_count: float | None) -> bool:
+    """Fails below 1; returns True when the value is allowed but below the recommended 5 (a warning)."""
+    if max_receive_count is None:
+        return False
+    if max_receive_count < 1:
+        _fail(
+            f"max_receive_count ({max_receive_count:g}) must be at least 1: it is how many deliveries a message "
+            f"gets before it moves to the dead-letter queue; use {RECOMMENDED_MAX_RECEIVE_COUNT} or more"
+        )
+    return max_receive_count < RECOMMENDED_MAX_RECEIVE_COUNT
+
+
+def check_retention_period(retention_period_s: float | None) -> None:
+    if retention_period_s is not None and not SQS_MIN_RETENTION_S <= retention_period_s <= SQS_MAX_RETENTION_S:
+        _fail(
+            f"retention_period ({_s(retention_period_s)}) must be between {SQS_MIN_RETENTION_S} s and "
+            f"{SQS_MAX_RETENTION_S} s (14 days), SQS's limits"
+        )
+
+
+def check_dedupe_ttl(dedupe_ttl_s: float | None, retention_period_s: float | None) -> None:
+    if dedupe_ttl_s is None or retention_period_s is None:
+        return
+    if dedupe_ttl_s < retention_period_s:
+        _fail(
+            f"dedupe_ttl ({_s(dedupe_ttl_s)}) must be at least the queue's retention_period "
+            f"({_s(retention_period_s)}): a key forgotten while its message can still be delivered is sent "
+            "twice; raise dedupe_ttl or lower retention_period"
+        )
+
+
+def check_memory_size(memory_size: float | None) -> None:
+    if memory_size is not None and not 128 <= memory_size <= 10_240:
+        _fail(f"memory_size ({memory_size:g} MB) must be between 128 and 10240 MB, Lambda's limits")
+
+
+def check_parallelism(parallelism: float | None, batch_size: float | None) -> None:
+    if parallelism is None:
+        return
+    if parallelism < 1 or int(parallelism) != parallelism:
+        _fail(f"parallelism ({parallelism:g}) must be a whole number of at least 1; 1 handles records in turn")
+    if batch_size is not None and parallelism > batch_size:
+        _fail(
+            f"parallelism ({parallelism:g}) must not exceed batch_size ({batch_size:g}): threads beyond the "
+            "batch size never get a record; lower parallelism"
+        )
+
+
+def check_sender(sender: str) -> None:
+    """The SES identity: a domain (``example.com``) or an address (``receipts@example.com``)."""
+    if _ADDRESS.match(sender) or _DOMAIN.match(sender):
+        return
+    _fail(
+        f"sender ({sender!r}) must be an SES identity: a domain such as 'example.com' or an address such as "
+        "'receipts@example.com' (no display name)"
+    )
+
+
+def sender_domain(sender: str) -> str:
+    match = _ADDRESS.match(sender)
+    return match.group(1).lower() if match else sender.lower()
+
+
+def check_from_addresses(from_addresses: Sequence[str], sender: str | None) -> None:
+    if not from_addresses:
+        _fail("from_addresses must not be empty when given; leave it unset to allow any address of the sender")
+    for address in from_addresses:
+        match = _ADDRESS.match(address)
+        if not match:
+            _fail(
+                f"from_addresses entry {address!r} must be a bare address such as 'receipts@example.com' "
+                "(the ses:FromAddress condition compares bare addresses)"
+            )
+            return
+        if sender is None:
+            continue
+        if "@" in sender and address.lower() != sender.lower():
+            _fail(
+                f"from_addresses entry {address!r} is not the sender identity {sender!r}: an address identity "
+                "can send only as itself; use a domain identity to send from several addresses"
+            )
+        if "@" not in sender and match.group(1).lower() != sender.lower():
+            _fail(
+                f"from_addresses entry {address!r} is not in the sender domain {sender!r}: SES would refuse "
+                f"it; use an address @{sender}"
+            )
+
+
+def check_table_choice(existing_table_given: bool, table_overrides: Sequence[str]) -> None:
+    if existing_table_given and table_overrides:
+        names = ", ".join(table_overrides)
+        _fail(
+            f"existing_table and {names} were both given: the overrides shape a table this construct makes, "
+            "and it makes none when you bring your own; drop one of them"
+        )
+
+
+def check_encryption(encryption: str | None, encryption_key_given: bool) -> None:
+    """``encryption`` is the name of the ``sqs.QueueEncryption`` given, or None for the default."""
+    if encryption == "UNENCRYPTED":
+        _fail(
+            "encryption (UNENCRYPTED) is not allowed: jobs carry recipients' addresses and content; use "
+            "sqs.QueueEncryption.SQS_MANAGED (the default) or KMS"
+        )
+    if encryption_key_given and encryption not in (None, "KMS"):
+        _fail(
+            f"encryption_key was given with encryption ({encryption}): the key would be ignored; set "
+            "encryption=sqs.QueueEncryption.KMS or leave encryption unset"
+        )

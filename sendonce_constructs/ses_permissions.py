@@ -1,0 +1,32 @@
+"""The SES grant: the identity's ARN, never a wildcard, and a From-address condition."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import Stack
+from aws_cdk import aws_iam as iam
+
+SEND_ACTIONS = ["ses:SendEmail", "ses:SendRawEmail"]
+
+
+def identity_arn(stack: Stack, identity_name: str) -> str:
+    return stack.format_arn(service="ses", resource="identity", resource_name=identity_name)
+
+
+def configuration_set_arn(stack: Stack, name: str) -> str:
+    return stack.format_arn(service="ses", resource="configuration-set", resource_name=name)
+
+
+def from_address_patterns(sender: str | None, from_addresses: Sequence[str] | None) -> list[str] | None:
+    """What ``ses:FromAddress`` may be: the listed addresses, the address identity, or any address of the domain."""
+    if from_addresses:
+        return [a.lower() for a in from_addresses]
+    if sender is None:
+        return None
+    return [sender.lower()] if "@" in sender else [f"*@{sender.lower()}"]
+
+
+def send_statement(resources: list[str], from_patterns: list[str] | None) -> iam.PolicyStatement:
+    conditions = {"StringLike": {"ses:FromAddress": from_patterns}} if from_patterns else None
+    return iam.PolicyStatement(actions=SEND_ACTIONS, resources=resources, conditions=conditions)

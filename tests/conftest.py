@@ -1,0 +1,52 @@
+"""Fixtures: one embedded AWS emulator for the session, reset before each test that uses it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+from consumer_harness import Pipeline, create_pipeline
+from ses_fault_proxy import SesFaultProxy
+
+from sendonce_constructs.local.emulator import LocalAws
+
+
+@pytest.fixture(scope="session")
+def local_aws() -> Iterator[LocalAws]:
+    aws = LocalAws().start()
+    saved = dict(os.environ)
+    os.environ.update(aws.environment)
+    try:
+        yield aws
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        aws.stop()
+
+
+@pytest.fixture
+def aws(local_aws: LocalAws) -> LocalAws:
+    local_aws.reset()
+    return local_aws
+
+
+@pytest.fixture
+def pipeline(aws: LocalAws) -> Pipeline:
+    return create_pipeline(aws)
+
+
+@pytest.fixture
+def fifo_pipeline(aws: LocalAws) -> Pipeline:
+    return create_pipeline(aws, fifo=True)
+
+
+@pytest.fixture
+def ses_faults(aws: LocalAws, pipeline: Pipeline) -> Iterator[SesFaultProxy]:
+    """SES behind a proxy that can be told to throttle, refuse, fail or hang; the pipeline sends through it."""
+    proxy = SesFaultProxy(aws.endpoint).start()
+    pipeline.ses_endpoint = proxy.endpoint
+    try:
+        yield proxy
+    finally:
+        proxy.stop()

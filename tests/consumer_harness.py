@@ -1,0 +1,152 @@
+"""Drives the real consumer against the emulator: a clock the test moves, Lambda contexts, SQS events, emails."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import boto3
+from sendonce_runtime.aws_clients import ledger_config, ses_config
+from sendonce_runtime.handler import Consumer
+from sendonce_runtime.outcome import OutcomeLog
+from sendonce_runtime.settings import Settings
+
+SENDER_DOMAIN = "example.com"
+QUEUE_ARN = "arn:aws:sqs:us-east-1:123456789012:jobs"
+_ids = itertools.count(1)
+
+
+class FakeClock:
+    """Wall-clock milliseconds that move only when a test says so."""
+
+    def __init__(self) -> None:
+        self.now = time.time_ns() // 1_000_000
+
+    def now_ms(self) -> int:
+        return self.now
+
+    def advance(self, ms: int) -> None:
+        self.now += ms
+
+
+@dataclass
+class FakeContext:
+    """A Lambda context whose deadline is ``budget_ms`` after it was made, on the test's clock."""
+
+    clock: Any
+    budget_ms: int = 30_000
+    deadline_ms: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.deadline_ms = self.clock.now_ms() + self.budget_ms
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, self.deadline_ms - self.clock.now_ms())
+
+
+def job(key: str, **overrides: Any) -> dict[str, Any]:
+    """A valid job whose subject names its key, so the emulator's sent mail can be counted per key."""
+    body: dict[str, Any] = {
+        "dedupeKey": key,
+        "from": f"Shop <receipts@{SENDER_DOMAIN}>",
+        "to": ["ada@example.org"],
+        "subject": f"Receipt {key}",
+        "text": "Thanks for your order.",
+    }
+    body.update(overrides)
+    return body
+
+
+def sqs_record(body: dict[str, Any] | str, receive_count: int = 1, group: str | None = None) -> dict[str, Any]:
+    attributes = {"ApproximateReceiveCount": str(receive_count)}
+    if group is not None:
+        attributes["MessageGroupId"] = group
+    return {
+        "messageId": f"msg-{next(_ids):06d}",
+        "body": body if isinstance(body, str) else json.dumps(body),
+        "attributes": attributes,
+        "eventSourceARN": QUEUE_ARN,
+    }
+
+
+def event(*records: dict[str, Any]) -> dict[str, Any]:
+    return {"Records": list(records)}
+
+
+def failed_ids(response: dict[str, Any]) -> set[str]:
+    return {item["itemIdentifier"] for item in response["batchItemFailures"]}
+
+
+@dataclass
+class Pipeline:
+    """The AWS side of one test: a dedupe table, a DLQ, a verified sender, and what SES accepted."""
+
+    aws: Any
+    table_name: str
+    dead_letter_queue_url: str
+    ses_endpoint: str | None = None
+
+    def settings(self, **overrides: Any) -> Settings:
+        base = Settings(table_name=self.table_name, dead_letter_queue_url=self.dead_letter_queue_url)
+        return replace(base, **overrides)
+
+    def consumer(self, clock: Any = None, ses_endpoint: str | None = None, **overrides: Any) -> Consumer:
+        settings = self.settings(**overrides)
+        endpoint = ses_endpoint or self.ses_endpoint
+        return Consumer.from_clients(
+            settings,
+            boto3.client("dynamodb", config=ledger_config(settings)),
+            boto3.client("sesv2", config=ses_config(settings), endpoint_url=endpoint),
+            boto3.client("sqs", config=ledger_config(settings)),
+            clock,
+            OutcomeLog(io.StringIO()),
+        )
+
+    def emails_per_key(self) -> Counter[str]:
+        return Counter(
+            message.subject.removeprefix("Receipt ")
+            for message in self.aws.sent_emails()
+            if getattr(message, "subject", "").startswith("Receipt ")
+        )
+
+    def emails_for(self, key: str) -> int:
+        return self.emails_per_key()[key]
+
+    def ledger_item(self, key: str) -> dict[str, Any] | None:
+        item = boto3.client("dynamodb").get_item(TableName=self.table_name, Key={"dedupeKey": {"S": key}})
+        return item.get("Item")
+
+    def status(self, key: str) -> str | None:
+        item = self.ledger_item(key)
+        return item["status"]["S"] if item else None
+
+    def dead_letters(self) -> list[dict[str, Any]]:
+        sqs = boto3.client("sqs")
+        messages: list[dict[str, Any]] = []
+        while True:
+            batch = sqs.receive_message(
+                QueueUrl=self.dead_letter_queue_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"],
+                VisibilityTimeout=600,
+            ).get("Messages", [])
+            if not batch:
+                return messages
+            messages += batch
+
+
+def create_pipeline(aws: Any, fifo: bool = False) -> Pipeline:
+    suffix = ".fifo" if fifo else ""
+    boto3.client("dynamodb").create_table(
+        TableName="dedupe",
+        KeySchema=[{"AttributeName": "dedupeKey", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "dedupeKey", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    attributes = {"FifoQueue": "true"} if fifo else {}
+    url = boto3.client("sqs").create_queue(QueueName=f"jobs-dlq{suffix}", Attributes=attributes)["QueueUrl"]
+    boto3.client("sesv2").create_email_identity(EmailIdentity=SENDER_DOMAIN)
+    return Pipeline(aws=aws, table_name="dedupe", dead_letter_queue_url=url)

@@ -1,0 +1,332 @@
+"""One test per row of the consumer's outcome table (README: Guarantees), counted in what SES accepted."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+
+import pytest
+from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
+from ses_fault_proxy import Fault
+from sendonce_runtime.delivery import DeliveryPolicy
+from sendonce_runtime.outcome import OutcomeLog
+
+LEASE_EXPIRED_MS = 30_000 + 10_000 + 1  # past the invocation's deadline plus the lease margin
+
+
+def test_first_delivery_sends_once_and_records_sent(pipeline):
+    consumer = pipeline.consumer()
+    response = consumer.handle(event(sqs_record(job("receipt:1:u1"))), FakeContext(FakeClock()))
+
+    assert response == {"batchItemFailures": []}
+    assert pipeline.emails_for("receipt:1:u1") == 1
+    item = pipeline.ledger_item("receipt:1:u1")
+    assert item["status"]["S"] == "SENT"
+    assert item["sesMessageId"]["S"]
+    assert int(item["expiresAt"]["N"]) > int(item["sentAt"]["N"]) // 1000
+
+
+def test_same_message_delivered_twice_sends_once(pipeline):
+    consumer, record = pipeline.consumer(), sqs_record(job("receipt:2:u1"))
+    consumer.handle(event(record), FakeContext(FakeClock()))
+    redelivered = dict(record, attributes={"ApproximateReceiveCount": "2"})
+    response = consumer.handle(event(redelivered), FakeContext(FakeClock()))
+
+    assert response == {"batchItemFailures": []}
+    assert pipeline.emails_for("receipt:2:u1") == 1
+
+
+def test_job_reenqueued_with_new_message_id_sends_once(pipeline):
+    consumer = pipeline.consumer()
+    consumer.handle(event(sqs_record(job("receipt:3:u1"))), FakeContext(FakeClock()))
+    response = consumer.handle(event(sqs_record(job("receipt:3:u1"))), FakeContext(FakeClock()))
+
+    assert response == {"batchItemFailures": []}
+    assert pipeline.emails_for("receipt:3:u1") == 1
+
+
+def test_duplicates_inside_one_batch_send_once(pipeline):
+    records = [sqs_record(job("receipt:4:u1")) for _ in range(4)]
+    consumer = pipeline.consumer(parallelism=1)
+    consumer.handle(event(*records), FakeContext(FakeClock()))
+    assert pipeline.emails_for("receipt:4:u1") == 1
+
+
+def test_parallel_duplicates_inside_one_batch_send_once_and_retry_the_rest(pipeline):
+    records = [sqs_record(job("receipt:5:u1")) for _ in range(6)]
+    consumer = pipeline.consumer(parallelism=6)
+    response = consumer.handle(event(*records), FakeContext(FakeClock()))
+    # The copies that met a live lease are retried later; by then the key is SENT.
+    retry = [r for r in records if r["messageId"] in failed_ids(response)]
+    if retry:
+        assert consumer.handle(event(*retry), FakeContext(FakeClock())) == {"batchItemFailures": []}
+    assert pipeline.emails_for("receipt:5:u1") == 1
+
+
+def test_key_recorded_unknown_is_never_sent(pipeline):
+    clock = FakeClock()
+    pipeline.consumer(clock).processor._ledger.claim("receipt:6:u1", "dead-worker", clock.now_ms() - 1, "h")
+    pipeline.consumer(clock).handle(event(sqs_record(job("receipt:6:u1"))), FakeContext(clock))
+    assert pipeline.status("receipt:6:u1") == "UNKNOWN"
+
+    for policy in DeliveryPolicy:
+        response = pipeline.consumer(clock, delivery=policy).handle(
+            event(sqs_record(job("receipt:6:u1"))), FakeContext(clock)
+        )
+        assert response == {"batchItemFailures": []}
+    assert pipeline.emails_for("receipt:6:u1") == 0
+
+
+def test_in_flight_with_live_lease_is_retried_later_without_sending(pipeline):
+    clock = FakeClock()
+    pipeline.consumer(clock).processor._ledger.claim("receipt:7:u1", "busy-worker", clock.now_ms() + 60_000, "h")
+    record = sqs_record(job("receipt:7:u1"))
+
+    response = pipeline.consumer(clock).handle(event(record), FakeContext(clock))
+
+    assert failed_ids(response) == {record["messageId"]}
+    assert pipeline.emails_for("receipt:7:u1") == 0
+    assert pipeline.status("receipt:7:u1") == "IN_FLIGHT"
+
+
+def test_expired_lease_at_most_once_marks_unknown_and_does_not_send(pipeline):
+    clock = FakeClock()
+    pipeline.consumer(clock).processor._ledger.claim("receipt:8:u1", "dead-worker", clock.now_ms() - 1, "h")
+    response = pipeline.consumer(clock).handle(event(sqs_record(job("receipt:8:u1"))), FakeContext(clock))
+
+    assert response == {"batchItemFailures": []}
+    assert pipeline.status("receipt:8:u1") == "UNKNOWN"
+    assert pipeline.emails_for("receipt:8:u1") == 0
+
+
+def test_expired_lease_at_least_once_takes_over_and_sends(pipeline):
+    clock = FakeClock()
+    pipeline.consumer(clock).processor._ledger.claim("receipt:9:u1", "dead-worker", clock.now_ms() - 1, "h")
+    consumer = pipeline.consumer(clock, delivery=DeliveryPolicy.AT_LEAST_ONCE)
+    response = consumer.handle(event(sqs_record(job("receipt:9:u1"))), FakeContext(clock))
+
+    assert response == {"batchItemFailures": []}
+    item = pipeline.ledger_item("receipt:9:u1")
+    assert item["status"]["S"] == "SENT"
+    assert item["attempts"]["N"] == "2"
+    assert pipeline.emails_for("receipt:9:u1") == 1
+
+
+def test_message_delivery_field_overrides_the_deployed_policy(pipeline):
+    clock = FakeClock()
+    pipeline.consumer(clock).processor._ledger.claim("receipt:10:u1", "dead-worker", clock.now_ms() - 1, "h")
+    body = job("receipt:10:u1", delivery="at-least-once")
+    pipeline.consumer(clock, delivery=DeliveryPolicy.AT_MOST_ONCE).handle(event(sqs_record(body)), FakeContext(clock))
+    assert pipeline.emails_for("receipt:10:u1") == 1
+
+
+def test_claim_retried_by_the_sdk_finds_its_own_owner_and_wins(pipeline):
+    clock = FakeClock()
+    ledger = pipeline.consumer(clock).processor._ledger
+    first = ledger.claim("receipt:11:u1", "owner-a", clock.now_ms() + 60_000, "h")
+    retried = ledger.claim("receipt:11:u1", "owner-a", clock.now_ms() + 60_000, "h")
+    other = ledger.claim("receipt:11:u1", "owner-b", clock.now_ms() + 60_000, "h")
+
+    assert first.won and retried.won
+    assert not other.won and other.existing.owner == "owner-a"
+
+
+def test_late_worker_cannot_complete_or_release_a_newer_claim(pipeline):
+    clock = FakeClock()
+    ledger = pipeline.consumer(clock).processor._ledger
+    ledger.claim("receipt:12:u1", "late-worker", clock.now_ms() - 1, "h")
+    stale = ledger.claim("receipt:12:u1", "new-worker", clock.now_ms() + 60_000, "h").existing
+    assert ledger.take_over(stale, "new-worker", clock.now_ms() + 60_000, "h").won
+
+    assert ledger.mark_sent("receipt:12:u1", "late-worker", "ses-late") is False
+    ledger.release("receipt:12:u1", "late-worker")
+    item = pipeline.ledger_item("receipt:12:u1")
+    assert item["owner"]["S"] == "new-worker" and item["status"]["S"] == "IN_FLIGHT"
+
+
+def test_expired_record_counts_as_absent_though_ttl_has_not_deleted_it(pipeline):
+    clock = FakeClock()
+    consumer = pipeline.consumer(clock, dedupe_ttl_s=60)
+    consumer.handle(event(sqs_record(job("receipt:13:u1"))), FakeContext(clock))
+    clock.advance(61_000)
+    consumer.handle(event(sqs_record(job("receipt:13:u1"))), FakeContext(clock))
+    assert pipeline.emails_for("receipt:13:u1") == 2
+
+
+@pytest.mark.parametrize("fault", [Fault.THROTTLE, Fault.SENDING_PAUSED])
+def test_retryable_refusal_releases_the_claim_and_retries_later(pipeline, ses_faults, fault):
+    ses_faults.script(fault)
+    record = sqs_record(job("receipt:20:u1"))
+    consumer = pipeline.consumer()
+
+    first = consumer.handle(event(record), FakeContext(FakeClock()))
+    assert failed_ids(first) == {record["messageId"]}
+    assert pipeline.ledger_item("receipt:20:u1") is None
+    assert pipeline.emails_for("receipt:20:u1") == 0
+
+    second = consumer.handle(event(record), FakeContext(FakeClock()))
+    assert second == {"batchItemFailures": []}
+    assert pipeline.emails_for("receipt:20:u1") == 1
+
+
+@pytest.mark.parametrize("fault", [Fault.REJECT, Fault.TEMPLATE_MISSING])
+def test_permanent_refusal_releases_the_claim_and_moves_the_message_to_the_dlq(pipeline, ses_faults, fault):
+    ses_faults.script(fault)
+    record = sqs_record(job("receipt:21:u1"))
+    response = pipeline.consumer().handle(event(record), FakeContext(FakeClock()))
+
+    assert response == {"batchItemFailures": []}
+    assert pipeline.ledger_item("receipt:21:u1") is None
+    [dead] = pipeline.dead_letters()
+    attributes = dead["MessageAttributes"]
+    assert attributes["sendonce.reasonCode"]["StringValue"] == "ses-refused"
+    assert attributes["sendonce.dedupeKey"]["StringValue"] == "receipt:21:u1"
+    assert attributes["sendonce.sourceMessageId"]["StringValue"] == record["messageId"]
+    assert dead["Body"] == record["body"]
+    assert pipeline.emails_for("receipt:21:u1") == 0
+
+
+def test_unverified_sender_is_refused_by_ses_and_dead_lettered(pipeline):
+    body = job("receipt:22:u1", **{"from": "billing@not-verified.example.net"})
+    response = pipeline.consumer().handle(event(sqs_record(body)), FakeContext(FakeClock()))
+
+    assert response == {"batchItemFailures": []}
+    [dead] = pipeline.dead_letters()
+    assert "MessageRejected" in dead["MessageAttributes"]["sendonce.reason"]["StringValue"]
+
+
+def test_server_error_is_ambiguous_keeps_the_claim_and_at_most_once_sends_no_more(pipeline, ses_faults):
+    ses_faults.script(Fault.SERVER_ERROR)
+    clock = FakeClock()
+    record = sqs_record(job("receipt:23:u1"))
+    first = pipeline.consumer(clock).handle(event(record), FakeContext(clock))
+
+    assert failed_ids(first) == {record["messageId"]}
+    assert pipeline.status("receipt:23:u1") == "IN_FLIGHT"
+    clock.advance(LEASE_EXPIRED_MS)
+    assert pipeline.consumer(clock).handle(event(record), FakeContext(clock)) == {"batchItemFailures": []}
+    assert pipeline.status("receipt:23:u1") == "UNKNOWN"
+    assert ses_faults.send_requests == 1
+
+
+def test_connection_dropped_after_ses_accepted_is_ambiguous_and_not_resent(pipeline, ses_faults):
+    ses_faults.script(Fault.ACCEPT_THEN_DROP)
+    clock = FakeClock()
+    record = sqs_record(job("receipt:24:u1"))
+    first = pipeline.consumer(clock).handle(event(record), FakeContext(clock))
+
+    assert failed_ids(first) == {record["messageId"]}
+    clock.advance(LEASE_EXPIRED_MS)
+    pipeline.consumer(clock).handle(event(record), FakeContext(clock))
+    assert pipeline.emails_for("receipt:24:u1") == 1
+    assert pipeline.status("receipt:24:u1") == "UNKNOWN"
+
+
+def test_ses_unreachable_is_a_definite_refusal_that_releases_the_claim(pipeline):
+    unreachable = "http://localhost:9"  # the discard port: nothing listens, the connection is refused
+    record = sqs_record(job("receipt:25:u1"))
+    response = pipeline.consumer(ses_endpoint=unreachable).handle(event(record), FakeContext(FakeClock()))
+
+    assert failed_ids(response) == {record["messageId"]}
+    assert pipeline.ledger_item("receipt:25:u1") is None
+
+
+def test_same_key_with_a_different_payload_is_not_sent_twice_and_is_flagged(pipeline):
+    log = io.StringIO()
+    consumer = pipeline.consumer()
+    consumer.log = OutcomeLog(log)
+    consumer.handle(event(sqs_record(job("receipt:26:u1"))), FakeContext(FakeClock()))
+    consumer.handle(event(sqs_record(job("receipt:26:u1", text="Different body"))), FakeContext(FakeClock()))
+
+    assert pipeline.emails_for("receipt:26:u1") == 1
+    last = json.loads(log.getvalue().splitlines()[-1])
+    assert last["outcome"] == "duplicate" and last["keyConflict"] is True
+
+
+def test_changing_only_the_delivery_field_is_not_a_key_conflict(pipeline):
+    log = io.StringIO()
+    consumer = pipeline.consumer()
+    consumer.log = OutcomeLog(log)
+    consumer.handle(event(sqs_record(job("receipt:27:u1"))), FakeContext(FakeClock()))
+    consumer.handle(event(sqs_record(job("receipt:27:u1", delivery="at-least-once"))), FakeContext(FakeClock()))
+    assert "keyConflict" not in json.loads(log.getvalue().splitlines()[-1])
+
+
+def test_too_little_time_left_fails_this_and_every_later_record_without_claiming(pipeline):
+    records = [sqs_record(job(f"receipt:28:u{i}")) for i in range(3)]
+    consumer = pipeline.consumer()
+    context = FakeContext(FakeClock(), budget_ms=consumer.settings.record_budget_ms - 1)
+
+    response = consumer.handle(event(*records), context)
+
+    assert failed_ids(response) == {r["messageId"] for r in records}
+    assert all(pipeline.ledger_item(f"receipt:28:u{i}") is None for i in range(3))
+
+
+def test_deadline_reached_mid_batch_stops_there(pipeline):
+    clock = FakeClock()
+    consumer = pipeline.consumer(clock, parallelism=1)
+    context = FakeContext(clock, budget_ms=consumer.settings.record_budget_ms + 500)
+    original = consumer.processor.process
+
+    def slow_process(record, deadline):
+        result = original(record, deadline)
+        clock.advance(1_000)  # each record takes a second of the invocation's time
+        return result
+
+    consumer.processor.process = slow_process
+    records = [sqs_record(job(f"receipt:29:u{i}")) for i in range(3)]
+    response = consumer.handle(event(*records), context)
+
+    assert failed_ids(response) == {records[1]["messageId"], records[2]["messageId"]}
+    assert pipeline.emails_per_key() == {"receipt:29:u0": 1}
+
+
+def test_unreachable_ledger_fails_the_record_without_raising(pipeline):
+    record = sqs_record(job("receipt:30:u1"))
+    consumer = pipeline.consumer(table_name="no-such-table")
+    response = consumer.handle(event(record), FakeContext(FakeClock()))
+    assert failed_ids(response) == {record["messageId"]}
+    assert pipeline.emails_for("receipt:30:u1") == 0
+
+
+def test_dlq_unavailable_keeps_the_poison_message_queued(pipeline):
+    record = sqs_record("{not json")
+    consumer = pipeline.consumer(dead_letter_queue_url=pipeline.dead_letter_queue_url + "-missing")
+    response = consumer.handle(event(record), FakeContext(FakeClock()))
+    assert failed_ids(response) == {record["messageId"]}
+
+
+def test_every_record_logs_one_json_line(pipeline):
+    log = io.StringIO()
+    consumer = pipeline.consumer()
+    consumer.log = OutcomeLog(log)
+    records = [sqs_record(job("receipt:31:u1")), sqs_record(job("receipt:31:u1")), sqs_record("oops")]
+    consumer.handle(event(*records), FakeContext(FakeClock()))
+
+    lines = [json.loads(line) for line in log.getvalue().splitlines()]
+    assert [line["messageId"] for line in lines] == [r["messageId"] for r in records]
+    assert [line["outcome"] for line in lines] == ["sent", "duplicate", "invalid_message"]
+    assert lines[0]["sesMessageId"] and lines[0]["attempt"] == 1 and lines[0]["dedupeKey"] == "receipt:31:u1"
+
+
+def test_dedupe_key_is_attached_to_the_ses_email_as_a_tag(pipeline):
+    captured = []
+    consumer = pipeline.consumer()
+    ses = consumer.processor._sender._client
+    ses.meta.events.register("before-parameter-build.sesv2.SendEmail", lambda params, **_: captured.append(params))
+    consumer.handle(event(sqs_record(job("receipt:32:u1", tags={"kind": "receipt"}))), FakeContext(FakeClock()))
+    digest = hashlib.sha256(b"receipt:32:u1").hexdigest()[:16]
+    assert {"Name": "sendonce-key", "Value": f"receipt_32_u1-{digest}"} in captured[0]["EmailTags"]
+    assert {"Name": "kind", "Value": "receipt"} in captured[0]["EmailTags"]
+
+
+def test_sqs_visible_to_the_consumer_only_through_its_own_dlq_grant(pipeline):
+    # The consumer never deletes or receives: the event source does. Its only SQS call is the DLQ send.
+    calls = []
+    consumer = pipeline.consumer()
+    sqs = consumer.processor._dead_letters._client
+    sqs.meta.events.register("before-call.sqs.*", lambda model, **_: calls.append(model.name))
+    consumer.handle(event(sqs_record("oops"), sqs_record(job("receipt:33:u1"))), FakeContext(FakeClock()))
+    assert calls == ["SendMessage"]
