@@ -131,6 +131,7 @@ class Pipeline:
         while True:
             batch = sqs.receive_message(
                 QueueUrl=self.dead_letter_queue_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"],
+                MessageSystemAttributeNames=["All"],
                 VisibilityTimeout=600,
             ).get("Messages", [])
             if not batch:

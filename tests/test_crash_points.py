@@ -1,0 +1,56 @@
+"""A worker killed at each point of the protocol, then the message redelivered: the emails SES accepted.
+
+The only cells that lose or double an email are the window no protocol closes (the worker died after its
+claim, so its send may or may not have reached SES); there the delivery policy picks the failure, and the
+ledger says UNKNOWN wherever an email may be lost.
+"""
+
+from __future__ import annotations
+
+import pytest
+from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
+from crash_injection import CrashPoint, WorkerKilled, crash_at
+from sendonce_runtime.delivery import DeliveryPolicy
+
+VISIBILITY_TIMEOUT_MS = 6 * 30_000  # the construct's default: the redelivery comes no sooner
+
+EXPECTED = {
+    (DeliveryPolicy.AT_MOST_ONCE, CrashPoint.BEFORE_CLAIM): (1, "SENT"),
+    (DeliveryPolicy.AT_MOST_ONCE, CrashPoint.AFTER_CLAIM): (0, "UNKNOWN"),
+    (DeliveryPolicy.AT_MOST_ONCE, CrashPoint.AFTER_SES_ACCEPTED): (1, "UNKNOWN"),
+    (DeliveryPolicy.AT_MOST_ONCE, CrashPoint.AFTER_SENT): (1, "SENT"),
+    (DeliveryPolicy.AT_LEAST_ONCE, CrashPoint.BEFORE_CLAIM): (1, "SENT"),
+    (DeliveryPolicy.AT_LEAST_ONCE, CrashPoint.AFTER_CLAIM): (1, "SENT"),
+    (DeliveryPolicy.AT_LEAST_ONCE, CrashPoint.AFTER_SES_ACCEPTED): (2, "SENT"),
+    (DeliveryPolicy.AT_LEAST_ONCE, CrashPoint.AFTER_SENT): (1, "SENT"),
+}
+
+
+@pytest.mark.parametrize(("policy", "point"), list(EXPECTED), ids=lambda v: v.value)
+def test_worker_killed_then_message_redelivered(pipeline, policy, point):
+    clock = FakeClock()
+    record = sqs_record(job("reset:77:u9"))
+
+    with pytest.raises(WorkerKilled):
+        crash_at(pipeline.consumer(clock, delivery=policy), point).handle(event(record), FakeContext(clock))
+    clock.advance(VISIBILITY_TIMEOUT_MS)
+    response = pipeline.consumer(clock, delivery=policy).handle(event(record), FakeContext(clock))
+
+    emails, status = EXPECTED[(policy, point)]
+    assert response == {"batchItemFailures": []}
+    assert pipeline.emails_for("reset:77:u9") == emails
+    assert pipeline.status("reset:77:u9") == status
+
+
+@pytest.mark.parametrize("policy", list(DeliveryPolicy), ids=lambda v: v.value)
+def test_redelivery_while_the_dead_workers_lease_is_live_waits(pipeline, policy):
+    # A message can come back before its lease expires only if visibility was shortened; it must not send.
+    clock = FakeClock()
+    record = sqs_record(job("reset:78:u9"))
+    with pytest.raises(WorkerKilled):
+        crash_at(pipeline.consumer(clock, delivery=policy), CrashPoint.AFTER_CLAIM).handle(
+            event(record), FakeContext(clock)
+        )
+    response = pipeline.consumer(clock, delivery=policy).handle(event(record), FakeContext(clock))
+    assert response == {"batchItemFailures": [{"itemIdentifier": record["messageId"]}]}
+    assert pipeline.emails_for("reset:78:u9") == 0

@@ -1,0 +1,69 @@
+"""Any interleaving of deliveries, crashes and time passing keeps the promise of the configured policy."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+
+import pytest
+from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
+from crash_injection import CrashPoint, WorkerKilled, crash_at
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sendonce_runtime.delivery import DeliveryPolicy
+
+KEYS = 3
+PAST_ANY_LEASE_MS = 6 * 30_000
+MAY_LOSE = {CrashPoint.AFTER_CLAIM, CrashPoint.AFTER_SES_ACCEPTED}  # the window where a send may have left
+
+steps = st.lists(
+    st.tuples(
+        st.integers(0, KEYS - 1),
+        st.one_of(st.none(), st.sampled_from(list(CrashPoint))),
+        st.sampled_from([0, 1_000, PAST_ANY_LEASE_MS]),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+def run(pipeline, policy, plan):
+    """Play the plan, then let SQS redeliver each key once more after every lease expired."""
+    clock, prefix = FakeClock(), uuid.uuid4().hex[:8]
+    crashes: dict[int, Counter] = {k: Counter() for k in range(KEYS)}
+    for key_index, crash, advance_ms in plan:
+        consumer = pipeline.consumer(clock, delivery=policy)
+        if crash is not None:
+            crash_at(consumer, crash)
+        try:
+            consumer.handle(event(sqs_record(job(f"{prefix}:{key_index}"))), FakeContext(clock))
+        except WorkerKilled:
+            crashes[key_index][crash] += 1
+        clock.advance(advance_ms)
+    clock.advance(PAST_ANY_LEASE_MS)
+    for key_index in range(KEYS):
+        pipeline.consumer(clock, delivery=policy).handle(event(sqs_record(job(f"{prefix}:{key_index}"))),
+                                                         FakeContext(clock))
+    return prefix, crashes
+
+
+@pytest.mark.parametrize("policy", list(DeliveryPolicy), ids=lambda p: p.value)
+def test_interleavings_keep_the_policy_promise(pipeline, policy):
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(plan=steps)
+    def check(plan):
+        prefix, crashes = run(pipeline, policy, plan)
+        for key_index in range(KEYS):
+            key = f"{prefix}:{key_index}"
+            emails, status = pipeline.emails_for(key), pipeline.status(key)
+            in_window = sum(crashes[key_index][p] for p in MAY_LOSE)
+            if policy is DeliveryPolicy.AT_MOST_ONCE:
+                assert emails <= 1, "sent twice under at-most-once"
+                if emails == 0:
+                    assert in_window and status == "UNKNOWN", "lost outside the documented window"
+            else:
+                assert emails >= 1, "lost under at-least-once"
+                assert emails <= 1 + crashes[key_index][CrashPoint.AFTER_SES_ACCEPTED], "doubled outside the window"
+                assert status == "SENT"
+
+    check()
