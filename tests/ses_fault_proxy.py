@@ -71,7 +71,9 @@ class SesFaultProxy:
             self.send_requests += 1
             return self._faults.popleft() if self._faults else Fault.PASS
 
-    def _forward(self, method: str, path: str, headers: dict[str, str], body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
+    def _forward(
+        self, method: str, path: str, headers: dict[str, str], body: bytes
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
         connection = http.client.HTTPConnection(*self._upstream, timeout=30)
         try:
             connection.request(method, path, body=body, headers=headers)
@@ -109,7 +111,7 @@ class SesFaultProxy:
                 kept = [(k, v) for k, v in upstream_headers if k.lower() not in ("connection", "content-length")]
                 self._reply(status, kept, payload)
 
-            do_GET = do_POST  # noqa: N815
+            do_GET = do_POST
 
             def _reply(self, status: int, headers: list[tuple[str, str]], payload: bytes) -> None:
                 # Headers and body in one write, with Nagle off: a split write stalls ~40 ms per call.

@@ -8,9 +8,9 @@ import json
 
 import pytest
 from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
-from ses_fault_proxy import Fault
 from sendonce_runtime.delivery import DeliveryPolicy
 from sendonce_runtime.outcome import OutcomeLog
+from ses_fault_proxy import Fault
 
 LEASE_EXPIRED_MS = 30_000 + 10_000 + 1  # past the invocation's deadline plus the lease margin
 
@@ -210,17 +210,21 @@ def test_server_error_is_ambiguous_keeps_the_claim_and_at_most_once_sends_no_mor
     assert ses_faults.send_requests == 1
 
 
-def test_connection_dropped_after_ses_accepted_is_ambiguous_and_not_resent(pipeline, ses_faults):
+@pytest.mark.parametrize(("policy", "emails"), [(DeliveryPolicy.AT_MOST_ONCE, 1), (DeliveryPolicy.AT_LEAST_ONCE, 2)])
+def test_connection_dropped_after_ses_accepted_is_ambiguous_and_the_policy_decides(
+    pipeline, ses_faults, policy, emails
+):
     ses_faults.script(Fault.ACCEPT_THEN_DROP)
     clock = FakeClock()
     record = sqs_record(job("receipt:24:u1"))
-    first = pipeline.consumer(clock).handle(event(record), FakeContext(clock))
+    first = pipeline.consumer(clock, delivery=policy).handle(event(record), FakeContext(clock))
 
     assert failed_ids(first) == {record["messageId"]}
+    assert pipeline.status("receipt:24:u1") == "IN_FLIGHT"
     clock.advance(LEASE_EXPIRED_MS)
-    pipeline.consumer(clock).handle(event(record), FakeContext(clock))
-    assert pipeline.emails_for("receipt:24:u1") == 1
-    assert pipeline.status("receipt:24:u1") == "UNKNOWN"
+    pipeline.consumer(clock, delivery=policy).handle(event(record), FakeContext(clock))
+    assert pipeline.emails_for("receipt:24:u1") == emails
+    assert pipeline.status("receipt:24:u1") == ("UNKNOWN" if policy is DeliveryPolicy.AT_MOST_ONCE else "SENT")
 
 
 def test_ses_unreachable_is_a_definite_refusal_that_releases_the_claim(pipeline):

@@ -1,0 +1,44 @@
+"""Synthesizes a SendOnceEmailQueue in a fresh stack and hands back the template."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aws_cdk as cdk
+from aws_cdk.assertions import Template
+
+from sendonce_constructs import SendOnceEmailQueue
+
+
+def make_stack() -> cdk.Stack:
+    return cdk.Stack(cdk.App(), "Test")
+
+
+def build(stack: cdk.Stack | None = None, **props: Any) -> tuple[SendOnceEmailQueue, Template]:
+    stack = stack or make_stack()
+    props.setdefault("sender", "example.com")
+    pipeline = SendOnceEmailQueue(stack, "Receipts", **props)
+    return pipeline, Template.from_stack(stack)
+
+
+def only(template: Template, resource_type: str, **match: Any) -> dict[str, Any]:
+    found = template.find_resources(resource_type, match or None)
+    assert len(found) == 1, f"expected one {resource_type}, found {len(found)}"
+    return next(iter(found.values()))
+
+
+def queue_by_retention(template: Template, seconds: int) -> dict[str, Any]:
+    return only(template, "AWS::SQS::Queue", Properties={"MessageRetentionPeriod": seconds})
+
+
+def policy_statements(template: Template) -> list[dict[str, Any]]:
+    return [
+        statement
+        for policy in template.find_resources("AWS::IAM::Policy").values()
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def ses_statement(template: Template) -> dict[str, Any]:
+    [statement] = [s for s in policy_statements(template) if "ses:SendEmail" in s["Action"]]
+    return statement

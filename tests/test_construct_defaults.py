@@ -1,0 +1,253 @@
+"""What `SendOnceEmailQueue(self, "Receipts", sender="example.com")` deploys, and every override."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_ses as ses
+from aws_cdk.assertions import Template
+from construct_support import build, make_stack, only, policy_statements, queue_by_retention, ses_statement
+
+from sendonce_constructs import DeliveryPolicy, SendOnceEmailQueue
+
+FOUR_DAYS, FOURTEEN_DAYS = 4 * 86_400, 14 * 86_400
+
+
+def test_job_queue_defaults_follow_the_aws_guidance():
+    _, template = build()
+    queue = queue_by_retention(template, FOUR_DAYS)["Properties"]
+    assert queue["VisibilityTimeout"] == 180  # 6 x the 30 s function timeout
+    assert queue["SqsManagedSseEnabled"] is True
+    assert queue["RedrivePolicy"]["maxReceiveCount"] == 5
+
+
+def test_dead_letter_queue_keeps_messages_fourteen_days_encrypted():
+    _, template = build()
+    assert queue_by_retention(template, FOURTEEN_DAYS)["Properties"]["SqsManagedSseEnabled"] is True
+
+
+def test_both_queues_refuse_requests_without_tls():
+    _, template = build()
+    policies = template.find_resources("AWS::SQS::QueuePolicy")
+    assert len(policies) == 2
+    for policy in policies.values():
+        [statement] = policy["Properties"]["PolicyDocument"]["Statement"]
+        assert statement["Effect"] == "Deny"
+        assert statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+
+
+def test_dedupe_table_is_on_demand_with_ttl_pitr_and_retained():
+    _, template = build()
+    table = only(template, "AWS::DynamoDB::Table")
+    assert table["DeletionPolicy"] == "Retain"
+    props = table["Properties"]
+    assert props["BillingMode"] == "PAY_PER_REQUEST"
+    assert props["KeySchema"] == [{"AttributeName": "dedupeKey", "KeyType": "HASH"}]
+    assert props["TimeToLiveSpecification"] == {"AttributeName": "expiresAt", "Enabled": True}
+    assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+
+
+def test_consumer_function_defaults():
+    _, template = build()
+    props = only(template, "AWS::Lambda::Function")["Properties"]
+    assert props["Handler"] == "sendonce_runtime.handler.handler"
+    assert props["Architectures"] == ["arm64"]
+    assert props["Runtime"] == lambda_.Runtime.determine_latest_python_runtime(make_stack()).name
+    assert props["Timeout"] == 30
+    assert props["MemorySize"] == 256
+    assert props["LoggingConfig"]["LogGroup"]["Ref"].startswith("ReceiptsConsumerLogs")
+    env = props["Environment"]["Variables"]
+    assert env["SENDONCE_TABLE_NAME"]["Ref"].startswith("ReceiptsDedupeTable")
+    assert env["SENDONCE_DLQ_URL"]["Ref"].startswith("ReceiptsDeadLetterQueue")
+    assert {k: v for k, v in env.items() if k not in ("SENDONCE_TABLE_NAME", "SENDONCE_DLQ_URL")} == {
+        "SENDONCE_DELIVERY": "at-most-once",
+        "SENDONCE_DEDUPE_TTL_SECONDS": str(7 * 86_400),
+        "SENDONCE_PARALLELISM": "10",
+        "SENDONCE_FIFO": "false",
+    }
+
+
+def test_consumer_has_its_own_log_group_with_a_retention():
+    _, template = build()
+    assert only(template, "AWS::Logs::LogGroup")["Properties"]["RetentionInDays"] == 30
+
+
+def test_event_source_reports_partial_batch_failures():
+    _, template = build()
+    mapping = only(template, "AWS::Lambda::EventSourceMapping")["Properties"]
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert mapping["BatchSize"] == 10
+    assert "MaximumBatchingWindowInSeconds" not in mapping
+    assert "ScalingConfig" not in mapping
+
+
+def test_consumer_gets_only_the_dynamodb_item_writes_it_makes():
+    _, template = build()
+    [statement] = [s for s in policy_statements(template) if any(a.startswith("dynamodb:") for a in s["Action"])]
+    assert sorted(statement["Action"]) == ["dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]
+
+
+def test_consumer_may_send_to_the_dlq_and_nothing_else_on_it():
+    _, template = build()
+    sends = [s for s in policy_statements(template) if "sqs:SendMessage" in s["Action"]]
+    assert len(sends) == 1
+    assert sends[0]["Resource"]["Fn::GetAtt"][0].startswith("ReceiptsDeadLetterQueue")
+
+
+def test_function_timeout_and_batching_window_set_the_visibility_timeout():
+    _, template = build(function_timeout=cdk.Duration.seconds(60), max_batching_window=cdk.Duration.seconds(20))
+    assert queue_by_retention(template, FOUR_DAYS)["Properties"]["VisibilityTimeout"] == 380
+    mapping = only(template, "AWS::Lambda::EventSourceMapping")["Properties"]
+    assert mapping["MaximumBatchingWindowInSeconds"] == 20
+
+
+def test_overrides_reach_the_resources():
+    _, template = build(
+        memory_size=512,
+        architecture=lambda_.Architecture.X86_64,
+        runtime=lambda_.Runtime.PYTHON_3_12,
+        log_retention=logs.RetentionDays.ONE_WEEK,
+        batch_size=5,
+        max_concurrency=3,
+        parallelism=2,
+        max_receive_count=8,
+        retention_period=cdk.Duration.days(2),
+        dedupe_ttl=cdk.Duration.days(3),
+        visibility_timeout=cdk.Duration.minutes(10),
+        delivery=DeliveryPolicy.AT_LEAST_ONCE,
+    )
+    function = only(template, "AWS::Lambda::Function")["Properties"]
+    assert (function["MemorySize"], function["Architectures"], function["Runtime"]) == (512, ["x86_64"], "python3.12")
+    env = function["Environment"]["Variables"]
+    assert env["SENDONCE_DELIVERY"] == "at-least-once"
+    assert env["SENDONCE_DEDUPE_TTL_SECONDS"] == str(3 * 86_400)
+    assert env["SENDONCE_PARALLELISM"] == "2"
+    mapping = only(template, "AWS::Lambda::EventSourceMapping")["Properties"]
+    assert mapping["BatchSize"] == 5
+    assert mapping["ScalingConfig"] == {"MaximumConcurrency": 3}
+    queue = queue_by_retention(template, 2 * 86_400)["Properties"]
+    assert queue["VisibilityTimeout"] == 600
+    assert queue["RedrivePolicy"]["maxReceiveCount"] == 8
+    assert only(template, "AWS::Logs::LogGroup")["Properties"]["RetentionInDays"] == 7
+
+
+def test_fifo_makes_both_queues_fifo_and_tells_the_consumer():
+    _, template = build(fifo=True)
+    queues = template.find_resources("AWS::SQS::Queue")
+    assert [q["Properties"].get("FifoQueue") for q in queues.values()] == [True, True]
+    env = only(template, "AWS::Lambda::Function")["Properties"]["Environment"]["Variables"]
+    assert env["SENDONCE_FIFO"] == "true"
+
+
+def test_existing_table_is_used_and_none_is_made():
+    stack = make_stack()
+    table = dynamodb.Table.from_table_name(stack, "Mine", "my-dedupe-table")
+    pipeline, template = build(stack, existing_table=table)
+    template.resource_count_is("AWS::DynamoDB::Table", 0)
+    assert pipeline.table is table
+    env = only(template, "AWS::Lambda::Function")["Properties"]["Environment"]["Variables"]
+    assert env["SENDONCE_TABLE_NAME"] == "my-dedupe-table"
+
+
+def test_removal_policy_and_deletion_protection_shape_the_table():
+    _, template = build(removal_policy=cdk.RemovalPolicy.DESTROY, deletion_protection=True)
+    table = only(template, "AWS::DynamoDB::Table")
+    assert table["DeletionPolicy"] == "Delete"
+    assert table["Properties"]["DeletionProtectionEnabled"] is True
+
+
+def test_customer_managed_key_encrypts_queues_and_table_and_is_granted():
+    stack = make_stack()
+    key = kms.Key(stack, "Key")
+    _pipeline, template = build(stack, encryption_key=key)
+    for queue in template.find_resources("AWS::SQS::Queue").values():
+        assert "KmsMasterKeyId" in queue["Properties"]
+    assert only(template, "AWS::DynamoDB::Table")["Properties"]["SSESpecification"]["SSEEnabled"] is True
+    assert any("kms:Decrypt" in s["Action"] for s in policy_statements(template))
+
+
+def test_grant_enqueue_gives_a_producer_send_and_the_kms_it_needs():
+    stack = make_stack()
+    key = kms.Key(stack, "Key")
+    producer = iam.Role(stack, "Producer", assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"))
+    pipeline = SendOnceEmailQueue(stack, "Receipts", sender="example.com", encryption_key=key)
+    grant = pipeline.grant_enqueue(producer)
+    assert isinstance(grant, iam.Grant) and grant.success
+    template = Template.from_stack(stack)
+    actions = {
+        action
+        for name, policy in template.find_resources("AWS::IAM::Policy").items()
+        if name.startswith("ProducerDefaultPolicy")
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        for action in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])
+    }
+    assert {"sqs:SendMessage", "kms:GenerateDataKey*", "kms:Encrypt"} <= actions
+
+
+def test_public_attributes_are_the_resources_made():
+    pipeline, _ = build()
+    assert {type(pipeline.queue).__name__, type(pipeline.dead_letter_queue).__name__} == {"Queue"}
+    assert type(pipeline.table).__name__ == "Table"
+    assert type(pipeline.function).__name__ == "Function"
+    assert type(pipeline.event_source).__name__ == "SqsEventSource"
+    assert pipeline.queue.dead_letter_queue.queue is pipeline.dead_letter_queue
+
+
+def test_ses_grant_names_the_identity_with_a_from_address_condition_and_no_wildcard():
+    _, template = build(sender="example.com", from_addresses=["receipts@example.com"])
+    statement = ses_statement(template)
+    assert sorted(statement["Action"]) == ["ses:SendEmail", "ses:SendRawEmail"]
+    resource = statement["Resource"]["Fn::Join"][1]
+    assert resource[-1] == ":identity/example.com"
+    assert statement["Condition"] == {"StringLike": {"ses:FromAddress": ["receipts@example.com"]}}
+    for s in policy_statements(template):
+        assert s["Resource"] != "*"
+
+
+def test_ses_grant_without_from_addresses_allows_only_the_identitys_own_addresses():
+    _, domain = build(sender="example.com")
+    _, address = build(sender="receipts@example.com")
+    assert ses_statement(domain)["Condition"] == {"StringLike": {"ses:FromAddress": ["*@example.com"]}}
+    assert ses_statement(address)["Condition"] == {"StringLike": {"ses:FromAddress": ["receipts@example.com"]}}
+
+
+def test_configuration_set_and_templates_are_granted_and_passed_on():
+    _, template = build(configuration_set="transactional", template_names=["receipt"])
+    resources = ses_statement(template)["Resource"]
+    tails = [r["Fn::Join"][1][-1] for r in resources]
+    assert tails == [":identity/example.com", ":configuration-set/transactional", ":template/receipt"]
+    env = only(template, "AWS::Lambda::Function")["Properties"]["Environment"]["Variables"]
+    assert env["SENDONCE_CONFIGURATION_SET"] == "transactional"
+
+
+def test_an_email_identity_construct_can_be_the_sender():
+    stack = make_stack()
+    identity = ses.EmailIdentity(stack, "Identity", identity=ses.Identity.domain("example.com"))
+    _, template = build(stack, sender=identity, from_addresses=["receipts@example.com"])
+    statement = ses_statement(template)
+    assert "Fn::Join" in statement["Resource"] or "Ref" in str(statement["Resource"])
+    assert statement["Condition"] == {"StringLike": {"ses:FromAddress": ["receipts@example.com"]}}
+
+
+def test_logical_ids_are_pinned():
+    # Renaming a child replaces the resource on deploy: the queue's messages or the table's keys would be lost.
+    _, template = build()
+    ids = {
+        kind: sorted(template.find_resources(kind))
+        for kind in ("AWS::SQS::Queue", "AWS::DynamoDB::Table", "AWS::Lambda::Function")
+    }
+    assert ids == {
+        "AWS::SQS::Queue": ["ReceiptsDeadLetterQueue2FBEE237", "ReceiptsQueue4CA61331"],
+        "AWS::DynamoDB::Table": ["ReceiptsDedupeTable97CEC35F"],
+        "AWS::Lambda::Function": ["ReceiptsConsumer2A19002C"],
+    }
+
+
+def test_the_runtime_policy_values_match_the_constructs():
+    from sendonce_runtime.delivery import DeliveryPolicy as RuntimePolicy
+
+    assert {p.value for p in DeliveryPolicy} == {p.value for p in RuntimePolicy}
