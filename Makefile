@@ -32,7 +32,7 @@ synth: setup
 	npx cdk synth --quiet
 
 demo: setup
-	$(PY) -m sendonce_constructs.local demo
+	$(PY) -m sendonce_constructs.local demo $(ARGS)
 
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache build dist

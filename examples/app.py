@@ -18,7 +18,7 @@ class ReceiptsStack(cdk.Stack):
             "Receipts",
             sender="example.com",
             from_addresses=["receipts@example.com"],
-            function_timeout=cdk.Duration.seconds(30),
+            function_timeout=cdk.Duration.seconds(int(self.node.try_get_context("functionTimeoutSeconds") or 30)),
             max_concurrency=5,
             delivery=DeliveryPolicy.AT_MOST_ONCE,
         )

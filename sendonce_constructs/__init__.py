@@ -1,7 +1,30 @@
-"""sendonce: an AWS CDK construct for SQS-driven transactional email that sends each email once."""
+"""sendonce: an AWS CDK construct for SQS-driven transactional email that sends each email once.
 
-from .delivery import DeliveryPolicy
-from .email_queue import SendOnceEmailQueue
-from .errors import SendOnceConfigurationError
+The construct classes load aws-cdk-lib on first use, so ``sendonce_constructs.local`` (the emulator and the
+local runner) imports without starting jsii.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .delivery import DeliveryPolicy
+    from .email_queue import SendOnceEmailQueue
+    from .errors import SendOnceConfigurationError
 
 __all__ = ["DeliveryPolicy", "SendOnceConfigurationError", "SendOnceEmailQueue"]
+_HOMES = {
+    "DeliveryPolicy": ".delivery",
+    "SendOnceConfigurationError": ".errors",
+    "SendOnceEmailQueue": ".email_queue",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        value = getattr(importlib.import_module(_HOMES[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

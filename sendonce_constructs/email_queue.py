@@ -212,6 +212,15 @@ class SendOnceEmailQueue(Construct):
         }
         if configuration_set_name is not None:
             environment["SENDONCE_CONFIGURATION_SET"] = configuration_set_name
+        timeout_s = _seconds(function_timeout)
+        if timeout_s is not None:
+            budget = rules.consumer_time_budget(timeout_s)
+            environment.update(
+                SENDONCE_SES_CONNECT_TIMEOUT_S=f"{budget['ses_connect_timeout_s']:g}",
+                SENDONCE_SES_READ_TIMEOUT_S=f"{budget['ses_read_timeout_s']:g}",
+                SENDONCE_LEDGER_BUDGET_MS=str(int(budget["ledger_budget_ms"])),
+                SENDONCE_LEASE_MARGIN_MS=str(int(budget["lease_margin_ms"])),
+            )
         self.function = lambda_.Function(
             self,
             "Consumer",

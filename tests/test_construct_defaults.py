@@ -68,7 +68,20 @@ def test_consumer_function_defaults():
         "SENDONCE_DEDUPE_TTL_SECONDS": str(7 * 86_400),
         "SENDONCE_PARALLELISM": "10",
         "SENDONCE_FIFO": "false",
+        "SENDONCE_SES_CONNECT_TIMEOUT_S": "2",
+        "SENDONCE_SES_READ_TIMEOUT_S": "5",
+        "SENDONCE_LEDGER_BUDGET_MS": "2000",
+        "SENDONCE_LEASE_MARGIN_MS": "10000",
     }
+
+
+def test_a_short_function_timeout_shrinks_the_consumers_time_budget_to_fit():
+    _, template = build(function_timeout=cdk.Duration.seconds(4))
+    env = only(template, "AWS::Lambda::Function")["Properties"]["Environment"]["Variables"]
+    connect, read = float(env["SENDONCE_SES_CONNECT_TIMEOUT_S"]), float(env["SENDONCE_SES_READ_TIMEOUT_S"])
+    ledger_s, margin_s = int(env["SENDONCE_LEDGER_BUDGET_MS"]) / 1000, int(env["SENDONCE_LEASE_MARGIN_MS"]) / 1000
+    assert connect + read + ledger_s < 4  # a record can start and finish inside one invocation
+    assert 4 + margin_s < 6 * 4  # a dead worker's lease has expired when SQS redelivers its message
 
 
 def test_consumer_has_its_own_log_group_with_a_retention():

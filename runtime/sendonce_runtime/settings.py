@@ -51,6 +51,7 @@ class Settings:
                 lease_margin_ms=int(env.get("SENDONCE_LEASE_MARGIN_MS", cls.lease_margin_ms)),
                 ses_connect_timeout_s=float(env.get("SENDONCE_SES_CONNECT_TIMEOUT_S", cls.ses_connect_timeout_s)),
                 ses_read_timeout_s=float(env.get("SENDONCE_SES_READ_TIMEOUT_S", cls.ses_read_timeout_s)),
+                ledger_budget_ms=int(env.get("SENDONCE_LEDGER_BUDGET_MS", cls.ledger_budget_ms)),
             )
         except ValueError as error:
             raise SettingsError(f"invalid sendonce setting: {error}") from error

@@ -1,8 +1,11 @@
-"""An embedded AWS emulator: moto's server on a free loopback port, with DynamoDB writes made atomic.
+"""An embedded AWS emulator: moto's server on a free loopback port, made faithful where sendonce needs it.
 
-moto checks a condition and writes the item without a lock, so two racing conditional writes can both win,
-which DynamoDB never allows. The lock below serialises item writes, so a race test fails for the consumer's
-fault, never the emulator's.
+- moto checks a condition and writes the item without a lock, so two racing conditional writes can both win,
+  which DynamoDB never allows. A lock serialises item writes, so a race fails for the consumer's fault only.
+- moto delivers SQS messages to a mapped function itself, inside ``SendMessage``, through Docker: with no
+  Docker it receives the batch (raising its receive count, hiding it for the visibility timeout) and fails.
+  Here the local event-source runner plays the mapping instead, so moto's own delivery is switched off.
+  The mapping itself stays deployed and readable.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import logging
 import os
 import threading
 import urllib.request
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -19,6 +23,7 @@ from typing import Any
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.dynamodb.models import DynamoDBBackend
 from moto.server import ThreadedMotoServer
+from moto.sqs.models import Queue
 
 DEFAULT_REGION = "us-east-1"
 _WRITES = ("put_item", "update_item", "delete_item", "transact_write_items")
@@ -47,6 +52,11 @@ def _locked(method: Callable[..., Any]) -> Callable[..., Any]:
     return locked
 
 
+def hand_sqs_event_sources_to_the_runner() -> None:
+    """Queues keep no event source mappings of their own, so SendMessage never tries to run a function."""
+    Queue.lambda_event_source_mappings = property(lambda self: {}, lambda self, value: None)  # type: ignore[assignment]
+
+
 class LocalAws:
     """A running emulator. ``endpoint`` is ``http://localhost:PORT`` (moto's CloudFormation needs ``localhost``)."""
 
@@ -58,7 +68,11 @@ class LocalAws:
 
     def start(self) -> LocalAws:
         make_dynamodb_writes_atomic()
+        hand_sqs_event_sources_to_the_runner()
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request drowns the output
+        # moto names each CloudFormation type it skips; callers say which gaps matter to them.
+        logging.getLogger("moto").setLevel(logging.ERROR)
+        warnings.filterwarnings("ignore", message="Tried to parse .* not supported by moto", category=UserWarning)
         self._server.start()
         _, port = self._server.get_host_and_port()
         self.endpoint = f"http://localhost:{port}"

@@ -1,0 +1,227 @@
+"""Plays Lambda's SQS event source mapping against a queue in the emulator, as the AWS docs describe it.
+
+Pollers long-poll the queue and hand each batch to a Lambda instance (a worker process). What the function
+returns decides what is deleted: with ReportBatchItemFailures, everything but the listed failures; a function
+error, a crash or a timeout deletes nothing, so the batch comes back after the visibility timeout. The queue's
+own redrive policy moves a message to its DLQ once it has been received maxReceiveCount times.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import boto3
+
+from .lambda_instances import Ending, FunctionSpec, Invocation, LambdaInstance
+
+MAX_RECEIVE = 10
+POLL_WAIT_S = 1
+
+
+@dataclass(frozen=True)
+class EventSourceSpec:
+    queue_url: str
+    queue_arn: str
+    batch_size: int = 10
+    max_concurrency: int = 2
+    report_batch_item_failures: bool = True
+
+
+@dataclass
+class RunnerStats:
+    invocations: int = 0
+    records_delivered: int = 0
+    records_deleted: int = 0
+    records_failed: int = 0
+    function_errors: int = 0
+    workers_killed: int = 0
+    timeouts: int = 0
+    faults_armed: int = 0
+    in_flight: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def as_dict(self) -> dict[str, int]:
+        return {k: v for k, v in vars(self).items() if not k.startswith("_")}
+
+
+class FaultPlan:
+    """Arms a kill for a share of invocations: before or after SES accepted the N-th send of the batch."""
+
+    def __init__(self, probability: float, seed: int, kinds: tuple[str, ...] = ("before_send", "after_send")) -> None:
+        self._probability = probability
+        self._kinds = kinds
+        self._random = random.Random(seed)
+        self._lock = threading.Lock()
+
+    def next(self) -> dict[str, Any] | None:
+        with self._lock:
+            if self._random.random() >= self._probability:
+                return None
+            return {"kill": self._random.choice(self._kinds), "nth": self._random.randint(1, 3)}
+
+
+def lambda_record(message: dict[str, Any], source: EventSourceSpec, region: str) -> dict[str, Any]:
+    """An SQS message in the shape Lambda gives the handler."""
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": dict(message.get("Attributes", {})),
+        "messageAttributes": {
+            name: {
+                "stringValue": value.get("StringValue"),
+                "binaryValue": value.get("BinaryValue"),
+                "stringListValues": [],
+                "binaryListValues": [],
+                "dataType": value["DataType"],
+            }
+            for name, value in message.get("MessageAttributes", {}).items()
+        },
+        "md5OfBody": message.get("MD5OfBody"),
+        "eventSource": "aws:sqs",
+        "eventSourceARN": source.queue_arn,
+        "awsRegion": region,
+    }
+
+
+def succeeded_ids(invocation: Invocation, message_ids: list[str], report_batch_item_failures: bool) -> list[str]:
+    """Which messages Lambda deletes after this invocation, per the partial batch response rules."""
+    if invocation.ending is not Ending.RETURNED:
+        return []
+    if not report_batch_item_failures:
+        return list(message_ids)
+    result = invocation.result
+    if result is None or (isinstance(result, dict) and not result.get("batchItemFailures")):
+        return list(message_ids)
+    if not isinstance(result, dict) or not isinstance(result.get("batchItemFailures"), list):
+        return []  # an invalid response fails the whole batch
+    failed: set[str] = set()
+    for item in result["batchItemFailures"]:
+        identifier = item.get("itemIdentifier") if isinstance(item, dict) else None
+        if not identifier or identifier not in message_ids:
+            return []  # an empty, null or unknown identifier fails the whole batch
+        failed.add(identifier)
+    return [m for m in message_ids if m not in failed]
+
+
+class EventSourceRunner:
+    def __init__(
+        self,
+        function: FunctionSpec,
+        source: EventSourceSpec,
+        base_environment: Mapping[str, str],
+        log: IO[str] | None = None,
+        faults: FaultPlan | None = None,
+    ) -> None:
+        self.function = function
+        self.source = source
+        self.stats = RunnerStats()
+        self._environment = dict(base_environment)
+        self._log = log
+        self._faults = faults
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._instances: list[LambdaInstance] = []
+        self._sqs = boto3.client("sqs")
+        self._region = self._sqs.meta.region_name
+
+    def start(self) -> EventSourceRunner:
+        for index in range(self.source.max_concurrency):
+            instance = LambdaInstance(self.function, self._environment, self._log)
+            instance.start()
+            self._instances.append(instance)
+            thread = threading.Thread(target=self._poll, args=(instance,), name=f"poller-{index}", daemon=True)
+            self._threads.append(thread)
+            thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=self.function.timeout_s + POLL_WAIT_S + 5)
+        for instance in self._instances:
+            instance.close()
+
+    def __enter__(self) -> EventSourceRunner:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    def queue_depth(self) -> dict[str, int]:
+        attributes = self._sqs.get_queue_attributes(
+            QueueUrl=self.source.queue_url,
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
+                            "ApproximateNumberOfMessagesDelayed"],
+        )["Attributes"]
+        return {
+            "visible": int(attributes["ApproximateNumberOfMessages"]),
+            "in_flight": int(attributes["ApproximateNumberOfMessagesNotVisible"]),
+            "delayed": int(attributes["ApproximateNumberOfMessagesDelayed"]),
+        }
+
+    def run_until_drained(
+        self, bound_s: float, progress: Callable[[float, dict[str, int]], None] | None = None, every_s: float = 2.0
+    ) -> bool:
+        """Wait until the queue is empty and no invocation runs (checked twice), or ``bound_s`` passes."""
+        started = time.monotonic()
+        quiet_checks, last_progress = 0, 0.0
+        while time.monotonic() - started < bound_s:
+            depth = self.queue_depth()
+            with self.stats._lock:
+                busy = self.stats.in_flight
+            quiet_checks = quiet_checks + 1 if sum(depth.values()) == 0 and busy == 0 else 0
+            if quiet_checks >= 2:
+                return True
+            elapsed = time.monotonic() - started
+            if progress is not None and elapsed - last_progress >= every_s:
+                progress(elapsed, depth)
+                last_progress = elapsed
+            self._stop.wait(0.25)
+        return False
+
+    def _poll(self, instance: LambdaInstance) -> None:
+        while not self._stop.is_set():
+            messages = self._sqs.receive_message(
+                QueueUrl=self.source.queue_url,
+                MaxNumberOfMessages=min(MAX_RECEIVE, self.source.batch_size),
+                WaitTimeSeconds=POLL_WAIT_S,
+                MessageSystemAttributeNames=["All"],
+                MessageAttributeNames=["All"],
+            ).get("Messages", [])
+            if messages:
+                self._deliver(instance, messages)
+
+    def _deliver(self, instance: LambdaInstance, messages: list[dict[str, Any]]) -> None:
+        fault = self._faults.next() if self._faults else None
+        with self.stats._lock:
+            self.stats.in_flight += 1
+            self.stats.invocations += 1
+            self.stats.records_delivered += len(messages)
+            self.stats.faults_armed += fault is not None
+        try:
+            event = {"Records": [lambda_record(m, self.source, self._region) for m in messages]}
+            invocation = instance.invoke(event, fault)
+            ids = [m["MessageId"] for m in messages]
+            done = set(succeeded_ids(invocation, ids, self.source.report_batch_item_failures))
+            handles = [m for m in messages if m["MessageId"] in done]
+            for start in range(0, len(handles), MAX_RECEIVE):
+                chunk = handles[start : start + MAX_RECEIVE]
+                self._sqs.delete_message_batch(
+                    QueueUrl=self.source.queue_url,
+                    Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(chunk)],
+                )
+            with self.stats._lock:
+                self.stats.records_deleted += len(done)
+                self.stats.records_failed += len(messages) - len(done)
+                self.stats.function_errors += invocation.ending is Ending.RAISED
+                self.stats.workers_killed += invocation.ending is Ending.KILLED
+                self.stats.timeouts += invocation.ending is Ending.TIMED_OUT
+        finally:
+            with self.stats._lock:
+                self.stats.in_flight -= 1

@@ -1,0 +1,138 @@
+"""Lambda execution environments as worker processes: invoke with a real deadline, kill when it passes."""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+WORKER_SCRIPT = Path(__file__).with_name("lambda_worker.py")
+STARTUP_BOUND_S = 60
+# A handler's answer may arrive a little after its deadline while the process winds down; Lambda's own
+# cut-off is the timeout, so past this grace the worker is treated as timed out and killed.
+ANSWER_GRACE_S = 0.25
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    """What the runner needs of a deployed function: where its code is, how to call it, and its limits."""
+
+    name: str
+    handler: str
+    code_dir: Path
+    environment: Mapping[str, str] = field(default_factory=dict)
+    timeout_s: float = 3.0
+    memory_mb: int = 128
+    arn: str = ""
+
+
+class Ending(enum.Enum):
+    RETURNED = "returned"  # the handler returned a value
+    RAISED = "raised"  # the handler raised: Lambda reports a function error
+    KILLED = "killed"  # the process died mid-invocation
+    TIMED_OUT = "timed_out"  # the deadline passed; the process was killed
+
+
+@dataclass(frozen=True)
+class Invocation:
+    ending: Ending
+    result: Any = None
+    error: str | None = None
+
+
+class LambdaInstance:
+    """One execution environment: a worker process that keeps its module state between invocations."""
+
+    def __init__(self, function: FunctionSpec, base_environment: Mapping[str, str], log: IO[str] | None) -> None:
+        self._function = function
+        self._environment = {**base_environment, **function.environment}
+        self._log = log
+        self._process: subprocess.Popen[bytes] | None = None
+        self._requests: IO[str] | None = None
+        self._answers: IO[str] | None = None
+
+    def start(self) -> None:
+        requests_read, requests_write = os.pipe()
+        answers_read, answers_write = os.pipe()
+        environment = {**os.environ, **self._environment, "PYTHONUNBUFFERED": "1"}
+        self._process = subprocess.Popen(
+            [sys.executable, str(WORKER_SCRIPT), str(requests_read), str(answers_write),
+             str(self._function.code_dir), self._function.handler],
+            pass_fds=(requests_read, answers_write),
+            env=environment,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log or subprocess.DEVNULL,
+            stderr=self._log or subprocess.DEVNULL,
+        )
+        os.close(requests_read)
+        os.close(answers_write)
+        self._requests = os.fdopen(requests_write, "w", encoding="utf-8")
+        self._answers = os.fdopen(answers_read, "r", encoding="utf-8")
+        ready = self._read_answer(STARTUP_BOUND_S)
+        if not ready or not ready.get("ready"):
+            self.close()
+            raise RuntimeError(f"the function {self._function.name} did not start; see the consumer log")
+
+    def invoke(self, event: dict[str, Any], fault: dict[str, Any] | None = None) -> Invocation:
+        if self._process is None or self._process.poll() is not None:
+            self.start()
+        assert self._requests is not None
+        deadline_ms = time.time_ns() // 1_000_000 + int(self._function.timeout_s * 1000)
+        request = {
+            "event": event,
+            "deadline_ms": deadline_ms,
+            "function_name": self._function.name,
+            "function_arn": self._function.arn,
+            "memory_mb": self._function.memory_mb,
+            "request_id": str(uuid.uuid4()),
+            "fault": fault,
+        }
+        try:
+            self._requests.write(json.dumps(request) + "\n")
+            self._requests.flush()
+        except BrokenPipeError:
+            self._restart()
+            return Invocation(Ending.KILLED)
+        answer = self._read_answer(self._function.timeout_s + ANSWER_GRACE_S)
+        if answer is None:
+            ending = Ending.KILLED if self._process.poll() is not None else Ending.TIMED_OUT
+            self._restart()
+            return Invocation(ending)
+        if answer.get("ok"):
+            return Invocation(Ending.RETURNED, result=answer.get("result"))
+        return Invocation(Ending.RAISED, error=answer.get("error"))
+
+    def _read_answer(self, bound_s: float) -> dict[str, Any] | None:
+        """The worker's next answer line, or None if it died or said nothing within ``bound_s``."""
+        assert self._answers is not None
+        readable, _, _ = select.select([self._answers], [], [], max(0.0, bound_s))
+        if not readable:
+            return None
+        line = self._answers.readline()
+        return json.loads(line) if line else None
+
+    def _restart(self) -> None:
+        self.close()
+        self.start()
+
+    def close(self) -> None:
+        for stream in (self._requests, self._answers):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+        self._requests = self._answers = None
+        if self._process is not None:
+            if self._process.poll() is None:
+                self._process.kill()
+            self._process.wait()
+            self._process = None

@@ -1,0 +1,95 @@
+"""Finds a deployed stack's SQS-triggered functions in the emulator, with their code from cdk.out."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+from .event_source_runner import EventSourceSpec
+from .lambda_instances import FunctionSpec
+
+DEFAULT_MAX_CONCURRENCY = 5
+
+
+class StackNotFound(LookupError):
+    pass
+
+
+@dataclass(frozen=True)
+class DeployedConsumer:
+    function: FunctionSpec
+    source: EventSourceSpec
+    logical_id: str
+
+
+def physical_ids(stack_name: str) -> dict[str, tuple[str, str]]:
+    """Logical id -> (resource type, physical id) for every resource of the stack."""
+    cloudformation = boto3.client("cloudformation")
+    try:
+        resources = cloudformation.describe_stack_resources(StackName=stack_name)["StackResources"]
+    except cloudformation.exceptions.ClientError as error:
+        raise StackNotFound(f"stack {stack_name!r} is not deployed here: {error}") from None
+    return {
+        r["LogicalResourceId"]: (r["ResourceType"], r["PhysicalResourceId"])
+        for r in resources
+        if "LogicalResourceId" in r and "PhysicalResourceId" in r
+    }
+
+
+def read_consumers(stack_name: str, cdk_out: Path) -> list[DeployedConsumer]:
+    template_path = cdk_out / f"{stack_name}.template.json"
+    if not template_path.is_file():
+        raise StackNotFound(f"{template_path} is missing: synthesize or deploy the stack first")
+    template = json.loads(template_path.read_text())
+    lambda_client, sqs = boto3.client("lambda"), boto3.client("sqs")
+    consumers = []
+    for logical_id, (kind, physical) in physical_ids(stack_name).items():
+        if kind != "AWS::Lambda::Function":
+            continue
+        config = lambda_client.get_function_configuration(FunctionName=physical)
+        code_dir = _asset_dir(template["Resources"][logical_id], cdk_out)
+        function = FunctionSpec(
+            name=config["FunctionName"],
+            handler=config["Handler"],
+            code_dir=code_dir,
+            environment=config.get("Environment", {}).get("Variables", {}),
+            timeout_s=float(config["Timeout"]),
+            memory_mb=int(config.get("MemorySize", 128)),
+            arn=config["FunctionArn"],
+        )
+        for mapping in lambda_client.list_event_source_mappings(FunctionName=physical)["EventSourceMappings"]:
+            arn = mapping["EventSourceArn"]
+            if not arn.startswith("arn:aws:sqs:"):
+                continue
+            source = EventSourceSpec(
+                queue_url=sqs.get_queue_url(QueueName=arn.rsplit(":", 1)[-1])["QueueUrl"],
+                queue_arn=arn,
+                batch_size=int(mapping.get("BatchSize", 10)),
+                max_concurrency=int(mapping.get("ScalingConfig", {}).get("MaximumConcurrency",
+                                                                          DEFAULT_MAX_CONCURRENCY)),
+                report_batch_item_failures="ReportBatchItemFailures" in mapping.get("FunctionResponseTypes", []),
+            )
+            consumers.append(DeployedConsumer(function, source, logical_id))
+    return consumers
+
+
+def _asset_dir(resource: dict[str, Any], cdk_out: Path) -> Path:
+    key = resource["Properties"]["Code"].get("S3Key")
+    if not isinstance(key, str):
+        raise StackNotFound("the function's code is not a file asset of this cloud assembly")
+    directory = cdk_out / f"asset.{key.removesuffix('.zip')}"
+    if not directory.is_dir():
+        raise StackNotFound(f"the function's code asset {directory} is missing from {cdk_out}")
+    return directory
+
+
+def physical_id_of(stack_name: str, resource_type: str, logical_prefix: str = "") -> str:
+    matches = [p for lid, (kind, p) in physical_ids(stack_name).items()
+               if kind == resource_type and lid.startswith(logical_prefix)]
+    if len(matches) != 1:
+        raise StackNotFound(f"expected one {resource_type} {logical_prefix}* in {stack_name}, found {len(matches)}")
+    return matches[0]

@@ -1,0 +1,86 @@
+"""The demo's traffic: receipts and password resets, with every kind of duplicate, poison and refusal."""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+
+SENDER = "Shop <receipts@example.com>"
+UNVERIFIED_SENDER = "Billing <billing@unverified-shop.example>"
+
+
+@dataclass
+class Workload:
+    first_wave: list[str] = field(default_factory=list)
+    reenqueued: list[str] = field(default_factory=list)
+    subject_to_key: dict[str, str] = field(default_factory=dict)  # the keys SES should send, once each
+    refused_keys: set[str] = field(default_factory=set)
+    kinds: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def jobs(self) -> int:
+        return len(self.first_wave) + len(self.reenqueued)
+
+    @property
+    def expected_dead_letters(self) -> int:
+        return self.kinds["malformed"] + self.kinds["ses_refused"]
+
+
+def _job(key: str, subject: str, recipient: str, sender: str = SENDER) -> str:
+    return json.dumps({"dedupeKey": key, "from": sender, "to": [recipient], "subject": subject,
+                       "text": f"{subject}\n\nThis email was sent once.", "tags": {"kind": key.split(":")[0]}})
+
+
+MALFORMED = (
+    '{"dedupeKey": "receipt:broken", "from": ',
+    json.dumps({"from": SENDER, "to": "ada@example.org", "subject": "No key", "text": "x"}),
+    json.dumps({"dedupeKey": "receipt:typo:u1", "from": SENDER, "to": "ada@example.org", "subjet": "Typo",
+                "text": "x"}),
+    json.dumps({"dedupeKey": "receipt:bad-address:u1", "from": SENDER, "to": "not-an-address", "subject": "x",
+                "text": "x"}),
+    json.dumps({"dedupeKey": "receipt:no-content:u1", "from": SENDER, "to": "ada@example.org"}),
+)
+
+
+def build_workload(keys: int, seed: int) -> Workload:
+    """``keys`` distinct emails; 15% enqueued twice at once, 10% re-enqueued later, plus poison and refusals."""
+    rng = random.Random(seed)
+    work = Workload()
+    for n in range(keys):
+        user = f"u{rng.randint(1, 999)}"
+        if n % 3 == 0:
+            key, subject = f"password-reset:{n:05d}{rng.randint(100, 999)}:{user}", f"Reset your password #{n}"
+        else:
+            key, subject = f"receipt:{10_000 + n}:{user}", f"Your receipt for order {10_000 + n}"
+        body = _job(key, subject, f"{user}@example.org")
+        work.subject_to_key[subject] = key
+        work.first_wave.append(body)
+        work.kinds["job"] += 1
+        if rng.random() < 0.15:
+            work.first_wave.append(body)
+            work.kinds["same_job_twice"] += 1
+        if rng.random() < 0.10:
+            work.reenqueued.append(body)
+            work.kinds["reenqueued"] += 1
+    for body in MALFORMED[: max(3, keys // 20)]:
+        work.first_wave.append(body)
+        work.kinds["malformed"] += 1
+    for n in range(max(2, keys // 40)):
+        key = f"receipt:refused-{n}:u{n}"
+        work.first_wave.append(_job(key, f"Refused receipt {n}", "ada@example.org", UNVERIFIED_SENDER))
+        work.refused_keys.add(key)
+        work.kinds["ses_refused"] += 1
+    rng.shuffle(work.first_wave)
+    return work
+
+
+def enqueue(sqs: object, queue_url: str, bodies: list[str]) -> None:
+    for start in range(0, len(bodies), 10):
+        chunk = bodies[start : start + 10]
+        response = sqs.send_message_batch(  # type: ignore[attr-defined]
+            QueueUrl=queue_url, Entries=[{"Id": str(i), "MessageBody": b} for i, b in enumerate(chunk)]
+        )
+        if response.get("Failed"):
+            raise RuntimeError(f"the emulator refused jobs: {response['Failed']}")

@@ -1,0 +1,28 @@
+"""The consumer reads what the construct sets, and refuses to guess when the environment is incomplete."""
+
+from __future__ import annotations
+
+import pytest
+from sendonce_runtime.delivery import DeliveryPolicy
+from sendonce_runtime.settings import Settings, SettingsError
+
+
+def test_settings_come_from_the_constructs_environment():
+    settings = Settings.from_env({
+        "SENDONCE_TABLE_NAME": "t", "SENDONCE_DLQ_URL": "u", "SENDONCE_DELIVERY": "at-least-once",
+        "SENDONCE_DEDUPE_TTL_SECONDS": "60", "SENDONCE_PARALLELISM": "4", "SENDONCE_FIFO": "true",
+        "SENDONCE_CONFIGURATION_SET": "cs", "SENDONCE_SES_CONNECT_TIMEOUT_S": "0.5",
+        "SENDONCE_SES_READ_TIMEOUT_S": "1", "SENDONCE_LEDGER_BUDGET_MS": "500", "SENDONCE_LEASE_MARGIN_MS": "6000",
+    })
+    assert settings == Settings("t", "u", DeliveryPolicy.AT_LEAST_ONCE, 60, 4, True, "cs", 6000, 0.5, 1.0, 500)
+    assert settings.record_budget_ms == 2000
+
+
+def test_missing_table_or_dlq_is_a_deployment_error():
+    with pytest.raises(SettingsError, match="SENDONCE_TABLE_NAME, SENDONCE_DLQ_URL are not set"):
+        Settings.from_env({})
+
+
+def test_an_unknown_policy_is_refused():
+    with pytest.raises(SettingsError, match="invalid sendonce setting"):
+        Settings.from_env({"SENDONCE_TABLE_NAME": "t", "SENDONCE_DLQ_URL": "u", "SENDONCE_DELIVERY": "maybe"})
