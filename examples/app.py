@@ -4,6 +4,7 @@ import os
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
+from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 from constructs import Construct
 
 from sendonce_constructs import DeliveryPolicy, SendOnceEmailQueue
@@ -32,9 +33,15 @@ class ReceiptsStack(cdk.Stack):
         cdk.CfnOutput(self, "ConsumerFunctionName", value=receipts.function.function_name)
 
 
-app = cdk.App()
-env = None
-if os.environ.get("CDK_DEFAULT_ACCOUNT") and os.environ.get("CDK_DEFAULT_REGION"):
-    env = cdk.Environment(account=os.environ["CDK_DEFAULT_ACCOUNT"], region=os.environ["CDK_DEFAULT_REGION"])
-ReceiptsStack(app, "SendOnceExample", env=env)
-app.synth()
+def build_app() -> cdk.App:
+    app = cdk.App()
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), ServerlessChecks(app))
+    env = None
+    if os.environ.get("CDK_DEFAULT_ACCOUNT") and os.environ.get("CDK_DEFAULT_REGION"):
+        env = cdk.Environment(account=os.environ["CDK_DEFAULT_ACCOUNT"], region=os.environ["CDK_DEFAULT_REGION"])
+    ReceiptsStack(app, "SendOnceExample", env=env)
+    return app
+
+
+if __name__ == "__main__":
+    build_app().synth()

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from aws_cdk import Duration, RemovalPolicy, Stack, Token, Validations
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -12,11 +14,14 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ses as ses
+from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from . import rules, ses_permissions
+from .acknowledgements import acknowledge
 from .delivery import DeliveryPolicy
+from .monitoring import PipelineMetrics, build_alarms, build_dashboard
 from .runtime_asset import HANDLER, runtime_code
 
 PARTITION_KEY = "dedupeKey"
@@ -41,7 +46,17 @@ def _name_of(value: str | None) -> str | None:
     return None if value is None or Token.is_unresolved(value) else value
 
 
-class SendOnceEmailQueue(Construct):
+def newest_python_runtime() -> lambda_.Runtime:
+    """The newest Python runtime this aws-cdk-lib knows (what cdk-nag's AwsSolutions-L1 asks for)."""
+    versions = [
+        (tuple(int(part) for part in name.split("_")[1:]), name)
+        for name in dir(lambda_.Runtime)
+        if re.fullmatch(r"PYTHON_3_\d+", name)
+    ]
+    return getattr(lambda_.Runtime, max(versions)[1])  # type: ignore[no-any-return]
+
+
+class SendOnceEmailQueue(Construct, PipelineMetrics):
     """An SQS queue whose jobs are sent as SES emails once each, by a bundled deduplicating Lambda consumer.
 
     Producers enqueue JSON jobs (see the message contract in the README) to ``queue``; the consumer claims each
@@ -55,11 +70,13 @@ class SendOnceEmailQueue(Construct):
         domain identity, or the address identity itself.
     :param configuration_set: an SES configuration set used for every send (name or ``IConfigurationSet``).
     :param template_names: SES templates the jobs may use; each is added to the grant.
+    :param allow_raw_messages: grant ``ses:SendRawEmail`` so jobs may carry raw MIME. Default False.
     :param function_timeout: the consumer's timeout. Default 30 s.
     :param memory_size: the consumer's memory in MB. Default 256.
     :param architecture: default ARM64.
     :param runtime: default the newest Python runtime this aws-cdk-lib knows.
     :param log_retention: how long the consumer's logs are kept. Default one month.
+    :param tracing: X-Ray tracing for the consumer. Default off.
     :param visibility_timeout: default 6 x function_timeout + max_batching_window; smaller fails synth.
     :param batch_size: records per invocation. Default 10.
     :param max_batching_window: how long the event source gathers a batch. Default none.
@@ -76,6 +93,11 @@ class SendOnceEmailQueue(Construct):
     :param deletion_protection: for the dedupe table this construct makes. Default False.
     :param encryption: queue encryption. Default SQS-managed; KMS when ``encryption_key`` is given.
     :param encryption_key: a customer-managed KMS key for both queues and the dedupe table.
+    :param alarms: create the default alarms (DLQ not empty, oldest message too old, UNKNOWN records, function
+        errors). Default True.
+    :param alarm_topic: an SNS topic every alarm notifies.
+    :param oldest_message_alarm_threshold: the age of the oldest job that raises an alarm. Default 15 minutes.
+    :param dashboard: draw the pipeline on a CloudWatch dashboard. Default False.
     """
 
     def __init__(
@@ -87,11 +109,13 @@ class SendOnceEmailQueue(Construct):
         from_addresses: Sequence[str] | None = None,
         configuration_set: str | ses.IConfigurationSet | None = None,
         template_names: Sequence[str] | None = None,
+        allow_raw_messages: bool = False,
         function_timeout: Duration | None = None,
         memory_size: int | None = None,
         architecture: lambda_.Architecture | None = None,
         runtime: lambda_.Runtime | None = None,
         log_retention: logs.RetentionDays | None = None,
+        tracing: lambda_.Tracing | None = None,
         visibility_timeout: Duration | None = None,
         batch_size: int | None = None,
         max_batching_window: Duration | None = None,
@@ -107,6 +131,10 @@ class SendOnceEmailQueue(Construct):
         deletion_protection: bool | None = None,
         encryption: sqs.QueueEncryption | None = None,
         encryption_key: kms.IKey | None = None,
+        alarms: bool = True,
+        alarm_topic: sns.ITopic | None = None,
+        oldest_message_alarm_threshold: Duration | None = None,
+        dashboard: bool = False,
     ) -> None:
         super().__init__(scope, id)
         function_timeout = function_timeout or Duration.seconds(30)
@@ -152,6 +180,7 @@ class SendOnceEmailQueue(Construct):
         self.delivery = delivery
         self.fifo = fifo
         self.encryption_key = encryption_key
+        self.pipeline_name = self.node.path
         queue_encryption = encryption or (
             sqs.QueueEncryption.KMS if encryption_key is not None else sqs.QueueEncryption.SQS_MANAGED
         )
@@ -165,6 +194,8 @@ class SendOnceEmailQueue(Construct):
             encryption_master_key=encryption_key,
             enforce_ssl=True,
         )
+        acknowledge(self.dead_letter_queue, "Serverless-SQSRedrivePolicy",
+                    "This is the dead-letter queue: a queue behind it would hide failed jobs instead of keeping them.")
         self.queue = sqs.Queue(
             self,
             "Queue",
@@ -202,38 +233,42 @@ class SendOnceEmailQueue(Construct):
             retention=log_retention or logs.RetentionDays.ONE_MONTH,
             removal_policy=RemovalPolicy.DESTROY,
         )
-        environment = {
-            "SENDONCE_TABLE_NAME": self.table.table_name,
-            "SENDONCE_DLQ_URL": self.dead_letter_queue.queue_url,
-            "SENDONCE_DELIVERY": delivery.value,
-            "SENDONCE_DEDUPE_TTL_SECONDS": str(int(dedupe_ttl.to_seconds())),
-            "SENDONCE_PARALLELISM": str(parallelism or 1),
-            "SENDONCE_FIFO": "true" if fifo else "false",
-        }
-        if configuration_set_name is not None:
-            environment["SENDONCE_CONFIGURATION_SET"] = configuration_set_name
-        timeout_s = _seconds(function_timeout)
-        if timeout_s is not None:
-            budget = rules.consumer_time_budget(timeout_s)
-            environment.update(
-                SENDONCE_SES_CONNECT_TIMEOUT_S=f"{budget['ses_connect_timeout_s']:g}",
-                SENDONCE_SES_READ_TIMEOUT_S=f"{budget['ses_read_timeout_s']:g}",
-                SENDONCE_LEDGER_BUDGET_MS=str(int(budget["ledger_budget_ms"])),
-                SENDONCE_LEASE_MARGIN_MS=str(int(budget["lease_margin_ms"])),
-            )
+        # Its own role, with log writes on its own log group: no AWS managed policy.
+        self.role = iam.Role(
+            self,
+            "ConsumerRole",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description="sendonce consumer: its dedupe table, its DLQ, SES on its identity, its log group",
+        )
+        self.log_group.grant_write(self.role)
+        environment = self._consumer_environment(
+            dedupe_ttl, parallelism, fifo, configuration_set_name, _seconds(function_timeout)
+        )
         self.function = lambda_.Function(
             self,
             "Consumer",
             code=runtime_code(),
             handler=HANDLER,
-            runtime=runtime or lambda_.Runtime.determine_latest_python_runtime(self),
+            runtime=runtime or newest_python_runtime(),
             architecture=architecture or lambda_.Architecture.ARM_64,
             timeout=function_timeout,
             memory_size=memory_size or 256,
+            role=self.role,
             log_group=self.log_group,
+            logging_format=lambda_.LoggingFormat.JSON,
+            application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
+            system_log_level_v2=lambda_.SystemLogLevel.WARN,
+            tracing=tracing,
             environment=environment,
             description="sendonce consumer: sends each queued email once",
         )
+        acknowledge(self.function, "Serverless-LambdaDLQ",
+                    "The function is invoked synchronously by its SQS event source only; failed jobs go to the "
+                    "queue's own dead-letter queue, so an async-invocation DLQ would never receive anything.")
+        if tracing is None or tracing == lambda_.Tracing.DISABLED:
+            acknowledge(self.function, "Serverless-LambdaTracing",
+                        "Tracing is opt-in (prop tracing): each email's path is in its JSON outcome log line and "
+                        "the EMF metrics, and X-Ray adds cost per email.")
         self.event_source = event_sources.SqsEventSource(
             self.queue,
             batch_size=batch_size,
@@ -242,11 +277,67 @@ class SendOnceEmailQueue(Construct):
             report_batch_item_failures=True,
         )
         self.function.add_event_source(self.event_source)
+        acknowledge(self, "Serverless-LambdaEventSourceMappingDestination",
+                    "SQS event sources take no on-failure destination; failed jobs go to the queue's redrive DLQ.")
         self.table.grant(self.function, *DEDUPE_TABLE_ACTIONS)
         if encryption_key is not None:
             encryption_key.grant_encrypt_decrypt(self.function)
+            for family in ("kms:GenerateDataKey*", "kms:ReEncrypt*"):
+                acknowledge(self.role, f"AwsSolutions-IAM5[Action::{family}]",
+                            "CDK's encrypt/decrypt grant on the one customer key given; the action family covers the "
+                            "key-spec variants SQS and DynamoDB call.")
+        if tracing == lambda_.Tracing.ACTIVE or tracing == lambda_.Tracing.PASS_THROUGH:
+            acknowledge(self.role, "AwsSolutions-IAM5[Resource::*]",
+                        "X-Ray's PutTraceSegments and PutTelemetryRecords have no resource-level permissions.")
         self.dead_letter_queue.grant_send_messages(self.function)
-        self._grant_ses(sender, sender_name, from_addresses, configuration_set_name, template_names or [])
+        self._grant_ses(sender, sender_name, from_addresses, configuration_set_name, template_names or [],
+                        allow_raw_messages)
+
+        self._depend_on_role_policy_only()
+
+        self.alarms: dict[str, cloudwatch.Alarm] = (
+            build_alarms(self, self, oldest_message_alarm_threshold or Duration.minutes(15), alarm_topic)
+            if alarms
+            else {}
+        )
+        self.dashboard: cloudwatch.Dashboard | None = build_dashboard(self, self, self.alarms) if dashboard else None
+
+    def _depend_on_role_policy_only(self) -> None:
+        """The function must wait for its policy; it names the role by GetAtt already, so a DependsOn on the role
+        too is redundant (cfn-lint W3005). Lambda adds both at construct level, where no API removes one."""
+        policy = self.role.node.find_child("DefaultPolicy").node.default_child
+        function_resource = self.function.node.default_child
+        assert isinstance(policy, iam.CfnPolicy) and isinstance(function_resource, lambda_.CfnFunction)
+        function_resource.add_override("DependsOn", [Stack.of(self).get_logical_id(policy)])
+
+    def _consumer_environment(
+        self,
+        dedupe_ttl: Duration,
+        parallelism: int | None,
+        fifo: bool,
+        configuration_set_name: str | None,
+        timeout_s: float | None,
+    ) -> dict[str, str]:
+        environment = {
+            "SENDONCE_TABLE_NAME": self.table.table_name,
+            "SENDONCE_DLQ_URL": self.dead_letter_queue.queue_url,
+            "SENDONCE_DELIVERY": self.delivery.value,
+            "SENDONCE_DEDUPE_TTL_SECONDS": str(int(dedupe_ttl.to_seconds())),
+            "SENDONCE_PARALLELISM": str(parallelism or 1),
+            "SENDONCE_FIFO": "true" if fifo else "false",
+            "SENDONCE_PIPELINE_NAME": self.pipeline_name,
+        }
+        if configuration_set_name is not None:
+            environment["SENDONCE_CONFIGURATION_SET"] = configuration_set_name
+        if timeout_s is not None:
+            budget = rules.consumer_time_budget(timeout_s)
+            environment.update(
+                SENDONCE_SES_CONNECT_TIMEOUT_S=f"{budget['ses_connect_timeout_s']:g}",
+                SENDONCE_SES_READ_TIMEOUT_S=f"{budget['ses_read_timeout_s']:g}",
+                SENDONCE_LEDGER_BUDGET_MS=str(int(budget["ledger_budget_ms"])),
+                SENDONCE_LEASE_MARGIN_MS=str(int(budget["lease_margin_ms"])),
+            )
+        return environment
 
     def _grant_ses(
         self,
@@ -255,6 +346,7 @@ class SendOnceEmailQueue(Construct):
         from_addresses: Sequence[str] | None,
         configuration_set_name: str | None,
         template_names: Sequence[str],
+        allow_raw_messages: bool,
     ) -> None:
         stack = Stack.of(self)
         identity_arn = (
@@ -269,7 +361,7 @@ class SendOnceEmailQueue(Construct):
             stack.format_arn(service="ses", resource="template", resource_name=name) for name in template_names
         ]
         patterns = ses_permissions.from_address_patterns(sender_name, from_addresses)
-        self.function.add_to_role_policy(ses_permissions.send_statement(resources, patterns))
+        self.function.add_to_role_policy(ses_permissions.send_statement(resources, patterns, allow_raw_messages))
 
     def grant_enqueue(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` (a producer) send jobs to the queue, including the KMS use a customer key needs."""

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from aws_cdk import Stack
 from aws_cdk import aws_iam as iam
 
-SEND_ACTIONS = ["ses:SendEmail", "ses:SendRawEmail"]
+SEND_ACTION = "ses:SendEmail"
+RAW_SEND_ACTION = "ses:SendRawEmail"  # SESv2 SendEmail with raw MIME content needs this one too
 
 
 def identity_arn(stack: Stack, identity_name: str) -> str:
@@ -27,6 +28,7 @@ def from_address_patterns(sender: str | None, from_addresses: Sequence[str] | No
     return [sender.lower()] if "@" in sender else [f"*@{sender.lower()}"]
 
 
-def send_statement(resources: list[str], from_patterns: list[str] | None) -> iam.PolicyStatement:
+def send_statement(resources: list[str], from_patterns: list[str] | None, allow_raw: bool) -> iam.PolicyStatement:
     conditions = {"StringLike": {"ses:FromAddress": from_patterns}} if from_patterns else None
-    return iam.PolicyStatement(actions=SEND_ACTIONS, resources=resources, conditions=conditions)
+    actions = [SEND_ACTION, RAW_SEND_ACTION] if allow_raw else [SEND_ACTION]
+    return iam.PolicyStatement(actions=actions, resources=resources, conditions=conditions)

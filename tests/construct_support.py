@@ -40,5 +40,5 @@ def policy_statements(template: Template) -> list[dict[str, Any]]:
 
 
 def ses_statement(template: Template) -> dict[str, Any]:
-    [statement] = [s for s in policy_statements(template) if "ses:SendEmail" in s["Action"]]
+    [statement] = [s for s in policy_statements(template) if "ses:SendEmail" in str(s["Action"])]
     return statement

@@ -13,6 +13,7 @@ from aws_cdk.assertions import Template
 from construct_support import build, make_stack, only, policy_statements, queue_by_retention, ses_statement
 
 from sendonce_constructs import DeliveryPolicy, SendOnceEmailQueue
+from sendonce_constructs.email_queue import newest_python_runtime
 
 FOUR_DAYS, FOURTEEN_DAYS = 4 * 86_400, 14 * 86_400
 
@@ -56,7 +57,7 @@ def test_consumer_function_defaults():
     props = only(template, "AWS::Lambda::Function")["Properties"]
     assert props["Handler"] == "sendonce_runtime.handler.handler"
     assert props["Architectures"] == ["arm64"]
-    assert props["Runtime"] == lambda_.Runtime.determine_latest_python_runtime(make_stack()).name
+    assert props["Runtime"] == newest_python_runtime().name == "python3.14"
     assert props["Timeout"] == 30
     assert props["MemorySize"] == 256
     assert props["LoggingConfig"]["LogGroup"]["Ref"].startswith("ReceiptsConsumerLogs")
@@ -68,6 +69,7 @@ def test_consumer_function_defaults():
         "SENDONCE_DEDUPE_TTL_SECONDS": str(7 * 86_400),
         "SENDONCE_PARALLELISM": "10",
         "SENDONCE_FIFO": "false",
+        "SENDONCE_PIPELINE_NAME": "Test/Receipts",
         "SENDONCE_SES_CONNECT_TIMEOUT_S": "2",
         "SENDONCE_SES_READ_TIMEOUT_S": "5",
         "SENDONCE_LEDGER_BUDGET_MS": "2000",
@@ -213,12 +215,17 @@ def test_public_attributes_are_the_resources_made():
 def test_ses_grant_names_the_identity_with_a_from_address_condition_and_no_wildcard():
     _, template = build(sender="example.com", from_addresses=["receipts@example.com"])
     statement = ses_statement(template)
-    assert sorted(statement["Action"]) == ["ses:SendEmail", "ses:SendRawEmail"]
+    assert statement["Action"] == "ses:SendEmail"
     resource = statement["Resource"]["Fn::Join"][1]
     assert resource[-1] == ":identity/example.com"
     assert statement["Condition"] == {"StringLike": {"ses:FromAddress": ["receipts@example.com"]}}
     for s in policy_statements(template):
         assert s["Resource"] != "*"
+
+
+def test_raw_messages_add_send_raw_email_only_when_allowed():
+    _, template = build(allow_raw_messages=True)
+    assert sorted(ses_statement(template)["Action"]) == ["ses:SendEmail", "ses:SendRawEmail"]
 
 
 def test_ses_grant_without_from_addresses_allows_only_the_identitys_own_addresses():

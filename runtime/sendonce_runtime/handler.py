@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 from . import aws_clients
@@ -26,7 +27,7 @@ class Consumer:
     def __init__(self, settings: Settings, processor: RecordProcessor, log: OutcomeLog | None = None) -> None:
         self.settings = settings
         self.processor = processor
-        self.log = log or OutcomeLog()
+        self.log = log or OutcomeLog(pipeline=settings.pipeline_name)
 
     @classmethod
     def from_settings(cls, settings: Settings, clock: Clock | None = None, log: OutcomeLog | None = None) -> Consumer:
@@ -60,8 +61,9 @@ class Consumer:
         records = [SqsRecord.from_event(r) for r in event.get("Records", [])]
 
         def process(record: SqsRecord) -> Any:
+            started = time.perf_counter()
             result = self.processor.process(record, deadline)
-            self.log.write(result, record.receive_count)
+            self.log.write(result, record.receive_count, (time.perf_counter() - started) * 1000)
             return result
 
         results = run_batch(records, process, self.settings.parallelism, self.settings.fifo)

@@ -6,6 +6,7 @@ import enum
 import json
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -52,14 +53,16 @@ class RecordResult:
 
 
 class OutcomeLog:
-    """One JSON line per record on stdout, which CloudWatch Logs keeps as one event."""
+    """One JSON line per record on stdout, which CloudWatch Logs keeps as one event; with a pipeline name, the
+    line is also an Embedded Metric Format document, so CloudWatch derives the metrics from it."""
 
-    def __init__(self, stream: TextIO | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None, pipeline: str | None = None) -> None:
         self._stream = stream
+        self._pipeline = pipeline
         self._lock = threading.Lock()
 
-    def write(self, result: RecordResult, receive_count: int) -> None:
-        line = {
+    def write(self, result: RecordResult, receive_count: int, latency_ms: float = 0.0) -> None:
+        line: dict[str, object] = {
             "level": "WARN" if result.outcome.redeliver or result.key_conflict else "INFO",
             "logger": "sendonce",
             "outcome": result.outcome.value,
@@ -73,6 +76,10 @@ class OutcomeLog:
             line["reason"] = result.reason
         if result.key_conflict:
             line["keyConflict"] = True
+        if self._pipeline is not None:
+            from .metrics import emf_fields
+
+            line.update(emf_fields(result, self._pipeline, latency_ms, time.time_ns() // 1_000_000))
         text = json.dumps(line, ensure_ascii=False) + "\n"
         stream = self._stream or sys.stdout
         with self._lock:

@@ -1,0 +1,54 @@
+"""CloudWatch metrics in Embedded Metric Format: fields of the record's log line, so no API call is made.
+
+Namespace ``sendonce``, one dimension ``Pipeline`` (set by the construct). Each record counts once in
+``Records`` and once in the metric of its outcome; ``RecordLatency`` is its handling time in milliseconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .outcome import Outcome, RecordResult
+
+NAMESPACE = "sendonce"
+DIMENSION = "Pipeline"
+
+OUTCOME_METRICS: dict[Outcome, tuple[str, ...]] = {
+    Outcome.SENT: ("EmailsSent",),
+    Outcome.SENT_UNRECORDED: ("EmailsSent", "SentUnrecorded"),
+    Outcome.DUPLICATE: ("DuplicatesSkipped",),
+    Outcome.MARKED_UNKNOWN: ("UnknownRecords",),
+    Outcome.INVALID_MESSAGE: ("PoisonMessages",),
+    Outcome.REFUSED: ("SesRefusals",),
+    Outcome.IN_FLIGHT_ELSEWHERE: ("InFlightRetries",),
+    Outcome.THROTTLED: ("SesThrottles",),
+    Outcome.AMBIGUOUS: ("AmbiguousSends",),
+    Outcome.DEADLINE: ("DeadlineDeferrals",),
+    Outcome.GROUP_BLOCKED: ("GroupBlocked",),
+    Outcome.LEDGER_UNAVAILABLE: ("RecordErrors",),
+    Outcome.DEAD_LETTER_FAILED: ("RecordErrors",),
+    Outcome.CONTENDED: ("RecordErrors",),
+    Outcome.INTERNAL_ERROR: ("RecordErrors",),
+}
+ALL_COUNTS = ("Records", "KeyConflicts", *sorted({m for names in OUTCOME_METRICS.values() for m in names}))
+
+
+def emf_fields(result: RecordResult, pipeline: str, latency_ms: float, timestamp_ms: int) -> dict[str, Any]:
+    counts = ["Records", *OUTCOME_METRICS[result.outcome]]
+    if result.key_conflict:
+        counts.append("KeyConflicts")
+    fields: dict[str, Any] = {
+        "_aws": {
+            "Timestamp": timestamp_ms,
+            "CloudWatchMetrics": [{
+                "Namespace": NAMESPACE,
+                "Dimensions": [[DIMENSION]],
+                "Metrics": [{"Name": name, "Unit": "Count"} for name in counts]
+                + [{"Name": "RecordLatency", "Unit": "Milliseconds"}],
+            }],
+        },
+        DIMENSION: pipeline,
+        "RecordLatency": round(latency_ms, 3),
+    }
+    fields.update({name: 1 for name in counts})
+    return fields

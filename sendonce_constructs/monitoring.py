@@ -1,0 +1,139 @@
+"""The pipeline's metrics, its default alarms and its dashboard, built from the construct's own resources."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_sns as sns
+from constructs import Construct
+
+if TYPE_CHECKING:
+    from .email_queue import SendOnceEmailQueue
+
+NAMESPACE = "sendonce"  # the consumer's Embedded Metric Format namespace
+DIMENSION = "Pipeline"
+
+
+class PipelineMetrics:
+    """``metric_*`` helpers, as aws-cdk-lib's constructs have them; options are ``cloudwatch.MetricOptions``."""
+
+    pipeline_name: str
+
+    def metric(self, metric_name: str, **options: Any) -> cloudwatch.Metric:
+        """Any metric the consumer emits (namespace ``sendonce``, dimension ``Pipeline``), summed over 5 minutes."""
+        options.setdefault("statistic", "Sum")
+        options.setdefault("period", Duration.minutes(5))
+        return cloudwatch.Metric(
+            namespace=NAMESPACE, metric_name=metric_name, dimensions_map={DIMENSION: self.pipeline_name}, **options
+        )
+
+    def metric_emails_sent(self, **options: Any) -> cloudwatch.Metric:
+        return self.metric("EmailsSent", **options)
+
+    def metric_duplicates_skipped(self, **options: Any) -> cloudwatch.Metric:
+        return self.metric("DuplicatesSkipped", **options)
+
+    def metric_in_flight_retries(self, **options: Any) -> cloudwatch.Metric:
+        return self.metric("InFlightRetries", **options)
+
+    def metric_unknown_records(self, **options: Any) -> cloudwatch.Metric:
+        """Keys recorded UNKNOWN: a worker died after its send may have left (at-most-once lost or sent it)."""
+        return self.metric("UnknownRecords", **options)
+
+    def metric_ambiguous_sends(self, **options: Any) -> cloudwatch.Metric:
+        return self.metric("AmbiguousSends", **options)
+
+    def metric_key_conflicts(self, **options: Any) -> cloudwatch.Metric:
+        return self.metric("KeyConflicts", **options)
+
+    def metric_poison_messages(self, **options: Any) -> cloudwatch.Metric:
+        return self.metric("PoisonMessages", **options)
+
+    def metric_ses_throttles(self, **options: Any) -> cloudwatch.Metric:
+        return self.metric("SesThrottles", **options)
+
+    def metric_ses_refusals(self, **options: Any) -> cloudwatch.Metric:
+        return self.metric("SesRefusals", **options)
+
+    def metric_record_latency(self, **options: Any) -> cloudwatch.Metric:
+        options.setdefault("statistic", "p90")
+        return self.metric("RecordLatency", **options)
+
+    def metric_approximate_age_of_oldest_message(self, **options: Any) -> cloudwatch.Metric:
+        queue = self.queue  # type: ignore[attr-defined]
+        return queue.metric_approximate_age_of_oldest_message(**options)  # type: ignore[no-any-return]
+
+    def metric_dead_letter_queue_depth(self, **options: Any) -> cloudwatch.Metric:
+        options.setdefault("statistic", "Maximum")
+        dlq = self.dead_letter_queue  # type: ignore[attr-defined]
+        return dlq.metric_approximate_number_of_messages_visible(**options)  # type: ignore[no-any-return]
+
+
+def build_alarms(
+    pipeline: SendOnceEmailQueue, scope: Construct, oldest_message_threshold: Duration, topic: sns.ITopic | None
+) -> dict[str, cloudwatch.Alarm]:
+    """Four alarms, each a thing an operator must look at; all notify ``topic`` when one is given."""
+    one_minute = Duration.minutes(1)
+    specs = {
+        "DeadLetterQueueNotEmpty": (
+            pipeline.metric_dead_letter_queue_depth(period=one_minute), 1,
+            "Jobs in the dead-letter queue: malformed, refused by SES, or failed maxReceiveCount times. "
+            "Read sendonce.reason on each message.",
+        ),
+        "OldestMessageTooOld": (
+            pipeline.metric_approximate_age_of_oldest_message(period=one_minute, statistic="Maximum"),
+            oldest_message_threshold.to_seconds(),
+            f"A job has waited over {oldest_message_threshold.to_human_string()}: the consumer is failing, "
+            "throttled or capped too low.",
+        ),
+        "UnknownRecords": (
+            pipeline.metric_unknown_records(period=one_minute), 1,
+            "A worker died after its send may have reached SES; at-most-once did not resend. Check the key in "
+            "the dedupe table and the recipient's mailbox or SES events, then decide.",
+        ),
+        "FunctionErrors": (
+            pipeline.function.metric_errors(period=one_minute, statistic="Sum"), 1,
+            "The consumer failed whole invocations (deployment or configuration error): batches are redelivered.",
+        ),
+    }
+    alarms = {}
+    for name, (metric, threshold, description) in specs.items():
+        alarm = metric.create_alarm(
+            scope,
+            name,
+            threshold=threshold,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description=description,
+        )
+        if topic is not None:
+            alarm.add_alarm_action(actions.SnsAction(topic))
+        alarms[name] = alarm
+    return alarms
+
+
+def build_dashboard(pipeline: SendOnceEmailQueue, scope: Construct, alarms: dict[str, cloudwatch.Alarm]) -> (
+    cloudwatch.Dashboard
+):
+    dashboard = cloudwatch.Dashboard(scope, "Dashboard")
+    dashboard.add_widgets(
+        cloudwatch.GraphWidget(title="Emails", width=12, left=[
+            pipeline.metric_emails_sent(), pipeline.metric_duplicates_skipped(), pipeline.metric_in_flight_retries(),
+        ]),
+        cloudwatch.GraphWidget(title="Needs a look", width=12, left=[
+            pipeline.metric_unknown_records(), pipeline.metric_ambiguous_sends(), pipeline.metric_key_conflicts(),
+            pipeline.metric_poison_messages(), pipeline.metric_ses_refusals(), pipeline.metric_ses_throttles(),
+        ]),
+    )
+    dashboard.add_widgets(
+        cloudwatch.GraphWidget(title="Queue", width=12, left=[pipeline.metric_approximate_age_of_oldest_message()],
+                               right=[pipeline.metric_dead_letter_queue_depth()]),
+        cloudwatch.GraphWidget(title="Record latency (p90, ms)", width=12, left=[pipeline.metric_record_latency()]),
+    )
+    if alarms:
+        dashboard.add_widgets(cloudwatch.AlarmStatusWidget(title="Alarms", width=24, alarms=list(alarms.values())))
+    return dashboard

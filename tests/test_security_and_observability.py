@@ -1,0 +1,150 @@
+"""Secure and observable by default: cdk-nag and cfn-lint clean, least privilege, metrics, alarms, logs."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk.assertions import Template
+from cdk_nag import AwsSolutionsChecks, ServerlessChecks
+from cfnlint.api import ManualArgs, lint
+from construct_support import only, policy_statements
+
+from sendonce_constructs import SendOnceEmailQueue
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def example_stack() -> cdk.Stack:
+    spec = importlib.util.spec_from_file_location("example_app", ROOT / "examples" / "app.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.build_app().node.find_child("SendOnceExample")
+
+
+def everything_on_stack() -> cdk.Stack:
+    app = cdk.App()
+    stack = cdk.Stack(app, "EverythingOn")
+    key = kms.Key(stack, "Key", enable_key_rotation=True)
+    SendOnceEmailQueue(
+        stack, "Receipts", sender="example.com", from_addresses=["receipts@example.com"],
+        configuration_set="transactional", template_names=["receipt"], allow_raw_messages=True,
+        tracing=lambda_.Tracing.ACTIVE, fifo=True, encryption_key=key, deletion_protection=True,
+        alarm_topic=sns.Topic(stack, "Alarms", enforce_ssl=True, master_key=key), dashboard=True,
+        max_concurrency=4,
+    )
+    return stack
+
+
+STACKS = {"example": example_stack, "everything on": everything_on_stack}
+
+
+@pytest.fixture(scope="module", params=list(STACKS))
+def stack(request) -> cdk.Stack:
+    return STACKS[request.param]()
+
+
+@pytest.mark.parametrize("pack", [AwsSolutionsChecks, ServerlessChecks], ids=lambda p: p.__name__)
+def test_cdk_nag_finds_nothing_unacknowledged(stack, pack):
+    report = pack(stack.node.root).validate_scope(stack)
+    assert report.violations == [] and report.success
+
+
+def test_cfn_lint_finds_no_errors_or_warnings(stack):
+    template = json.dumps(Template.from_stack(stack).to_json())
+    matches = lint(template, config=ManualArgs(regions=["us-east-1"]))
+    assert [f"{m.rule.id} {m.message}" for m in matches] == []
+
+
+def test_consumer_role_has_no_managed_policy_and_no_wildcard_resource():
+    template = Template.from_stack(example_stack())
+    roles = template.find_resources("AWS::IAM::Role")
+    consumer = [r for name, r in roles.items() if name.startswith("ReceiptsConsumerRole")]
+    assert len(consumer) == 1 and "ManagedPolicyArns" not in consumer[0]["Properties"]
+    for statement in policy_statements(template):
+        assert statement["Resource"] != "*", statement
+
+
+def test_consumer_writes_logs_only_to_its_own_log_group():
+    template = Template.from_stack(example_stack())
+    [logs] = [s for s in policy_statements(template) if "logs:PutLogEvents" in s["Action"]]
+    assert logs["Resource"]["Fn::GetAtt"][0].startswith("ReceiptsConsumerLogs")
+
+
+def test_consumer_logs_json_one_line_per_record_and_traces_on_request():
+    default = only(Template.from_stack(example_stack()), "AWS::Lambda::Function")["Properties"]
+    assert default["LoggingConfig"]["LogFormat"] == "JSON"
+    assert default["LoggingConfig"]["ApplicationLogLevel"] == "INFO"
+    assert "TracingConfig" not in default
+    traced = only(Template.from_stack(everything_on_stack()), "AWS::Lambda::Function")["Properties"]
+    assert traced["TracingConfig"] == {"Mode": "Active"}
+
+
+def test_customer_key_encrypts_queues_and_table():
+    template = Template.from_stack(everything_on_stack())
+    for queue in template.find_resources("AWS::SQS::Queue").values():
+        assert "KmsMasterKeyId" in queue["Properties"]
+    sse = only(template, "AWS::DynamoDB::Table")["Properties"]["SSESpecification"]
+    assert sse["SSEEnabled"] is True and "KMSMasterKeyId" in sse
+
+
+def test_default_alarms_watch_the_dlq_the_oldest_message_unknown_records_and_errors():
+    template = Template.from_stack(example_stack())
+    alarms = {name: a["Properties"] for name, a in template.find_resources("AWS::CloudWatch::Alarm").items()}
+    by_metric = {a.get("MetricName"): a for a in alarms.values()}
+    assert set(by_metric) == {"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage",
+                              "UnknownRecords", "Errors"}
+    assert by_metric["ApproximateAgeOfOldestMessage"]["Threshold"] == 900
+    assert by_metric["UnknownRecords"]["Namespace"] == "sendonce"
+    assert by_metric["UnknownRecords"]["Dimensions"] == [{"Name": "Pipeline", "Value": "SendOnceExample/Receipts"}]
+    assert all(a["TreatMissingData"] == "notBreaching" and "AlarmActions" not in a for a in alarms.values())
+
+
+def test_alarm_topic_receives_every_alarm_and_thresholds_are_props():
+    stack = cdk.Stack(cdk.App(), "Topic")
+    topic = sns.Topic(stack, "Pager")
+    pipeline = SendOnceEmailQueue(stack, "Receipts", sender="example.com", alarm_topic=topic,
+                                  oldest_message_alarm_threshold=cdk.Duration.minutes(5))
+    template = Template.from_stack(stack)
+    alarms = [a["Properties"] for a in template.find_resources("AWS::CloudWatch::Alarm").values()]
+    assert len(alarms) == 4 == len(pipeline.alarms)
+    assert all(a["AlarmActions"] == [{"Ref": stack.get_logical_id(topic.node.default_child)}] for a in alarms)
+    assert {a["Threshold"] for a in alarms if a["MetricName"] == "ApproximateAgeOfOldestMessage"} == {300}
+
+
+def test_alarms_can_be_turned_off_and_a_dashboard_on():
+    stack = cdk.Stack(cdk.App(), "Quiet")
+    pipeline = SendOnceEmailQueue(stack, "Receipts", sender="example.com", alarms=False, dashboard=True)
+    template = Template.from_stack(stack)
+    template.resource_count_is("AWS::CloudWatch::Alarm", 0)
+    body = json.dumps(only(template, "AWS::CloudWatch::Dashboard")["Properties"]["DashboardBody"])
+    assert "EmailsSent" in body and "UnknownRecords" in body and "ApproximateAgeOfOldestMessage" in body
+    assert pipeline.dashboard is not None and pipeline.alarms == {}
+
+
+def test_metric_helpers_name_the_consumers_emf_metrics():
+    stack = cdk.Stack(cdk.App(), "Metrics")
+    pipeline = SendOnceEmailQueue(stack, "Receipts", sender="example.com", alarms=False)
+    helpers = {
+        "EmailsSent": pipeline.metric_emails_sent(), "DuplicatesSkipped": pipeline.metric_duplicates_skipped(),
+        "InFlightRetries": pipeline.metric_in_flight_retries(), "UnknownRecords": pipeline.metric_unknown_records(),
+        "AmbiguousSends": pipeline.metric_ambiguous_sends(), "KeyConflicts": pipeline.metric_key_conflicts(),
+        "PoisonMessages": pipeline.metric_poison_messages(), "SesThrottles": pipeline.metric_ses_throttles(),
+        "SesRefusals": pipeline.metric_ses_refusals(), "RecordLatency": pipeline.metric_record_latency(),
+    }
+    from sendonce_runtime.metrics import ALL_COUNTS
+
+    for name, metric in helpers.items():
+        assert (metric.namespace, metric.metric_name) == ("sendonce", name)
+        assert metric.dimensions == {"Pipeline": "Metrics/Receipts"}
+        assert name in ALL_COUNTS or name == "RecordLatency"
+    assert pipeline.metric_record_latency().statistic == "p90"
+    assert pipeline.metric_emails_sent(period=cdk.Duration.minutes(1)).period.to_seconds() == 60
+    assert pipeline.metric_dead_letter_queue_depth().metric_name == "ApproximateNumberOfMessagesVisible"
+    assert pipeline.metric_approximate_age_of_oldest_message().metric_name == "ApproximateAgeOfOldestMessage"
