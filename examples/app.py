@@ -27,11 +27,6 @@ class ReceiptsStack(cdk.Stack):
         checkout = iam.Role(self, "CheckoutService", assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"))
         receipts.grant_enqueue(checkout)
 
-        cdk.CfnOutput(self, "QueueUrl", value=receipts.queue.queue_url)
-        cdk.CfnOutput(self, "DeadLetterQueueUrl", value=receipts.dead_letter_queue.queue_url)
-        cdk.CfnOutput(self, "DedupeTableName", value=receipts.table.table_name)
-        cdk.CfnOutput(self, "ConsumerFunctionName", value=receipts.function.function_name)
-
 
 def build_app() -> cdk.App:
     app = cdk.App()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from aws_cdk import Duration, RemovalPolicy, Stack, Token, Validations
+from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack, Token, Validations
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -294,6 +294,11 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
                         allow_raw_messages)
 
         self._depend_on_role_policy_only()
+        # What `sendonce --stack NAME` reads to find this pipeline; the description says which pipeline and part.
+        for output_id, value, part in (("DedupeTableName", self.table.table_name, "table"),
+                                       ("QueueUrl", self.queue.queue_url, "queue"),
+                                       ("DeadLetterQueueUrl", self.dead_letter_queue.queue_url, "dlq")):
+            CfnOutput(self, output_id, value=value, description=f"sendonce:{self.pipeline_name}:{part}")
 
         self.alarms: dict[str, cloudwatch.Alarm] = (
             build_alarms(self, self, oldest_message_alarm_threshold or Duration.minutes(15), alarm_topic)

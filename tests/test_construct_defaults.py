@@ -271,3 +271,13 @@ def test_the_runtime_policy_values_match_the_constructs():
     from sendonce_runtime.delivery import DeliveryPolicy as RuntimePolicy
 
     assert {p.value for p in DeliveryPolicy} == {p.value for p in RuntimePolicy}
+
+
+def test_outputs_publish_the_table_and_queues_for_the_operator_command():
+    _, template = build()
+    outputs = template.to_json()["Outputs"]
+    ours = [o for o in outputs.values() if o["Description"].startswith("sendonce:")]
+    by_part = {o["Description"].rsplit(":", 1)[-1]: o for o in ours}
+    assert set(by_part) == {"table", "queue", "dlq"}
+    assert all(o["Description"].startswith("sendonce:Test/Receipts:") for o in by_part.values())
+    assert by_part["table"]["Value"]["Ref"].startswith("ReceiptsDedupeTable")

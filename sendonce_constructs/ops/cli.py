@@ -1,0 +1,149 @@
+"""`sendonce`: look after a deployed pipeline. Uses the normal AWS credential chain and honours AWS_ENDPOINT_URL."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+
+from .dead_letters import DeadLetters
+from .ledger_view import LedgerView, StateChanged
+from .locate import LocateError, Pipeline, locate
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sendonce", description=__doc__)
+    where = parser.add_argument_group("which pipeline (a stack, or explicit names)")
+    where.add_argument("--stack", help="a deployed stack with a SendOnceEmailQueue")
+    where.add_argument("--pipeline", help="the construct's id, when the stack has several")
+    where.add_argument("--table", help="the dedupe table name")
+    where.add_argument("--queue", help="the job queue URL")
+    where.add_argument("--dlq", help="the dead-letter queue URL")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    commands = parser.add_subparsers(dest="command", required=True)
+    status = commands.add_parser("status", help="one key's record")
+    status.add_argument("key")
+    commands.add_parser("unknown", help="UNKNOWN records and IN_FLIGHT records whose lease expired, newest first")
+    resolve = commands.add_parser("resolve", help="decide an UNKNOWN (or dead IN_FLIGHT) record")
+    decision = resolve.add_mutually_exclusive_group(required=True)
+    decision.add_argument("--sent", action="store_true", help="you confirmed it was delivered: record it SENT")
+    decision.add_argument("--resend", action="store_true", help="release it, so the next delivery of the job sends")
+    resolve.add_argument("key")
+    dlq = commands.add_parser("dlq", help="the dead-letter queue").add_subparsers(dest="dlq_command", required=True)
+    dlq.add_parser("list", help="messages grouped by reason, with counts and a sample")
+    redrive = dlq.add_parser("redrive", help="send messages back to the job queue")
+    redrive.add_argument("--reason", help="only messages with this reason code (see `dlq list`)")
+    redrive.add_argument("--limit", type=int, help="at most this many")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        pipeline = locate(boto3.client("cloudformation"), args.stack, args.pipeline, args.table, args.queue, args.dlq)
+        return _run(args, pipeline)
+    except (LocateError, StateChanged, ValueError) as error:
+        _error(str(error))
+        return 1
+    except NoCredentialsError:
+        _error("no AWS credentials found: configure a profile, or set AWS_ENDPOINT_URL for a local emulator")
+        return 2
+    except ClientError as error:
+        details = error.response.get("Error", {})
+        operation = getattr(error, "operation_name", "a call")
+        if details.get("Code") in ("AccessDenied", "AccessDeniedException", "UnauthorizedOperation"):
+            _error(f"permission denied for {operation}: {details.get('Message', '')}")
+        else:
+            _error(f"{operation} failed: {details.get('Code')}: {details.get('Message', '')}")
+        return 2
+    except BotoCoreError as error:
+        _error(str(error))
+        return 2
+
+
+def _run(args: argparse.Namespace, pipeline: Pipeline) -> int:
+    if args.command == "status":
+        return _status(args, LedgerView(boto3.client("dynamodb"), pipeline.need("table")))
+    if args.command == "unknown":
+        return _unknown(args, LedgerView(boto3.client("dynamodb"), pipeline.need("table")))
+    if args.command == "resolve":
+        view = LedgerView(boto3.client("dynamodb"), pipeline.need("table"))
+        before = view.resolve(args.key, sent=args.sent)
+        done = "recorded SENT" if args.sent else "released: the next delivery of this job sends it"
+        hint = "" if args.sent else " (a job acknowledged as UNKNOWN is no longer queued: re-enqueue it)"
+        _say(args, {"key": args.key, "was": before.status, "now": "SENT" if args.sent else "absent"},
+             f"{args.key}: was {before.status}; {done}{hint}")
+        return 0
+    dead = DeadLetters(boto3.client("sqs"), pipeline.need("dlq"), pipeline.queue_url)
+    if args.dlq_command == "list":
+        groups = dead.by_reason(on_page=_progress("read"))
+        rows = [[g.code, str(g.count), ", ".join(g.sample_keys) or "-", g.sample_reason[:70]] for g in groups]
+        _say(args, [vars(g) for g in groups], _table(["reason", "count", "sample keys", "sample"], rows)
+             if rows else "the dead-letter queue is empty")
+        return 0
+    result = dead.redrive(args.reason, args.limit, on_progress=_progress("moved"))
+    text = (f"started SQS message-move task {result.native_task}" if result.native_task else
+            f"moved {result.moved} messages back to the job queue; {result.skipped} left in the DLQ")
+    _say(args, vars(result), text + (f"\n{result.note}" if result.note else ""))
+    return 0
+
+
+def _status(args: argparse.Namespace, view: LedgerView) -> int:
+    record = view.get(args.key)
+    now = time.time_ns() // 1_000_000
+    if record is None or record.expired(now):
+        state = "never seen" if record is None else "expired (counts as never seen; the next delivery sends it)"
+        _say(args, {"key": args.key, "status": None, "note": state}, f"{args.key}: {state}")
+        return 0
+    rows = [
+        ["status", record.status], ["attempts", str(record.attempts)],
+        ["SES message id", record.ses_message_id or "-"], ["claimed at", _when(record.claimed_at_ms)],
+        ["sent at", _when(record.sent_at_ms)], ["unknown since", _when(record.unknown_at_ms)],
+        ["lease expires", _when(record.lease_expires_at_ms)],
+        ["forgotten at", _when(record.expires_at_s * 1000 if record.expires_at_s else None)],
+    ]
+    _say(args, record.as_dict(), f"{args.key}\n" + _table(["", ""], rows, header=False))
+    return 0
+
+
+def _unknown(args: argparse.Namespace, view: LedgerView) -> int:
+    records = view.needing_a_decision(on_page=_progress("scanned"))
+    rows = [[r.key, r.status + ("" if r.status == "UNKNOWN" else " (lease expired)"), str(r.attempts),
+             _when(r.last_change_ms)] for r in records]
+    _say(args, [r.as_dict() for r in records],
+         _table(["key", "status", "attempts", "since"], rows) if rows else "no record needs a decision")
+    return 0
+
+
+def _when(ms: int | None) -> str:
+    return "-" if not ms else datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _table(headers: list[str], rows: list[list[str]], header: bool = True) -> str:
+    widths = [max(len(str(c)) for c in column) for column in zip(headers, *rows, strict=False)]
+    lines = [headers] if header else []
+    lines += rows
+    return "\n".join("  ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=False)).rstrip() for line in lines)
+
+
+def _say(args: argparse.Namespace, data: Any, text: str) -> None:
+    print(json.dumps(data, indent=2, default=str) if args.json else text)
+
+
+def _progress(verb: str) -> Any:
+    def report(count: int) -> None:
+        if sys.stderr.isatty():
+            print(f"\r{verb} {count}...", end="", file=sys.stderr, flush=True)
+
+    return report
+
+
+def _error(message: str) -> None:
+    print(f"sendonce: {message}", file=sys.stderr)

@@ -1,0 +1,162 @@
+"""Reads the DLQ by reason and sends messages back to the job queue, never deleting before the copy is in."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+REASON_CODE = "sendonce.reasonCode"
+REASON = "sendonce.reason"
+REDRIVEN_BY_SQS = "redrive: maxReceiveCount reached"  # no sendonce attributes: SQS moved it, not the consumer
+PEEK_VISIBILITY_S = 30
+BATCH = 10
+
+
+@dataclass
+class ReasonGroup:
+    code: str
+    count: int = 0
+    sample_reason: str = ""
+    sample_keys: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RedriveResult:
+    moved: int = 0
+    skipped: int = 0
+    native_task: str | None = None  # the SQS message-move task handle, when the whole DLQ moved natively
+    note: str | None = None
+
+
+def reason_code(message: dict[str, Any]) -> str:
+    return str(message.get("MessageAttributes", {}).get(REASON_CODE, {}).get("StringValue", REDRIVEN_BY_SQS))
+
+
+class DeadLetters:
+    def __init__(self, sqs: Any, dlq_url: str, queue_url: str | None = None) -> None:
+        self._sqs = sqs
+        self._dlq = dlq_url
+        self._queue = queue_url
+
+    def _receive_all(self, on_page: Callable[[int], None] | None, limit: int | None = None) -> list[dict[str, Any]]:
+        """Every message once: each stays hidden while the scan runs, so none is read twice."""
+        seen: dict[str, dict[str, Any]] = {}
+        while limit is None or len(seen) < limit:
+            page = self._sqs.receive_message(
+                QueueUrl=self._dlq, MaxNumberOfMessages=BATCH, VisibilityTimeout=PEEK_VISIBILITY_S,
+                MessageAttributeNames=["All"], MessageSystemAttributeNames=["All"],
+            ).get("Messages", [])
+            fresh = [m for m in page if m["MessageId"] not in seen]
+            if not fresh:
+                break
+            seen.update((m["MessageId"], m) for m in fresh)
+            if on_page is not None:
+                on_page(len(seen))
+        return list(seen.values())
+
+    def _release(self, messages: list[dict[str, Any]]) -> None:
+        """Make peeked messages visible again at once."""
+        for start in range(0, len(messages), BATCH):
+            chunk = messages[start : start + BATCH]
+            self._sqs.change_message_visibility_batch(QueueUrl=self._dlq, Entries=[
+                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0} for i, m in enumerate(chunk)
+            ])
+
+    def by_reason(self, on_page: Callable[[int], None] | None = None) -> list[ReasonGroup]:
+        messages = self._receive_all(on_page)
+        try:
+            groups: dict[str, ReasonGroup] = {}
+            for message in messages:
+                code = reason_code(message)
+                group = groups.setdefault(code, ReasonGroup(code))
+                group.count += 1
+                attributes = message.get("MessageAttributes", {})
+                if not group.sample_reason:
+                    group.sample_reason = attributes.get(REASON, {}).get("StringValue", "")
+                key = attributes.get("sendonce.dedupeKey", {}).get("StringValue")
+                if key and len(group.sample_keys) < 3:
+                    group.sample_keys.append(key)
+            return sorted(groups.values(), key=lambda g: -g.count)
+        finally:
+            self._release(messages)
+
+    def redrive(
+        self,
+        reason: str | None = None,
+        limit: int | None = None,
+        on_progress: Callable[[int], None] | None = None,
+        after_copy: Callable[[dict[str, Any]], None] | None = None,
+    ) -> RedriveResult:
+        """Send DLQ messages back to the job queue: all of them through SQS's message-move task, or those with
+        ``reason`` (up to ``limit``) by copy-then-delete. ``after_copy`` runs between a copy and its delete."""
+        if self._queue is None:
+            raise ValueError("redrive needs the job queue: pass --queue or --stack")
+        if reason is None and limit is None:
+            native = self._native_move()
+            if native.native_task is not None:
+                return native
+            result = self._copy_then_delete(None, None, on_progress, after_copy)
+            result.note = native.note
+            return result
+        return self._copy_then_delete(reason, limit, on_progress, after_copy)
+
+    def _native_move(self) -> RedriveResult:
+        attributes = ["QueueArn"]
+        source = self._sqs.get_queue_attributes(QueueUrl=self._dlq, AttributeNames=attributes)["Attributes"]
+        target = self._sqs.get_queue_attributes(QueueUrl=self._queue, AttributeNames=attributes)["Attributes"]
+        try:
+            task = self._sqs.start_message_move_task(SourceArn=source["QueueArn"], DestinationArn=target["QueueArn"])
+        except ClientError as error:
+            code = error.response["Error"].get("Code", "")
+            status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+            if status >= 500 or code in ("InvalidAction", "NotImplemented", "UnsupportedOperation"):
+                return RedriveResult(note=f"this endpoint has no message-move task ({code}); copied and deleted "
+                                          "each message instead")
+            raise
+        return RedriveResult(native_task=task["TaskHandle"])
+
+    def _copy_then_delete(
+        self,
+        reason: str | None,
+        limit: int | None,
+        on_progress: Callable[[int], None] | None,
+        after_copy: Callable[[dict[str, Any]], None] | None,
+    ) -> RedriveResult:
+        result = RedriveResult()
+        fifo = self._dlq.endswith(".fifo")
+        messages = self._receive_all(None)
+        passed_over = []
+        for message in messages:
+            if (reason is not None and reason_code(message) != reason) or (limit is not None and result.moved >= limit):
+                passed_over.append(message)
+                continue
+            self._sqs.send_message(**_copy_of(message, self._queue, fifo))  # type: ignore[arg-type]
+            if after_copy is not None:
+                after_copy(message)
+            self._sqs.delete_message(QueueUrl=self._dlq, ReceiptHandle=message["ReceiptHandle"])
+            result.moved += 1
+            if on_progress is not None:
+                on_progress(result.moved)
+        result.skipped = len(passed_over)
+        self._release(passed_over)
+        return result
+
+
+def _copy_of(message: dict[str, Any], queue_url: str, fifo: bool) -> dict[str, Any]:
+    """The original job: its body and its own attributes, without the DLQ's reason attributes."""
+    attributes = {
+        name: {k: v for k, v in value.items() if k in ("DataType", "StringValue", "BinaryValue")}
+        for name, value in message.get("MessageAttributes", {}).items()
+        if not name.startswith("sendonce.")
+    }
+    request: dict[str, Any] = {"QueueUrl": queue_url, "MessageBody": message["Body"]}
+    if attributes:
+        request["MessageAttributes"] = attributes
+    if fifo:
+        system = message.get("Attributes", {})
+        request["MessageGroupId"] = system.get("MessageGroupId", "sendonce-redrive")
+        request["MessageDeduplicationId"] = message["MessageId"]
+    return request

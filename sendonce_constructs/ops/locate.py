@@ -1,0 +1,82 @@
+"""Finds a pipeline's table and queues: from explicit names, or from a deployed stack's outputs or resources."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+# The construct's outputs say which pipeline and which part they are: "sendonce:<pipeline path>:<part>".
+OUTPUT_PREFIX = "sendonce:"
+PARTS = ("table", "queue", "dlq")
+# What each part's logical id contains, for stacks whose outputs the endpoint does not return.
+LOGICAL_MARKERS = {"table": ("AWS::DynamoDB::Table", "DedupeTable"), "queue": ("AWS::SQS::Queue", "Queue"),
+                   "dlq": ("AWS::SQS::Queue", "DeadLetterQueue")}
+
+
+class LocateError(LookupError):
+    pass
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    table: str | None
+    queue_url: str | None
+    dead_letter_queue_url: str | None
+
+    def need(self, part: str) -> str:
+        value = {"table": self.table, "queue": self.queue_url, "dlq": self.dead_letter_queue_url}[part]
+        if not value:
+            flag = {"table": "--table", "queue": "--queue", "dlq": "--dlq"}[part]
+            raise LocateError(f"no {part} found: pass {flag} or --stack")
+        return value
+
+
+def locate(cloudformation: Any, stack: str | None, pipeline: str | None, table: str | None, queue: str | None,
+           dlq: str | None) -> Pipeline:
+    found: dict[str, str] = {}
+    if stack:
+        found = _from_outputs(cloudformation, stack, pipeline) or _from_resources(cloudformation, stack, pipeline)
+    return Pipeline(table or found.get("table"), queue or found.get("queue"), dlq or found.get("dlq"))
+
+
+def _from_outputs(cloudformation: Any, stack: str, pipeline: str | None) -> dict[str, str]:
+    try:
+        stacks = cloudformation.describe_stacks(StackName=stack)["Stacks"]
+    except ClientError as error:
+        raise LocateError(f"stack {stack!r} not found ({error.response['Error'].get('Message', error)})") from None
+    by_pipeline: dict[str, dict[str, str]] = {}
+    for output in stacks[0].get("Outputs") or []:
+        description = output.get("Description", "")
+        if not description.startswith(OUTPUT_PREFIX):
+            continue
+        path, _, part = description[len(OUTPUT_PREFIX):].rpartition(":")
+        by_pipeline.setdefault(path, {})[part] = output["OutputValue"]
+    return _choose(by_pipeline, pipeline, stack)
+
+
+def _from_resources(cloudformation: Any, stack: str, pipeline: str | None) -> dict[str, str]:
+    resources = cloudformation.describe_stack_resources(StackName=stack)["StackResources"]
+    by_pipeline: dict[str, dict[str, str]] = {}
+    for part, (kind, marker) in LOGICAL_MARKERS.items():
+        for resource in resources:
+            logical = resource.get("LogicalResourceId", "")
+            if resource.get("ResourceType") != kind or marker not in logical:
+                continue
+            prefix = logical.split(marker)[0]
+            if part == "queue" and logical.split(marker)[0].endswith("DeadLetter"):
+                continue
+            by_pipeline.setdefault(prefix, {})[part] = resource["PhysicalResourceId"]
+    return _choose({k: v for k, v in by_pipeline.items() if "table" in v or "queue" in v}, pipeline, stack)
+
+
+def _choose(by_pipeline: dict[str, dict[str, str]], pipeline: str | None, stack: str) -> dict[str, str]:
+    if pipeline is not None:
+        matches = {k: v for k, v in by_pipeline.items() if k.endswith(pipeline) or k.split("/")[-1] == pipeline}
+    else:
+        matches = by_pipeline
+    if len(matches) > 1:
+        raise LocateError(f"stack {stack!r} has several sendonce pipelines ({', '.join(sorted(matches))}): "
+                          "pick one with --pipeline")
+    return next(iter(matches.values()), {})

@@ -1,0 +1,211 @@
+"""`sendonce`, the operator command, against real records and messages in the emulator."""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
+
+from sendonce_constructs.ops.cli import main as sendonce
+from sendonce_constructs.ops.dead_letters import DeadLetters
+from sendonce_constructs.ops.ledger_view import LedgerView, StateChanged
+
+
+@pytest.fixture
+def ops(pipeline):
+    sqs = boto3.client("sqs")
+    queue_url = sqs.create_queue(QueueName="jobs")["QueueUrl"]
+    where = ["--table", pipeline.table_name, "--queue", queue_url, "--dlq", pipeline.dead_letter_queue_url]
+
+    def run(*args: str, capsys=None) -> tuple[int, str]:
+        code = sendonce([*where, *args])
+        return code, capsys.readouterr().out if capsys else ""
+
+    return run, queue_url
+
+
+def record_states(pipeline, clock):
+    """One key in every state: SENT, UNKNOWN, IN_FLIGHT with a live lease, IN_FLIGHT whose lease expired."""
+    consumer = pipeline.consumer(clock)
+    consumer.handle(event(sqs_record(job("k:sent"))), FakeContext(clock))
+    ledger = consumer.processor._ledger
+    ledger.claim("k:unknown", "dead-1", clock.now_ms() - 1, "h")
+    consumer.handle(event(sqs_record(job("k:unknown"))), FakeContext(clock))  # marks it UNKNOWN
+    clock.advance(1_000)
+    ledger.claim("k:stale", "dead-2", clock.now_ms() - 60_000, "h")
+    ledger.claim("k:live", "alive", clock.now_ms() + 600_000, "h")
+
+
+def test_status_shows_a_record_or_never_seen(pipeline, ops, capsys):
+    run, _ = ops
+    record_states(pipeline, FakeClock())
+    code, out = run("status", "k:sent", capsys=capsys)
+    assert code == 0 and "SENT" in out and "SES message id" in out
+    code, out = run("--json", "status", "k:sent", capsys=capsys)
+    assert json.loads(out)["status"] == "SENT" and json.loads(out)["ses_message_id"]
+    assert run("status", "k:nobody", capsys=capsys)[1].strip() == "k:nobody: never seen"
+
+
+def test_unknown_lists_unknown_and_dead_in_flight_records_newest_first(pipeline, ops, capsys):
+    run, _ = ops
+    record_states(pipeline, FakeClock())
+    code, out = run("--json", "unknown", capsys=capsys)
+    assert code == 0
+    assert [r["key"] for r in json.loads(out)] == ["k:stale", "k:unknown"]
+    [stale_row] = [line for line in run("unknown", capsys=capsys)[1].splitlines() if line.startswith("k:stale ")]
+    assert "IN_FLIGHT (lease expired)" in stale_row
+
+
+def test_resolve_sent_records_the_operators_decision(pipeline, ops, capsys):
+    run, _ = ops
+    record_states(pipeline, FakeClock())
+    code, out = run("resolve", "k:unknown", "--sent", capsys=capsys)
+    assert code == 0 and "was UNKNOWN; recorded SENT" in out
+    assert pipeline.status("k:unknown") == "SENT"
+
+
+def test_resolve_resend_releases_the_key_so_the_next_delivery_sends_it(pipeline, ops, capsys):
+    run, _ = ops
+    clock = FakeClock()
+    record_states(pipeline, clock)
+    assert run("resolve", "k:stale", "--resend", capsys=capsys)[0] == 0
+    assert pipeline.ledger_item("k:stale") is None
+    pipeline.consumer(clock).handle(event(sqs_record(job("k:stale"))), FakeContext(clock))
+    assert pipeline.emails_for("k:stale") == 1
+
+
+@pytest.mark.parametrize("key", ["k:sent", "k:live", "k:nobody"])
+def test_resolve_refuses_records_that_need_no_decision(pipeline, ops, capsys, key):
+    run, _ = ops
+    record_states(pipeline, FakeClock())
+    before = pipeline.ledger_item(key)
+    assert run("resolve", key, "--resend")[0] == 1
+    assert "only UNKNOWN records" in capsys.readouterr().err
+    assert pipeline.ledger_item(key) == before
+
+
+def test_resolve_refuses_when_the_record_changed_underneath(pipeline):
+    clock = FakeClock()
+    record_states(pipeline, clock)
+    view = LedgerView(boto3.client("dynamodb"), pipeline.table_name)
+    seen = view.get("k:stale")
+    # An at-least-once consumer takes the dead claim over between the operator's read and write.
+    ledger = pipeline.consumer(clock).processor._ledger
+    assert ledger.take_over(ledger.claim("k:stale", "new", clock.now_ms() + 60_000, "h").existing, "new",
+                            clock.now_ms() + 60_000, "h").won
+    view.get = lambda key: seen  # the operator still looks at the old state
+    with pytest.raises(StateChanged, match="changed while you looked at it"):
+        view.resolve("k:stale", sent=True)
+    assert pipeline.ledger_item("k:stale")["owner"]["S"] == "new"
+
+
+def dead_letter_some(pipeline):
+    consumer = pipeline.consumer()
+    bad = [sqs_record("{oops"), sqs_record(job("k:bad", to="nobody")), sqs_record(job("k:typo", subjekt="x"))]
+    refused = [sqs_record(job(f"k:refused{i}", **{"from": "x@unverified.example.net"})) for i in range(2)]
+    consumer.handle(event(*bad, *refused), FakeContext(FakeClock()))
+
+
+def test_dlq_list_groups_messages_by_reason_and_leaves_them_there(pipeline, ops, capsys):
+    run, _ = ops
+    dead_letter_some(pipeline)
+    code, out = run("--json", "dlq", "list", capsys=capsys)
+    groups = {g["code"]: g for g in json.loads(out)}
+    assert code == 0 and {c: g["count"] for c, g in groups.items()} == {"invalid-message": 3, "ses-refused": 2}
+    assert "MessageRejected" in groups["ses-refused"]["sample_reason"]
+    assert len(pipeline.dead_letters()) == 5  # listing read them, then made them visible again
+
+
+def test_dlq_redrive_by_reason_moves_only_those(pipeline, ops, capsys):
+    run, queue_url = ops
+    dead_letter_some(pipeline)
+    code, out = run("dlq", "redrive", "--reason", "ses-refused", capsys=capsys)
+    assert code == 0 and "moved 2 messages" in out and "3 left in the DLQ" in out
+    moved = boto3.client("sqs").receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10,
+                                                MessageAttributeNames=["All"])["Messages"]
+    assert sorted(json.loads(m["Body"])["dedupeKey"] for m in moved) == ["k:refused0", "k:refused1"]
+    assert all(not name.startswith("sendonce.") for m in moved for name in m.get("MessageAttributes", {}))
+    assert len(pipeline.dead_letters()) == 3
+
+
+def test_dlq_redrive_of_everything_falls_back_to_copying_where_there_is_no_move_task(pipeline, ops, capsys):
+    run, _ = ops
+    dead_letter_some(pipeline)
+    code, out = run("dlq", "redrive", capsys=capsys)
+    assert code == 0 and "moved 5 messages" in out and "no message-move task" in out
+    assert pipeline.dead_letters() == []
+
+
+def test_dlq_redrive_of_everything_uses_the_sqs_message_move_task_on_aws():
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    stub = Stubber(sqs)
+    for arn in ("arn:aws:sqs:us-east-1:1:dlq", "arn:aws:sqs:us-east-1:1:jobs"):
+        stub.add_response("get_queue_attributes", {"Attributes": {"QueueArn": arn}})
+    stub.add_response("start_message_move_task", {"TaskHandle": "task-1"},
+                      {"SourceArn": "arn:aws:sqs:us-east-1:1:dlq", "DestinationArn": "arn:aws:sqs:us-east-1:1:jobs"})
+    with stub:
+        result = DeadLetters(sqs, "https://sqs/1/dlq", "https://sqs/1/jobs").redrive()
+    assert result.native_task == "task-1"
+
+
+def test_a_redrive_killed_between_copy_and_delete_loses_nothing_and_sends_once(pipeline, ops):
+    _, queue_url = ops
+    clock = FakeClock()
+    sqs = boto3.client("sqs")
+    # A job that failed for a reason now fixed: it sits in the DLQ, unsent.
+    sqs.send_message(QueueUrl=pipeline.dead_letter_queue_url, MessageBody=json.dumps(job("k:redriven")))
+    dead = DeadLetters(sqs, pipeline.dead_letter_queue_url, queue_url)
+
+    held = []
+
+    def killed(message):
+        held.append(message["ReceiptHandle"])
+        raise KeyboardInterrupt("operator's laptop closed")
+
+    with pytest.raises(KeyboardInterrupt):
+        dead.redrive(limit=1, after_copy=killed)
+    # The killed redrive's hold on the DLQ message runs out, as it would after 30 s.
+    sqs.change_message_visibility(QueueUrl=pipeline.dead_letter_queue_url, ReceiptHandle=held[0], VisibilityTimeout=0)
+    assert dead.redrive(limit=1).moved == 1
+    jobs = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10)["Messages"]
+    assert len(jobs) == 2  # the copy made before the kill, and the second redrive's
+    consumer = pipeline.consumer(clock)
+    for message in jobs:
+        consumer.handle(event(sqs_record(message["Body"])), FakeContext(clock))
+    assert pipeline.emails_for("k:redriven") == 1
+
+
+TEMPLATE_WITH_OUTPUTS = {
+    "Resources": {
+        "ReceiptsDedupeTable1": {"Type": "AWS::DynamoDB::Table", "Properties": {
+            "KeySchema": [{"AttributeName": "dedupeKey", "KeyType": "HASH"}],
+            "AttributeDefinitions": [{"AttributeName": "dedupeKey", "AttributeType": "S"}],
+            "BillingMode": "PAY_PER_REQUEST"}},
+        "ReceiptsQueue1": {"Type": "AWS::SQS::Queue"},
+        "ReceiptsDeadLetterQueue1": {"Type": "AWS::SQS::Queue"},
+    },
+}
+
+
+def test_a_stack_is_found_by_its_outputs_or_its_resources(aws, capsys):
+    cloudformation = boto3.client("cloudformation")
+    with_outputs = dict(TEMPLATE_WITH_OUTPUTS, Outputs={
+        "T": {"Value": {"Ref": "ReceiptsDedupeTable1"}, "Description": "sendonce:Shop/Receipts:table"},
+    })
+    cloudformation.create_stack(StackName="WithOutputs", TemplateBody=json.dumps(with_outputs))
+    cloudformation.create_stack(StackName="ResourcesOnly", TemplateBody=json.dumps(TEMPLATE_WITH_OUTPUTS))
+    for stack in ("WithOutputs", "ResourcesOnly"):
+        assert sendonce(["--stack", stack, "status", "k:any"]) == 0
+        assert "never seen" in capsys.readouterr().out
+
+
+def test_a_wrong_stack_or_a_missing_table_is_a_clear_error(aws, capsys):
+    assert sendonce(["--stack", "NoSuchStack", "status", "k"]) == 1
+    assert "stack 'NoSuchStack' not found" in capsys.readouterr().err
+    assert sendonce(["status", "k"]) == 1
+    assert "no table found: pass --table or --stack" in capsys.readouterr().err
+    assert sendonce(["--table", "missing", "status", "k"]) == 2
+    assert "ResourceNotFoundException" in capsys.readouterr().err
