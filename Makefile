@@ -34,5 +34,8 @@ synth: setup
 demo: setup
 	$(PY) -m sendonce_constructs.local demo $(ARGS)
 
+bench: setup
+	$(PY) bench/run.py $(ARGS)
+
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache build dist

@@ -82,6 +82,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     :param max_batching_window: how long the event source gathers a batch. Default none.
     :param max_concurrency: cap on concurrent consumer invocations (2 to 1000), e.g. to stay under SES's rate.
     :param parallelism: records of one batch handled at once by one invocation. Default the batch size, capped at 10.
+    :param max_send_rate: emails per second per consumer instance (a token bucket before each send), so parallel
+        sends stay under the account's SES rate; multiply by max_concurrency for the pipeline's peak. Default none.
     :param max_receive_count: deliveries before a message moves to the DLQ. Default 5; below 5 warns.
     :param retention_period: how long the job queue keeps a message. Default 4 days. The DLQ keeps 14 days.
     :param dedupe_ttl: how long a sent key is remembered. Default 7 days; at least retention_period.
@@ -121,6 +123,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         max_batching_window: Duration | None = None,
         max_concurrency: int | None = None,
         parallelism: int | None = None,
+        max_send_rate: float | None = None,
         max_receive_count: int | None = None,
         retention_period: Duration | None = None,
         dedupe_ttl: Duration | None = None,
@@ -156,6 +159,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         rules.check_batching(_number(batch_size), batching_window_s if max_batching_window else None, fifo)
         rules.check_max_concurrency(_number(max_concurrency))
         rules.check_parallelism(_number(parallelism), _number(batch_size))
+        rules.check_max_send_rate(_number(max_send_rate))
         if rules.check_max_receive_count(_number(max_receive_count)):
             Validations.of(self).add_warning(
                 LOW_MAX_RECEIVE_COUNT_WARNING,
@@ -244,6 +248,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         environment = self._consumer_environment(
             dedupe_ttl, parallelism, fifo, configuration_set_name, _seconds(function_timeout)
         )
+        if max_send_rate is not None:
+            environment["SENDONCE_MAX_SEND_RATE"] = str(max_send_rate)
         self.function = lambda_.Function(
             self,
             "Consumer",

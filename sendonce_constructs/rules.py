@@ -167,6 +167,11 @@ def check_parallelism(parallelism: float | None, batch_size: float | None) -> No
         )
 
 
+def check_max_send_rate(max_send_rate: float | None) -> None:
+    if max_send_rate is not None and max_send_rate <= 0:
+        _fail(f"max_send_rate ({max_send_rate:g}) must be above 0 emails per second; leave it unset for no limit")
+
+
 def check_sender(sender: str) -> None:
     """The SES identity: a domain (``example.com``) or an address (``receipts@example.com``)."""
     if _ADDRESS.match(sender) or _DOMAIN.match(sender):

@@ -90,8 +90,10 @@ class Pipeline:
     table_name: str
     dead_letter_queue_url: str
     ses_endpoint: str | None = None
+    parallelism: int = 1  # what consumers get unless a test names its own
 
     def settings(self, **overrides: Any) -> Settings:
+        overrides.setdefault("parallelism", self.parallelism)
         base = Settings(table_name=self.table_name, dead_letter_queue_url=self.dead_letter_queue_url)
         return replace(base, **overrides)
 

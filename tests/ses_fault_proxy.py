@@ -1,4 +1,4 @@
-"""A proxy between the consumer's SES client and the emulator that answers each SendEmail with a scripted fault.
+"""SES behind a proxy that answers each SendEmail with a scripted fault.
 
 It is how the tests make SES throttle, refuse, fail with a 5xx, or accept a message and then never answer
 (a read timeout after acceptance) or drop the connection: the cases a real endpoint cannot be asked for.
@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import collections
 import enum
-import http.client
 import json
-import socket
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlsplit
+
+from sendonce_constructs.local.proxy import Forward, ForwardingProxy, ProxiedRequest, Reply
 
 SEND_PATH = "/v2/email/outbound-emails"
 HOLD_LIMIT_S = 30  # a held response is released at the latest by stop(), or after this
@@ -41,25 +39,20 @@ _ERRORS = {
 
 class SesFaultProxy:
     def __init__(self, upstream: str) -> None:
-        parts = urlsplit(upstream)
-        self._upstream = (parts.hostname or "localhost", parts.port or 80)
         self._faults: collections.deque[Fault] = collections.deque()
         self._lock = threading.Lock()
         self._release = threading.Event()
         self.send_requests = 0
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._server.daemon_threads = True
-        self.endpoint = f"http://localhost:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._proxy = ForwardingProxy(upstream, self._behave)
+        self.endpoint = self._proxy.endpoint
 
     def start(self) -> SesFaultProxy:
-        self._thread.start()
+        self._proxy.start()
         return self
 
     def stop(self) -> None:
         self._release.set()
-        self._server.shutdown()
-        self._server.server_close()
+        self._proxy.stop()
 
     def script(self, *faults: Fault) -> None:
         """The next SendEmail calls get these faults, in order; after them, calls pass."""
@@ -71,55 +64,16 @@ class SesFaultProxy:
             self.send_requests += 1
             return self._faults.popleft() if self._faults else Fault.PASS
 
-    def _forward(
-        self, method: str, path: str, headers: dict[str, str], body: bytes
-    ) -> tuple[int, list[tuple[str, str]], bytes]:
-        connection = http.client.HTTPConnection(*self._upstream, timeout=30)
-        try:
-            connection.request(method, path, body=body, headers=headers)
-            response = connection.getresponse()
-            return response.status, response.getheaders(), response.read()
-        finally:
-            connection.close()
-
-    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
-                fault = proxy._next_fault() if self.path.startswith(SEND_PATH) else Fault.PASS
-                if fault in _ERRORS:
-                    status, code, message = _ERRORS[fault]
-                    payload = json.dumps({"message": message}).encode()
-                    self._reply(status, [("x-amzn-ErrorType", code), ("Content-Type", "application/json")], payload)
-                    return
-                status, upstream_headers, payload = proxy._forward("POST", self.path, headers, body)
-                if fault is Fault.ACCEPT_THEN_HANG:
-                    proxy._release.wait(HOLD_LIMIT_S)
-                    return
-                if fault is Fault.ACCEPT_THEN_DROP:
-                    self.connection.shutdown(socket.SHUT_RDWR)
-                    self.close_connection = True
-                    return
-                kept = [(k, v) for k, v in upstream_headers if k.lower() not in ("connection", "content-length")]
-                self._reply(status, kept, payload)
-
-            do_GET = do_POST
-
-            def _reply(self, status: int, headers: list[tuple[str, str]], payload: bytes) -> None:
-                # Headers and body in one write, with Nagle off: a split write stalls ~40 ms per call.
-                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                lines = [f"HTTP/1.1 {status} {http.client.responses.get(status, '')}"]
-                lines += [f"{k}: {v}" for k, v in headers]
-                lines += [f"Content-Length: {len(payload)}", "Connection: close", "", ""]
-                self.wfile.write("\r\n".join(lines).encode() + payload)
-                self.close_connection = True
-
-        return Handler
+    def _behave(self, request: ProxiedRequest, forward: Forward) -> Reply | None:
+        fault = self._next_fault() if request.path.startswith(SEND_PATH) else Fault.PASS
+        if fault in _ERRORS:
+            status, code, message = _ERRORS[fault]
+            headers = [("x-amzn-ErrorType", code), ("Content-Type", "application/json")]
+            return Reply(status, headers, json.dumps({"message": message}).encode())
+        reply = forward()
+        if fault is Fault.ACCEPT_THEN_HANG:
+            self._release.wait(HOLD_LIMIT_S)
+            return None
+        if fault is Fault.ACCEPT_THEN_DROP:
+            return None
+        return reply

@@ -129,6 +129,7 @@ def test_overrides_reach_the_resources():
         batch_size=5,
         max_concurrency=3,
         parallelism=2,
+        max_send_rate=14,
         max_receive_count=8,
         retention_period=cdk.Duration.days(2),
         dedupe_ttl=cdk.Duration.days(3),
@@ -141,6 +142,7 @@ def test_overrides_reach_the_resources():
     assert env["SENDONCE_DELIVERY"] == "at-least-once"
     assert env["SENDONCE_DEDUPE_TTL_SECONDS"] == str(3 * 86_400)
     assert env["SENDONCE_PARALLELISM"] == "2"
+    assert env["SENDONCE_MAX_SEND_RATE"] == "14"
     mapping = only(template, "AWS::Lambda::EventSourceMapping")["Properties"]
     assert mapping["BatchSize"] == 5
     assert mapping["ScalingConfig"] == {"MaximumConcurrency": 3}

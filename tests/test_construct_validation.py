@@ -71,6 +71,7 @@ CASES = {
         {"parallelism": 8, "batch_size": 4},
         "parallelism (8) must not exceed batch_size (4)",
     ),
+    "max_send_rate zero": ({"max_send_rate": 0}, "max_send_rate (0) must be above 0 emails per second"),
     "parallelism zero": ({"parallelism": 0}, "parallelism (0) must be a whole number of at least 1"),
     "sender with a display name": (
         {"sender": "Shop <receipts@example.com>"},

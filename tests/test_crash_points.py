@@ -26,6 +26,12 @@ EXPECTED = {
 }
 
 
+
+@pytest.fixture(autouse=True, params=[1, 10], ids=["parallelism-1", "parallelism-10"])
+def at_both_parallelisms(request, pipeline):
+    """Every guarantee here holds whether a batch's records run in turn or ten at once."""
+    pipeline.parallelism = request.param
+
 @pytest.mark.parametrize(("policy", "point"), list(EXPECTED), ids=lambda v: v.value)
 def test_worker_killed_then_message_redelivered(pipeline, policy, point):
     clock = FakeClock()
@@ -54,3 +60,25 @@ def test_redelivery_while_the_dead_workers_lease_is_live_waits(pipeline, policy)
     response = pipeline.consumer(clock, delivery=policy).handle(event(record), FakeContext(clock))
     assert response == {"batchItemFailures": [{"itemIdentifier": record["messageId"]}]}
     assert pipeline.emails_for("reset:78:u9") == 0
+
+
+@pytest.mark.parametrize("policy", list(DeliveryPolicy), ids=lambda v: v.value)
+@pytest.mark.parametrize("point", [CrashPoint.AFTER_CLAIM, CrashPoint.AFTER_SES_ACCEPTED], ids=lambda v: v.value)
+def test_worker_killed_mid_batch_while_sends_run_at_once(pipeline, policy, point):
+    clock = FakeClock()
+    records = [sqs_record(job(f"batch:{n}")) for n in range(10)]
+    with pytest.raises(WorkerKilled):
+        crash_at(pipeline.consumer(clock, delivery=policy, parallelism=10), point).handle(
+            event(*records), FakeContext(clock)
+        )
+    clock.advance(VISIBILITY_TIMEOUT_MS)  # the whole batch comes back: the invocation returned nothing
+    response = pipeline.consumer(clock, delivery=policy, parallelism=10).handle(event(*records), FakeContext(clock))
+
+    assert response == {"batchItemFailures": []}
+    for n in range(10):
+        key, emails = f"batch:{n}", pipeline.emails_for(f"batch:{n}")
+        if policy is DeliveryPolicy.AT_MOST_ONCE:
+            assert emails <= 1
+            assert emails == 1 or pipeline.status(key) == "UNKNOWN"
+        else:
+            assert 1 <= emails <= 2

@@ -27,6 +27,12 @@ steps = st.lists(
 )
 
 
+
+@pytest.fixture(autouse=True, params=[1, 10], ids=["parallelism-1", "parallelism-10"])
+def at_both_parallelisms(request, pipeline):
+    """Every guarantee here holds whether a batch's records run in turn or ten at once."""
+    pipeline.parallelism = request.param
+
 def run(pipeline, policy, plan):
     """Play the plan, then let SQS redeliver each key once more after every lease expired."""
     clock, prefix = FakeClock(), uuid.uuid4().hex[:8]

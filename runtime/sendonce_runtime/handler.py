@@ -13,6 +13,7 @@ from .dead_letter import DeadLetterQueue
 from .ledger import DedupeLedger
 from .outcome import OutcomeLog
 from .processor import RecordProcessor
+from .send_rate import SendRateLimiter
 from .ses_sender import SesSender
 from .settings import Settings
 from .sqs_record import SqsRecord
@@ -53,6 +54,7 @@ class Consumer:
             SesSender(ses, settings.configuration_set),
             DeadLetterQueue(sqs, settings.dead_letter_queue_url, settings.fifo),
             clock,
+            SendRateLimiter(settings.max_send_rate) if settings.max_send_rate else None,
         )
         return cls(settings, processor, log)
 

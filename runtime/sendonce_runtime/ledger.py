@@ -11,8 +11,7 @@ claim. An item whose ``expiresAt`` has passed counts as absent: DynamoDB's TTL d
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from botocore.exceptions import ClientError
 
@@ -27,8 +26,7 @@ class Status(enum.Enum):
     UNKNOWN = "UNKNOWN"
 
 
-@dataclass(frozen=True)
-class LedgerRecord:
+class LedgerRecord(NamedTuple):
     dedupe_key: str
     status: Status
     owner: str
@@ -50,8 +48,7 @@ class LedgerRecord:
         )
 
 
-@dataclass(frozen=True)
-class Claim:
+class Claim(NamedTuple):
     """The result of a claim: ``won``, or the record that stood in the way (learned in the same write)."""
 
     won: bool

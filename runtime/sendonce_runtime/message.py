@@ -10,9 +10,8 @@ import binascii
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
 from email.utils import parseaddr
-from typing import Any
+from typing import Any, NamedTuple
 
 from .delivery import DeliveryPolicy
 
@@ -39,29 +38,25 @@ class InvalidMessage(ValueError):
         self.dedupe_key = dedupe_key
 
 
-@dataclass(frozen=True)
-class SimpleContent:
+class SimpleContent(NamedTuple):
     subject: str
     html: str | None
     text: str | None
 
 
-@dataclass(frozen=True)
-class TemplateContent:
+class TemplateContent(NamedTuple):
     name: str
     data_json: str
 
 
-@dataclass(frozen=True)
-class RawContent:
+class RawContent(NamedTuple):
     mime: bytes
 
 
 Content = SimpleContent | TemplateContent | RawContent
 
 
-@dataclass(frozen=True)
-class EmailJob:
+class EmailJob(NamedTuple):
     dedupe_key: str
     from_address: str
     to: tuple[str, ...]
@@ -71,7 +66,7 @@ class EmailJob:
     bcc: tuple[str, ...] = ()
     reply_to: tuple[str, ...] = ()
     configuration_set: str | None = None
-    tags: tuple[tuple[str, str], ...] = field(default=())
+    tags: tuple[tuple[str, str], ...] = ()
     delivery: DeliveryPolicy | None = None
 
 

@@ -7,8 +7,7 @@ import json
 import sys
 import threading
 import time
-from dataclasses import dataclass
-from typing import TextIO
+from typing import NamedTuple, TextIO
 
 
 class Outcome(enum.Enum):
@@ -41,8 +40,7 @@ _ACKNOWLEDGED = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class RecordResult:
+class RecordResult(NamedTuple):
     message_id: str
     outcome: Outcome
     dedupe_key: str | None = None

@@ -13,6 +13,7 @@ from .delivery import DeliveryPolicy
 from .ledger import Claim, DedupeLedger, LedgerRecord, Status
 from .message import EmailJob, InvalidMessage, parse_job
 from .outcome import Outcome, RecordResult
+from .send_rate import SendRateLimiter
 from .ses_sender import Accepted, Refused, SesSender
 from .settings import Settings
 from .sqs_record import SqsRecord
@@ -32,12 +33,14 @@ class RecordProcessor:
         sender: SesSender,
         dead_letters: DeadLetterQueue,
         clock: Clock,
+        send_rate: SendRateLimiter | None = None,
     ) -> None:
         self._settings = settings
         self._ledger = ledger
         self._sender = sender
         self._dead_letters = dead_letters
         self._clock = clock
+        self._send_rate = send_rate
 
     def process(self, record: SqsRecord, deadline: Deadline) -> RecordResult:
         """Never raises for one record's sake: anything unexpected is a redelivery, not a lost batch."""
@@ -109,8 +112,14 @@ class RecordProcessor:
         return None
 
     def _send(self, record: SqsRecord, job: EmailJob, owner: str, attempt: int, deadline: Deadline) -> RecordResult:
-        outcome = self._sender.send(job)
         key = job.dedupe_key
+        if self._send_rate is not None:
+            spare_s = (deadline.remaining_ms() - self._settings.record_budget_ms) / 1000
+            if not self._send_rate.acquire(max_wait_s=max(0.0, spare_s)):
+                self._ledger.release(key, owner)
+                return RecordResult(record.message_id, Outcome.THROTTLED, key, attempt=attempt,
+                                    reason="max_send_rate: no send slot left in this invocation")
+        outcome = self._sender.send(job)
         if isinstance(outcome, Accepted):
             recorded = self._complete(key, owner, outcome.ses_message_id, deadline)
             return RecordResult(record.message_id, Outcome.SENT if recorded else Outcome.SENT_UNRECORDED, key,

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from botocore.exceptions import (
     BotoCoreError,
@@ -39,13 +38,11 @@ _TAG_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _TAG_MAX = 256
 
 
-@dataclass(frozen=True)
-class Accepted:
+class Accepted(NamedTuple):
     ses_message_id: str
 
 
-@dataclass(frozen=True)
-class Refused:
+class Refused(NamedTuple):
     """SES answered no, so nothing was sent."""
 
     retryable: bool
@@ -53,8 +50,7 @@ class Refused:
     reason: str
 
 
-@dataclass(frozen=True)
-class Ambiguous:
+class Ambiguous(NamedTuple):
     """The request may have reached SES; whether it was accepted cannot be known."""
 
     reason: str

@@ -23,6 +23,7 @@ class Settings:
     fifo: bool = False
     configuration_set: str | None = None
     pipeline_name: str | None = None  # the metrics' Pipeline dimension; no metrics without it
+    max_send_rate: float | None = None  # emails per second per execution environment; None for no limit
     # A lease outlives the invocation by this much, so it expires only once its worker is surely dead.
     lease_margin_ms: int = 10_000
     ses_connect_timeout_s: float = 2.0
@@ -50,6 +51,7 @@ class Settings:
                 fifo=env.get("SENDONCE_FIFO", "false").lower() == "true",
                 configuration_set=env.get("SENDONCE_CONFIGURATION_SET") or None,
                 pipeline_name=env.get("SENDONCE_PIPELINE_NAME") or None,
+                max_send_rate=float(env["SENDONCE_MAX_SEND_RATE"]) if env.get("SENDONCE_MAX_SEND_RATE") else None,
                 lease_margin_ms=int(env.get("SENDONCE_LEASE_MARGIN_MS", cls.lease_margin_ms)),
                 ses_connect_timeout_s=float(env.get("SENDONCE_SES_CONNECT_TIMEOUT_S", cls.ses_connect_timeout_s)),
                 ses_read_timeout_s=float(env.get("SENDONCE_SES_READ_TIMEOUT_S", cls.ses_read_timeout_s)),

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True)
-class SqsRecord:
+class SqsRecord(NamedTuple):
     message_id: str
     body: str
     receive_count: int

@@ -58,7 +58,10 @@ def hand_sqs_event_sources_to_the_runner() -> None:
 
 
 class LocalAws:
-    """A running emulator. ``endpoint`` is ``http://localhost:PORT`` (moto's CloudFormation needs ``localhost``)."""
+    """A running emulator. ``endpoint`` is ``http://localhost:PORT`` (moto's CloudFormation needs ``localhost``).
+
+    moto keeps one state per process: two emulators started in one process see the same resources and mail.
+    """
 
     def __init__(self, region: str = DEFAULT_REGION, account_id: str = DEFAULT_ACCOUNT_ID) -> None:
         self.region = region
@@ -112,9 +115,12 @@ class LocalAws:
 
 
 @contextmanager
-def local_aws(region: str = DEFAULT_REGION) -> Iterator[LocalAws]:
-    """Start an emulator for the ``with`` block; it stops on exit, on error and on Ctrl-C."""
+def local_aws(region: str = DEFAULT_REGION, fresh: bool = True) -> Iterator[LocalAws]:
+    """Start an emulator for the ``with`` block, empty unless ``fresh`` is False; it stops on exit, on error and
+    on Ctrl-C."""
     aws = LocalAws(region=region).start()
+    if fresh:
+        aws.reset()  # the process's moto state may hold another emulator's resources
     try:
         yield aws
     finally:

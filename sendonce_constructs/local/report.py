@@ -23,7 +23,7 @@ class Report:
     workers_killed: int
     emails_per_key: dict[int, int]  # emails sent -> how many keys got that many
     keys_sent_twice: list[str]
-    keys_lost: dict[str, str]  # key -> its ledger status (UNKNOWN: the loss is recorded)
+    keys_lost: dict[str, str]  # key -> its ledger status (UNKNOWN: the loss is recorded), or DLQ if its job is there
     keys_sent_once_recorded_unknown: int
     unexpected_emails: int
     dead_letters: dict[str, int]  # reason code -> distinct source messages
@@ -36,7 +36,7 @@ class Report:
 
     @property
     def lost_without_record(self) -> list[str]:
-        return sorted(k for k, status in self.keys_lost.items() if status != "UNKNOWN")
+        return sorted(k for k, status in self.keys_lost.items() if status not in ("UNKNOWN", "DLQ"))
 
     @property
     def poison_lost(self) -> bool:
@@ -66,7 +66,8 @@ class Report:
             return "FAIL: " + "; ".join(problems)
         return (
             f"PASS: {sent_once} of {self.distinct_keys} keys sent exactly once; "
-            f"{len(self.keys_lost)} lost in the documented crash window (each recorded UNKNOWN); "
+            f"{sum(1 for s in self.keys_lost.values() if s == 'UNKNOWN')} lost in the documented crash window "
+            f"(each recorded UNKNOWN); {sum(1 for s in self.keys_lost.values() if s == 'DLQ')} waiting in the DLQ; "
             f"{len(self.keys_sent_twice)} sent twice; {sum(self.dead_letters.values())} poison messages in the DLQ"
         )
 
@@ -94,8 +95,9 @@ def build_report(
         else:
             per_key[key] += 1
     statuses = _ledger_statuses(table_name, list(per_key))
-    lost = {key: statuses.get(key, "absent") for key, count in per_key.items() if count == 0}
     dead, samples, copies, dead_keys = _dead_letters(dead_letter_queue_url)
+    lost = {key: "DLQ" if key in dead_keys else statuses.get(key, "absent")
+            for key, count in per_key.items() if count == 0}
     missing_refusals = sorted(workload.refused_keys - dead_keys)
     refusal_statuses = _ledger_statuses(table_name, missing_refusals)
     return Report(
@@ -154,10 +156,19 @@ def _dead_letters(queue_url: str) -> tuple[Counter[str], dict[str, str], int, se
                 copies += 1
                 continue
             seen.add(source)
-            keys.add(attributes.get("sendonce.dedupeKey", {}).get("StringValue", ""))
+            keys.add(attributes.get("sendonce.dedupeKey", {}).get("StringValue") or _key_in(message["Body"]))
             code = attributes.get("sendonce.reasonCode", {}).get("StringValue", "redrive: maxReceiveCount reached")
             reasons[code] += 1
             samples.setdefault(code, attributes.get("sendonce.reason", {}).get("StringValue", "no reason attached"))
+
+
+def _key_in(body: str) -> str:
+    """The dedupe key of a job SQS moved to the DLQ by itself (it carries no sendonce attributes)."""
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return ""
+    return str(document.get("dedupeKey", "")) if isinstance(document, dict) else ""
 
 
 def render_text(report: Report) -> str:
@@ -168,7 +179,11 @@ def render_text(report: Report) -> str:
     )
     dlq = "\n".join(f"    {code}: {count}   e.g. {report.dead_letter_samples[code][:90]}"
                     for code, count in report.dead_letters.items()) or "    (empty)"
-    lost = "\n".join(f"    {key}: ledger says {status}" for key, status in report.keys_lost.items()) or "    none"
+    lost = "\n".join(
+        f"    {key}: " + ("its job is in the DLQ (maxReceiveCount reached)" if status == "DLQ" else
+                       f"ledger says {status}")
+        for key, status in report.keys_lost.items()
+    ) or "    none"
     return "\n".join([
         "",
         f"sendonce exactly-once report (policy {report.policy}; counted from the emails the emulator's SES accepted)",

@@ -1,0 +1,82 @@
+"""The three consumers measured side by side, each a factory of a Lambda-style handler with its own clients.
+
+(a) sendonce's bundled consumer; (b) the usual recipe built with Powertools for AWS Lambda's idempotency and
+batch utilities, sending with SES the same way; (c) a baseline that sends with no dedupe at all.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+from typing import Any
+
+import boto3
+
+Handler = Callable[[dict[str, Any], Any], Any]
+
+
+def ses_request(job: dict[str, Any]) -> dict[str, Any]:
+    """The same SendEmail every consumer makes for a simple job."""
+    return {
+        "FromEmailAddress": job["from"],
+        "Destination": {"ToAddresses": job["to"] if isinstance(job["to"], list) else [job["to"]]},
+        "Content": {"Simple": {"Subject": {"Data": job["subject"]}, "Body": {"Text": {"Data": job["text"]}}}},
+    }
+
+
+def sendonce_handler(table: str, dlq_url: str, parallelism: int = 1) -> tuple[Handler, dict[str, Any]]:
+    from sendonce_runtime.aws_clients import ledger_config, ses_config
+    from sendonce_runtime.handler import Consumer
+    from sendonce_runtime.outcome import OutcomeLog
+    from sendonce_runtime.settings import Settings
+
+    settings = Settings(table_name=table, dead_letter_queue_url=dlq_url, parallelism=parallelism,
+                        pipeline_name="bench")
+    clients = {
+        "dynamodb": boto3.client("dynamodb", config=ledger_config(settings)),
+        "sesv2": boto3.client("sesv2", config=ses_config(settings)),
+        "sqs": boto3.client("sqs", config=ledger_config(settings)),
+    }
+    consumer = Consumer.from_clients(settings, clients["dynamodb"], clients["sesv2"], clients["sqs"],
+                                     log=OutcomeLog(io.StringIO(), pipeline="bench"))
+    return consumer.handle, clients
+
+
+def powertools_handler(table: str) -> tuple[Handler, dict[str, Any]]:
+    from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+    from aws_lambda_powertools.utilities.idempotency import (
+        DynamoDBPersistenceLayer,
+        IdempotencyConfig,
+        idempotent_function,
+    )
+
+    clients = {"dynamodb": boto3.client("dynamodb"), "sesv2": boto3.client("sesv2")}
+    persistence = DynamoDBPersistenceLayer(table_name=table, boto3_client=clients["dynamodb"])
+    config = IdempotencyConfig(event_key_jmespath="dedupeKey", expires_after_seconds=7 * 86_400)
+    processor = BatchProcessor(event_type=EventType.SQS)
+
+    @idempotent_function(data_keyword_argument="job", persistence_store=persistence, config=config)
+    def send(job: dict[str, Any]) -> dict[str, Any]:
+        return {"MessageId": clients["sesv2"].send_email(**ses_request(job))["MessageId"]}
+
+    def record_handler(record: Any) -> None:
+        send(job=json.loads(record.body))
+
+    def handler(event: dict[str, Any], context: Any) -> Any:
+        config.register_lambda_context(context)
+        return process_partial_response(event=event, record_handler=record_handler, processor=processor,
+                                        context=context)
+
+    return handler, clients
+
+
+def baseline_handler() -> tuple[Handler, dict[str, Any]]:
+    clients = {"sesv2": boto3.client("sesv2")}
+
+    def handler(event: dict[str, Any], context: Any) -> Any:
+        for record in event["Records"]:
+            clients["sesv2"].send_email(**ses_request(json.loads(record["body"])))
+        return {"batchItemFailures": []}
+
+    return handler, clients

@@ -1,0 +1,89 @@
+"""max_send_rate: a token bucket before each send keeps a batch's parallel sends under the account's rate."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
+from sendonce_runtime.send_rate import SendRateLimiter
+
+
+class FakeTime:
+    def __init__(self) -> None:
+        self.now = 100.0
+        self.slept: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def test_a_burst_passes_then_tokens_come_at_the_rate():
+    clock = FakeTime()
+    bucket = SendRateLimiter(rate=4, burst=2, monotonic=clock.monotonic, sleep=clock.sleep)
+    assert [bucket.acquire(max_wait_s=10) for _ in range(4)] == [True] * 4
+    assert clock.slept == [0.25, 0.25]  # two from the burst, then one every 1/rate seconds
+
+
+def test_a_token_that_would_come_too_late_is_not_taken():
+    clock = FakeTime()
+    bucket = SendRateLimiter(rate=1, burst=1, monotonic=clock.monotonic, sleep=clock.sleep)
+    assert bucket.acquire(max_wait_s=0) is True
+    assert bucket.acquire(max_wait_s=0.5) is False  # the next token is a second away
+    clock.now += 1.0
+    assert bucket.acquire(max_wait_s=0) is True
+
+
+def test_threads_never_take_more_than_the_rate_allows():
+    bucket = SendRateLimiter(rate=50, burst=5)
+    taken: list[float] = []
+    lock = threading.Lock()
+
+    def take() -> None:
+        for _ in range(5):
+            assert bucket.acquire(max_wait_s=5)
+            with lock:
+                taken.append(time.monotonic())
+
+    threads = [threading.Thread(target=take) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    taken.sort()
+    # In any span of t seconds, at most burst + rate * t tokens (plus scheduling slack of one token).
+    for i in range(len(taken)):
+        for j in range(i, len(taken)):
+            assert j - i + 1 <= 5 + 50 * (taken[j] - taken[i]) + 1
+
+
+def test_parallel_sends_are_spread_to_the_rate_and_all_go_out(pipeline, ses_faults):
+    timestamps: list[float] = []
+    consumer = pipeline.consumer(parallelism=10, max_send_rate=20.0)
+    consumer.processor._sender._client.meta.events.register(
+        "before-send.sesv2.SendEmail", lambda **_: timestamps.append(time.monotonic())
+    )
+    records = [sqs_record(job(f"rate:{n}")) for n in range(10)]
+    response = consumer.handle(event(*records), FakeContext(FakeClock(), budget_ms=60_000))
+
+    assert response == {"batchItemFailures": []}
+    assert sum(pipeline.emails_per_key().values()) == 10
+    timestamps.sort()
+    burst = 20  # the bucket starts full: up to `rate` at once
+    for i in range(len(timestamps)):
+        for j in range(i, len(timestamps)):
+            assert j - i + 1 <= burst + 20 * (timestamps[j] - timestamps[i]) + 1
+
+
+def test_no_send_slot_left_in_the_invocation_releases_the_claim_for_later(pipeline):
+    consumer = pipeline.consumer(parallelism=1, max_send_rate=0.001)  # one send, then the next in 1000 s
+    context = FakeContext(FakeClock(), budget_ms=60_000)
+    first, second = sqs_record(job("slow:1")), sqs_record(job("slow:2"))
+    response = consumer.handle(event(first, second), context)
+    assert failed_ids(response) == {second["messageId"]}
+    assert pipeline.emails_per_key() == {"slow:1": 1}
+    assert pipeline.ledger_item("slow:2") is None
