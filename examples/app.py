@@ -22,10 +22,12 @@ class ReceiptsStack(cdk.Stack):
             function_timeout=cdk.Duration.seconds(int(self.node.try_get_context("functionTimeoutSeconds") or 30)),
             max_concurrency=5,
             delivery=DeliveryPolicy.AT_MOST_ONCE,
+            outbox=True,
         )
 
         checkout = iam.Role(self, "CheckoutService", assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"))
         receipts.grant_enqueue(checkout)
+        receipts.grant_outbox_write(checkout)
 
 
 def build_app() -> cdk.App:

@@ -21,7 +21,9 @@ from constructs import Construct
 from . import rules, ses_permissions
 from .acknowledgements import acknowledge
 from .delivery import DeliveryPolicy
+from .function_dependencies import depend_on_role_policy_only
 from .monitoring import PipelineMetrics, build_alarms, build_dashboard
+from .outbox import Outbox
 from .runtime_asset import HANDLER, runtime_code
 
 PARTITION_KEY = "dedupeKey"
@@ -100,6 +102,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     :param alarm_topic: an SNS topic every alarm notifies.
     :param oldest_message_alarm_threshold: the age of the oldest job that raises an alarm. Default 15 minutes.
     :param dashboard: draw the pipeline on a CloudWatch dashboard. Default False.
+    :param outbox: add a transactional outbox (a table with a stream, relayed to the queue) that producers write
+        in their own DynamoDB transaction with ``sendonce_producer.outbox_put``. Default False.
     """
 
     def __init__(
@@ -138,13 +142,18 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         alarm_topic: sns.ITopic | None = None,
         oldest_message_alarm_threshold: Duration | None = None,
         dashboard: bool = False,
+        outbox: bool = False,
     ) -> None:
         super().__init__(scope, id)
         function_timeout = function_timeout or Duration.seconds(30)
         batch_size = 10 if batch_size is None else batch_size
         max_receive_count = 5 if max_receive_count is None else max_receive_count
         retention_period = retention_period or Duration.days(4)
-        dedupe_ttl = dedupe_ttl or Duration.days(7)
+        if dedupe_ttl is None:
+            dedupe_ttl = Duration.days(7)
+            if outbox and _seconds(retention_period) is not None:
+                minimum_s = rules.outbox_minimum_dedupe_ttl_s(retention_period.to_seconds())
+                dedupe_ttl = Duration.days(max(7, -(-int(minimum_s) // 86_400)))
         batching_window_s = _seconds(max_batching_window) if max_batching_window else 0.0
         if parallelism is None and _number(batch_size) is not None:
             parallelism = min(batch_size, 10)
@@ -168,6 +177,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             )
         rules.check_retention_period(_seconds(retention_period))
         rules.check_dedupe_ttl(_seconds(dedupe_ttl), _seconds(retention_period))
+        if outbox:
+            rules.check_outbox_dedupe_ttl(_seconds(dedupe_ttl), _seconds(retention_period))
         rules.check_memory_size(_number(memory_size))
         if isinstance(sender, str):
             rules.check_sender(sender)
@@ -299,12 +310,22 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         self._grant_ses(sender, sender_name, from_addresses, configuration_set_name, template_names or [],
                         allow_raw_messages)
 
-        self._depend_on_role_policy_only()
+        depend_on_role_policy_only(self.function, self.role)
+        self.outbox: Outbox | None = None
+        if outbox:
+            self.outbox = Outbox(
+                self, "Outbox", queue=self.queue, fifo=fifo, runtime=self.function.runtime,
+                architecture=self.function.architecture, log_retention=log_retention or logs.RetentionDays.ONE_MONTH,
+                encryption_key=encryption_key, removal_policy=removal_policy or RemovalPolicy.RETAIN,
+            )
         # What `sendonce --stack NAME` reads to find this pipeline; the description says which pipeline and part.
         for output_id, value, part in (("DedupeTableName", self.table.table_name, "table"),
                                        ("QueueUrl", self.queue.queue_url, "queue"),
                                        ("DeadLetterQueueUrl", self.dead_letter_queue.queue_url, "dlq")):
             CfnOutput(self, output_id, value=value, description=f"sendonce:{self.pipeline_name}:{part}")
+        if self.outbox is not None:
+            CfnOutput(self, "OutboxTableName", value=self.outbox.table.table_name,
+                      description=f"sendonce:{self.pipeline_name}:outbox")
 
         self.alarms: dict[str, cloudwatch.Alarm] = (
             build_alarms(self, self, oldest_message_alarm_threshold or Duration.minutes(15), alarm_topic)
@@ -312,14 +333,6 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             else {}
         )
         self.dashboard: cloudwatch.Dashboard | None = build_dashboard(self, self, self.alarms) if dashboard else None
-
-    def _depend_on_role_policy_only(self) -> None:
-        """The function must wait for its policy; it names the role by GetAtt already, so a DependsOn on the role
-        too is redundant (cfn-lint W3005). Lambda adds both at construct level, where no API removes one."""
-        policy = self.role.node.find_child("DefaultPolicy").node.default_child
-        function_resource = self.function.node.default_child
-        assert isinstance(policy, iam.CfnPolicy) and isinstance(function_resource, lambda_.CfnFunction)
-        function_resource.add_override("DependsOn", [Stack.of(self).get_logical_id(policy)])
 
     def _consumer_environment(
         self,
@@ -373,6 +386,16 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         ]
         patterns = ses_permissions.from_address_patterns(sender_name, from_addresses)
         self.function.add_to_role_policy(ses_permissions.send_statement(resources, patterns, allow_raw_messages))
+
+    @property
+    def outbox_table(self) -> dynamodb.ITable | None:
+        return self.outbox.table if self.outbox is not None else None
+
+    def grant_outbox_write(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` write jobs to the outbox in its own TransactWriteItems (needs ``outbox=True``)."""
+        if self.outbox is None:
+            raise ValueError("grant_outbox_write needs outbox=True on the SendOnceEmailQueue")
+        return self.outbox.grant_write(grantee)
 
     def grant_enqueue(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` (a producer) send jobs to the queue, including the KMS use a customer key needs."""

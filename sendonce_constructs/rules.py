@@ -35,7 +35,8 @@ def _fail(message: str) -> None:
 
 
 def _s(seconds: float) -> str:
-    return f"{seconds:g} s"
+    # Whole seconds in full ("1641600 s", never "1.6416e+06 s"); fractions as they are.
+    return f"{seconds:.0f} s" if float(seconds).is_integer() else f"{seconds:g} s"
 
 
 def check_function_timeout(function_timeout_s: float | None) -> None:
@@ -147,6 +148,28 @@ def check_dedupe_ttl(dedupe_ttl_s: float | None, retention_period_s: float | Non
             f"dedupe_ttl ({_s(dedupe_ttl_s)}) must be at least the queue's retention_period "
             f"({_s(retention_period_s)}): a key forgotten while its message can still be delivered is sent "
             "twice; raise dedupe_ttl or lower retention_period"
+        )
+
+
+OUTBOX_STREAM_RETENTION_S = 86_400
+DEAD_LETTER_RETENTION_S = 14 * 86_400
+
+
+def outbox_minimum_dedupe_ttl_s(retention_period_s: float) -> float:
+    """With an outbox, a job can reach the consumer a day late (stream retention), then wait in the queue and the
+    DLQ before a redrive: its key must be remembered through all three."""
+    return OUTBOX_STREAM_RETENTION_S + retention_period_s + DEAD_LETTER_RETENTION_S
+
+
+def check_outbox_dedupe_ttl(dedupe_ttl_s: float | None, retention_period_s: float | None) -> None:
+    if dedupe_ttl_s is None or retention_period_s is None:
+        return
+    minimum = outbox_minimum_dedupe_ttl_s(retention_period_s)
+    if dedupe_ttl_s < minimum:
+        _fail(
+            f"dedupe_ttl ({_s(dedupe_ttl_s)}) must be at least stream retention (86400 s) + retention_period "
+            f"({_s(retention_period_s)}) + the DLQ's 14 days = {_s(minimum)} with outbox=True: a relayed job can "
+            "arrive that late, and a forgotten key is sent twice; raise dedupe_ttl or leave it unset"
         )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import aws_cdk as cdk
+import pytest
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -283,3 +284,44 @@ def test_outputs_publish_the_table_and_queues_for_the_operator_command():
     assert set(by_part) == {"table", "queue", "dlq"}
     assert all(o["Description"].startswith("sendonce:Test/Receipts:") for o in by_part.values())
     assert by_part["table"]["Value"]["Ref"].startswith("ReceiptsDedupeTable")
+
+
+def test_outbox_adds_a_streamed_table_and_a_relay_to_the_job_queue():
+    stack = make_stack()
+    producer = iam.Role(stack, "Producer", assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"))
+    pipeline = SendOnceEmailQueue(stack, "Receipts", sender="example.com", outbox=True)
+    grant = pipeline.grant_outbox_write(producer)
+    template = Template.from_stack(stack)
+    tables = template.find_resources("AWS::DynamoDB::Table")
+    [outbox] = [t for name, t in tables.items() if name.startswith("ReceiptsOutboxTable")]
+    assert outbox["Properties"]["StreamSpecification"] == {"StreamViewType": "NEW_IMAGE"}
+    assert outbox["DeletionPolicy"] == "Retain"
+    [relay] = [f for f in template.find_resources("AWS::Lambda::Function").values()
+               if f["Properties"]["Handler"] == "sendonce_runtime.outbox_relay.handler"]
+    assert relay["Properties"]["Environment"]["Variables"]["SENDONCE_QUEUE_URL"]["Ref"].startswith("ReceiptsQueue")
+    [mapping] = [m["Properties"] for m in template.find_resources("AWS::Lambda::EventSourceMapping").values()
+                 if "StartingPosition" in m["Properties"]]
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert mapping["BisectBatchOnFunctionError"] is True
+    assert "OnFailure" in mapping["DestinationConfig"]
+    assert mapping["FilterCriteria"] == {"Filters": [{"Pattern": '{"eventName":["INSERT"]}'}]}
+    assert grant.success and pipeline.outbox_table is pipeline.outbox.table
+    producer_actions = {a for s in policy_statements(template) for a in ([s["Action"]] if isinstance(s["Action"], str)
+                                                                          else s["Action"])
+                        if "ConditionCheckItem" in str(s["Action"])}
+    assert producer_actions == {"dynamodb:PutItem", "dynamodb:ConditionCheckItem"}
+    outputs = template.to_json()["Outputs"]
+    assert any(o["Description"] == "sendonce:Test/Receipts:outbox" for o in outputs.values())
+
+
+def test_outbox_raises_the_default_dedupe_ttl_past_stream_queue_and_dlq_retention():
+    _, template = build(outbox=True)
+    env = [f for f in template.find_resources("AWS::Lambda::Function").values()
+           if f["Properties"]["Handler"] == "sendonce_runtime.handler.handler"][0]["Properties"]["Environment"]
+    assert env["Variables"]["SENDONCE_DEDUPE_TTL_SECONDS"] == str(19 * 86_400)  # 1 + 4 + 14 days
+
+
+def test_grant_outbox_write_without_an_outbox_is_an_error():
+    pipeline, _ = build()
+    with pytest.raises(ValueError, match="needs outbox=True"):
+        pipeline.grant_outbox_write(iam.Role(make_stack(), "R", assumed_by=iam.AccountRootPrincipal()))

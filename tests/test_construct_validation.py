@@ -66,6 +66,11 @@ CASES = {
         "dedupe_ttl (172800 s) must be at least the queue's retention_period (345600 s): a key forgotten while its "
         "message can still be delivered is sent twice; raise dedupe_ttl or lower retention_period",
     ),
+    "dedupe_ttl too short for the outbox": (
+        {"outbox": True, "dedupe_ttl": cdk.Duration.days(7)},
+        "dedupe_ttl (604800 s) must be at least stream retention (86400 s) + retention_period (345600 s) + the DLQ's "
+        "14 days = 1641600 s with outbox=True",
+    ),
     "memory_size too small": ({"memory_size": 64}, "memory_size (64 MB) must be between 128 and 10240 MB"),
     "parallelism above batch_size": (
         {"parallelism": 8, "batch_size": 4},

@@ -15,7 +15,7 @@ from sendonce_constructs.local.demo import DemoOptions, run_demo
 from sendonce_constructs.local.workload import build_workload
 
 ROOT = Path(__file__).resolve().parents[1]
-KEYS, SEED = 30, 7
+KEYS, SEED, ORDERS = 30, 7, 4
 
 
 @pytest.fixture(scope="module")
@@ -23,20 +23,26 @@ def demo(tmp_path_factory: pytest.TempPathFactory):
     assert shutil.which("cdk"), "the CDK CLI is not on PATH: run the tests with `make test`"
     out = tmp_path_factory.mktemp("demo")
     lines: list[str] = []
-    report = run_demo(DemoOptions(project_dir=ROOT, out_dir=out, keys=KEYS, fault_probability=0.3, seed=SEED),
-                      say=lines.append)
+    report = run_demo(DemoOptions(project_dir=ROOT, out_dir=out, keys=KEYS, orders=ORDERS, fault_probability=0.3,
+                                  seed=SEED), say=lines.append)
     return report, out, "\n".join(lines)
 
 
 def test_every_key_is_sent_once_or_lost_with_a_record_never_twice(demo):
     report, _, output = demo
     assert report.ok, output
-    assert report.distinct_keys == KEYS
-    assert sum(report.emails_per_key.values()) == KEYS
+    assert report.distinct_keys == KEYS + ORDERS
+    assert sum(report.emails_per_key.values()) == KEYS + ORDERS
     assert report.keys_sent_twice == []
     assert report.lost_without_record == []
     assert set(report.keys_lost.values()) <= {"UNKNOWN", "DLQ"}
     assert report.unexpected_emails == 0
+
+
+def test_orders_written_through_the_outbox_are_sent_once_and_their_retries_refused(demo):
+    report, _, output = demo
+    assert f"{ORDERS} orders written with their receipt in one transaction (outbox)" in output
+    assert f"{ORDERS} retries refused by the outbox's condition" in output
 
 
 def test_poison_and_refused_jobs_end_in_the_dlq_with_their_reasons(demo):

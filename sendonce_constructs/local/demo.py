@@ -16,8 +16,9 @@ from .cdk_cli import bootstrap_and_deploy
 from .emulator import LocalAws, local_aws
 from .event_source_runner import EventSourceRunner, FaultPlan
 from .report import Report, build_report, render_text, write_outputs
-from .stack_reader import physical_id_of, read_consumers
-from .workload import build_workload, enqueue
+from .stack_reader import physical_id_of, read_consumers, read_stream_functions
+from .stream_runner import StreamEventSourceRunner
+from .workload import SENDER, Workload, build_workload, enqueue
 
 SENDER_IDENTITY = "example.com"
 
@@ -28,6 +29,7 @@ class DemoOptions:
     out_dir: Path = Path(".demo-out")
     stack: str = "SendOnceExample"
     keys: int = 250
+    orders: int = 10  # orders written with their receipt in one transaction, through the outbox
     fault_probability: float = 0.1
     seed: int = 42
     # Short, so redeliveries come back within seconds (visibility is 6x this); the guarantees do not depend on it.
@@ -55,7 +57,8 @@ def apply_emulator_gaps(table_name: str) -> list[str]:
         "moto's CloudFormation ignores TimeToLiveSpecification: TTL on expiresAt was applied with the API "
         "(moto never deletes expired items; the consumer treats them as absent anyway)",
         "point-in-time recovery and the queues' TLS-only policies are in the template but not modelled by moto",
-        "moto runs no Lambda code without Docker: the local event-source runner invokes the deployed function",
+        "moto runs no Lambda code without Docker: the local runners invoke the deployed functions for their SQS "
+        "and DynamoDB-stream event sources, and moto's own Docker-bound delivery is switched off",
     ]
 
 
@@ -73,7 +76,7 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
             options.stack, options.project_dir.resolve(), cdk_out, {**os.environ}, aws.account_id, aws.region,
             {"functionTimeoutSeconds": str(options.function_timeout_s)}, cdk_log,
         )
-        table = physical_id_of(options.stack, "AWS::DynamoDB::Table")
+        table = physical_id_of(options.stack, "AWS::DynamoDB::Table", "ReceiptsDedupeTable")
         notes = apply_emulator_gaps(table)
         for note in notes:
             say(f"      emulator gap: {note}")
@@ -90,9 +93,17 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
         faults = FaultPlan(options.fault_probability, options.seed)
         say(f"[5/6] local event-source runner: {consumer.source.max_concurrency} pollers, worker processes, "
             f"{options.fault_probability:.0%} of invocations killed before or after SES accepts")
+        relays = read_stream_functions(options.stack, cdk_out)
         with consumer_log_path.open("w", encoding="utf-8") as consumer_log, EventSourceRunner(
             consumer.function, consumer.source, aws.environment, consumer_log, faults
         ) as runner:
+            relay_runners = [StreamEventSourceRunner(r.function, r.source, aws.environment, consumer_log).start()
+                             for r in relays]
+            if relays:
+                outbox_table = physical_id_of(options.stack, "AWS::DynamoDB::Table", "ReceiptsOutboxTable")
+                refused = write_orders_through_outbox(outbox_table, options.orders, options.seed, workload)
+                say(f"      {options.orders} orders written with their receipt in one transaction (outbox); "
+                    f"each transaction retried once: {refused} retries refused by the outbox's condition")
             _reenqueue_midway(runner, sqs, consumer.source.queue_url, workload.reenqueued, len(workload.first_wave),
                               options.bound_s, say)
 
@@ -102,7 +113,10 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
                     f"queue {depth['visible']:3d} waiting / {depth['in_flight']:3d} in flight  "
                     f"killed {s.workers_killed}  timeouts {s.timeouts}")
 
-            drained = runner.run_until_drained(options.bound_s, progress)
+            drained = runner.run_until_drained(options.bound_s, progress,
+                                               upstream_idle=lambda: all(r.idle() for r in relay_runners))
+            for relay_runner in relay_runners:
+                relay_runner.stop()
         if not drained:
             say(f"      the queue did not drain within {options.bound_s:g} s; reporting what happened so far")
         env = consumer.function.environment
@@ -115,6 +129,35 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
             f"consumer log: {consumer_log_path}")
         say(render_text(report))
     return report
+
+
+def write_orders_through_outbox(outbox_table: str, orders: int, seed: int, workload: Workload) -> int:
+    """Each order and its receipt in one DynamoDB transaction, then the same transaction again, as a client
+    retrying after a timeout would. Returns how many retries the outbox's condition refused."""
+    from sendonce_producer import EmailJob, dedupe_key, outbox_put
+
+    dynamodb = boto3.client("dynamodb")
+    orders_table = f"demo-orders-{seed}"
+    dynamodb.create_table(TableName=orders_table, KeySchema=[{"AttributeName": "orderId", "KeyType": "HASH"}],
+                          AttributeDefinitions=[{"AttributeName": "orderId", "AttributeType": "S"}],
+                          BillingMode="PAY_PER_REQUEST")
+    refused = 0
+    for n in range(orders):
+        order_id, recipient = f"order-{20_000 + n}", f"buyer{n}@example.org"
+        key = dedupe_key(order_id, "confirmed", recipient=recipient)
+        subject = f"Order {order_id} confirmed"
+        job = EmailJob(dedupe_key=key, sender=SENDER, to=[recipient], subject=subject, text="We got your order.")
+        transaction = [
+            {"Put": {"TableName": orders_table, "Item": {"orderId": {"S": order_id}, "total": {"N": str(10 + n)}}}},
+            outbox_put(outbox_table, job),
+        ]
+        workload.add_outbox_order(key, subject)
+        dynamodb.transact_write_items(TransactItems=transaction)
+        try:
+            dynamodb.transact_write_items(TransactItems=transaction)
+        except dynamodb.exceptions.TransactionCanceledException:
+            refused += 1
+    return refused
 
 
 def _reenqueue_midway(

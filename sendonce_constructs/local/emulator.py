@@ -2,10 +2,10 @@
 
 - moto checks a condition and writes the item without a lock, so two racing conditional writes can both win,
   which DynamoDB never allows. A lock serialises item writes, so a race fails for the consumer's fault only.
-- moto delivers SQS messages to a mapped function itself, inside ``SendMessage``, through Docker: with no
-  Docker it receives the batch (raising its receive count, hiding it for the visibility timeout) and fails.
-  Here the local event-source runner plays the mapping instead, so moto's own delivery is switched off.
-  The mapping itself stays deployed and readable.
+- moto delivers to a mapped function itself, through Docker, inside the write that feeds it. With no Docker,
+  for SQS it receives the batch (raising its receive count, hiding it for the visibility timeout) and fails;
+  for a DynamoDB stream it may then drop the shard's records. Here the local runners play the mappings
+  instead, so moto's own delivery is switched off for both. The mappings stay deployed and readable.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 
 from moto.core import DEFAULT_ACCOUNT_ID
 from moto.dynamodb.models import DynamoDBBackend
+from moto.dynamodb.models.table import Table
 from moto.server import ThreadedMotoServer
 from moto.sqs.models import Queue
 
@@ -52,9 +53,10 @@ def _locked(method: Callable[..., Any]) -> Callable[..., Any]:
     return locked
 
 
-def hand_sqs_event_sources_to_the_runner() -> None:
-    """Queues keep no event source mappings of their own, so SendMessage never tries to run a function."""
-    Queue.lambda_event_source_mappings = property(lambda self: {}, lambda self, value: None)  # type: ignore[assignment]
+def hand_event_sources_to_the_runners() -> None:
+    """Queues and tables keep no event source mappings of their own, so no write tries to run a function."""
+    for owner in (Queue, Table):
+        owner.lambda_event_source_mappings = property(lambda self: {}, lambda self, value: None)  # type: ignore
 
 
 class LocalAws:
@@ -71,7 +73,7 @@ class LocalAws:
 
     def start(self) -> LocalAws:
         make_dynamodb_writes_atomic()
-        hand_sqs_event_sources_to_the_runner()
+        hand_event_sources_to_the_runners()
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request drowns the output
         # moto names each CloudFormation type it skips; callers say which gaps matter to them.
         logging.getLogger("moto").setLevel(logging.ERROR)

@@ -166,16 +166,19 @@ class EventSourceRunner:
         }
 
     def run_until_drained(
-        self, bound_s: float, progress: Callable[[float, dict[str, int]], None] | None = None, every_s: float = 2.0
+        self, bound_s: float, progress: Callable[[float, dict[str, int]], None] | None = None, every_s: float = 2.0,
+        upstream_idle: Callable[[], bool] = lambda: True,
     ) -> bool:
-        """Wait until the queue is empty and no invocation runs (checked twice), or ``bound_s`` passes."""
+        """Wait until the queue is empty, no invocation runs and ``upstream_idle()`` (what feeds the queue, such as
+        an outbox relay) says it is done, checked twice; or until ``bound_s`` passes."""
         started = time.monotonic()
         quiet_checks, last_progress = 0, 0.0
         while time.monotonic() - started < bound_s:
             depth = self.queue_depth()
             with self.stats._lock:
                 busy = self.stats.in_flight
-            quiet_checks = quiet_checks + 1 if sum(depth.values()) == 0 and busy == 0 else 0
+            quiet = sum(depth.values()) == 0 and busy == 0 and upstream_idle()
+            quiet_checks = quiet_checks + 1 if quiet else 0
             if quiet_checks >= 2:
                 return True
             elapsed = time.monotonic() - started

@@ -11,6 +11,7 @@ import boto3
 
 from .event_source_runner import EventSourceSpec
 from .lambda_instances import FunctionSpec
+from .stream_runner import StreamSourceSpec
 
 DEFAULT_MAX_CONCURRENCY = 5
 
@@ -23,6 +24,13 @@ class StackNotFound(LookupError):
 class DeployedConsumer:
     function: FunctionSpec
     source: EventSourceSpec
+    logical_id: str
+
+
+@dataclass(frozen=True)
+class DeployedStreamFunction:
+    function: FunctionSpec
+    source: StreamSourceSpec
     logical_id: str
 
 
@@ -40,28 +48,38 @@ def physical_ids(stack_name: str) -> dict[str, tuple[str, str]]:
     }
 
 
-def read_consumers(stack_name: str, cdk_out: Path) -> list[DeployedConsumer]:
+def _functions(stack_name: str, cdk_out: Path) -> list[tuple[str, FunctionSpec, list[dict[str, Any]]]]:
+    """Each function of the stack: its logical id, its spec (code from cdk.out) and its event source mappings."""
     template_path = cdk_out / f"{stack_name}.template.json"
     if not template_path.is_file():
         raise StackNotFound(f"{template_path} is missing: synthesize or deploy the stack first")
     template = json.loads(template_path.read_text())
-    lambda_client, sqs = boto3.client("lambda"), boto3.client("sqs")
-    consumers = []
+    lambda_client = boto3.client("lambda")
+    found = []
     for logical_id, (kind, physical) in physical_ids(stack_name).items():
         if kind != "AWS::Lambda::Function":
             continue
         config = lambda_client.get_function_configuration(FunctionName=physical)
-        code_dir = _asset_dir(template["Resources"][logical_id], cdk_out)
         function = FunctionSpec(
             name=config["FunctionName"],
             handler=config["Handler"],
-            code_dir=code_dir,
+            code_dir=_asset_dir(template["Resources"][logical_id], cdk_out),
             environment=config.get("Environment", {}).get("Variables", {}),
             timeout_s=float(config["Timeout"]),
             memory_mb=int(config.get("MemorySize", 128)),
             arn=config["FunctionArn"],
         )
-        for mapping in lambda_client.list_event_source_mappings(FunctionName=physical)["EventSourceMappings"]:
+        mappings = lambda_client.list_event_source_mappings(FunctionName=physical)["EventSourceMappings"]
+        found.append((logical_id, function, mappings))
+    return found
+
+
+def read_consumers(stack_name: str, cdk_out: Path) -> list[DeployedConsumer]:
+    """The stack's SQS-triggered functions, with their event source settings."""
+    sqs = boto3.client("sqs")
+    consumers = []
+    for logical_id, function, mappings in _functions(stack_name, cdk_out):
+        for mapping in mappings:
             arn = mapping["EventSourceArn"]
             if not arn.startswith("arn:aws:sqs:"):
                 continue
@@ -75,6 +93,25 @@ def read_consumers(stack_name: str, cdk_out: Path) -> list[DeployedConsumer]:
             )
             consumers.append(DeployedConsumer(function, source, logical_id))
     return consumers
+
+
+def read_stream_functions(stack_name: str, cdk_out: Path) -> list[DeployedStreamFunction]:
+    """The stack's DynamoDB-stream-triggered functions (an outbox relay)."""
+    found = []
+    for logical_id, function, mappings in _functions(stack_name, cdk_out):
+        for mapping in mappings:
+            arn = mapping["EventSourceArn"]
+            if ":dynamodb:" not in arn or "/stream/" not in arn:
+                continue
+            filters = json.dumps(mapping.get("FilterCriteria", {}))
+            source = StreamSourceSpec(
+                stream_arn=arn,
+                batch_size=int(mapping.get("BatchSize", 100)),
+                insert_only="INSERT" in filters,
+                report_batch_item_failures="ReportBatchItemFailures" in mapping.get("FunctionResponseTypes", []),
+            )
+            found.append(DeployedStreamFunction(function, source, logical_id))
+    return found
 
 
 def _asset_dir(resource: dict[str, Any], cdk_out: Path) -> Path:

@@ -23,6 +23,10 @@ class Workload:
     def jobs(self) -> int:
         return len(self.first_wave) + len(self.reenqueued)
 
+    def add_outbox_order(self, key: str, subject: str) -> None:
+        self.subject_to_key[subject] = key
+        self.kinds["outbox_orders"] += 1
+
     @property
     def expected_dead_letters(self) -> int:
         return self.kinds["malformed"] + self.kinds["ses_refused"]

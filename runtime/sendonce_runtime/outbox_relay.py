@@ -1,0 +1,59 @@
+"""The outbox relay: moves jobs written to the outbox table from its DynamoDB stream to the job queue.
+
+Handler ``sendonce_runtime.outbox_relay.handler``. A stream delivers each record at least once; a job relayed
+twice is absorbed by the consumer's dedupe ledger. A failed send is reported by its sequence number, so the event
+source retries from there and nothing after it is skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from typing import Any
+
+_lock = threading.Lock()
+_sqs: Any = None
+BATCH = 10
+
+
+def _client() -> Any:
+    global _sqs
+    with _lock:
+        if _sqs is None:
+            import boto3
+
+            _sqs = boto3.session.Session().client("sqs")
+        return _sqs
+
+
+def _entry(index: int, image: dict[str, Any], fifo: bool) -> dict[str, Any]:
+    key = image["dedupeKey"]["S"]
+    entry: dict[str, Any] = {"Id": str(index), "MessageBody": image["job"]["S"]}
+    if fifo:
+        entry["MessageGroupId"] = image.get("groupId", {}).get("S") or key
+        entry["MessageDeduplicationId"] = hashlib.sha256(key.encode("utf-8")).hexdigest()
+    return entry
+
+
+def relay(records: list[dict[str, Any]], sqs: Any, queue_url: str, fifo: bool) -> list[str]:
+    """Send the INSERTed jobs; the sequence numbers of those SQS did not take, in stream order."""
+    inserts = [r for r in records if r.get("eventName") == "INSERT" and "job" in r["dynamodb"].get("NewImage", {})]
+    failed: list[str] = []
+    for start in range(0, len(inserts), BATCH):
+        chunk = inserts[start : start + BATCH]
+        entries = [_entry(i, r["dynamodb"]["NewImage"], fifo) for i, r in enumerate(chunk)]
+        try:
+            response = sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
+            refused = {int(f["Id"]) for f in response.get("Failed", [])}
+        except Exception:  # the whole chunk is retried from its first record
+            refused = set(range(len(chunk)))
+        failed += [chunk[i]["dynamodb"]["SequenceNumber"] for i in sorted(refused)]
+    return failed
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    queue_url = os.environ["SENDONCE_QUEUE_URL"]
+    fifo = os.environ.get("SENDONCE_FIFO", "false") == "true"
+    failed = relay(event.get("Records", []), _client(), queue_url, fifo)
+    return {"batchItemFailures": [{"itemIdentifier": sequence} for sequence in failed]}

@@ -1,0 +1,126 @@
+"""Plays a DynamoDB stream event source mapping: reads the stream's shards in order and invokes the function.
+
+As Lambda does: a batch is retried until the function takes it; with ReportBatchItemFailures, from the first
+failed sequence number; a record is never skipped while retries remain.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+import boto3
+
+from .lambda_instances import Ending, FunctionSpec, LambdaInstance
+
+MAX_RETRIES = 10
+IDLE_WAIT_S = 0.2
+
+
+@dataclass(frozen=True)
+class StreamSourceSpec:
+    stream_arn: str
+    batch_size: int = 100
+    insert_only: bool = False  # the mapping's filter: only INSERT events reach the function
+    report_batch_item_failures: bool = True
+
+
+@dataclass
+class StreamStats:
+    invocations: int = 0
+    records_delivered: int = 0
+    retries: int = 0
+    busy: bool = False
+    last_read_empty: bool = False
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+
+def lambda_stream_record(record: dict[str, Any], stream_arn: str, region: str) -> dict[str, Any]:
+    dynamodb = dict(record["dynamodb"])
+    created = dynamodb.get("ApproximateCreationDateTime")
+    if created is not None and hasattr(created, "timestamp"):
+        dynamodb["ApproximateCreationDateTime"] = created.timestamp()
+    return {"eventID": record["eventID"], "eventName": record["eventName"], "eventVersion": "1.1",
+            "eventSource": "aws:dynamodb", "awsRegion": region, "dynamodb": dynamodb, "eventSourceARN": stream_arn}
+
+
+class StreamEventSourceRunner:
+    def __init__(self, function: FunctionSpec, source: StreamSourceSpec, base_environment: Mapping[str, str],
+                 log: IO[str] | None = None) -> None:
+        self.function = function
+        self.source = source
+        self.stats = StreamStats()
+        self._instance = LambdaInstance(function, base_environment, log)
+        self._streams = boto3.client("dynamodbstreams")
+        self._region = self._streams.meta.region_name
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="stream-poller", daemon=True)
+
+    def start(self) -> StreamEventSourceRunner:
+        self._instance.start()
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self.function.timeout_s + 5)
+        self._instance.close()
+
+    def idle(self) -> bool:
+        with self.stats._lock:
+            return self.stats.last_read_empty and not self.stats.busy
+
+    def _run(self) -> None:
+        iterators: dict[str, str | None] = {}
+        while not self._stop.is_set():
+            shards = self._streams.describe_stream(StreamArn=self.source.stream_arn)["StreamDescription"]["Shards"]
+            for shard in shards:
+                shard_id = shard["ShardId"]
+                if shard_id not in iterators:
+                    iterators[shard_id] = self._streams.get_shard_iterator(
+                        StreamArn=self.source.stream_arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON"
+                    )["ShardIterator"]
+                if iterators[shard_id] is not None:
+                    iterators[shard_id] = self._read(shard_id, iterators[shard_id])
+            self._stop.wait(IDLE_WAIT_S)
+
+    def _read(self, shard_id: str, iterator: str | None) -> str | None:
+        response = self._streams.get_records(ShardIterator=iterator, Limit=self.source.batch_size)
+        records = response.get("Records", [])
+        with self.stats._lock:
+            self.stats.last_read_empty = not records
+        if records:
+            self._deliver(records)
+        return response.get("NextShardIterator")
+
+    def _deliver(self, records: list[dict[str, Any]]) -> None:
+        batch = [lambda_stream_record(r, self.source.stream_arn, self._region) for r in records]
+        if self.source.insert_only:
+            batch = [r for r in batch if r["eventName"] == "INSERT"]
+        with self.stats._lock:
+            self.stats.busy = True
+        try:
+            for attempt in range(MAX_RETRIES + 1):
+                if not batch or self._stop.is_set():
+                    return
+                with self.stats._lock:
+                    self.stats.invocations += 1
+                    self.stats.records_delivered += len(batch)
+                    self.stats.retries += attempt > 0
+                invocation = self._instance.invoke({"Records": batch})
+                if invocation.ending is not Ending.RETURNED:
+                    continue  # the whole batch again
+                failed = [f.get("itemIdentifier") for f in (invocation.result or {}).get("batchItemFailures", [])]
+                if not failed:
+                    return
+                sequences = [r["dynamodb"]["SequenceNumber"] for r in batch]
+                first = min(sequences.index(s) for s in failed if s in sequences) if set(failed) <= set(sequences) \
+                    else 0
+                batch = batch[first:]  # retry from the first failure, keeping order
+                time.sleep(0.05 * 2**attempt)
+        finally:
+            with self.stats._lock:
+                self.stats.busy = False

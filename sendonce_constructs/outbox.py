@@ -1,0 +1,119 @@
+"""The transactional outbox: a table written in the producer's own transaction, relayed to the job queue.
+
+The relay is a small bundled function on the table's stream, not EventBridge Pipes: the relay sends the job's JSON
+as the exact message body the consumer parses and sets FIFO group and deduplication ids from the key, and it can
+be deployed and run against the local emulator (which cannot deploy a Pipe).
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from .acknowledgements import acknowledge
+from .function_dependencies import depend_on_role_policy_only
+from .runtime_asset import runtime_code
+
+RELAY_HANDLER = "sendonce_runtime.outbox_relay.handler"
+STREAM_RETENTION = Duration.hours(24)  # DynamoDB Streams keep records 24 hours
+
+
+class Outbox(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        queue: sqs.IQueue,
+        fifo: bool,
+        runtime: lambda_.Runtime,
+        architecture: lambda_.Architecture,
+        log_retention: logs.RetentionDays,
+        encryption_key: kms.IKey | None,
+        removal_policy: RemovalPolicy,
+    ) -> None:
+        super().__init__(scope, id)
+        self.table = dynamodb.Table(
+            self,
+            "Table",
+            partition_key=dynamodb.Attribute(name="dedupeKey", type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            stream=dynamodb.StreamViewType.NEW_IMAGE,
+            time_to_live_attribute="expiresAt",
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            removal_policy=removal_policy,
+            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED if encryption_key else None,
+            encryption_key=encryption_key,
+        )
+        # Where a batch of stream records goes after the relay gave up on it: its stream position, for a replay.
+        self.failures = sqs.Queue(
+            self,
+            "RelayFailures",
+            retention_period=Duration.days(14),
+            encryption=sqs.QueueEncryption.KMS if encryption_key else sqs.QueueEncryption.SQS_MANAGED,
+            encryption_master_key=encryption_key,
+            enforce_ssl=True,
+        )
+        acknowledge(self.failures, "AwsSolutions-SQS3",
+                    "This queue is the relay's on-failure destination: it is the end of the line, like a DLQ.")
+        acknowledge(self.failures, "Serverless-SQSRedrivePolicy",
+                    "This queue is the relay's on-failure destination: a queue behind it would hide failures.")
+        self.log_group = logs.LogGroup(self, "RelayLogs", retention=log_retention,
+                                       removal_policy=RemovalPolicy.DESTROY)
+        self.role = iam.Role(self, "RelayRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                             description="sendonce outbox relay: its stream, the job queue, its log group")
+        self.log_group.grant_write(self.role)
+        self.relay = lambda_.Function(
+            self,
+            "Relay",
+            code=runtime_code(),
+            handler=RELAY_HANDLER,
+            runtime=runtime,
+            architecture=architecture,
+            timeout=Duration.seconds(30),
+            memory_size=256,
+            role=self.role,
+            log_group=self.log_group,
+            logging_format=lambda_.LoggingFormat.JSON,
+            environment={"SENDONCE_QUEUE_URL": queue.queue_url, "SENDONCE_FIFO": "true" if fifo else "false"},
+            description="sendonce outbox relay: moves outbox jobs from the table's stream to the job queue",
+        )
+        acknowledge(self.relay, "Serverless-LambdaDLQ",
+                    "Invoked synchronously by its stream event source, whose on-failure destination keeps failures.")
+        acknowledge(self.relay, "Serverless-LambdaTracing",
+                    "Tracing is off like the consumer's: each relayed job is traced by its key in the consumer's logs.")
+        self.relay.add_event_source(event_sources.DynamoEventSource(
+            self.table,
+            starting_position=lambda_.StartingPosition.TRIM_HORIZON,
+            batch_size=100,
+            bisect_batch_on_error=True,
+            retry_attempts=10,
+            report_batch_item_failures=True,
+            filters=[lambda_.FilterCriteria.filter({"eventName": lambda_.FilterRule.is_equal("INSERT")})],
+            on_failure=event_sources.SqsDlq(self.failures),
+        ))
+        queue.grant_send_messages(self.relay)
+        acknowledge(self.role, "AwsSolutions-IAM5[Resource::*]",
+                    "The stream event source's dynamodb:ListStreams has no resource-level permission; reading the "
+                    "stream itself is granted on this table's stream ARN only.")
+        if encryption_key is not None:
+            for family in ("kms:GenerateDataKey*", "kms:ReEncrypt*"):
+                acknowledge(self.role, f"AwsSolutions-IAM5[Action::{family}]",
+                            "CDK's encrypt/decrypt grant on the one customer key given.")
+        depend_on_role_policy_only(self.relay, self.role)
+
+    def grant_write(self, grantee: iam.IGrantable) -> iam.Grant:
+        """What ``outbox_put`` needs inside a TransactWriteItems: PutItem on the outbox table (and its KMS key)."""
+        grant = self.table.grant(grantee, "dynamodb:PutItem", "dynamodb:ConditionCheckItem")
+        if self.table.encryption_key is not None:
+            self.table.encryption_key.grant_encrypt_decrypt(grantee)
+        return grant

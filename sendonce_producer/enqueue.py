@@ -1,0 +1,74 @@
+"""Sends jobs to the job queue: one at a time, or in batches of ten whose failures are retried and returned."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .job import EmailJob
+
+BATCH = 10
+RETRIES = 3
+
+
+@dataclass(frozen=True)
+class EnqueueFailure:
+    """A job SQS did not take, even after retries: the caller decides; nothing is dropped silently."""
+
+    job: EmailJob
+    code: str
+    reason: str
+
+
+def _client(sqs: Any | None) -> Any:
+    if sqs is not None:
+        return sqs
+    import boto3
+
+    return boto3.client("sqs")
+
+
+def message_request(job: EmailJob, queue_url: str, group_id: str | None = None) -> dict[str, Any]:
+    """The SendMessage fields for ``job``; FIFO queues get a group (the first recipient unless given) and a
+    deduplication id derived from the key, so SQS drops an exact re-send within its 5-minute window too."""
+    request: dict[str, Any] = {"MessageBody": job.to_message()}
+    if queue_url.endswith(".fifo"):
+        request["MessageGroupId"] = group_id or job.first_recipient
+        request["MessageDeduplicationId"] = hashlib.sha256(job.dedupe_key.encode("utf-8")).hexdigest()
+    return request
+
+
+def enqueue(queue_url: str, job: EmailJob, *, group_id: str | None = None, sqs: Any | None = None) -> str:
+    """Send one job; returns the SQS message id. Errors raise (boto3's ClientError)."""
+    response = _client(sqs).send_message(QueueUrl=queue_url, **message_request(job, queue_url, group_id))
+    return str(response["MessageId"])
+
+
+def enqueue_many(
+    queue_url: str, jobs: Sequence[EmailJob], *, sqs: Any | None = None, retries: int = RETRIES,
+    backoff_s: float = 0.2,
+) -> list[EnqueueFailure]:
+    """Send jobs with SendMessageBatch, ten at a time. Entries SQS failed for its own reasons are retried
+    (``retries`` times, with backoff); what still fails, or failed for the caller's reasons, is returned."""
+    client = _client(sqs)
+    failures: list[EnqueueFailure] = []
+    for start in range(0, len(jobs), BATCH):
+        pending = dict(enumerate(jobs[start : start + BATCH]))
+        for attempt in range(retries + 1):
+            entries = [{"Id": str(i), **message_request(job, queue_url)} for i, job in pending.items()]
+            response = client.send_message_batch(QueueUrl=queue_url, Entries=entries)
+            retry: dict[int, EmailJob] = {}
+            for failed in response.get("Failed", []):
+                job = pending[int(failed["Id"])]
+                if failed.get("SenderFault") or attempt == retries:
+                    failures.append(EnqueueFailure(job, failed.get("Code", ""), failed.get("Message", "")))
+                else:
+                    retry[int(failed["Id"])] = job
+            if not retry:
+                break
+            pending = retry
+            time.sleep(backoff_s * 2**attempt)  # SQS's own trouble: give it a moment
+    return failures

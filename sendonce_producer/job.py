@@ -1,0 +1,67 @@
+"""An email job, validated against the consumer's own message contract before it is sent anywhere."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sendonce_runtime.message import InvalidMessage, parse_job
+
+from .keys import normalise_address
+
+
+class InvalidJob(ValueError):
+    """The job breaks the message contract; raised in the producer, instead of a DLQ entry later."""
+
+
+@dataclass(frozen=True)
+class EmailJob:
+    """One email. Exactly one of simple content (``subject`` with ``html`` and/or ``text``), ``template`` or
+    ``raw`` (base64 MIME). Validated on construction by the consumer's own parser."""
+
+    dedupe_key: str
+    sender: str
+    to: Sequence[str]
+    subject: str | None = None
+    html: str | None = None
+    text: str | None = None
+    template: str | None = None
+    template_data: Mapping[str, Any] | None = None
+    raw: str | None = None
+    cc: Sequence[str] = ()
+    bcc: Sequence[str] = ()
+    reply_to: Sequence[str] = ()
+    configuration_set: str | None = None
+    tags: Mapping[str, str] = field(default_factory=dict)
+    delivery: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("to", "cc", "bcc", "reply_to"):
+            value = getattr(self, name)
+            object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
+        try:
+            parse_job(self.to_message(), sqs_message_id="")
+        except InvalidMessage as error:
+            raise InvalidJob(f"{self.dedupe_key!r}: {error.reason}") from None
+
+    def to_document(self) -> dict[str, Any]:
+        document: dict[str, Any] = {"dedupeKey": self.dedupe_key, "from": self.sender, "to": list(self.to)}
+        optional = {
+            "cc": list(self.cc), "bcc": list(self.bcc), "replyTo": list(self.reply_to), "subject": self.subject,
+            "html": self.html, "text": self.text, "raw": self.raw, "configurationSet": self.configuration_set,
+            "tags": dict(self.tags), "delivery": self.delivery,
+        }
+        document.update({k: v for k, v in optional.items() if v not in (None, [], {})})
+        if self.template is not None:
+            document["template"] = {"name": self.template, "data": dict(self.template_data or {})}
+        return document
+
+    def to_message(self) -> str:
+        """The SQS body the consumer expects."""
+        return json.dumps(self.to_document(), separators=(",", ":"), ensure_ascii=False)
+
+    @property
+    def first_recipient(self) -> str:
+        return normalise_address(self.to[0])

@@ -1,0 +1,43 @@
+"""Dedupe keys that name the outcome: the event, the template and the recipient, never an attempt."""
+
+from __future__ import annotations
+
+from email.utils import parseaddr
+
+from sendonce_runtime.message import MAX_KEY_BYTES
+
+SEPARATOR = ":"
+
+
+def _escape(part: str) -> str:
+    # Escape the escape first, then the separator: ("a:b", "c") and ("a", "b:c") can never meet.
+    return part.replace("\\", "\\\\").replace(SEPARATOR, "\\" + SEPARATOR)
+
+
+def normalise_address(address: str) -> str:
+    """The bare address with its domain lower-cased (domains are case-insensitive; local parts may not be)."""
+    _, bare = parseaddr(address)
+    local, at, domain = bare.rpartition("@")
+    if not at or not local or not domain:
+        raise ValueError(f"recipient {address!r} is not an email address")
+    return f"{local}@{domain.lower()}"
+
+
+def dedupe_key(*parts: str | int, recipient: str | None = None) -> str:
+    """``dedupe_key("order-1042", "shipped", recipient="Ada <ada@Example.org>")`` -> ``order-1042:shipped:ada@example.org``.
+
+    Build it from the event and the template (and the recipient when one event mails several people), never from
+    an SQS message id or a hash of the content: a re-enqueued job must produce the same key.
+    """
+    if not parts:
+        raise ValueError("a dedupe key needs at least one part naming the event, e.g. the order id")
+    texts = [str(part) for part in parts]
+    if any(not text for text in texts):
+        raise ValueError("dedupe key parts must not be empty")
+    if recipient is not None:
+        texts.append(normalise_address(recipient))
+    key = SEPARATOR.join(_escape(text) for text in texts)
+    size = len(key.encode("utf-8"))
+    if size > MAX_KEY_BYTES:
+        raise ValueError(f"the dedupe key is {size} bytes; the limit is {MAX_KEY_BYTES}: use shorter parts")
+    return key

@@ -1,0 +1,195 @@
+"""The producer side: dedupe keys, validated jobs, enqueue helpers, the outbox, and its own small distribution."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import boto3
+import pytest
+from botocore.stub import Stubber
+from hypothesis import given
+from hypothesis import strategies as st
+from sendonce_runtime.message import parse_job
+
+from sendonce_producer import EmailJob, InvalidJob, dedupe_key, enqueue, enqueue_many, outbox_put
+
+ROOT = Path(__file__).resolve().parents[1]
+SENDER = "Shop <receipts@example.com>"
+
+
+def receipt(key: str = "order-1042:shipped:ada@example.org", **overrides) -> EmailJob:
+    fields = {"dedupe_key": key, "sender": SENDER, "to": ["ada@example.org"], "subject": "Shipped", "text": "On its way"}
+    fields.update(overrides)
+    return EmailJob(**fields)
+
+
+parts = st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=4)
+
+
+@given(parts, parts)
+def test_distinct_parts_give_distinct_keys(a, b):
+    if a != b:
+        assert dedupe_key(*a) != dedupe_key(*b)
+
+
+def test_the_separator_is_escaped_so_parts_cannot_run_together():
+    assert dedupe_key("a:b", "c") != dedupe_key("a", "b:c")
+    assert dedupe_key("a\\", ":b") != dedupe_key("a\\:", "b")
+
+
+def test_the_recipient_part_is_normalised_but_its_local_part_kept():
+    assert dedupe_key("order-1042", "shipped", recipient="Ada <Ada@Example.ORG>") == "order-1042:shipped:Ada@example.org"
+
+
+def test_bad_keys_are_refused_in_the_producer():
+    with pytest.raises(ValueError, match="at least one part"):
+        dedupe_key()
+    with pytest.raises(ValueError, match="must not be empty"):
+        dedupe_key("order", "")
+    with pytest.raises(ValueError, match="the limit is 1024"):
+        dedupe_key("x" * 1100)
+    with pytest.raises(ValueError, match="not an email address"):
+        dedupe_key("order", recipient="nobody")
+
+
+def test_a_job_is_the_message_the_consumer_parses():
+    job = receipt(to="ada@example.org", tags={"kind": "receipt"}, delivery="at-least-once")
+    parsed = parse_job(job.to_message(), "m")
+    assert parsed.dedupe_key == job.dedupe_key and parsed.to == ("ada@example.org",)
+    template = receipt(subject=None, text=None, template="shipped", template_data={"order": 1042})
+    assert json.loads(template.to_message())["template"] == {"name": "shipped", "data": {"order": 1042}}
+
+
+@pytest.mark.parametrize(("overrides", "reason"), [
+    ({"to": []}, "0 recipients"),
+    ({"sender": "not an address"}, "from 'not an address' is not a valid email address"),
+    ({"text": None}, "needs html or text"),
+    ({"template": "t"}, "exactly one of simple content"),
+    ({"tags": {"bad tag": "x"}}, "SES's rule"),
+    ({"delivery": "exactly-once"}, "delivery must be"),
+])
+def test_a_bad_job_raises_in_the_producer_with_the_reason(overrides, reason):
+    with pytest.raises(InvalidJob, match=reason):
+        receipt(**overrides)
+
+
+def test_enqueue_sends_the_job_and_fifo_queues_get_a_group_and_deduplication_id(aws):
+    sqs = boto3.client("sqs")
+    standard = sqs.create_queue(QueueName="jobs")["QueueUrl"]
+    fifo = sqs.create_queue(QueueName="jobs.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    job = receipt(to=["Ada <Ada@Example.org>"])
+    assert enqueue(standard, job)
+    enqueue(fifo, job)
+    [message] = sqs.receive_message(QueueUrl=standard)["Messages"]
+    assert message["Body"] == job.to_message()
+    [ordered] = sqs.receive_message(QueueUrl=fifo, MessageSystemAttributeNames=["All"])["Messages"]
+    assert ordered["Attributes"]["MessageGroupId"] == "Ada@example.org"
+    assert ordered["Attributes"]["MessageDeduplicationId"] == hashlib.sha256(job.dedupe_key.encode()).hexdigest()
+
+
+def test_enqueue_many_sends_in_batches_of_ten(aws):
+    sqs = boto3.client("sqs")
+    url = sqs.create_queue(QueueName="many")["QueueUrl"]
+    jobs = [receipt(f"order-{n}:shipped") for n in range(25)]
+    calls = []
+    sqs.meta.events.register("before-parameter-build.sqs.SendMessageBatch",
+                             lambda params, **_: calls.append(len(params["Entries"])))
+    assert enqueue_many(url, jobs, sqs=sqs) == []
+    assert calls == [10, 10, 5]
+
+
+def test_enqueue_many_retries_sqs_failures_and_returns_what_still_failed():
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    jobs = [receipt(f"order-{n}:shipped") for n in range(3)]
+    url = "https://sqs.us-east-1.amazonaws.com/1/jobs"
+    stub = Stubber(sqs)
+    stub.add_response("send_message_batch", {"Successful": [], "Failed": [
+        {"Id": "0", "SenderFault": False, "Code": "InternalError", "Message": "try again"},
+        {"Id": "1", "SenderFault": True, "Code": "InvalidParameterValue", "Message": "your fault"},
+        {"Id": "2", "SenderFault": False, "Code": "InternalError", "Message": "still down"},
+    ]})
+    stub.add_response("send_message_batch", {"Successful": [{"Id": "0", "MessageId": "m0", "MD5OfMessageBody": "x"}],
+                                             "Failed": [{"Id": "2", "SenderFault": False, "Code": "InternalError",
+                                                         "Message": "still down"}]})
+    stub.add_response("send_message_batch", {"Successful": [], "Failed": [
+        {"Id": "2", "SenderFault": False, "Code": "InternalError", "Message": "still down"}]})
+    with stub:
+        failures = enqueue_many(url, jobs, sqs=sqs, retries=2, backoff_s=0)
+    assert [(f.job.dedupe_key, f.code) for f in failures] == [
+        ("order-1:shipped", "InvalidParameterValue"), ("order-2:shipped", "InternalError")]
+
+
+def outbox_tables():
+    dynamodb = boto3.client("dynamodb")
+    for name, key in (("orders", "orderId"), ("outbox", "dedupeKey")):
+        extra = {"StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}} if name == "outbox" else {}
+        dynamodb.create_table(TableName=name, KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
+                              AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
+                              BillingMode="PAY_PER_REQUEST", **extra)
+    return dynamodb
+
+
+def order_transaction(order_id: str) -> tuple[list[dict], EmailJob]:
+    job = receipt(dedupe_key(order_id, "confirmed", recipient="ada@example.org"), subject=f"Receipt {order_id}")
+    return [{"Put": {"TableName": "orders", "Item": {"orderId": {"S": order_id}}}}, outbox_put("outbox", job)], job
+
+
+def test_a_second_write_of_the_same_job_fails_the_transaction_instead_of_enqueuing_twice(aws):
+    dynamodb = outbox_tables()
+    transaction, job = order_transaction("order-7")
+    dynamodb.transact_write_items(TransactItems=transaction)
+    with pytest.raises(dynamodb.exceptions.TransactionCanceledException):
+        dynamodb.transact_write_items(TransactItems=transaction)
+    item = dynamodb.get_item(TableName="outbox", Key={"dedupeKey": {"S": job.dedupe_key}})["Item"]
+    assert item["job"]["S"] == job.to_message()
+    assert dynamodb.scan(TableName="orders")["Count"] == 1
+
+
+def test_an_order_through_the_outbox_sends_one_email_even_when_retried_and_relayed_twice(pipeline):
+    from consumer_harness import FakeClock, FakeContext, event, sqs_record
+
+    from sendonce_constructs.local.lambda_instances import FunctionSpec
+    from sendonce_constructs.local.stream_runner import StreamEventSourceRunner, StreamSourceSpec
+
+    dynamodb, sqs = outbox_tables(), boto3.client("sqs")
+    queue_url = sqs.create_queue(QueueName="jobs")["QueueUrl"]
+    stream_arn = dynamodb.describe_table(TableName="outbox")["Table"]["LatestStreamArn"]
+    for order in ("order-1", "order-2"):
+        transaction, _ = order_transaction(order)
+        dynamodb.transact_write_items(TransactItems=transaction)
+        with pytest.raises(dynamodb.exceptions.TransactionCanceledException):
+            dynamodb.transact_write_items(TransactItems=transaction)  # the client retried after a timeout
+    relay = FunctionSpec("relay", "sendonce_runtime.outbox_relay.handler", ROOT / "runtime",
+                         {"SENDONCE_QUEUE_URL": queue_url}, timeout_s=10)
+    for _ in range(2):  # a stream delivers at least once: relay the whole stream twice
+        runner = StreamEventSourceRunner(relay, StreamSourceSpec(stream_arn, insert_only=True),
+                                         pipeline.aws.environment).start()
+        bound = 200
+        while not (runner.idle() and runner.stats.invocations) and bound:
+            bound -= 1
+            runner._stop.wait(0.05)  # poll the runner's progress, bounded
+        runner.stop()
+    messages = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10)["Messages"]
+    assert len(messages) == 4
+    consumer = pipeline.consumer()
+    for message in messages:
+        consumer.handle(event(sqs_record(message["Body"])), FakeContext(FakeClock()))
+    assert pipeline.emails_per_key() == {"order-1": 1, "order-2": 1}
+
+
+def test_the_producer_distribution_needs_boto3_only_and_never_imports_the_cdk(tmp_path):
+    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path),
+                    str(ROOT / "producer")], check=True, capture_output=True)
+    [wheel] = tmp_path.glob("sendonce_producer-*.whl")
+    archive = zipfile.ZipFile(wheel)
+    metadata = archive.read(next(n for n in archive.namelist() if n.endswith("METADATA"))).decode()
+    assert [line for line in metadata.splitlines() if line.startswith("Requires-Dist")] == ["Requires-Dist: boto3>=1.35"]
+    assert {"sendonce_producer/job.py", "sendonce_runtime/message.py"} <= set(archive.namelist())
+    check = "import sys, sendonce_producer; assert not [m for m in sys.modules if m.startswith('aws_cdk')]"
+    subprocess.run([sys.executable, "-c", check], check=True, cwd=tmp_path,
+                   env={"PYTHONPATH": str(wheel), "PATH": "/usr/bin:/bin"})
