@@ -25,7 +25,7 @@ test: setup
 	$(PY) -m pytest
 
 lint: setup
-	$(PY) -m ruff check sendonce_constructs runtime tests examples
+	$(PY) -m ruff check sendonce_constructs sendonce_producer runtime tests examples bench
 	$(PY) -m mypy
 
 synth: setup

@@ -200,6 +200,9 @@ LATENCY_CONSUMERS = {
 }
 
 
+EMULATOR_FLOOR = "sendonce, parallelism 10, no injected delay (the emulator's own cost)"
+
+
 def delayed(delays_ms: dict[str, float]) -> Any:
     """A proxy behaviour: each request waits its service's round trip before it is forwarded."""
 
@@ -216,12 +219,15 @@ def latency_run(names: dict[str, str], batches: int, delays_ms: dict[str, float]
 
     proxy = ForwardingProxy(os.environ["AWS_ENDPOINT_URL"], delayed(delays_ms)).start()
     direct = os.environ["AWS_ENDPOINT_URL"]
+    # The same consumer straight to the emulator: what the emulator itself costs a batch, with no network delay.
+    floor = {EMULATOR_FLOOR: factory("sendonce", names, 10)()[0]}
     os.environ["AWS_ENDPOINT_URL"] = proxy.endpoint  # clients made now go through the proxy
     try:
         handlers = {label: factory(kind, names, parallelism)()[0]
                     for label, (kind, parallelism) in LATENCY_CONSUMERS.items()}
     finally:
         os.environ["AWS_ENDPOINT_URL"] = direct
+    handlers.update(floor)
     latencies: dict[str, list[float]] = {label: [] for label in handlers}
     try:
         for _ in range(batches):
@@ -497,13 +503,17 @@ def render_latency(plan: Plan, results: dict[str, dict[str, float]], delays_ms: 
                      f"{figures['p90_ms']:.0f} |")
     ratio = results["sendonce, parallelism 10"]["records_per_s"] / results["Powertools reference"]["records_per_s"]
     p50 = results["sendonce, parallelism 10"]["p50_ms"]
+    floor = results[EMULATOR_FLOOR]["p50_ms"]
     lines += [
         "",
         f"- parallelism 10 / Powertools reference, per instance: **{ratio:.1f}x** (aim: at least 4x: "
         f"{'met' if ratio >= 4 else 'not met'}).",
         f"- parallelism 10, batch p50: **{p50:.0f} ms** against one SES plus two DynamoDB round trips "
         f"({one_batch_floor:g} ms); {p50 / one_batch_floor:.2f}x (aim: within 1.3x: "
-        f"{'met' if p50 <= 1.3 * one_batch_floor else 'not met'}).",
+        f"{'met' if p50 <= 1.3 * one_batch_floor else 'not met'}). With no injected delay the same batch takes "
+        f"{floor:.0f} ms: that is the emulator's own cost (one moto process answering 30 requests a batch on this "
+        f"machine's cores), and it, not the consumer, sets the batch time. The injected round trips add "
+        f"{p50 - floor:.0f} ms on top, because the ten records wait for them at the same time.",
         "",
     ]
     return "\n".join(lines)

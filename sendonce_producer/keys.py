@@ -24,7 +24,8 @@ def normalise_address(address: str) -> str:
 
 
 def dedupe_key(*parts: str | int, recipient: str | None = None) -> str:
-    """``dedupe_key("order-1042", "shipped", recipient="Ada <ada@Example.org>")`` -> ``order-1042:shipped:ada@example.org``.
+    """``dedupe_key("order-1042", "shipped", recipient="Ada <ada@Example.org>")``
+    is ``order-1042:shipped:ada@example.org``.
 
     Build it from the event and the template (and the recipient when one event mails several people), never from
     an SQS message id or a hash of the content: a re-enqueued job must produce the same key.

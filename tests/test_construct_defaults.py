@@ -316,8 +316,8 @@ def test_outbox_adds_a_streamed_table_and_a_relay_to_the_job_queue():
 
 def test_outbox_raises_the_default_dedupe_ttl_past_stream_queue_and_dlq_retention():
     _, template = build(outbox=True)
-    env = [f for f in template.find_resources("AWS::Lambda::Function").values()
-           if f["Properties"]["Handler"] == "sendonce_runtime.handler.handler"][0]["Properties"]["Environment"]
+    env = next(f for f in template.find_resources("AWS::Lambda::Function").values()
+               if f["Properties"]["Handler"] == "sendonce_runtime.handler.handler")["Properties"]["Environment"]
     assert env["Variables"]["SENDONCE_DEDUPE_TTL_SECONDS"] == str(19 * 86_400)  # 1 + 4 + 14 days
 
 

@@ -40,7 +40,7 @@ def test_every_key_is_sent_once_or_lost_with_a_record_never_twice(demo):
 
 
 def test_orders_written_through_the_outbox_are_sent_once_and_their_retries_refused(demo):
-    report, _, output = demo
+    _, _, output = demo
     assert f"{ORDERS} orders written with their receipt in one transaction (outbox)" in output
     assert f"{ORDERS} retries refused by the outbox's condition" in output
 

@@ -23,7 +23,8 @@ SENDER = "Shop <receipts@example.com>"
 
 
 def receipt(key: str = "order-1042:shipped:ada@example.org", **overrides) -> EmailJob:
-    fields = {"dedupe_key": key, "sender": SENDER, "to": ["ada@example.org"], "subject": "Shipped", "text": "On its way"}
+    fields = {"dedupe_key": key, "sender": SENDER, "to": ["ada@example.org"], "subject": "Shipped",
+              "text": "On its way"}
     fields.update(overrides)
     return EmailJob(**fields)
 
@@ -43,7 +44,8 @@ def test_the_separator_is_escaped_so_parts_cannot_run_together():
 
 
 def test_the_recipient_part_is_normalised_but_its_local_part_kept():
-    assert dedupe_key("order-1042", "shipped", recipient="Ada <Ada@Example.ORG>") == "order-1042:shipped:Ada@example.org"
+    key = dedupe_key("order-1042", "shipped", recipient="Ada <Ada@Example.ORG>")
+    assert key == "order-1042:shipped:Ada@example.org"
 
 
 def test_bad_keys_are_refused_in_the_producer():
@@ -127,7 +129,8 @@ def test_enqueue_many_retries_sqs_failures_and_returns_what_still_failed():
 def outbox_tables():
     dynamodb = boto3.client("dynamodb")
     for name, key in (("orders", "orderId"), ("outbox", "dedupeKey")):
-        extra = {"StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}} if name == "outbox" else {}
+        stream = {"StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"}}
+        extra = stream if name == "outbox" else {}
         dynamodb.create_table(TableName=name, KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
                               AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
                               BillingMode="PAY_PER_REQUEST", **extra)
@@ -188,8 +191,40 @@ def test_the_producer_distribution_needs_boto3_only_and_never_imports_the_cdk(tm
     [wheel] = tmp_path.glob("sendonce_producer-*.whl")
     archive = zipfile.ZipFile(wheel)
     metadata = archive.read(next(n for n in archive.namelist() if n.endswith("METADATA"))).decode()
-    assert [line for line in metadata.splitlines() if line.startswith("Requires-Dist")] == ["Requires-Dist: boto3>=1.35"]
+    requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist")]
+    assert requires == ["Requires-Dist: boto3>=1.35"]
     assert {"sendonce_producer/job.py", "sendonce_runtime/message.py"} <= set(archive.namelist())
     check = "import sys, sendonce_producer; assert not [m for m in sys.modules if m.startswith('aws_cdk')]"
     subprocess.run([sys.executable, "-c", check], check=True, cwd=tmp_path,
                    env={"PYTHONPATH": str(wheel), "PATH": "/usr/bin:/bin"})
+
+
+def test_the_stream_runner_keeps_reading_after_a_refused_transaction(pipeline):
+    # moto rolls a failed transaction back by restoring copies of its tables, stream shard included: a reader
+    # must not be stranded on the old shard (real DynamoDB keeps one shard; this guards the local runner).
+    from sendonce_constructs.local.lambda_instances import FunctionSpec
+    from sendonce_constructs.local.stream_runner import StreamEventSourceRunner, StreamSourceSpec
+
+    dynamodb, sqs = outbox_tables(), boto3.client("sqs")
+    queue_url = sqs.create_queue(QueueName="jobs")["QueueUrl"]
+    stream_arn = dynamodb.describe_table(TableName="outbox")["Table"]["LatestStreamArn"]
+    relay = FunctionSpec("relay", "sendonce_runtime.outbox_relay.handler", ROOT / "runtime",
+                         {"SENDONCE_QUEUE_URL": queue_url}, timeout_s=10)
+    runner = StreamEventSourceRunner(relay, StreamSourceSpec(stream_arn, insert_only=True),
+                                     pipeline.aws.environment).start()
+    try:
+        for order in ("order-1", "order-2", "order-3"):
+            transaction, _ = order_transaction(order)
+            dynamodb.transact_write_items(TransactItems=transaction)
+            with pytest.raises(dynamodb.exceptions.TransactionCanceledException):
+                dynamodb.transact_write_items(TransactItems=transaction)
+            bound = 200
+            while runner.stats.records_delivered < int(order[-1]) and bound:  # let the runner read in between
+                bound -= 1
+                runner._stop.wait(0.05)
+    finally:
+        runner.stop()
+    bodies = [json.loads(m["Body"])["dedupeKey"]
+              for m in sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10)["Messages"]]
+    assert sorted(bodies) == ["order-1:confirmed:ada@example.org", "order-2:confirmed:ada@example.org",
+                              "order-3:confirmed:ada@example.org"]

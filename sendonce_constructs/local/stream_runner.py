@@ -74,27 +74,30 @@ class StreamEventSourceRunner:
             return self.stats.last_read_empty and not self.stats.busy
 
     def _run(self) -> None:
-        iterators: dict[str, str | None] = {}
+        # A fresh iterator from the last sequence number read, every poll, as a checkpointing reader does. It also
+        # survives moto replacing a table's stream shard when it rolls back a failed transaction, which strands
+        # any iterator taken before.
+        positions: dict[str, str | None] = {}
         while not self._stop.is_set():
             shards = self._streams.describe_stream(StreamArn=self.source.stream_arn)["StreamDescription"]["Shards"]
             for shard in shards:
                 shard_id = shard["ShardId"]
-                if shard_id not in iterators:
-                    iterators[shard_id] = self._streams.get_shard_iterator(
-                        StreamArn=self.source.stream_arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON"
-                    )["ShardIterator"]
-                if iterators[shard_id] is not None:
-                    iterators[shard_id] = self._read(shard_id, iterators[shard_id])
+                positions[shard_id] = self._read(shard_id, positions.get(shard_id))
             self._stop.wait(IDLE_WAIT_S)
 
-    def _read(self, shard_id: str, iterator: str | None) -> str | None:
-        response = self._streams.get_records(ShardIterator=iterator, Limit=self.source.batch_size)
-        records = response.get("Records", [])
+    def _read(self, shard_id: str, after: str | None) -> str | None:
+        """Deliver what follows sequence number ``after`` (from the start when None); return the new position."""
+        where = {"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "SequenceNumber": after} if after else {
+            "ShardIteratorType": "TRIM_HORIZON"}
+        iterator = self._streams.get_shard_iterator(StreamArn=self.source.stream_arn, ShardId=shard_id,
+                                                    **where)["ShardIterator"]
+        records = self._streams.get_records(ShardIterator=iterator, Limit=self.source.batch_size).get("Records", [])
         with self.stats._lock:
             self.stats.last_read_empty = not records
-        if records:
-            self._deliver(records)
-        return response.get("NextShardIterator")
+        if not records:
+            return after
+        self._deliver(records)
+        return str(records[-1]["dynamodb"]["SequenceNumber"])
 
     def _deliver(self, records: list[dict[str, Any]]) -> None:
         batch = [lambda_stream_record(r, self.source.stream_arn, self._region) for r in records]
