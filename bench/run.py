@@ -355,11 +355,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="a small run, to check the suite works")
     parser.add_argument("--out", type=Path, default=ROOT / "BENCHMARKS.md")
+    parser.add_argument("--dynamodb-ms", type=float, default=DELAYS_MS["dynamodb"], help="DynamoDB round trip")
+    parser.add_argument("--ses-ms", type=float, default=DELAYS_MS["sesv2"], help="SES round trip")
+    parser.add_argument("--sqs-ms", type=float, default=DELAYS_MS["sqs"], help="SQS round trip")
     args = parser.parse_args()
+    DELAYS_MS.update(dynamodb=args.dynamodb_ms, sesv2=args.ses_ms, sqs=args.sqs_ms)
     plan = QUICK if args.quick else FULL
     emulator = start_emulator()
     try:
-        report = run(plan, "make bench" + (" (quick)" if args.quick else ""))
+        report = run(plan, " ".join(["make bench", *(["ARGS=--quick"] if args.quick else [])]))
     finally:
         emulator.terminate()
         emulator.wait()

@@ -346,3 +346,24 @@ def test_sqs_visible_to_the_consumer_only_through_its_own_dlq_grant(pipeline):
     sqs.meta.events.register("before-call.sqs.*", lambda model, **_: calls.append(model.name))
     consumer.handle(event(sqs_record("oops"), sqs_record(job("receipt:33:u1"))), FakeContext(FakeClock()))
     assert calls == ["SendMessage"]
+
+
+def test_ledger_unreachable_after_ses_accepted_acknowledges_and_never_resends(pipeline):
+    from botocore.exceptions import ClientError
+
+    log = io.StringIO()
+    consumer = pipeline.consumer()
+    consumer.log = OutcomeLog(log)
+    error = ClientError({"Error": {"Code": "InternalServerError", "Message": "down"}}, "UpdateItem")
+
+    def unreachable(*_args, **_kwargs):
+        raise error
+
+    consumer.processor._ledger.mark_sent = unreachable
+    record = sqs_record(job("receipt:34:u1"))
+    response = consumer.handle(event(record), FakeContext(FakeClock()))
+
+    assert response == {"batchItemFailures": []}  # acknowledged: a redelivery could only send it again
+    assert pipeline.emails_for("receipt:34:u1") == 1
+    line = json.loads(log.getvalue())
+    assert line["outcome"] == "sent_unrecorded" and line["sesMessageId"]

@@ -67,22 +67,30 @@ def _run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         return 2
     from .event_source_runner import EventSourceRunner, FaultPlan
-    from .stack_reader import read_consumers
+    from .stack_reader import read_consumers, read_stream_functions
+    from .stream_runner import StreamEventSourceRunner
 
     consumers = read_consumers(args.stack, args.cdk_out)
     if not consumers:
         print(f"stack {args.stack} has no SQS-triggered function", file=sys.stderr)
         return 2
+    relays = [StreamEventSourceRunner(r.function, r.source, dict(os.environ), sys.stdout).start()
+              for r in read_stream_functions(args.stack, args.cdk_out)]
     runners = [EventSourceRunner(c.function, c.source, dict(os.environ), sys.stdout,
                                  FaultPlan(args.faults, seed=1) if args.faults else None).start() for c in consumers]
     try:
+        for relay in relays:
+            print(f"relaying {relay.source.stream_arn} with {relay.function.name}", flush=True)
         for runner in runners:
             print(f"polling {runner.source.queue_url} for {runner.function.name}", flush=True)
             runner.run_until_drained(float("inf") if not args.until_drained else 3600,
-                                     lambda t, d: print(f"  {t:6.1f}s {d}", flush=True))
+                                     lambda t, d: print(f"  {t:6.1f}s {d}", flush=True),
+                                     upstream_idle=lambda: all(r.idle() for r in relays))
     except KeyboardInterrupt:
         pass
     finally:
         for runner in runners:
             runner.stop()
+        for relay in relays:
+            relay.stop()
     return 0
