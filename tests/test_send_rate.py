@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
 from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
 from sendonce_runtime.send_rate import SendRateLimiter
 
@@ -87,3 +88,39 @@ def test_no_send_slot_left_in_the_invocation_releases_the_claim_for_later(pipeli
     assert failed_ids(response) == {second["messageId"]}
     assert pipeline.emails_per_key() == {"slow:1": 1}
     assert pipeline.ledger_item("slow:2") is None
+
+
+def test_a_worker_killed_while_waiting_for_a_send_slot_leaves_no_claim_behind(pipeline):
+    from crash_injection import WorkerKilled
+
+    def killed_while_waiting(_seconds):
+        raise WorkerKilled("deploy")
+
+    consumer = pipeline.consumer(parallelism=1, max_send_rate=1.0)
+    consumer.processor._send_rate = SendRateLimiter(rate=1.0, burst=1, sleep=killed_while_waiting)
+    first, second = sqs_record(job("wait:1")), sqs_record(job("wait:2"))
+    with pytest.raises(WorkerKilled):
+        consumer.handle(event(first, second), FakeContext(FakeClock(), budget_ms=60_000))
+    assert pipeline.emails_per_key() == {"wait:1": 1}
+    assert pipeline.ledger_item("wait:2") is None  # not claimed, so not lost to the crash window
+    redelivery = pipeline.consumer(parallelism=1)  # at-most-once, the default
+    assert redelivery.handle(event(second), FakeContext(FakeClock())) == {"batchItemFailures": []}
+    assert pipeline.emails_for("wait:2") == 1
+
+
+def test_a_duplicate_gives_its_send_slot_back():
+    clock = FakeTime()
+    bucket = SendRateLimiter(rate=0.001, burst=2, monotonic=clock.monotonic, sleep=clock.sleep)
+    assert bucket.acquire(max_wait_s=0) and bucket.acquire(max_wait_s=0)
+    assert bucket.acquire(max_wait_s=0) is False
+    bucket.refund()
+    assert bucket.acquire(max_wait_s=0) is True
+
+
+def test_duplicates_do_not_use_up_the_send_rate(pipeline):
+    consumer = pipeline.consumer(parallelism=1, max_send_rate=0.001)
+    consumer.processor._send_rate = SendRateLimiter(rate=0.001, burst=2)
+    records = [sqs_record(job("dup:1")), sqs_record(job("dup:1")), sqs_record(job("dup:2"))]
+    response = consumer.handle(event(*records), FakeContext(FakeClock(), budget_ms=60_000))
+    assert response == {"batchItemFailures": []}
+    assert pipeline.emails_per_key() == {"dup:1": 1, "dup:2": 1}

@@ -23,6 +23,9 @@ LOGGER = logging.getLogger("sendonce")
 CLAIM_ROUNDS = 3
 COMPLETION_TRIES = 3
 LEDGER_ERRORS = (ClientError, BotoCoreError)
+# Outcomes in which a send was made (or may have been): the send slot they took is spent.
+_SENT_OR_TRIED = frozenset({Outcome.SENT, Outcome.SENT_UNRECORDED, Outcome.REFUSED, Outcome.THROTTLED,
+                            Outcome.AMBIGUOUS})
 
 
 class RecordProcessor:
@@ -61,6 +64,21 @@ class RecordProcessor:
             return self._dead_letter(record, Outcome.INVALID_MESSAGE, "invalid-message", error.reason,
                                      error.dedupe_key)
         policy = job.delivery or self._settings.delivery
+        # The send slot is taken before the claim, so nothing waits between claiming a key and sending it: a
+        # worker killed while waiting leaves no claim behind, and the key is not lost to the crash window.
+        if self._send_rate is not None:
+            spare_s = (deadline.remaining_ms() - self._settings.record_budget_ms) / 1000
+            if not self._send_rate.acquire(max_wait_s=max(0.0, spare_s)):
+                return RecordResult(record.message_id, Outcome.THROTTLED, job.dedupe_key,
+                                    reason="max_send_rate: no send slot left in this invocation")
+        result = self._claim_and_settle(record, job, policy, deadline)
+        if self._send_rate is not None and result.outcome not in _SENT_OR_TRIED:
+            self._send_rate.refund()
+        return result
+
+    def _claim_and_settle(
+        self, record: SqsRecord, job: EmailJob, policy: DeliveryPolicy, deadline: Deadline
+    ) -> RecordResult:
         owner = uuid.uuid4().hex
         for _ in range(CLAIM_ROUNDS):
             lease = self._clock.now_ms() + deadline.remaining_ms() + self._settings.lease_margin_ms
@@ -113,12 +131,6 @@ class RecordProcessor:
 
     def _send(self, record: SqsRecord, job: EmailJob, owner: str, attempt: int, deadline: Deadline) -> RecordResult:
         key = job.dedupe_key
-        if self._send_rate is not None:
-            spare_s = (deadline.remaining_ms() - self._settings.record_budget_ms) / 1000
-            if not self._send_rate.acquire(max_wait_s=max(0.0, spare_s)):
-                self._ledger.release(key, owner)
-                return RecordResult(record.message_id, Outcome.THROTTLED, key, attempt=attempt,
-                                    reason="max_send_rate: no send slot left in this invocation")
         outcome = self._sender.send(job)
         if isinstance(outcome, Accepted):
             recorded = self._complete(key, owner, outcome.ses_message_id, deadline)

@@ -40,3 +40,8 @@ class SendRateLimiter:
         if wait > 0:
             self._sleep(wait)
         return True
+
+    def refund(self) -> None:
+        """Give back a token that was not used for a send (the key turned out to be a duplicate)."""
+        with self._lock:
+            self._tokens = min(self._capacity, self._tokens + 1.0)
