@@ -50,6 +50,17 @@ class Invocation:
     error: str | None = None
 
 
+def _file_or_devnull(log: IO[str] | None) -> IO[str] | int:
+    """The function's output goes to ``log`` if it is a real file (a worker process needs a descriptor)."""
+    if log is None:
+        return subprocess.DEVNULL
+    try:
+        log.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+        return subprocess.DEVNULL
+    return log
+
+
 class LambdaInstance:
     """One execution environment: a worker process that keeps its module state between invocations."""
 
@@ -65,14 +76,15 @@ class LambdaInstance:
         requests_read, requests_write = os.pipe()
         answers_read, answers_write = os.pipe()
         environment = {**os.environ, **self._environment, "PYTHONUNBUFFERED": "1"}
+        output = _file_or_devnull(self._log)
         self._process = subprocess.Popen(
             [sys.executable, str(WORKER_SCRIPT), str(requests_read), str(answers_write),
              str(self._function.code_dir), self._function.handler],
             pass_fds=(requests_read, answers_write),
             env=environment,
             stdin=subprocess.DEVNULL,
-            stdout=self._log or subprocess.DEVNULL,
-            stderr=self._log or subprocess.DEVNULL,
+            stdout=output,
+            stderr=output,
         )
         os.close(requests_read)
         os.close(answers_write)

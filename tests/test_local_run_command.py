@@ -1,0 +1,56 @@
+"""`sendonce-local run`: play the SQS event source for a stack deployed to the emulator, code from cdk.out."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import boto3
+
+from sendonce_constructs.local.cli import main as local_cli
+
+TEMPLATE = {"Resources": {
+    "Role": {"Type": "AWS::IAM::Role", "Properties": {"AssumeRolePolicyDocument": {
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+                                                "Principal": {"Service": "lambda.amazonaws.com"}}]}}},
+    "Jobs": {"Type": "AWS::SQS::Queue", "Properties": {"VisibilityTimeout": 6}},
+    "Fn": {"Type": "AWS::Lambda::Function", "Properties": {
+        "Handler": "tiny.handler", "Runtime": "python3.12", "Timeout": 3, "Role": {"Fn::GetAtt": ["Role", "Arn"]},
+        "Code": {"ZipFile": "def handler(event, context): pass"}, "Environment": {"Variables": {}}}},
+    "Map": {"Type": "AWS::Lambda::EventSourceMapping", "Properties": {
+        "FunctionName": {"Ref": "Fn"}, "EventSourceArn": {"Fn::GetAtt": ["Jobs", "Arn"]}, "BatchSize": 5,
+        "FunctionResponseTypes": ["ReportBatchItemFailures"]}},
+}}
+HANDLER = '''
+import os
+
+def handler(event, context):
+    with open(os.environ["TINY_LOG"], "a") as log:
+        for record in event["Records"]:
+            log.write(record["body"] + "\\n")
+    return {"batchItemFailures": []}
+'''
+
+
+def test_run_plays_the_event_source_of_a_deployed_stack_until_the_queue_is_drained(aws, tmp_path: Path, capsys):
+    log = tmp_path / "handled.txt"
+    deployed = copy.deepcopy(TEMPLATE)
+    deployed["Resources"]["Fn"]["Properties"]["Environment"]["Variables"]["TINY_LOG"] = str(log)
+    boto3.client("cloudformation").create_stack(StackName="Tiny", TemplateBody=json.dumps(deployed))
+    # The cloud assembly as `cdk synth` leaves it: the template names the code asset, the asset is a folder.
+    cdk_out = tmp_path / "cdk.out"
+    (cdk_out / "asset.0123abcd").mkdir(parents=True)
+    (cdk_out / "asset.0123abcd" / "tiny.py").write_text(HANDLER)
+    synthesized = copy.deepcopy(deployed)
+    synthesized["Resources"]["Fn"]["Properties"]["Code"] = {"S3Bucket": "assets", "S3Key": "0123abcd.zip"}
+    (cdk_out / "Tiny.template.json").write_text(json.dumps(synthesized))
+    sqs = boto3.client("sqs")
+    queue_url = sqs.get_queue_url(QueueName=[q for q in sqs.list_queues()["QueueUrls"] if "Jobs" in q][0]
+                                  .rsplit("/", 1)[-1])["QueueUrl"]
+    for body in ("one", "two", "three"):
+        sqs.send_message(QueueUrl=queue_url, MessageBody=body)
+
+    assert local_cli(["run", "--stack", "Tiny", "--cdk-out", str(cdk_out), "--until-drained"]) == 0
+    assert sorted(log.read_text().split()) == ["one", "three", "two"]
+    assert "polling" in capsys.readouterr().out
