@@ -46,8 +46,7 @@ def test_run_plays_the_event_source_of_a_deployed_stack_until_the_queue_is_drain
     synthesized["Resources"]["Fn"]["Properties"]["Code"] = {"S3Bucket": "assets", "S3Key": "0123abcd.zip"}
     (cdk_out / "Tiny.template.json").write_text(json.dumps(synthesized))
     sqs = boto3.client("sqs")
-    queue_url = sqs.get_queue_url(QueueName=[q for q in sqs.list_queues()["QueueUrls"] if "Jobs" in q][0]
-                                  .rsplit("/", 1)[-1])["QueueUrl"]
+    queue_url = next(url for url in sqs.list_queues()["QueueUrls"] if "Jobs" in url)
     for body in ("one", "two", "three"):
         sqs.send_message(QueueUrl=queue_url, MessageBody=body)
 
