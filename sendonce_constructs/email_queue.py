@@ -28,7 +28,7 @@ from .runtime_asset import HANDLER, runtime_code
 
 PARTITION_KEY = "dedupeKey"
 TTL_ATTRIBUTE = "expiresAt"
-DLQ_RETENTION = Duration.days(14)
+DLQ_RETENTION = Duration.seconds(rules.DEAD_LETTER_RETENTION_S)  # the TTL rules count on this figure
 LOW_MAX_RECEIVE_COUNT_WARNING = "@sendonce/SendOnceEmailQueue:maxReceiveCountBelowFive"
 # The consumer's DynamoDB calls, and nothing more: the claim, the completion and the release.
 DEDUPE_TABLE_ACTIONS = ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")

@@ -22,7 +22,6 @@ from .function_dependencies import depend_on_role_policy_only
 from .runtime_asset import runtime_code
 
 RELAY_HANDLER = "sendonce_runtime.outbox_relay.handler"
-STREAM_RETENTION = Duration.hours(24)  # DynamoDB Streams keep records 24 hours
 
 
 class Outbox(Construct):

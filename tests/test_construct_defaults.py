@@ -252,7 +252,8 @@ def test_an_email_identity_construct_can_be_the_sender():
     identity = ses.EmailIdentity(stack, "Identity", identity=ses.Identity.domain("example.com"))
     _, template = build(stack, sender=identity, from_addresses=["receipts@example.com"])
     statement = ses_statement(template)
-    assert "Fn::Join" in statement["Resource"] or "Ref" in str(statement["Resource"])
+    parts = statement["Resource"]["Fn::Join"][1]
+    assert parts[-2:] == [":identity/", {"Ref": stack.get_logical_id(identity.node.default_child)}]
     assert statement["Condition"] == {"StringLike": {"ses:FromAddress": ["receipts@example.com"]}}
 
 

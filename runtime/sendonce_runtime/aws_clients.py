@@ -58,8 +58,3 @@ def dynamodb(settings: Settings) -> DynamoDBClient:
 def sqs(settings: Settings) -> SQSClient:
     return _shared("sqs", ledger_config(settings))  # type: ignore[no-any-return]
 
-
-def reset() -> None:
-    """Forget the clients, so the next call makes new ones (tests point them at a new endpoint)."""
-    with _lock:
-        _clients.clear()
