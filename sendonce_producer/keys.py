@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from email.utils import parseaddr
-
-from sendonce_runtime.message import MAX_KEY_BYTES
+from sendonce_runtime.address import InvalidAddress, parse_mailbox
+from sendonce_runtime.message import InvalidMessage, check_key
 
 SEPARATOR = ":"
 
@@ -15,12 +14,13 @@ def _escape(part: str) -> str:
 
 
 def normalise_address(address: str) -> str:
-    """The bare address with its domain lower-cased (domains are case-insensitive; local parts may not be)."""
-    _, bare = parseaddr(address)
-    local, at, domain = bare.rpartition("@")
-    if not at or not local or not domain:
-        raise ValueError(f"recipient {address!r} is not an email address")
-    return f"{local}@{domain.lower()}"
+    """The bare address as SES receives it, domain lower-cased (domains are case-insensitive; local parts may not
+    be), parsed by the consumer's own address parser: ``Ada <Ada@Bücher.example>`` is ``Ada@xn--bcher-kva.example``."""
+    try:
+        mailbox = parse_mailbox(address)
+    except InvalidAddress as error:
+        raise ValueError(f"recipient {address!r} is not a valid email address: it {error}") from None
+    return f"{mailbox.local_part}@{mailbox.domain.lower()}"
 
 
 def dedupe_key(*parts: str | int, recipient: str | None = None) -> str:
@@ -38,7 +38,9 @@ def dedupe_key(*parts: str | int, recipient: str | None = None) -> str:
     if recipient is not None:
         texts.append(normalise_address(recipient))
     key = SEPARATOR.join(_escape(text) for text in texts)
-    size = len(key.encode("utf-8"))
-    if size > MAX_KEY_BYTES:
-        raise ValueError(f"the dedupe key is {size} bytes; the limit is {MAX_KEY_BYTES}: use shorter parts")
+    try:
+        check_key(key)
+    except InvalidMessage as error:
+        raise ValueError(f"{error.reason}: use shorter parts, without control characters or white space at the ends"
+                         ) from None
     return key

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from consumer_harness import job
+from sendonce_runtime.address import Mailbox
 from sendonce_runtime.message import (
     FIELDS,
     InvalidMessage,
@@ -26,7 +27,7 @@ def parse(body: dict) -> object:
 
 def test_simple_job_parses_with_display_names_and_a_string_recipient():
     parsed = parse(job("receipt:1:u1", to="Ada <ada@example.org>", html="<p>hi</p>"))
-    assert parsed.to == ("Ada <ada@example.org>",)
+    assert parsed.to == (Mailbox("ada", "example.org", "Ada"),)
     assert parsed.content == SimpleContent("Receipt receipt:1:u1", "<p>hi</p>", "Thanks for your order.")
 
 
@@ -69,7 +70,7 @@ def test_payload_hash_ignores_key_order_and_the_delivery_field():
         (job("k", delivery="exactly-once"), "delivery must be 'at-most-once' or 'at-least-once'"),
         (job("k", tags={"bad tag": "x"}), "SES's rule"),
         (job("k", tags={"sendonce-key": "x"}), "reserved"),
-        (job("k", configurationSet=""), "configurationSet must be a non-empty string"),
+        (job("k", configurationSet=""), "configurationSet '' must be 1-64 letters, digits"),
     ],
 )
 def test_invalid_jobs_are_refused_with_a_reason(body, reason):

@@ -30,11 +30,13 @@ def ses_config(settings: Settings) -> Config:
 
 
 def ledger_config(settings: Settings) -> Config:
-    # Every ledger write is conditional on the owner token, so an SDK retry of one cannot do harm twice.
+    # Timeouts sized from the record's ledger budget, and no SDK retry (its backoff alone can sleep for seconds):
+    # no ledger or DLQ call outlives the deadline guard. The processor retries while the deadline allows.
+    connect_s, read_s = settings.ledger_call_timeouts_s
     return Config(
-        retries={"total_max_attempts": 3, "mode": "standard"},
-        connect_timeout=1,
-        read_timeout=2,
+        retries={"total_max_attempts": 1, "mode": "standard"},
+        connect_timeout=connect_s,
+        read_timeout=read_s,
         max_pool_connections=max(10, settings.parallelism),
     )
 

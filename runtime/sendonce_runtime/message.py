@@ -10,9 +10,10 @@ import binascii
 import hashlib
 import json
 import re
-from email.utils import parseaddr
+import unicodedata
 from typing import Any, NamedTuple
 
+from .address import InvalidAddress, Mailbox, find_control_character, parse_mailbox
 from .delivery import DeliveryPolicy
 
 MAX_KEY_BYTES = 1024
@@ -25,8 +26,8 @@ FIELDS = frozenset(
 )
 TEMPLATE_FIELDS = frozenset({"name", "data"})
 _TAG_PART = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
-_LOCAL_PART = re.compile(r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}$")
-_DOMAIN_LABEL = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
+# SES's rule for template and configuration set names.
+_SES_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 class InvalidMessage(ValueError):
@@ -57,14 +58,16 @@ Content = SimpleContent | TemplateContent | RawContent
 
 
 class EmailJob(NamedTuple):
+    """A parsed job: every value an SES request is built from was checked here, addresses included."""
+
     dedupe_key: str
-    from_address: str
-    to: tuple[str, ...]
+    from_address: Mailbox
+    to: tuple[Mailbox, ...]
     content: Content
     payload_hash: str
-    cc: tuple[str, ...] = ()
-    bcc: tuple[str, ...] = ()
-    reply_to: tuple[str, ...] = ()
+    cc: tuple[Mailbox, ...] = ()
+    bcc: tuple[Mailbox, ...] = ()
+    reply_to: tuple[Mailbox, ...] = ()
     configuration_set: str | None = None
     tags: tuple[tuple[str, str], ...] = ()
     delivery: DeliveryPolicy | None = None
@@ -78,9 +81,20 @@ def parse_job(body: str, sqs_message_id: str) -> EmailJob:
         raise InvalidMessage(f"body is not JSON: {error}") from None
     if not isinstance(document, dict):
         raise InvalidMessage(f"body must be a JSON object, got {type(document).__name__}")
+    try:
+        json.dumps(document, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidMessage("body holds an unpaired surrogate escape (such as \\ud800): text must be valid Unicode"
+                             ) from None
     key = document.get("dedupeKey")
-    _check_key(key, sqs_message_id)
-    assert isinstance(key, str)
+    if not isinstance(key, str) or not key:
+        raise InvalidMessage("dedupeKey is required: a non-empty string naming the outcome, e.g. receipt:8891:u42")
+    check_key(key)
+    if key == sqs_message_id:
+        raise InvalidMessage(
+            "dedupeKey equals the SQS message id: it must name the outcome (receipt:{orderId}:{userId}), "
+            "not the attempt, or a re-enqueued job is sent again"
+        )
     try:
         return _parse_fields(document, key)
     except InvalidMessage as error:
@@ -94,16 +108,32 @@ def payload_hash(document: dict[str, Any]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def _check_key(key: object, sqs_message_id: str) -> None:
-    if not isinstance(key, str) or not key:
-        raise InvalidMessage("dedupeKey is required: a non-empty string naming the outcome, e.g. receipt:8891:u42")
+def check_key(key: str) -> None:
+    """A key the ledger and SES's tags can carry: 1 to 1024 UTF-8 bytes, no control character, and no white
+    space at either end (" a" and "a" would be two keys for what a person reads as one)."""
+    if not key:
+        raise InvalidMessage("dedupeKey must not be empty")
     size = len(key.encode("utf-8"))
     if size > MAX_KEY_BYTES:
         raise InvalidMessage(f"dedupeKey is {size} bytes; the limit is {MAX_KEY_BYTES}")
-    if key == sqs_message_id:
+    if key != key.strip():
+        raise InvalidMessage(f"dedupeKey {_preview(key)} starts or ends with white space")
+    control = next((f"U+{ord(c):04X}" for c in key if unicodedata.category(c) == "Cc"), None)
+    if control is not None:
+        raise InvalidMessage(f"dedupeKey {_preview(key)} contains a control character ({control})")
+
+
+def _preview(value: str, limit: int = 80) -> str:
+    return repr(value if len(value) <= limit else value[:limit] + "...")
+
+
+def check_header_text(field_name: str, value: str) -> None:
+    """Header-bearing text must stay one line: CR, LF, NUL and other control characters are refused."""
+    control = find_control_character(value)
+    if control is not None:
         raise InvalidMessage(
-            "dedupeKey equals the SQS message id: it must name the outcome (receipt:{orderId}:{userId}), "
-            "not the attempt, or a re-enqueued job is sent again"
+            f"{field_name} contains a control character ({control}): header fields must be one line, with no CR, "
+            "LF or NUL"
         )
 
 
@@ -119,8 +149,8 @@ def _parse_fields(document: dict[str, Any], key: str) -> EmailJob:
     if not 1 <= recipients <= MAX_RECIPIENTS:
         raise InvalidMessage(f"to, cc and bcc hold {recipients} recipients; 1 to {MAX_RECIPIENTS} are allowed")
     configuration_set = document.get("configurationSet")
-    if configuration_set is not None and (not isinstance(configuration_set, str) or not configuration_set):
-        raise InvalidMessage("configurationSet must be a non-empty string")
+    if configuration_set is not None:
+        _check_ses_name("configurationSet", configuration_set)
     delivery = document.get("delivery")
     try:
         policy = None if delivery is None else DeliveryPolicy(delivery)
@@ -141,33 +171,30 @@ def _parse_fields(document: dict[str, Any], key: str) -> EmailJob:
     )
 
 
-def _address(value: object, field_name: str, *, required: bool = False) -> str:
+def _address(value: object, field_name: str, *, required: bool = False) -> Mailbox:
     if not isinstance(value, str) or not value.strip():
         raise InvalidMessage(f"{field_name} must be an email address string" + (" and is required" if required else ""))
-    if any(c in value for c in "\r\n\0"):
-        raise InvalidMessage(f"{field_name} {value!r} contains a line break or NUL")
-    _, address = parseaddr(value)
-    local, at, domain = address.rpartition("@")
-    labels = domain.split(".")
-    valid = (
-        at == "@"
-        and _LOCAL_PART.match(local) is not None
-        and len(labels) >= 2
-        and len(domain) <= 253
-        and all(_DOMAIN_LABEL.match(label) for label in labels)
-    )
-    if not valid:
-        raise InvalidMessage(f"{field_name} {value!r} is not a valid email address")
-    return value.strip()
+    try:
+        return parse_mailbox(value)
+    except InvalidAddress as error:
+        raise InvalidMessage(f"{field_name} {_preview(value)} is not a valid email address: it {error}") from None
 
 
-def _addresses(value: object, field_name: str) -> tuple[str, ...]:
+def _addresses(value: object, field_name: str) -> tuple[Mailbox, ...]:
     if value is None:
         return ()
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list):
         raise InvalidMessage(f"{field_name} must be an address or a list of addresses")
     return tuple(_address(item, field_name) for item in items)
+
+
+def _check_ses_name(field_name: str, value: object) -> str:
+    if not isinstance(value, str) or not _SES_NAME.match(value):
+        raise InvalidMessage(
+            f"{field_name} {value!r} must be 1-64 letters, digits, underscores or hyphens (SES's rule for names)"
+        )
+    return value
 
 
 def _content(document: dict[str, Any]) -> Content:
@@ -188,8 +215,9 @@ def _content(document: dict[str, Any]) -> Content:
 
 def _simple(document: dict[str, Any]) -> SimpleContent:
     subject, html, text = document.get("subject"), document.get("html"), document.get("text")
-    if not isinstance(subject, str) or not subject:
+    if not isinstance(subject, str) or not subject.strip():
         raise InvalidMessage("subject must be a non-empty string")
+    check_header_text("subject", subject)
     for name, value in (("html", html), ("text", text)):
         if value is not None and not isinstance(value, str):
             raise InvalidMessage(f"{name} must be a string")
@@ -205,8 +233,8 @@ def _template(value: object) -> TemplateContent:
     if unknown:
         raise InvalidMessage(f"unknown template fields {unknown}; allowed: ['data', 'name']")
     name, data = value.get("name"), value.get("data", {})
-    if not isinstance(name, str) or not name:
-        raise InvalidMessage("template.name must be a non-empty string")
+    _check_ses_name("template.name", name)
+    assert isinstance(name, str)
     if not isinstance(data, dict):
         raise InvalidMessage("template.data must be an object")
     return TemplateContent(name=name, data_json=json.dumps(data, separators=(",", ":"), ensure_ascii=False))

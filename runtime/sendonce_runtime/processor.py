@@ -22,6 +22,7 @@ LOGGER = logging.getLogger("sendonce")
 # A lost race re-reads the state through the next conditional write; more rounds than this means churn.
 CLAIM_ROUNDS = 3
 COMPLETION_TRIES = 3
+CLAIM_TRIES = 2
 LEDGER_ERRORS = (ClientError, BotoCoreError)
 # Outcomes in which a send was made (or may have been): the send slot they took is spent.
 _SENT_OR_TRIED = frozenset({Outcome.SENT, Outcome.SENT_UNRECORDED, Outcome.REFUSED, Outcome.THROTTLED,
@@ -81,8 +82,7 @@ class RecordProcessor:
     ) -> RecordResult:
         owner = uuid.uuid4().hex
         for _ in range(CLAIM_ROUNDS):
-            lease = self._clock.now_ms() + deadline.remaining_ms() + self._settings.lease_margin_ms
-            claim = self._ledger.claim(job.dedupe_key, owner, lease, job.payload_hash)
+            claim = self._claim(job, owner, deadline)
             if claim.won:
                 return self._send(record, job, owner, claim.attempts, deadline)
             if claim.existing is None:
@@ -92,6 +92,20 @@ class RecordProcessor:
                 return result
         return RecordResult(record.message_id, Outcome.CONTENDED, job.dedupe_key,
                             reason="the key's record kept changing under this worker")
+
+    def _claim(self, job: EmailJob, owner: str, deadline: Deadline) -> Claim:
+        """Claim, trying again after a ledger error while a whole record still fits before the deadline: a claim
+        whose answer was lost is ours on the next try (the condition accepts our own owner token)."""
+        tries = 1
+        while True:
+            lease = self._clock.now_ms() + deadline.remaining_ms() + self._settings.lease_margin_ms
+            try:
+                return self._ledger.claim(job.dedupe_key, owner, lease, job.payload_hash)
+            except LEDGER_ERRORS as error:
+                if tries >= CLAIM_TRIES or deadline.remaining_ms() < self._settings.record_budget_ms:
+                    raise
+                tries += 1
+                LOGGER.warning("claim of %s failed, trying again: %s", job.dedupe_key, _describe(error))
 
     def _settle_existing(
         self,

@@ -69,20 +69,22 @@ def key_tag_value(dedupe_key: str) -> str:
 
 
 def build_request(job: EmailJob, default_configuration_set: str | None) -> dict[str, Any]:
-    destination = {"ToAddresses": list(job.to)}
+    """The SendEmail request, built from the parsed job only: addresses as SES must receive them (ASCII, punycode
+    domains, RFC 2047 display names), never the producer's original strings."""
+    destination = {"ToAddresses": [m.for_ses for m in job.to]}
     if job.cc:
-        destination["CcAddresses"] = list(job.cc)
+        destination["CcAddresses"] = [m.for_ses for m in job.cc]
     if job.bcc:
-        destination["BccAddresses"] = list(job.bcc)
+        destination["BccAddresses"] = [m.for_ses for m in job.bcc]
     request: dict[str, Any] = {
-        "FromEmailAddress": job.from_address,
+        "FromEmailAddress": job.from_address.for_ses,
         "Destination": destination,
         "Content": _content(job),
         "EmailTags": [{"Name": DEDUPE_KEY_TAG, "Value": key_tag_value(job.dedupe_key)}]
         + [{"Name": name, "Value": value} for name, value in job.tags],
     }
     if job.reply_to:
-        request["ReplyToAddresses"] = list(job.reply_to)
+        request["ReplyToAddresses"] = [m.for_ses for m in job.reply_to]
     configuration_set = job.configuration_set or default_configuration_set
     if configuration_set:
         request["ConfigurationSetName"] = configuration_set

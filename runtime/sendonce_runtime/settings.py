@@ -9,6 +9,10 @@ from dataclasses import dataclass
 from .delivery import DeliveryPolicy
 
 
+# The most calls besides the send one record makes in a row: claim, release after a refusal, dead-letter send.
+LEDGER_CALLS_PER_RECORD = 3
+
+
 class SettingsError(RuntimeError):
     """The function's environment is incomplete: a deployment error, not a message error."""
 
@@ -30,6 +34,13 @@ class Settings:
     ses_read_timeout_s: float = 5.0
     # What a claim and the completion write need on top of the send, when deciding whether to start a record.
     ledger_budget_ms: int = 2_000
+
+    @property
+    def ledger_call_timeouts_s(self) -> tuple[float, float]:
+        """(connect, read) for one ledger or DLQ call, with no SDK retry: the calls a record makes besides the send
+        (a claim, then a completion, or a release and a dead-letter send) all fit ``ledger_budget_ms``."""
+        per_call_s = self.ledger_budget_ms / 1000 / LEDGER_CALLS_PER_RECORD
+        return per_call_s / 3, per_call_s * 2 / 3
 
     @property
     def record_budget_ms(self) -> int:
