@@ -111,8 +111,9 @@ class Outbox(Construct):
         depend_on_role_policy_only(self.relay, self.role)
 
     def grant_write(self, grantee: iam.IGrantable) -> iam.Grant:
-        """What ``outbox_put`` needs inside a TransactWriteItems: PutItem on the outbox table (and its KMS key)."""
-        grant = self.table.grant(grantee, "dynamodb:PutItem", "dynamodb:ConditionCheckItem")
+        """What ``outbox_put`` needs inside a TransactWriteItems: UpdateItem (the default, which never overwrites)
+        and PutItem (``fail_if_exists``) on the outbox table, and its KMS key."""
+        grant = self.table.grant(grantee, "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem")
         if self.table.encryption_key is not None:
             self.table.encryption_key.grant_encrypt_decrypt(grantee)
         return grant

@@ -11,25 +11,39 @@ from .job import EmailJob
 OUTBOX_TTL_S = 2 * 86_400
 
 
-def outbox_put(table_name: str, job: EmailJob, *, group_id: str | None = None) -> dict[str, Any]:
+def outbox_put(
+    table_name: str, job: EmailJob, *, group_id: str | None = None, fail_if_exists: bool = False
+) -> dict[str, Any]:
     """The ``TransactWriteItems`` entry that writes ``job`` to the outbox table.
 
-    Add it to the transaction of your business write. The relay moves it to the job queue from the table's
-    stream. A second write of the same job fails the condition (and so the whole transaction) instead of
-    enqueuing it twice; a retried transaction that had committed is refused the same way.
+    Add it to the transaction of your business write; the relay moves it to the job queue from the table's
+    stream. By default a job whose key is already in the outbox is left as it is and the transaction commits,
+    like SQL's ``INSERT ... ON CONFLICT (dedupe_key) DO NOTHING``: your business change is never cancelled by a
+    duplicate email intent, and an unchanged item writes no stream record, so nothing is relayed twice.
+    ``fail_if_exists=True`` makes the duplicate cancel the whole transaction instead (TransactionCanceledException
+    with a ConditionalCheckFailed reason), for callers who want to see the conflict.
     """
-    item: dict[str, Any] = {
-        "dedupeKey": {"S": job.dedupe_key},
+    values: dict[str, Any] = {
         "job": {"S": job.to_message()},
         "createdAt": {"N": str(time.time_ns() // 1_000_000)},
         "expiresAt": {"N": str(int(time.time()) + OUTBOX_TTL_S)},
     }
     if group_id is not None:
-        item["groupId"] = {"S": group_id}
+        values["groupId"] = {"S": group_id}
+    key = {"dedupeKey": {"S": job.dedupe_key}}
+    if fail_if_exists:
+        return {"Put": {"TableName": table_name, "Item": {**key, **values},
+                        "ConditionExpression": "attribute_not_exists(dedupeKey)"}}
+    # Each attribute is set only where the item has none: a new key is written whole (an INSERT the relay sends),
+    # an existing one is not changed at all.
+    names = {f"#{name}": name for name in values}
+    assignments = ", ".join(f"#{name} = if_not_exists(#{name}, :{name})" for name in values)
     return {
-        "Put": {
+        "Update": {
             "TableName": table_name,
-            "Item": item,
-            "ConditionExpression": "attribute_not_exists(dedupeKey)",
+            "Key": key,
+            "UpdateExpression": f"SET {assignments}",
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": {f":{name}": value for name, value in values.items()},
         }
     }

@@ -310,7 +310,7 @@ def test_outbox_adds_a_streamed_table_and_a_relay_to_the_job_queue():
     producer_actions = {a for s in policy_statements(template) for a in ([s["Action"]] if isinstance(s["Action"], str)
                                                                           else s["Action"])
                         if "ConditionCheckItem" in str(s["Action"])}
-    assert producer_actions == {"dynamodb:PutItem", "dynamodb:ConditionCheckItem"}
+    assert producer_actions == {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"}
     outputs = template.to_json()["Outputs"]
     assert any(o["Description"] == "sendonce:Test/Receipts:outbox" for o in outputs.values())
 

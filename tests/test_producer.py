@@ -15,6 +15,7 @@ from botocore.stub import Stubber
 from hypothesis import given
 from hypothesis import strategies as st
 from sendonce_runtime.message import parse_job
+from sendonce_runtime.outbox_relay import relay
 
 from sendonce_producer import EmailJob, InvalidJob, dedupe_key, enqueue, enqueue_many, outbox_put
 
@@ -139,20 +140,53 @@ def outbox_tables():
     return dynamodb
 
 
-def order_transaction(order_id: str) -> tuple[list[dict], EmailJob]:
+def order_transaction(order_id: str, status: str = "paid", **outbox_options) -> tuple[list[dict], EmailJob]:
     job = receipt(dedupe_key(order_id, "confirmed", recipient="ada@example.org"), subject=f"Receipt {order_id}")
-    return [{"Put": {"TableName": "orders", "Item": {"orderId": {"S": order_id}}}}, outbox_put("outbox", job)], job
+    order = {"Put": {"TableName": "orders", "Item": {"orderId": {"S": order_id}, "status": {"S": status}}}}
+    return [order, outbox_put("outbox", job, **outbox_options)], job
 
 
-def test_a_second_write_of_the_same_job_fails_the_transaction_instead_of_enqueuing_twice(aws):
+def outbox_records(dynamodb) -> list[dict]:
+    streams = boto3.client("dynamodbstreams")
+    stream_arn = dynamodb.describe_table(TableName="outbox")["Table"]["LatestStreamArn"]
+    [shard] = streams.describe_stream(StreamArn=stream_arn)["StreamDescription"]["Shards"]
+    iterator = streams.get_shard_iterator(StreamArn=stream_arn, ShardId=shard["ShardId"],
+                                          ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+    return streams.get_records(ShardIterator=iterator)["Records"]
+
+
+def test_a_second_intent_for_the_same_key_never_cancels_the_business_transaction(aws):
     dynamodb = outbox_tables()
-    transaction, job = order_transaction("order-7")
-    dynamodb.transact_write_items(TransactItems=transaction)
-    with pytest.raises(dynamodb.exceptions.TransactionCanceledException):
-        dynamodb.transact_write_items(TransactItems=transaction)
+    first, job = order_transaction("order-7", status="paid")
+    dynamodb.transact_write_items(TransactItems=first)
+    again, _ = order_transaction("order-7", status="shipped")  # the order changed; its receipt key is the same
+    dynamodb.transact_write_items(TransactItems=again)
+
+    order = dynamodb.get_item(TableName="orders", Key={"orderId": {"S": "order-7"}})["Item"]
+    assert order["status"]["S"] == "shipped"  # the business change committed
     item = dynamodb.get_item(TableName="outbox", Key={"dedupeKey": {"S": job.dedupe_key}})["Item"]
     assert item["job"]["S"] == job.to_message()
-    assert dynamodb.scan(TableName="orders")["Count"] == 1
+    # What the relay sends from the whole stream: the job once. (moto writes a transaction's Update of a new item
+    # as two INSERTs, the key alone and then the whole item, and the unchanged second write as a MODIFY; real
+    # DynamoDB writes one INSERT and nothing for an unchanged item. The relay is right for both.)
+    sqs = boto3.client("sqs")
+    queue_url = sqs.create_queue(QueueName="jobs")["QueueUrl"]
+    assert relay(outbox_records(dynamodb), sqs, queue_url, fifo=False) == []
+    bodies = [m["Body"] for m in sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10)["Messages"]]
+    assert bodies == [job.to_message()]
+
+
+def test_the_strict_form_cancels_the_transaction_on_a_duplicate_intent(aws):
+    dynamodb = outbox_tables()
+    transaction, job = order_transaction("order-8", fail_if_exists=True)
+    dynamodb.transact_write_items(TransactItems=transaction)
+    with pytest.raises(dynamodb.exceptions.TransactionCanceledException) as error:
+        dynamodb.transact_write_items(TransactItems=order_transaction("order-8", "shipped", fail_if_exists=True)[0])
+    assert [r["Code"] for r in error.value.response["CancellationReasons"]] == ["None", "ConditionalCheckFailed"]
+    order = dynamodb.get_item(TableName="orders", Key={"orderId": {"S": "order-8"}})["Item"]
+    assert order["status"]["S"] == "paid"
+    assert dynamodb.get_item(TableName="outbox", Key={"dedupeKey": {"S": job.dedupe_key}})["Item"]["job"]["S"] \
+        == job.to_message()
 
 
 def test_an_order_through_the_outbox_sends_one_email_even_when_retried_and_relayed_twice(pipeline):
@@ -167,8 +201,7 @@ def test_an_order_through_the_outbox_sends_one_email_even_when_retried_and_relay
     for order in ("order-1", "order-2"):
         transaction, _ = order_transaction(order)
         dynamodb.transact_write_items(TransactItems=transaction)
-        with pytest.raises(dynamodb.exceptions.TransactionCanceledException):
-            dynamodb.transact_write_items(TransactItems=transaction)  # the client retried after a timeout
+        dynamodb.transact_write_items(TransactItems=transaction)  # the client retried after a timeout: commits
     relay = FunctionSpec("relay", "sendonce_runtime.outbox_relay.handler", ROOT / "runtime",
                          {"SENDONCE_QUEUE_URL": queue_url}, timeout_s=10)
     for _ in range(2):  # a stream delivers at least once: relay the whole stream twice
@@ -216,7 +249,7 @@ def test_the_stream_runner_keeps_reading_after_a_refused_transaction(pipeline):
                                      pipeline.aws.environment).start()
     try:
         for order in ("order-1", "order-2", "order-3"):
-            transaction, _ = order_transaction(order)
+            transaction, _ = order_transaction(order, fail_if_exists=True)
             dynamodb.transact_write_items(TransactItems=transaction)
             with pytest.raises(dynamodb.exceptions.TransactionCanceledException):
                 dynamodb.transact_write_items(TransactItems=transaction)
