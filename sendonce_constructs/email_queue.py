@@ -48,6 +48,15 @@ def _name_of(value: str | None) -> str | None:
     return None if value is None or Token.is_unresolved(value) else value
 
 
+def _key_schema(table: dynamodb.ITable) -> tuple[list[tuple[str, str]], list[str]] | None:
+    """The key attributes of a table defined in this app; None for an imported one, whose schema CDK cannot see."""
+    schema_v2 = getattr(table, "schema_v2", None)
+    if schema_v2 is None:
+        return None
+    schema = schema_v2()
+    return ([(a.name, a.type.name) for a in schema.partition_keys], [a.name for a in schema.sort_keys])
+
+
 def newest_python_runtime() -> lambda_.Runtime:
     """The newest Python runtime this aws-cdk-lib knows (what cdk-nag's AwsSolutions-L1 asks for)."""
     versions = [
@@ -92,7 +101,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     :param delivery: what happens when a crash leaves it unknown whether SES accepted an email.
         Default ``DeliveryPolicy.AT_MOST_ONCE``.
     :param fifo: use FIFO queues (per-group ordering). Default False.
-    :param existing_table: bring your own dedupe table (partition key ``dedupeKey``, string) instead.
+    :param existing_table: bring your own dedupe table (partition key ``dedupeKey``, string, no sort key) instead.
+        Its keys are checked at synth when it is defined in the app; its own KMS key, if any, is granted.
     :param removal_policy: for the dedupe table this construct makes. Default RETAIN.
     :param deletion_protection: for the dedupe table this construct makes. Default False.
     :param encryption: queue encryption. Default SQS-managed; KMS when ``encryption_key`` is given.
@@ -190,6 +200,10 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             if value is not None
         ]
         rules.check_table_choice(existing_table is not None, table_overrides)
+        if existing_table is not None:
+            schema = _key_schema(existing_table)
+            if schema is not None:
+                rules.check_existing_table_keys(*schema)
         rules.check_encryption(encryption.name if encryption else None, encryption_key is not None)
 
         self.delivery = delivery
@@ -297,12 +311,18 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         acknowledge(self, "Serverless-LambdaEventSourceMappingDestination",
                     "SQS event sources take no on-failure destination; failed jobs go to the queue's redrive DLQ.")
         self.table.grant(self.function, *DEDUPE_TABLE_ACTIONS)
-        if encryption_key is not None:
-            encryption_key.grant_encrypt_decrypt(self.function)
+        # The queues' and table's key, and an existing table's own key: without it every claim is AccessDenied.
+        data_keys = [encryption_key] if encryption_key is not None else []
+        table_key = self.table.encryption_key
+        if table_key is not None and table_key is not encryption_key:
+            data_keys.append(table_key)
+        for key in data_keys:
+            key.grant_encrypt_decrypt(self.function)
+        if data_keys:
             for family in ("kms:GenerateDataKey*", "kms:ReEncrypt*"):
                 acknowledge(self.role, f"AwsSolutions-IAM5[Action::{family}]",
-                            "CDK's encrypt/decrypt grant on the one customer key given; the action family covers the "
-                            "key-spec variants SQS and DynamoDB call.")
+                            "CDK's encrypt/decrypt grant on the customer keys given (encryption_key, an existing "
+                            "table's own key); the action family covers the key-spec variants SQS and DynamoDB call.")
         if tracing == lambda_.Tracing.ACTIVE or tracing == lambda_.Tracing.PASS_THROUGH:
             acknowledge(self.role, "AwsSolutions-IAM5[Resource::*]",
                         "X-Ray's PutTraceSegments and PutTelemetryRecords have no resource-level permissions.")

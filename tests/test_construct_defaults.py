@@ -188,6 +188,37 @@ def test_customer_managed_key_encrypts_queues_and_table_and_is_granted():
     assert any("kms:Decrypt" in s["Action"] for s in policy_statements(template))
 
 
+def key_actions_granted_on(template: Template, key_logical_prefix: str) -> set[str]:
+    return {
+        action
+        for statement in policy_statements(template)
+        if key_logical_prefix in str(statement["Resource"])
+        for action in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])
+    }
+
+
+@pytest.mark.parametrize("how", ["defined in the app", "imported with its key"])
+def test_an_existing_tables_own_key_is_granted_to_the_consumer(how):
+    stack = make_stack()
+    key = kms.Key(stack, "TableKey")
+    if how == "defined in the app":
+        table = dynamodb.Table(stack, "Mine", partition_key=dynamodb.Attribute(
+            name="dedupeKey", type=dynamodb.AttributeType.STRING),
+            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED, encryption_key=key)
+    else:
+        table = dynamodb.Table.from_table_attributes(stack, "Mine", table_name="mine", encryption_key=key)
+    _, template = build(stack, existing_table=table)
+    assert {"kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey*"} <= key_actions_granted_on(template, "TableKey")
+
+
+def test_the_tables_key_is_granted_once_when_it_is_the_encryption_key():
+    stack = make_stack()
+    key = kms.Key(stack, "Key")
+    _, template = build(stack, encryption_key=key)
+    kms_statements = [s for s in policy_statements(template) if "kms:Encrypt" in s["Action"]]
+    assert len(kms_statements) == 1
+
+
 def test_grant_enqueue_gives_a_producer_send_and_the_kms_it_needs():
     stack = make_stack()
     key = kms.Key(stack, "Key")

@@ -117,6 +117,33 @@ def test_existing_table_with_table_overrides_is_an_error():
         build(stack, existing_table=table, removal_policy=cdk.RemovalPolicy.DESTROY, deletion_protection=True)
 
 
+@pytest.mark.parametrize(("keys", "message"), [
+    ({"partition_key": dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING)},
+     "existing_table has partition key 'id' (STRING): the dedupe ledger reads and writes items keyed by "
+     "'dedupeKey' (STRING) alone"),
+    ({"partition_key": dynamodb.Attribute(name="dedupeKey", type=dynamodb.AttributeType.NUMBER)},
+     "existing_table has partition key 'dedupeKey' (NUMBER)"),
+    ({"partition_key": dynamodb.Attribute(name="dedupeKey", type=dynamodb.AttributeType.STRING),
+      "sort_key": dynamodb.Attribute(name="sk", type=dynamodb.AttributeType.STRING)},
+     "existing_table has partition key 'dedupeKey' (STRING) and sort key 'sk'"),
+], ids=["wrong name", "wrong type", "sort key"])
+def test_an_existing_table_with_other_keys_fails_synth_with_the_fix(keys, message):
+    stack = make_stack()
+    table = dynamodb.Table(stack, "Mine", **keys)
+    with pytest.raises(SendOnceConfigurationError) as error:
+        build(stack, existing_table=table)
+    assert message in str(error.value)
+    assert "partition_key=dynamodb.Attribute(name='dedupeKey', type=dynamodb.AttributeType.STRING)" in str(error.value)
+
+
+def test_an_existing_table_with_the_right_keys_is_accepted():
+    stack = make_stack()
+    table = dynamodb.Table(stack, "Mine", partition_key=dynamodb.Attribute(
+        name="dedupeKey", type=dynamodb.AttributeType.STRING))
+    pipeline, _ = build(stack, existing_table=table)
+    assert pipeline.table is table
+
+
 def test_encryption_key_with_sqs_managed_encryption_is_an_error():
     stack = make_stack()
     expected = "encryption_key was given with encryption (SQS_MANAGED)"
