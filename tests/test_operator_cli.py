@@ -82,7 +82,7 @@ def test_resolve_refuses_records_that_need_no_decision(pipeline, ops, capsys, ke
     run, _ = ops
     record_states(pipeline, FakeClock())
     before = pipeline.ledger_item(key)
-    assert run("resolve", key, "--resend")[0] == 1
+    assert run("resolve", key, "--resend")[0] == 2
     assert "only UNKNOWN records" in capsys.readouterr().err
     assert pipeline.ledger_item(key) == before
 
@@ -203,9 +203,9 @@ def test_a_stack_is_found_by_its_outputs_or_its_resources(aws, capsys):
 
 
 def test_a_wrong_stack_or_a_missing_table_is_a_clear_error(aws, capsys):
-    assert sendonce(["--stack", "NoSuchStack", "status", "k"]) == 1
+    assert sendonce(["--stack", "NoSuchStack", "status", "k"]) == 2
     assert "stack 'NoSuchStack' not found" in capsys.readouterr().err
-    assert sendonce(["status", "k"]) == 1
+    assert sendonce(["status", "k"]) == 2
     assert "no table found: pass --table or --stack" in capsys.readouterr().err
     assert sendonce(["--table", "missing", "status", "k"]) == 2
     assert "ResourceNotFoundException" in capsys.readouterr().err

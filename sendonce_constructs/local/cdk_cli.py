@@ -30,8 +30,7 @@ def run_cdk(args: list[str], project_dir: Path, environment: Mapping[str, str], 
         result = subprocess.run(command, cwd=project_dir, env=dict(environment), stdout=log, stderr=log,
                                 stdin=subprocess.DEVNULL, check=False)
     if result.returncode != 0:
-        tail = "\n".join(log_path.read_text(encoding="utf-8").splitlines()[-25:])
-        raise CdkCliError(f"`cdk {' '.join(args)}` failed (exit {result.returncode}):\n{tail}")
+        raise CdkCliError(f"`cdk {args[0]}` failed (exit {result.returncode}); its output is in {log_path}")
 
 
 def bootstrap_and_deploy(

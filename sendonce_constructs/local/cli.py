@@ -4,13 +4,25 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.util
 import os
 import signal
 import sys
 import threading
 from pathlib import Path
 
+from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
+
+from .cdk_cli import CdkCliError, cdk_executable
+from .stack_reader import StackNotFound
+
 QUICK_KEYS = 40
+# What the demo deploys and runs, found in a checkout of this repository.
+DEMO_PROJECT_FILES = ("cdk.json", "examples/app.py")
+
+
+class LocalCliError(RuntimeError):
+    """An expected failure, said in one line with its fix."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,11 +42,44 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--until-drained", action="store_true", help="exit once the queues are empty")
     run.add_argument("--faults", type=float, default=0.0, help="share of invocations killed (default none)")
     args = parser.parse_args(argv)
-    if args.command == "demo":
-        return _demo(args)
-    if args.command == "serve":
-        return _serve()
-    return _run(args)
+    try:
+        if args.command == "demo":
+            return _demo(args)
+        if args.command == "serve":
+            return _serve()
+        return _run(args)
+    except (LocalCliError, CdkCliError, StackNotFound) as error:
+        return _error(str(error))
+    except NoCredentialsError:
+        return _error("no AWS credentials found: point this shell at an emulator with the exports "
+                      "`sendonce-local serve` prints")
+    except EndpointConnectionError:
+        return _error(f"cannot reach the emulator at {os.environ.get('AWS_ENDPOINT_URL')}: is `sendonce-local "
+                      "serve` still running? Start it and export what it prints")
+    except ClientError as error:
+        details = error.response.get("Error", {})
+        return _error(f"{error.operation_name} failed: {details.get('Code')}: {details.get('Message', '')}")
+    except BotoCoreError as error:
+        return _error(str(error))
+
+
+def _error(message: str) -> int:
+    print(f"sendonce-local: {' '.join(message.split())}", file=sys.stderr)
+    return 2
+
+
+def check_demo_can_run(project_dir: Path) -> None:
+    """Everything the demo needs from outside the wheel, checked before an emulator starts."""
+    missing = [name for name in DEMO_PROJECT_FILES if not (project_dir / name).is_file()]
+    if missing:
+        raise LocalCliError(
+            f"the demo deploys this repository's example app, and {', '.join(missing)} is not in {project_dir}: "
+            "run it from a checkout of sendonce (`make demo` installs everything it needs)"
+        )
+    if importlib.util.find_spec("sendonce_producer") is None:
+        raise LocalCliError("the demo writes orders with sendonce-producer, which is not installed: run "
+                            "`pip install ./producer` in the checkout, or `make demo`")
+    cdk_executable()
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -43,6 +88,7 @@ def _demo(args: argparse.Namespace) -> int:
     keys = args.keys or (QUICK_KEYS if args.quick else DemoOptions.keys)
     options = DemoOptions(out_dir=args.out, stack=args.stack, keys=keys, fault_probability=args.faults,
                           seed=args.seed)
+    check_demo_can_run(options.project_dir.resolve())
     report = run_demo(options, say=lambda line: print(line, flush=True))
     return 0 if report.ok else 1
 
@@ -63,17 +109,14 @@ def _serve() -> int:
 
 def _run(args: argparse.Namespace) -> int:
     if not os.environ.get("AWS_ENDPOINT_URL"):
-        print("sendonce-local run talks only to an emulator: set AWS_ENDPOINT_URL (see `sendonce-local serve`)",
-              file=sys.stderr)
-        return 2
+        raise LocalCliError("run talks only to an emulator: set AWS_ENDPOINT_URL (see `sendonce-local serve`)")
     from .event_source_runner import EventSourceRunner, FaultPlan
     from .stack_reader import read_consumers, read_stream_functions
     from .stream_runner import StreamEventSourceRunner
 
     consumers = read_consumers(args.stack, args.cdk_out)
     if not consumers:
-        print(f"stack {args.stack} has no SQS-triggered function", file=sys.stderr)
-        return 2
+        raise LocalCliError(f"stack {args.stack} has no SQS-triggered function")
     relays = [StreamEventSourceRunner(r.function, r.source, dict(os.environ), sys.stdout).start()
               for r in read_stream_functions(args.stack, args.cdk_out)]
     runners = [EventSourceRunner(c.function, c.source, dict(os.environ), sys.stdout,

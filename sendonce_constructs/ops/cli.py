@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import boto3
-from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
+from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
 
 from .dead_letters import DeadLetters
 from .ledger_view import LedgerView, StateChanged
@@ -51,9 +51,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args, pipeline)
     except (LocateError, StateChanged, ValueError) as error:
         _error(str(error))
-        return 1
+        return 2
     except NoCredentialsError:
         _error("no AWS credentials found: configure a profile, or set AWS_ENDPOINT_URL for a local emulator")
+        return 2
+    except EndpointConnectionError as error:
+        _error(f"cannot reach {error.kwargs.get('endpoint_url', 'AWS')}: check the network, the region, or "
+               "AWS_ENDPOINT_URL (a local emulator must be running)")
         return 2
     except ClientError as error:
         details = error.response.get("Error", {})
@@ -146,4 +150,4 @@ def _progress(verb: str) -> Any:
 
 
 def _error(message: str) -> None:
-    print(f"sendonce: {message}", file=sys.stderr)
+    print(f"sendonce: {' '.join(message.split())}", file=sys.stderr)
