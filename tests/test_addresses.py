@@ -185,7 +185,7 @@ def test_header_fields_refuse_line_breaks_and_nul(overrides, field):
 def test_a_template_name_must_follow_ses_naming():
     base = {k: v for k, v in job("k").items() if k not in ("subject", "text")}
     for name in ("receipt\r\nX: y", "a b", "", "x" * 65):
-        with pytest.raises(InvalidMessage, match="template.name .* must be 1-64 letters"):
+        with pytest.raises(InvalidMessage, match=r"template\.name .* must be 1-64 letters"):
             parse_job(json.dumps(dict(base, template={"name": name})), "m")
     assert parse_job(json.dumps(dict(base, template={"name": "receipt_v2-EU"})), "m").content.name == "receipt_v2-EU"
 

@@ -186,7 +186,7 @@ def _ascii_label(label: str) -> str:
         try:
             label = encodings.idna.ToASCII(label).decode("ascii")
         except UnicodeError:
-            raise InvalidAddress(f"has the domain label {label!r}, which is not a valid internationalised name") from None
+            raise InvalidAddress(f"has the domain label {label!r}, not a valid internationalised name") from None
     if not _LABEL.match(label):
         raise InvalidAddress(
             f"has the domain label {label!r}: labels are 1-63 letters, digits or hyphens, not starting or ending "
@@ -206,7 +206,7 @@ def _display_name_for_header(name: str) -> str:
 
 def _rfc2047(name: str) -> str:
     """Encoded words of at most 75 characters each, split between characters, joined by a space on one line."""
-    words: list[str] = []
+    words: list[bytes] = []
     chunk = b""
     for char in name:
         encoded = char.encode("utf-8")

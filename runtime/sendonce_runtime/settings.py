@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 from .delivery import DeliveryPolicy
 
-
 # The most calls besides the send one record makes in a row: claim, release after a refusal, dead-letter send.
 LEDGER_CALLS_PER_RECORD = 3
 
