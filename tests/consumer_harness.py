@@ -17,6 +17,8 @@ from sendonce_runtime.outcome import OutcomeLog
 from sendonce_runtime.settings import Settings
 
 SENDER_DOMAIN = "example.com"
+CONFIGURATION_SET = "sendonce-test-evidence"
+PIPELINE_TAG = "test-pipeline"
 QUEUE_ARN = "arn:aws:sqs:us-east-1:123456789012:jobs"
 _ids = itertools.count(1)
 
@@ -91,6 +93,9 @@ class Pipeline:
     dead_letter_queue_url: str
     ses_endpoint: str | None = None
     parallelism: int = 1  # what consumers get unless a test names its own
+    evidence_dead_letter_queue_url: str | None = None
+    recorder: Any = None
+    recorder_log: Any = None
 
     def settings(self, **overrides: Any) -> Settings:
         overrides.setdefault("parallelism", self.parallelism)
@@ -108,6 +113,37 @@ class Pipeline:
             clock,
             OutcomeLog(io.StringIO()),
         )
+
+    def evidence_settings(self, grace_ms: int = 60_000, **overrides: Any) -> dict[str, Any]:
+        """Settings of a consumer whose sends SES's events confirm (see :meth:`ses_events`)."""
+        return {"evidence_grace_ms": grace_ms, "pipeline_tag": PIPELINE_TAG,
+                "configuration_set": CONFIGURATION_SET, **overrides}
+
+    def ses_events(self, clock: Any = None, faults: Any = None, seed: int = 0) -> Any:
+        """SES's event publishing played for this pipeline, delivered straight to a recorder (no EventBridge):
+        ``publisher.pump(float("inf"))`` hands every event so far to the recorder."""
+        from sendonce_runtime.event_recorder import EventLog, EventRecorder, RecorderSettings
+
+        from sendonce_constructs.local.ses_publisher import EventFaults, SesEventPublisher, as_sqs_records
+
+        if self.evidence_dead_letter_queue_url is None:
+            self.evidence_dead_letter_queue_url = boto3.client("sqs").create_queue(
+                QueueName="evidence-dlq")["QueueUrl"]
+        settings = RecorderSettings(self.table_name, self.evidence_dead_letter_queue_url, PIPELINE_TAG)
+        self.recorder_log = io.StringIO()
+        self.recorder = EventRecorder.from_clients(settings, boto3.client("dynamodb"), boto3.client("sqs"), clock,
+                                                   EventLog(self.recorder_log))
+        recorder = self.recorder
+
+        def deliver(events: list[dict[str, Any]]) -> None:
+            response = recorder.handle({"Records": as_sqs_records(events)})
+            assert response == {"batchItemFailures": []}, response
+
+        return SesEventPublisher([CONFIGURATION_SET], deliver, self.aws.account_id, self.aws.region,
+                                 faults or EventFaults(delay_s=0, outcome_delay_s=0), seed)
+
+    def recorder_outcomes(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.recorder_log.getvalue().splitlines()]
 
     def emails_per_key(self) -> Counter[str]:
         return Counter(

@@ -26,6 +26,7 @@ class Fault(enum.Enum):
     SERVER_ERROR = "server_error"
     ACCEPT_THEN_HANG = "accept_then_hang"
     ACCEPT_THEN_DROP = "accept_then_drop"
+    ACCEPT_THEN_SERVER_ERROR = "accept_then_server_error"  # SES sent it, then answered 5xx
 
 
 _ERRORS = {
@@ -76,4 +77,8 @@ class SesFaultProxy:
             return None
         if fault is Fault.ACCEPT_THEN_DROP:
             return None
+        if fault is Fault.ACCEPT_THEN_SERVER_ERROR:
+            status, code, message = _ERRORS[Fault.SERVER_ERROR]
+            return Reply(status, [("x-amzn-ErrorType", code), ("Content-Type", "application/json")],
+                         json.dumps({"message": message}).encode())
         return reply

@@ -41,12 +41,18 @@ def ledger_config(settings: Settings) -> Config:
     )
 
 
-def _shared(service: str, config: Config) -> Any:
+def _shared(service: str, config: Config, name: str | None = None) -> Any:
     # Clients are thread-safe once made; sessions are not, so each client gets its own, under the lock.
     with _lock:
-        if service not in _clients:
-            _clients[service] = boto3.session.Session().client(service, config=config)  # type: ignore[call-overload]
-        return _clients[service]
+        name = name or service
+        if name not in _clients:
+            _clients[name] = boto3.session.Session().client(service, config=config)  # type: ignore[call-overload]
+        return _clients[name]
+
+
+def recorder_client(service: str) -> Any:
+    """The event recorder's clients: its writes are idempotent, so the SDK's standard retries are safe."""
+    return _shared(service, Config(retries={"total_max_attempts": 3, "mode": "standard"}), f"recorder:{service}")
 
 
 def ses(settings: Settings) -> SESV2Client:

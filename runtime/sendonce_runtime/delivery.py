@@ -1,4 +1,4 @@
-"""The policy for the one window no protocol closes: a worker died after its send left it."""
+"""What the consumer does with a send whose fate a crash left unknown (its worker died after it may have left)."""
 
 from __future__ import annotations
 
@@ -6,5 +6,20 @@ import enum
 
 
 class DeliveryPolicy(enum.Enum):
-    AT_MOST_ONCE = "at-most-once"  # an expired in-flight record becomes UNKNOWN: may lose, never doubles
-    AT_LEAST_ONCE = "at-least-once"  # an expired in-flight record is taken over and sent: may double, never loses
+    """Both ask SES first: a key with an SES event for its email is SENT and never sent again.
+
+    ``RESEND_WITHOUT_EVIDENCE`` (default): with no SES event for it by the end of the grace period, send it again;
+    never lost, doubled only when SES's events for the first email are lost (each double found is counted).
+    ``NEVER_RESEND``: never send it again; with no SES event it stays UNKNOWN for a person: never doubled, may be
+    lost. With SES events off there is no evidence, and the two are the old at-least-once and at-most-once.
+    """
+
+    RESEND_WITHOUT_EVIDENCE = "resend-without-evidence"
+    NEVER_RESEND = "never-resend"
+    # The names before SES's events were the evidence; the same behaviour when events are off.
+    AT_LEAST_ONCE = "resend-without-evidence"
+    AT_MOST_ONCE = "never-resend"
+
+    @classmethod
+    def _missing_(cls, value: object) -> DeliveryPolicy | None:
+        return {"at-least-once": cls.RESEND_WITHOUT_EVIDENCE, "at-most-once": cls.NEVER_RESEND}.get(str(value))

@@ -13,6 +13,7 @@ from .dead_letter import DeadLetterQueue
 from .ledger import DedupeLedger
 from .outcome import OutcomeLog
 from .processor import RecordProcessor
+from .redelivery import Redelivery
 from .send_rate import SendRateLimiter
 from .ses_sender import SesSender
 from .settings import Settings
@@ -25,10 +26,17 @@ _consumer: Consumer | None = None
 class Consumer:
     """A processor and its settings; build one directly to inject clients and a clock (the tests do)."""
 
-    def __init__(self, settings: Settings, processor: RecordProcessor, log: OutcomeLog | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        processor: RecordProcessor,
+        log: OutcomeLog | None = None,
+        redelivery: Redelivery | None = None,
+    ) -> None:
         self.settings = settings
         self.processor = processor
         self.log = log or OutcomeLog(pipeline=settings.pipeline_name)
+        self.redelivery = redelivery
 
     @classmethod
     def from_settings(cls, settings: Settings, clock: Clock | None = None, log: OutcomeLog | None = None) -> Consumer:
@@ -51,12 +59,13 @@ class Consumer:
         processor = RecordProcessor(
             settings,
             DedupeLedger(dynamodb, settings.table_name, settings.dedupe_ttl_s, clock),
-            SesSender(ses, settings.configuration_set),
+            SesSender(ses, settings.configuration_set, settings.pipeline_tag),
             DeadLetterQueue(sqs, settings.dead_letter_queue_url, settings.fifo),
             clock,
             SendRateLimiter(settings.max_send_rate) if settings.max_send_rate else None,
         )
-        return cls(settings, processor, log)
+        redelivery = Redelivery(sqs, settings.queue_url) if settings.queue_url else None
+        return cls(settings, processor, log, redelivery)
 
     def handle(self, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         deadline = Deadline(context)
@@ -69,6 +78,8 @@ class Consumer:
             return result
 
         results = run_batch(records, process, self.settings.parallelism, self.settings.fifo)
+        if self.redelivery is not None:
+            self.redelivery.schedule(records, results)
         return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in results if r.outcome.redeliver]}
 
 

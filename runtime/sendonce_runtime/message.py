@@ -15,11 +15,10 @@ from typing import Any, NamedTuple
 
 from .address import InvalidAddress, Mailbox, find_control_character, parse_mailbox
 from .delivery import DeliveryPolicy
+from .key_tags import DEDUPE_KEY_TAG, KEY_CHUNK_TAG, MAX_JOB_TAGS, PIPELINE_TAG
 
 MAX_KEY_BYTES = 1024
 MAX_RECIPIENTS = 50
-# The SES EmailTag that carries the dedupe key, so SES events can be traced back to it.
-DEDUPE_KEY_TAG = "sendonce-key"
 FIELDS = frozenset(
     {"dedupeKey", "from", "to", "cc", "bcc", "replyTo", "subject", "html", "text", "template", "raw",
      "configurationSet", "tags", "delivery"}
@@ -155,7 +154,8 @@ def _parse_fields(document: dict[str, Any], key: str) -> EmailJob:
     try:
         policy = None if delivery is None else DeliveryPolicy(delivery)
     except ValueError:
-        raise InvalidMessage(f"delivery must be 'at-most-once' or 'at-least-once', got {delivery!r}") from None
+        allowed = [p.value for p in DeliveryPolicy] + ["at-most-once", "at-least-once"]
+        raise InvalidMessage(f"delivery must be one of {allowed}, got {delivery!r}") from None
     return EmailJob(
         dedupe_key=key,
         from_address=from_address,
@@ -263,7 +263,10 @@ def _tags(value: object) -> tuple[tuple[str, str], ...]:
             raise InvalidMessage(
                 f"tag {name!r}: names and values must be 1-256 characters of letters, digits, _ and - (SES's rule)"
             )
-        if name == DEDUPE_KEY_TAG:
-            raise InvalidMessage(f"tag {DEDUPE_KEY_TAG!r} is reserved: sendonce sets it to the dedupe key")
+        if name in (DEDUPE_KEY_TAG, PIPELINE_TAG) or re.fullmatch(rf"{KEY_CHUNK_TAG}\d+", name):
+            raise InvalidMessage(f"tag {name!r} is reserved: sendonce tags every email with its key and pipeline")
         tags.append((name, tag_value))
+    if len(tags) > MAX_JOB_TAGS:
+        raise InvalidMessage(f"tags has {len(tags)} entries; at most {MAX_JOB_TAGS} (SES allows 50 per email and "
+                             "sendonce uses the rest)")
     return tuple(tags)

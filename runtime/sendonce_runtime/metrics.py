@@ -21,6 +21,7 @@ OUTCOME_METRICS: dict[Outcome, tuple[str, ...]] = {
     Outcome.INVALID_MESSAGE: ("PoisonMessages",),
     Outcome.REFUSED: ("SesRefusals",),
     Outcome.IN_FLIGHT_ELSEWHERE: ("InFlightRetries",),
+    Outcome.AWAITING_EVIDENCE: ("AwaitingEvidence",),
     Outcome.THROTTLED: ("SesThrottles",),
     Outcome.AMBIGUOUS: ("AmbiguousSends",),
     Outcome.DEADLINE: ("DeadlineDeferrals",),

@@ -20,6 +20,7 @@ class Outcome(enum.Enum):
     REFUSED = "refused"
     # Reported as batch item failures: SQS delivers them again after the visibility timeout.
     IN_FLIGHT_ELSEWHERE = "in_flight_elsewhere"
+    AWAITING_EVIDENCE = "awaiting_evidence"  # a dead worker's send: back when the grace period for SES's events ends
     THROTTLED = "throttled"
     AMBIGUOUS = "ambiguous"
     DEADLINE = "deadline"
@@ -48,6 +49,7 @@ class RecordResult(NamedTuple):
     attempt: int | None = None
     reason: str | None = None
     key_conflict: bool = False
+    retry_after_s: int | None = None  # redeliver after this long, not after the whole visibility timeout
 
 
 class OutcomeLog:

@@ -64,6 +64,15 @@ class RecordProcessor:
         except InvalidMessage as error:
             return self._dead_letter(record, Outcome.INVALID_MESSAGE, "invalid-message", error.reason,
                                      error.dedupe_key)
+        if self._settings.evidence_grace_ms is not None and job.configuration_set not in (
+            None, self._settings.configuration_set
+        ):
+            return self._dead_letter(
+                record, Outcome.INVALID_MESSAGE, "invalid-message",
+                f"configurationSet {job.configuration_set!r} is refused: SES's events through the pipeline's own "
+                "set are the evidence each email was sent once; drop the field (or deploy with ses_events=False)",
+                job.dedupe_key,
+            )
         policy = job.delivery or self._settings.delivery
         # The send slot is taken before the claim, so nothing waits between claiming a key and sending it: a
         # worker killed while waiting leaves no claim behind, and the key is not lost to the crash window.
@@ -127,15 +136,24 @@ class RecordProcessor:
             return RecordResult(record.message_id, Outcome.IN_FLIGHT_ELSEWHERE, job.dedupe_key,
                                 attempt=existing.attempts, reason="another worker holds a live lease",
                                 key_conflict=conflict)
-        # IN_FLIGHT with an expired lease: its worker died, and whether SES accepted its send is unknown.
+        # IN_FLIGHT with an expired lease: its worker died, and whether SES accepted its send is unknown. SES's
+        # events would have marked it SENT; until the grace period ends, they may still come.
+        grace_ms = self._settings.evidence_grace_ms
+        if grace_ms is not None:
+            wait_ms = existing.lease_expires_at_ms + grace_ms - self._clock.now_ms()
+            if wait_ms > 0:
+                return RecordResult(record.message_id, Outcome.AWAITING_EVIDENCE, job.dedupe_key,
+                                    attempt=existing.attempts, key_conflict=conflict,
+                                    reason="a worker died mid-send; waiting for SES's events before deciding",
+                                    retry_after_s=-(-wait_ms // 1000))
         step: Claim
-        if policy is DeliveryPolicy.AT_MOST_ONCE:
+        if policy is DeliveryPolicy.NEVER_RESEND:
             step = self._ledger.mark_unknown(existing)
             if step.won:
                 return RecordResult(record.message_id, Outcome.MARKED_UNKNOWN, job.dedupe_key,
                                     attempt=existing.attempts,
-                                    reason="a worker died mid-send; at-most-once does not send again",
-                                    key_conflict=conflict)
+                                    reason="a worker died mid-send and SES showed no sign of it; never-resend "
+                                    "does not send again", key_conflict=conflict)
             return None
         lease = self._clock.now_ms() + deadline.remaining_ms() + self._settings.lease_margin_ms
         step = self._ledger.take_over(existing, owner, lease, job.payload_hash)

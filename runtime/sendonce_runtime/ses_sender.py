@@ -7,8 +7,6 @@ opened, is definite; anything that broke after the request may have left is ambi
 
 from __future__ import annotations
 
-import hashlib
-import re
 from typing import Any, NamedTuple
 
 from botocore.exceptions import (
@@ -19,7 +17,8 @@ from botocore.exceptions import (
     ParamValidationError,
 )
 
-from .message import DEDUPE_KEY_TAG, EmailJob, RawContent, SimpleContent, TemplateContent
+from .key_tags import PIPELINE_TAG, key_tags
+from .message import EmailJob, RawContent, SimpleContent, TemplateContent
 
 # Refusals that a later delivery may get past: rate, quota and pause errors, and stale credentials.
 RETRYABLE_CODES = frozenset(
@@ -34,8 +33,6 @@ RETRYABLE_CODES = frozenset(
         "RequestExpired",
     }
 )
-_TAG_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
-_TAG_MAX = 256
 
 
 class Accepted(NamedTuple):
@@ -59,16 +56,9 @@ class Ambiguous(NamedTuple):
 SendOutcome = Accepted | Refused | Ambiguous
 
 
-def key_tag_value(dedupe_key: str) -> str:
-    """The dedupe key in SES's tag alphabet; a hash suffix keeps altered or long keys distinct."""
-    safe = _TAG_UNSAFE.sub("_", dedupe_key)
-    if safe == dedupe_key and len(safe) <= _TAG_MAX:
-        return safe
-    digest = hashlib.sha256(dedupe_key.encode("utf-8")).hexdigest()[:16]
-    return f"{safe[: _TAG_MAX - 17]}-{digest}"
-
-
-def build_request(job: EmailJob, default_configuration_set: str | None) -> dict[str, Any]:
+def build_request(
+    job: EmailJob, default_configuration_set: str | None, pipeline_tag: str | None = None
+) -> dict[str, Any]:
     """The SendEmail request, built from the parsed job only: addresses as SES must receive them (ASCII, punycode
     domains, RFC 2047 display names), never the producer's original strings."""
     destination = {"ToAddresses": [m.for_ses for m in job.to]}
@@ -80,8 +70,7 @@ def build_request(job: EmailJob, default_configuration_set: str | None) -> dict[
         "FromEmailAddress": job.from_address.for_ses,
         "Destination": destination,
         "Content": _content(job),
-        "EmailTags": [{"Name": DEDUPE_KEY_TAG, "Value": key_tag_value(job.dedupe_key)}]
-        + [{"Name": name, "Value": value} for name, value in job.tags],
+        "EmailTags": [{"Name": name, "Value": value} for name, value in _tags(job, pipeline_tag)],
     }
     if job.reply_to:
         request["ReplyToAddresses"] = [m.for_ses for m in job.reply_to]
@@ -89,6 +78,11 @@ def build_request(job: EmailJob, default_configuration_set: str | None) -> dict[
     if configuration_set:
         request["ConfigurationSetName"] = configuration_set
     return request
+
+
+def _tags(job: EmailJob, pipeline_tag: str | None) -> list[tuple[str, str]]:
+    ours = key_tags(job.dedupe_key) + ([(PIPELINE_TAG, pipeline_tag)] if pipeline_tag else [])
+    return ours + list(job.tags)
 
 
 def _content(job: EmailJob) -> dict[str, Any]:
@@ -107,13 +101,17 @@ def _content(job: EmailJob) -> dict[str, Any]:
 
 
 class SesSender:
-    def __init__(self, client: Any, default_configuration_set: str | None = None) -> None:
+    def __init__(
+        self, client: Any, default_configuration_set: str | None = None, pipeline_tag: str | None = None
+    ) -> None:
         self._client = client
         self._default_configuration_set = default_configuration_set
+        self._pipeline_tag = pipeline_tag
 
     def send(self, job: EmailJob) -> SendOutcome:
         try:
-            response = self._client.send_email(**build_request(job, self._default_configuration_set))
+            request = build_request(job, self._default_configuration_set, self._pipeline_tag)
+            response = self._client.send_email(**request)
         except ClientError as error:
             return classify_client_error(error)
         except (ConnectTimeoutError, EndpointConnectionError) as error:

@@ -20,7 +20,7 @@ class SettingsError(RuntimeError):
 class Settings:
     table_name: str
     dead_letter_queue_url: str
-    delivery: DeliveryPolicy = DeliveryPolicy.AT_MOST_ONCE
+    delivery: DeliveryPolicy = DeliveryPolicy.RESEND_WITHOUT_EVIDENCE
     dedupe_ttl_s: int = 7 * 24 * 3600
     parallelism: int = 1
     fifo: bool = False
@@ -33,6 +33,11 @@ class Settings:
     ses_read_timeout_s: float = 5.0
     # What a claim and the completion write need on top of the send, when deciding whether to start a record.
     ledger_budget_ms: int = 2_000
+    # SES's events are the evidence (None: events are off). A send whose worker died is decided this long after
+    # its lease expired: by SES's events if any came, by the delivery policy if none did.
+    evidence_grace_ms: int | None = None
+    pipeline_tag: str | None = None  # tags every email, so the pipeline's event rule matches its events only
+    queue_url: str | None = None  # the job queue, to bring a message back when the grace period ends
 
     @property
     def ledger_call_timeouts_s(self) -> tuple[float, float]:
@@ -55,7 +60,7 @@ class Settings:
             return cls(
                 table_name=env["SENDONCE_TABLE_NAME"],
                 dead_letter_queue_url=env["SENDONCE_DLQ_URL"],
-                delivery=DeliveryPolicy(env.get("SENDONCE_DELIVERY", DeliveryPolicy.AT_MOST_ONCE.value)),
+                delivery=DeliveryPolicy(env.get("SENDONCE_DELIVERY", cls.delivery.value)),
                 dedupe_ttl_s=int(env.get("SENDONCE_DEDUPE_TTL_SECONDS", cls.dedupe_ttl_s)),
                 parallelism=max(1, int(env.get("SENDONCE_PARALLELISM", cls.parallelism))),
                 fifo=env.get("SENDONCE_FIFO", "false").lower() == "true",
@@ -66,6 +71,10 @@ class Settings:
                 ses_connect_timeout_s=float(env.get("SENDONCE_SES_CONNECT_TIMEOUT_S", cls.ses_connect_timeout_s)),
                 ses_read_timeout_s=float(env.get("SENDONCE_SES_READ_TIMEOUT_S", cls.ses_read_timeout_s)),
                 ledger_budget_ms=int(env.get("SENDONCE_LEDGER_BUDGET_MS", cls.ledger_budget_ms)),
+                evidence_grace_ms=int(env["SENDONCE_EVIDENCE_GRACE_MS"]) if env.get("SENDONCE_EVIDENCE_GRACE_MS")
+                else None,
+                pipeline_tag=env.get("SENDONCE_PIPELINE_TAG") or None,
+                queue_url=env.get("SENDONCE_QUEUE_URL") or None,
             )
         except ValueError as error:
             raise SettingsError(f"invalid sendonce setting: {error}") from error

@@ -11,6 +11,7 @@ class SqsRecord(NamedTuple):
     receive_count: int
     message_group_id: str | None
     event_source_arn: str
+    receipt_handle: str = ""
 
     @classmethod
     def from_event(cls, record: dict[str, Any]) -> SqsRecord:
@@ -21,4 +22,5 @@ class SqsRecord(NamedTuple):
             receive_count=int(attributes.get("ApproximateReceiveCount", "1")),
             message_group_id=attributes.get("MessageGroupId"),
             event_source_arn=str(record.get("eventSourceARN", "")),
+            receipt_handle=str(record.get("receiptHandle", "")),
         )

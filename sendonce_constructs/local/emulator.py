@@ -2,6 +2,8 @@
 
 - moto checks a condition and writes the item without a lock, so two racing conditional writes can both win,
   which DynamoDB never allows. A lock serialises item writes, so a race fails for the consumer's fault only.
+- moto's SES keeps no configuration set or tags and publishes no events: each accepted send is logged with
+  them, for the local SES event publisher (``ses_publisher``) to play SES's part.
 - moto delivers to a mapped function itself, through Docker, inside the write that feeds it. With no Docker,
   for SQS it receives the batch (raising its receive count, hiding it for the visibility timeout) and fails;
   for a DynamoDB stream it may then drop the shard's records. Here the local runners play the mappings
@@ -25,6 +27,8 @@ from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.table import Table
 from moto.server import ThreadedMotoServer
 from moto.sqs.models import Queue
+
+from .ses_publisher import SEND_LOG, record_ses_sends
 
 DEFAULT_REGION = "us-east-1"
 _WRITES = ("put_item", "update_item", "delete_item", "transact_write_items")
@@ -74,6 +78,7 @@ class LocalAws:
     def start(self) -> LocalAws:
         make_dynamodb_writes_atomic()
         hand_event_sources_to_the_runners()
+        record_ses_sends()
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request drowns the output
         # moto names each CloudFormation type it skips; callers say which gaps matter to them.
         logging.getLogger("moto").setLevel(logging.ERROR)
@@ -108,6 +113,7 @@ class LocalAws:
         request = urllib.request.Request(f"{self.endpoint}/moto-api/reset", method="POST")
         with urllib.request.urlopen(request, timeout=10) as response:
             response.read()
+        SEND_LOG.clear()
 
     def sent_emails(self) -> list[Any]:
         """What the emulator's SES accepted: moto's Message and RawMessage objects, in order."""

@@ -1,0 +1,105 @@
+"""Writes what SES said about an email onto its key's ledger record: one conditional UpdateItem per event.
+
+Each write is idempotent (a duplicated event changes nothing) and order-free (a Delivery seen before its Send
+confirms the send just as well): every attribute is set only if absent, and SES's message ids go into a string
+set. It never creates a record nor revives an expired one. Any event proves SES accepted that message id, so
+the record becomes SENT; a second distinct id on one key means a second email went out, and is reported.
+
+Attributes written: ``status`` (SENT), ``sesMessageId`` (if none), ``sesMessageIds`` (every id SES reported),
+``sesAcceptedAt`` (mail.timestamp, ms), ``evidenceAt`` (when the first event was recorded, ms), one time per
+event type (``deliveredAt``, ``bouncedAt``, ``complainedAt``, ``rejectedAt``, ``delayedAt``,
+``renderingFailedAt``, ms) and what the event says (``bounceType``, ``bounceSubType``,
+``complaintFeedbackType``, ``rejectReason``, ``delayType``, ``renderingError``).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, NamedTuple
+
+from botocore.exceptions import ClientError
+
+from .clock import Clock
+from .ses_events import SesEvent
+
+TIME_ATTRIBUTES = {
+    "Send": "sesAcceptedAt",
+    "Delivery": "deliveredAt",
+    "Bounce": "bouncedAt",
+    "Complaint": "complainedAt",
+    "Reject": "rejectedAt",
+    "DeliveryDelay": "delayedAt",
+    "Rendering Failure": "renderingFailedAt",
+}
+
+
+class Verdict(enum.Enum):
+    RECORDED = "recorded"
+    UNKNOWN_KEY = "unknown_key"  # no record: never claimed here, or deleted by TTL
+    EXPIRED_KEY = "expired_key"  # a record past its expiresAt counts as absent
+
+
+class Recorded(NamedTuple):
+    verdict: Verdict
+    first_evidence: bool = False  # this event is the first SES evidence for the key
+    double_send: bool = False  # SES reported a second distinct message id for the key
+    ses_message_ids: tuple[str, ...] = ()
+    was_status: str | None = None
+
+
+class EvidenceLedger:
+    def __init__(self, client: Any, table_name: str, clock: Clock) -> None:
+        self._client = client
+        self._table = table_name
+        self._clock = clock
+
+    def record(self, event: SesEvent) -> Recorded:
+        now_ms = self._clock.now_ms()
+        values: dict[str, Any] = {
+            ":sent": {"S": "SENT"},
+            ":id": {"S": event.ses_message_id},
+            ":ids": {"SS": [event.ses_message_id]},
+            ":accepted": {"N": str(event.sent_at_ms)},
+            ":now_ms": {"N": str(now_ms)},
+            ":now_s": {"N": str(now_ms // 1000)},
+        }
+        names = {"#status": "status"}
+        sets = [
+            "#status = :sent",
+            "sesMessageId = if_not_exists(sesMessageId, :id)",
+            "sesAcceptedAt = if_not_exists(sesAcceptedAt, :accepted)",
+            "evidenceAt = if_not_exists(evidenceAt, :now_ms)",
+        ]
+        time_attribute = TIME_ATTRIBUTES[event.event_type]
+        if time_attribute != "sesAcceptedAt":
+            values[":occurred"] = {"N": str(event.occurred_at_ms)}
+            sets.append(f"{time_attribute} = if_not_exists({time_attribute}, :occurred)")
+        for n, (name, value) in enumerate(sorted(event.outcome.items())):
+            names[f"#o{n}"] = name
+            values[f":o{n}"] = {"S": value or "-"}
+            sets.append(f"#o{n} = if_not_exists(#o{n}, :o{n})")
+        try:
+            response = self._client.update_item(
+                TableName=self._table,
+                Key={"dedupeKey": {"S": event.dedupe_key}},
+                UpdateExpression=f"SET {', '.join(sets)} ADD sesMessageIds :ids REMOVE leaseExpiresAt",
+                ConditionExpression="attribute_exists(dedupeKey) AND expiresAt >= :now_s",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+                ReturnValues="ALL_OLD",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            old_item = error.response.get("Item")
+            return Recorded(Verdict.EXPIRED_KEY if old_item else Verdict.UNKNOWN_KEY)
+        old = response.get("Attributes", {})
+        known = set(old.get("sesMessageIds", {}).get("SS", []))
+        return Recorded(
+            Verdict.RECORDED,
+            first_evidence=not known,
+            double_send=bool(known) and event.ses_message_id not in known,
+            ses_message_ids=tuple(sorted(known | {event.ses_message_id})),
+            was_status=old.get("status", {}).get("S"),
+        )

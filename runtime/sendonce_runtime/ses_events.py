@@ -1,0 +1,103 @@
+"""SES's sending events, as EventBridge delivers them to the evidence queue: parsed, or refused with a reason.
+
+The SQS body is the EventBridge event: ``source`` ``aws.ses``, a ``detail-type`` such as "Email Sent", and the
+SES event record as ``detail``: ``eventType``, the ``mail`` object (``messageId``, ``timestamp``, ``tags``) and
+one object named for the event type. Shapes follow the SES Developer Guide's "Contents of event data".
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from .key_tags import key_from_tags, pipeline_of
+
+# eventType -> the name of its own object in the record. Open, Click and Subscription are not evidence here.
+EVENT_OBJECTS = {
+    "Send": "send",
+    "Delivery": "delivery",
+    "Bounce": "bounce",
+    "Complaint": "complaint",
+    "Reject": "reject",
+    "DeliveryDelay": "deliveryDelay",
+    "Rendering Failure": "failure",
+}
+IGNORED_EVENT_TYPES = frozenset({"Open", "Click", "Subscription"})
+
+
+class MalformedEvent(ValueError):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class IgnoredEvent(Exception):
+    """An event that says nothing about whether the email went out (an open, a click)."""
+
+
+class SesEvent(NamedTuple):
+    event_type: str
+    ses_message_id: str
+    dedupe_key: str
+    pipeline: str | None
+    sent_at_ms: int  # mail.timestamp: when SES accepted the email
+    occurred_at_ms: int  # the event's own time, or the send time when it has none
+    outcome: dict[str, str]  # what the event says of delivery, as ledger attributes (strings)
+
+
+def parse_event(body: str) -> SesEvent:
+    try:
+        envelope = json.loads(body)
+    except (ValueError, RecursionError):
+        raise MalformedEvent("body is not JSON") from None
+    if not isinstance(envelope, dict) or envelope.get("source") != "aws.ses":
+        raise MalformedEvent("not an EventBridge event from aws.ses")
+    detail = envelope.get("detail")
+    if not isinstance(detail, dict):
+        raise MalformedEvent("the event has no detail object")
+    event_type = detail.get("eventType")
+    if event_type in IGNORED_EVENT_TYPES:
+        raise IgnoredEvent(str(event_type))
+    if event_type not in EVENT_OBJECTS:
+        raise MalformedEvent(f"unknown eventType {event_type!r}")
+    mail = detail.get("mail")
+    if not isinstance(mail, dict):
+        raise MalformedEvent(f"{event_type} event has no mail object")
+    message_id, tags = mail.get("messageId"), mail.get("tags")
+    if not isinstance(message_id, str) or not message_id:
+        raise MalformedEvent(f"{event_type} event has no mail.messageId")
+    if not isinstance(tags, dict):
+        raise MalformedEvent(f"{event_type} event for {message_id} has no mail.tags")
+    key = key_from_tags(tags)
+    if key is None:
+        raise MalformedEvent(f"{event_type} event for {message_id} carries no readable sendonce key tags")
+    sent_at = _ms(mail.get("timestamp"), f"{event_type} event for {message_id}: mail.timestamp")
+    own = detail.get(EVENT_OBJECTS[event_type])
+    if not isinstance(own, dict):
+        raise MalformedEvent(f"{event_type} event for {message_id} has no {EVENT_OBJECTS[event_type]} object")
+    occurred = _ms(own["timestamp"], f"{event_type}.timestamp") if "timestamp" in own else sent_at
+    return SesEvent(event_type, message_id, key, pipeline_of(tags), sent_at, occurred, _outcome(event_type, own))
+
+
+def _outcome(event_type: str, own: dict[str, Any]) -> dict[str, str]:
+    if event_type == "Bounce":
+        return {"bounceType": str(own.get("bounceType", "")), "bounceSubType": str(own.get("bounceSubType", ""))}
+    if event_type == "Complaint":
+        return {"complaintFeedbackType": str(own.get("complaintFeedbackType", ""))}
+    if event_type == "Reject":
+        return {"rejectReason": str(own.get("reason", ""))}
+    if event_type == "DeliveryDelay":
+        return {"delayType": str(own.get("delayType", ""))}
+    if event_type == "Rendering Failure":
+        return {"renderingError": str(own.get("errorMessage", ""))[:512]}
+    return {}
+
+
+def _ms(value: object, what: str) -> int:
+    if not isinstance(value, str):
+        raise MalformedEvent(f"{what} is missing")
+    try:
+        return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        raise MalformedEvent(f"{what} {value!r} is not an ISO 8601 time") from None
