@@ -1,4 +1,4 @@
-"""What the consumer does when a crash left it unknown whether SES accepted an email."""
+"""What the consumer does with a send a crash left undecided (the construct's side of the runtime's policy)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,15 @@ import enum
 
 
 class DeliveryPolicy(enum.Enum):
-    """The policy for the one window no protocol can close: a worker died after the send left it.
+    """Both ask SES first: a key with an SES event for its email is SENT and is never sent again.
 
-    ``AT_MOST_ONCE`` (default) records the key as UNKNOWN and does not send again: an email may be lost, never
-    doubled. ``AT_LEAST_ONCE`` takes the claim over and sends again: an email may be doubled, never lost.
+    ``RESEND_WITHOUT_EVIDENCE`` (default): no SES event for it by the end of ``evidence_grace_period``, send it
+    again: never lost, doubled only when SES's events for the first email are lost (each double found is counted).
+    ``NEVER_RESEND``: never send it again: with no SES event it stays UNKNOWN for a person: never doubled, may be
+    lost. With ``ses_events=False`` there is no evidence, and they are the former at-least-once and at-most-once.
     """
 
-    AT_MOST_ONCE = "at-most-once"
-    AT_LEAST_ONCE = "at-least-once"
+    RESEND_WITHOUT_EVIDENCE = "resend-without-evidence"
+    NEVER_RESEND = "never-resend"
+    AT_LEAST_ONCE = "resend-without-evidence"  # the name before SES's events were the evidence
+    AT_MOST_ONCE = "never-resend"  # the name before SES's events were the evidence

@@ -21,6 +21,7 @@ from constructs import Construct
 from . import rules, ses_permissions
 from .acknowledgements import acknowledge
 from .delivery import DeliveryPolicy
+from .evidence import SesEvidence
 from .function_dependencies import depend_on_role_policy_only
 from .monitoring import PipelineMetrics, build_alarms, build_dashboard
 from .outbox import Outbox
@@ -28,6 +29,10 @@ from .runtime_asset import HANDLER, runtime_code
 
 PARTITION_KEY = "dedupeKey"
 TTL_ATTRIBUTE = "expiresAt"
+# How long a dead worker's send waits for SES's events before the delivery policy decides it. SES publishes a Send
+# event as it accepts an email and EventBridge delivers in about a second, retrying a failing target for up to
+# 24 hours: five minutes covers normal delivery many times over, and keeps a crashed email at most minutes late.
+DEFAULT_EVIDENCE_GRACE = Duration.minutes(5)
 DLQ_RETENTION = Duration.seconds(rules.DEAD_LETTER_RETENTION_S)  # the TTL rules count on this figure
 LOW_MAX_RECEIVE_COUNT_WARNING = "@sendonce/SendOnceEmailQueue:maxReceiveCountBelowFive"
 # The consumer's DynamoDB calls, and nothing more: the claim, the completion and the release.
@@ -98,8 +103,12 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     :param max_receive_count: deliveries before a message moves to the DLQ. Default 5; below 5 warns.
     :param retention_period: how long the job queue keeps a message. Default 4 days. The DLQ keeps 14 days.
     :param dedupe_ttl: how long a sent key is remembered. Default 7 days; at least retention_period.
-    :param delivery: what happens when a crash leaves it unknown whether SES accepted an email.
-        Default ``DeliveryPolicy.AT_MOST_ONCE``.
+    :param delivery: what happens to a send a crash left undecided and SES's events did not settle.
+        Default ``DeliveryPolicy.RESEND_WITHOUT_EVIDENCE``; ``NEVER_RESEND`` never risks a double.
+    :param ses_events: make SES's own events the evidence of each send (a configuration set publishing to the
+        default event bus, a rule, a queue and a recorder). Default True.
+    :param evidence_grace_period: how long after a dead worker's lease expired its send waits for SES's events
+        before the delivery policy decides it. Default 5 minutes.
     :param fifo: use FIFO queues (per-group ordering). Default False.
     :param existing_table: bring your own dedupe table (partition key ``dedupeKey``, string, no sort key) instead.
         Its keys are checked at synth when it is defined in the app; its own KMS key, if any, is granted.
@@ -141,7 +150,9 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         max_receive_count: int | None = None,
         retention_period: Duration | None = None,
         dedupe_ttl: Duration | None = None,
-        delivery: DeliveryPolicy = DeliveryPolicy.AT_MOST_ONCE,
+        delivery: DeliveryPolicy = DeliveryPolicy.RESEND_WITHOUT_EVIDENCE,
+        ses_events: bool = True,
+        evidence_grace_period: Duration | None = None,
         fifo: bool = False,
         existing_table: dynamodb.ITable | None = None,
         removal_policy: RemovalPolicy | None = None,
@@ -190,6 +201,12 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         if outbox:
             rules.check_outbox_dedupe_ttl(_seconds(dedupe_ttl), _seconds(retention_period))
         rules.check_memory_size(_number(memory_size))
+        if ses_events:
+            evidence_grace_period = evidence_grace_period or DEFAULT_EVIDENCE_GRACE
+            rules.check_evidence_grace_period(_seconds(evidence_grace_period), _seconds(visibility_timeout),
+                                              _seconds(retention_period), _number(max_receive_count))
+        elif evidence_grace_period is not None:
+            rules.evidence_grace_period_without_events()
         if isinstance(sender, str):
             rules.check_sender(sender)
         if from_addresses is not None:
@@ -251,6 +268,23 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             encryption_key=encryption_key,
         )
 
+        # The queues' and table's key, and an existing table's own key: without it every claim is AccessDenied.
+        data_keys = [encryption_key] if encryption_key is not None else []
+        table_key = self.table.encryption_key
+        if table_key is not None and table_key is not encryption_key:
+            data_keys.append(table_key)
+        runtime = runtime or newest_python_runtime()
+        architecture = architecture or lambda_.Architecture.ARM_64
+        log_retention = log_retention or logs.RetentionDays.ONE_MONTH
+        self.evidence: SesEvidence | None = None
+        if ses_events:
+            self.evidence = SesEvidence(
+                self, "SesEvidence", table=self.table, configuration_set=configuration_set,
+                pipeline_tag=self.node.addr, pipeline_name=self.pipeline_name, runtime=runtime,
+                architecture=architecture, log_retention=log_retention, queue_encryption=queue_encryption,
+                encryption_key=encryption_key, data_keys=data_keys,
+            )
+            configuration_set = self.evidence.configuration_set
         configuration_set_name = (
             configuration_set
             if configuration_set is None or isinstance(configuration_set, str)
@@ -259,7 +293,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         self.log_group = logs.LogGroup(
             self,
             "ConsumerLogs",
-            retention=log_retention or logs.RetentionDays.ONE_MONTH,
+            retention=log_retention,
             removal_policy=RemovalPolicy.DESTROY,
         )
         # Its own role, with log writes on its own log group: no AWS managed policy.
@@ -275,13 +309,19 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         )
         if max_send_rate is not None:
             environment["SENDONCE_MAX_SEND_RATE"] = str(max_send_rate)
+        if self.evidence is not None and evidence_grace_period is not None:
+            environment.update(
+                SENDONCE_EVIDENCE_GRACE_MS=str(int(evidence_grace_period.to_milliseconds())),
+                SENDONCE_PIPELINE_TAG=self.node.addr,
+                SENDONCE_QUEUE_URL=self.queue.queue_url,
+            )
         self.function = lambda_.Function(
             self,
             "Consumer",
             code=runtime_code(),
             handler=HANDLER,
-            runtime=runtime or newest_python_runtime(),
-            architecture=architecture or lambda_.Architecture.ARM_64,
+            runtime=runtime,
+            architecture=architecture,
             timeout=function_timeout,
             memory_size=memory_size or 256,
             role=self.role,
@@ -311,11 +351,6 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         acknowledge(self, "Serverless-LambdaEventSourceMappingDestination",
                     "SQS event sources take no on-failure destination; failed jobs go to the queue's redrive DLQ.")
         self.table.grant(self.function, *DEDUPE_TABLE_ACTIONS)
-        # The queues' and table's key, and an existing table's own key: without it every claim is AccessDenied.
-        data_keys = [encryption_key] if encryption_key is not None else []
-        table_key = self.table.encryption_key
-        if table_key is not None and table_key is not encryption_key:
-            data_keys.append(table_key)
         for key in data_keys:
             key.grant_encrypt_decrypt(self.function)
         if data_keys:
@@ -335,7 +370,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         if outbox:
             self.outbox = Outbox(
                 self, "Outbox", queue=self.queue, fifo=fifo, runtime=self.function.runtime,
-                architecture=self.function.architecture, log_retention=log_retention or logs.RetentionDays.ONE_MONTH,
+                architecture=self.function.architecture, log_retention=log_retention,
                 encryption_key=encryption_key, removal_policy=removal_policy or RemovalPolicy.RETAIN,
             )
         # What `sendonce --stack NAME` reads to find this pipeline; the description says which pipeline and part.

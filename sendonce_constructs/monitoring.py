@@ -40,8 +40,27 @@ class PipelineMetrics:
         return self.metric("InFlightRetries", **options)
 
     def metric_unknown_records(self, **options: Any) -> cloudwatch.Metric:
-        """Keys recorded UNKNOWN: a worker died after its send may have left (at-most-once lost or sent it)."""
+        """Keys recorded UNKNOWN: a worker died mid-send, SES's events did not settle it, and never-resend did not
+        send it again."""
         return self.metric("UnknownRecords", **options)
+
+    def metric_double_sends(self, **options: Any) -> cloudwatch.Metric:
+        """Keys for which SES reported a second email: the residual when SES's events for the first were lost."""
+        return self.metric("DoubleSends", **options)
+
+    def metric_sends_confirmed(self, **options: Any) -> cloudwatch.Metric:
+        """Keys whose send SES's events confirmed (the first event for each email)."""
+        return self.metric("SendsConfirmed", **options)
+
+    def metric_awaiting_evidence(self, **options: Any) -> cloudwatch.Metric:
+        """Records of dead workers' sends put back to wait for SES's events."""
+        return self.metric("AwaitingEvidence", **options)
+
+    def metric_evidence_dead_letter_queue_depth(self, **options: Any) -> cloudwatch.Metric:
+        options.setdefault("statistic", "Maximum")
+        evidence = self.evidence  # type: ignore[attr-defined]
+        return evidence.dead_letter_queue.metric_approximate_number_of_messages_visible(  # type: ignore[no-any-return]
+            **options)
 
     def metric_ambiguous_sends(self, **options: Any) -> cloudwatch.Metric:
         return self.metric("AmbiguousSends", **options)
@@ -75,7 +94,7 @@ class PipelineMetrics:
 def build_alarms(
     pipeline: SendOnceEmailQueue, scope: Construct, oldest_message_threshold: Duration, topic: sns.ITopic | None
 ) -> dict[str, cloudwatch.Alarm]:
-    """Four alarms, each a thing an operator must look at; all notify ``topic`` when one is given."""
+    """Four alarms (six with SES events), each a thing an operator must look at; all notify ``topic``."""
     one_minute = Duration.minutes(1)
     specs = {
         "DeadLetterQueueNotEmpty": (
@@ -91,14 +110,24 @@ def build_alarms(
         ),
         "UnknownRecords": (
             pipeline.metric_unknown_records(period=one_minute), 1,
-            "A worker died after its send may have reached SES; at-most-once did not resend. Check the key in "
-            "the dedupe table and the recipient's mailbox or SES events, then decide.",
+            "A worker died after its send may have reached SES, SES's events did not settle it, and never-resend "
+            "did not send again. Check the key (sendonce status KEY) and the recipient's mailbox, then decide.",
         ),
         "FunctionErrors": (
             pipeline.function.metric_errors(period=one_minute, statistic="Sum"), 1,
             "The consumer failed whole invocations (deployment or configuration error): batches are redelivered.",
         ),
     }
+    if pipeline.evidence is not None:
+        specs["DoubleSends"] = (
+            pipeline.metric_double_sends(period=one_minute), 1,
+            "SES reported a second email for one key: SES's events for the first were lost or late past the "
+            "evidence grace period. `sendonce doubles` lists the keys with both SES message ids.",
+        )
+        specs["EvidenceDeadLetterQueueNotEmpty"] = (
+            pipeline.metric_evidence_dead_letter_queue_depth(period=one_minute), 1,
+            "SES events the recorder could not read or record (sendonce.reason on each message).",
+        )
     alarms = {}
     for name, (metric, threshold, description) in specs.items():
         alarm = metric.create_alarm(
@@ -125,7 +154,8 @@ def build_dashboard(pipeline: SendOnceEmailQueue, scope: Construct, alarms: dict
             pipeline.metric_emails_sent(), pipeline.metric_duplicates_skipped(), pipeline.metric_in_flight_retries(),
         ]),
         cloudwatch.GraphWidget(title="Needs a look", width=12, left=[
-            pipeline.metric_unknown_records(), pipeline.metric_ambiguous_sends(), pipeline.metric_key_conflicts(),
+            pipeline.metric_unknown_records(), pipeline.metric_double_sends(), pipeline.metric_ambiguous_sends(),
+            pipeline.metric_awaiting_evidence(), pipeline.metric_key_conflicts(),
             pipeline.metric_poison_messages(), pipeline.metric_ses_refusals(), pipeline.metric_ses_throttles(),
         ]),
     )

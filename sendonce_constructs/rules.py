@@ -270,3 +270,42 @@ def check_encryption(encryption: str | None, encryption_key_given: bool) -> None
             f"encryption_key was given with encryption ({encryption}): the key would be ignored; set "
             "encryption=sqs.QueueEncryption.KMS or leave encryption unset"
         )
+
+
+EVIDENCE_MIN_GRACE_S = 10
+EVIDENCE_MIN_RECEIVES = 3  # delivered when the worker died, then to wait for SES's events, then to decide
+
+
+def check_evidence_grace_period(
+    grace_s: float | None, visibility_timeout_s: float | None, retention_s: float | None,
+    max_receive_count: float | None,
+) -> None:
+    """Waiting for SES's events must never push a job into the DLQ, nor outlive the job's retention."""
+    if grace_s is None:
+        return
+    if not EVIDENCE_MIN_GRACE_S <= grace_s <= SQS_MAX_VISIBILITY_S:
+        _fail(
+            f"evidence_grace_period ({_s(grace_s)}) must be between {EVIDENCE_MIN_GRACE_S} s and "
+            f"{SQS_MAX_VISIBILITY_S} s (12 hours, SQS's longest visibility timeout, which brings the job back when "
+            "it ends); pick a period in that range"
+        )
+    if max_receive_count is not None and max_receive_count < EVIDENCE_MIN_RECEIVES:
+        _fail(
+            f"max_receive_count ({max_receive_count:g}) must be at least {EVIDENCE_MIN_RECEIVES} with ses_events: a "
+            "job whose worker died is received once more to wait for SES's events and once more to be decided, "
+            "and would otherwise land in the DLQ unsent; raise max_receive_count, or set ses_events=False"
+        )
+    if visibility_timeout_s is not None and retention_s is not None:
+        needed = 2 * visibility_timeout_s + grace_s
+        if retention_s < needed:
+            _fail(
+                f"retention_period ({_s(retention_s)}) must be at least 2 x visibility_timeout "
+                f"({_s(visibility_timeout_s)}) + evidence_grace_period ({_s(grace_s)}) = {_s(needed)}, or a job "
+                "waiting for SES's events expires from the queue; raise retention_period or lower "
+                "evidence_grace_period"
+            )
+
+
+def evidence_grace_period_without_events() -> None:
+    _fail("evidence_grace_period was given with ses_events=False: without SES's events there is nothing to wait "
+          "for; drop evidence_grace_period or turn ses_events on")

@@ -21,8 +21,17 @@ def build(stack: cdk.Stack | None = None, **props: Any) -> tuple[SendOnceEmailQu
     return pipeline, Template.from_stack(stack)
 
 
-def only(template: Template, resource_type: str, **match: Any) -> dict[str, Any]:
+EVIDENCE_PART = "SesEvidence"  # the SES evidence part's resources, tested on their own in test_ses_evidence_construct
+
+
+def pipeline_resources(template: Template, resource_type: str, match: dict[str, Any] | None = None) -> dict:
+    """The job pipeline's own resources of a type: the SES evidence part's are left out."""
     found = template.find_resources(resource_type, match or None)
+    return {name: resource for name, resource in found.items() if EVIDENCE_PART not in name}
+
+
+def only(template: Template, resource_type: str, **match: Any) -> dict[str, Any]:
+    found = pipeline_resources(template, resource_type, match)
     assert len(found) == 1, f"expected one {resource_type}, found {len(found)}"
     return next(iter(found.values()))
 
@@ -34,7 +43,7 @@ def queue_by_retention(template: Template, seconds: int) -> dict[str, Any]:
 def policy_statements(template: Template) -> list[dict[str, Any]]:
     return [
         statement
-        for policy in template.find_resources("AWS::IAM::Policy").values()
+        for policy in pipeline_resources(template, "AWS::IAM::Policy").values()
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]
     ]
 
@@ -42,3 +51,12 @@ def policy_statements(template: Template) -> list[dict[str, Any]]:
 def ses_statement(template: Template) -> dict[str, Any]:
     [statement] = [s for s in policy_statements(template) if "ses:SendEmail" in str(s["Action"])]
     return statement
+
+
+def evidence_statements(template: Template) -> list[dict[str, Any]]:
+    """The policy statements of the SES evidence part (the recorder's role)."""
+    return [
+        statement
+        for name, policy in template.find_resources("AWS::IAM::Policy").items() if EVIDENCE_PART in name
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]

@@ -11,7 +11,15 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ses as ses
 from aws_cdk.assertions import Template
-from construct_support import build, make_stack, only, policy_statements, queue_by_retention, ses_statement
+from construct_support import (
+    build,
+    make_stack,
+    only,
+    pipeline_resources,
+    policy_statements,
+    queue_by_retention,
+    ses_statement,
+)
 
 from sendonce_constructs import DeliveryPolicy, SendOnceEmailQueue
 from sendonce_constructs.email_queue import newest_python_runtime
@@ -32,14 +40,14 @@ def test_dead_letter_queue_keeps_messages_fourteen_days_encrypted():
     assert queue_by_retention(template, FOURTEEN_DAYS)["Properties"]["SqsManagedSseEnabled"] is True
 
 
-def test_both_queues_refuse_requests_without_tls():
+def test_every_queue_refuses_requests_without_tls():
     _, template = build()
     policies = template.find_resources("AWS::SQS::QueuePolicy")
-    assert len(policies) == 2
+    assert len(policies) == 4  # the job queue and its DLQ, the SES evidence queue and its DLQ
     for policy in policies.values():
-        [statement] = policy["Properties"]["PolicyDocument"]["Statement"]
-        assert statement["Effect"] == "Deny"
-        assert statement["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+        statements = policy["Properties"]["PolicyDocument"]["Statement"]
+        assert {"Bool": {"aws:SecureTransport": "false"}} in [s.get("Condition") for s in statements
+                                                               if s["Effect"] == "Deny"]
 
 
 def test_dedupe_table_is_on_demand_with_ttl_pitr_and_retained():
@@ -54,7 +62,7 @@ def test_dedupe_table_is_on_demand_with_ttl_pitr_and_retained():
 
 
 def test_consumer_function_defaults():
-    _, template = build()
+    pipeline, template = build()
     props = only(template, "AWS::Lambda::Function")["Properties"]
     assert props["Handler"] == "sendonce_runtime.handler.handler"
     assert props["Architectures"] == ["arm64"]
@@ -66,7 +74,7 @@ def test_consumer_function_defaults():
     assert env["SENDONCE_TABLE_NAME"]["Ref"].startswith("ReceiptsDedupeTable")
     assert env["SENDONCE_DLQ_URL"]["Ref"].startswith("ReceiptsDeadLetterQueue")
     assert {k: v for k, v in env.items() if k not in ("SENDONCE_TABLE_NAME", "SENDONCE_DLQ_URL")} == {
-        "SENDONCE_DELIVERY": "at-most-once",
+        "SENDONCE_DELIVERY": "resend-without-evidence",
         "SENDONCE_DEDUPE_TTL_SECONDS": str(7 * 86_400),
         "SENDONCE_PARALLELISM": "10",
         "SENDONCE_FIFO": "false",
@@ -75,6 +83,10 @@ def test_consumer_function_defaults():
         "SENDONCE_SES_READ_TIMEOUT_S": "5",
         "SENDONCE_LEDGER_BUDGET_MS": "2000",
         "SENDONCE_LEASE_MARGIN_MS": "10000",
+        "SENDONCE_CONFIGURATION_SET": {"Ref": "ReceiptsSesEvidenceConfigurationSetA0A72AAC"},
+        "SENDONCE_EVIDENCE_GRACE_MS": "300000",
+        "SENDONCE_PIPELINE_TAG": pipeline.node.addr,
+        "SENDONCE_QUEUE_URL": {"Ref": "ReceiptsQueue4CA61331"},
     }
 
 
@@ -140,7 +152,7 @@ def test_overrides_reach_the_resources():
     function = only(template, "AWS::Lambda::Function")["Properties"]
     assert (function["MemorySize"], function["Architectures"], function["Runtime"]) == (512, ["x86_64"], "python3.12")
     env = function["Environment"]["Variables"]
-    assert env["SENDONCE_DELIVERY"] == "at-least-once"
+    assert env["SENDONCE_DELIVERY"] == "resend-without-evidence"
     assert env["SENDONCE_DEDUPE_TTL_SECONDS"] == str(3 * 86_400)
     assert env["SENDONCE_PARALLELISM"] == "2"
     assert env["SENDONCE_MAX_SEND_RATE"] == "14"
@@ -155,7 +167,7 @@ def test_overrides_reach_the_resources():
 
 def test_fifo_makes_both_queues_fifo_and_tells_the_consumer():
     _, template = build(fifo=True)
-    queues = template.find_resources("AWS::SQS::Queue")
+    queues = pipeline_resources(template, "AWS::SQS::Queue")
     assert [q["Properties"].get("FifoQueue") for q in queues.values()] == [True, True]
     env = only(template, "AWS::Lambda::Function")["Properties"]["Environment"]["Variables"]
     assert env["SENDONCE_FIFO"] == "true"
@@ -250,8 +262,10 @@ def test_ses_grant_names_the_identity_with_a_from_address_condition_and_no_wildc
     _, template = build(sender="example.com", from_addresses=["receipts@example.com"])
     statement = ses_statement(template)
     assert statement["Action"] == "ses:SendEmail"
-    resource = statement["Resource"]["Fn::Join"][1]
-    assert resource[-1] == ":identity/example.com"
+    identity, configuration_set = statement["Resource"]  # the identity, and the set SES's events come through
+    assert identity["Fn::Join"][1][-1] == ":identity/example.com"
+    assert configuration_set["Fn::Join"][1][-2:] == [
+        ":configuration-set/", {"Ref": "ReceiptsSesEvidenceConfigurationSetA0A72AAC"}]
     assert statement["Condition"] == {"StringLike": {"ses:FromAddress": ["receipts@example.com"]}}
     for s in policy_statements(template):
         assert s["Resource"] != "*"
@@ -283,7 +297,7 @@ def test_an_email_identity_construct_can_be_the_sender():
     identity = ses.EmailIdentity(stack, "Identity", identity=ses.Identity.domain("example.com"))
     _, template = build(stack, sender=identity, from_addresses=["receipts@example.com"])
     statement = ses_statement(template)
-    parts = statement["Resource"]["Fn::Join"][1]
+    parts = statement["Resource"][0]["Fn::Join"][1]
     assert parts[-2:] == [":identity/", {"Ref": stack.get_logical_id(identity.node.default_child)}]
     assert statement["Condition"] == {"StringLike": {"ses:FromAddress": ["receipts@example.com"]}}
 
@@ -296,9 +310,10 @@ def test_logical_ids_are_pinned():
         for kind in ("AWS::SQS::Queue", "AWS::DynamoDB::Table", "AWS::Lambda::Function")
     }
     assert ids == {
-        "AWS::SQS::Queue": ["ReceiptsDeadLetterQueue2FBEE237", "ReceiptsQueue4CA61331"],
+        "AWS::SQS::Queue": ["ReceiptsDeadLetterQueue2FBEE237", "ReceiptsQueue4CA61331",
+                            "ReceiptsSesEvidenceDeadLetterQueueD25CC1D6", "ReceiptsSesEvidenceQueue73BD6BE9"],
         "AWS::DynamoDB::Table": ["ReceiptsDedupeTable97CEC35F"],
-        "AWS::Lambda::Function": ["ReceiptsConsumer2A19002C"],
+        "AWS::Lambda::Function": ["ReceiptsConsumer2A19002C", "ReceiptsSesEvidenceRecorder8527EFB3"],
     }
 
 

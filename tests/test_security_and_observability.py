@@ -14,7 +14,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 from cfnlint.api import ManualArgs, lint
-from construct_support import only, policy_statements
+from construct_support import evidence_statements, only, policy_statements
 
 from sendonce_constructs import SendOnceEmailQueue
 
@@ -80,6 +80,9 @@ def test_consumer_writes_logs_only_to_its_own_log_group():
     groups = sorted(s["Resource"]["Fn::GetAtt"][0] for s in policy_statements(template)
                     if "logs:PutLogEvents" in s["Action"])
     assert [g[: -len("ABCDEF12")] for g in groups] == ["ReceiptsConsumerLogs", "ReceiptsOutboxRelayLogs"]
+    recorder_groups = [s["Resource"]["Fn::GetAtt"][0] for s in evidence_statements(template)
+                       if "logs:PutLogEvents" in s["Action"]]
+    assert [g[: -len("ABCDEF12")] for g in recorder_groups] == ["ReceiptsSesEvidenceRecorderLogs"]
 
 
 def test_consumer_logs_json_one_line_per_record_and_traces_on_request():
@@ -102,12 +105,14 @@ def test_customer_key_encrypts_queues_and_table():
         assert sse["SSEEnabled"] is True and "KMSMasterKeyId" in sse
 
 
-def test_default_alarms_watch_the_dlq_the_oldest_message_unknown_records_and_errors():
+def test_default_alarms_watch_the_dlqs_the_oldest_message_unknown_records_doubles_and_errors():
     template = Template.from_stack(example_stack())
     alarms = {name: a["Properties"] for name, a in template.find_resources("AWS::CloudWatch::Alarm").items()}
     by_metric = {a.get("MetricName"): a for a in alarms.values()}
     assert set(by_metric) == {"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage",
-                              "UnknownRecords", "Errors"}
+                              "UnknownRecords", "DoubleSends", "Errors"}
+    assert len(alarms) == 6  # both dead-letter queues
+    assert by_metric["DoubleSends"]["Threshold"] == 1
     assert by_metric["ApproximateAgeOfOldestMessage"]["Threshold"] == 900
     assert by_metric["UnknownRecords"]["Namespace"] == "sendonce"
     assert by_metric["UnknownRecords"]["Dimensions"] == [{"Name": "Pipeline", "Value": "SendOnceExample/Receipts"}]
@@ -121,7 +126,7 @@ def test_alarm_topic_receives_every_alarm_and_thresholds_are_props():
                                   oldest_message_alarm_threshold=cdk.Duration.minutes(5))
     template = Template.from_stack(stack)
     alarms = [a["Properties"] for a in template.find_resources("AWS::CloudWatch::Alarm").values()]
-    assert len(alarms) == 4 == len(pipeline.alarms)
+    assert len(alarms) == 6 == len(pipeline.alarms)
     assert all(a["AlarmActions"] == [{"Ref": stack.get_logical_id(topic.node.default_child)}] for a in alarms)
     assert {a["Threshold"] for a in alarms if a["MetricName"] == "ApproximateAgeOfOldestMessage"} == {300}
 
@@ -156,3 +161,17 @@ def test_metric_helpers_name_the_consumers_emf_metrics():
     assert pipeline.metric_emails_sent(period=cdk.Duration.minutes(1)).period.to_seconds() == 60
     assert pipeline.metric_dead_letter_queue_depth().metric_name == "ApproximateNumberOfMessagesVisible"
     assert pipeline.metric_approximate_age_of_oldest_message().metric_name == "ApproximateAgeOfOldestMessage"
+
+
+def test_the_recorder_may_update_ledger_records_send_to_its_dlq_and_log_nothing_more():
+    template = Template.from_stack(example_stack())
+    actions = {}
+    for statement in evidence_statements(template):
+        for action in [statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"]:
+            actions.setdefault(action, []).append(json.dumps(statement["Resource"]))
+    assert set(actions) == {"dynamodb:UpdateItem", "sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl",
+                            "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage",
+                            "logs:CreateLogStream", "logs:PutLogEvents"}
+    assert all("DedupeTable" in r for r in actions["dynamodb:UpdateItem"])
+    assert all("SesEvidenceDeadLetterQueue" in r for r in actions["sqs:SendMessage"])
+    assert all("SesEvidenceQueue" in r for r in actions["sqs:ReceiveMessage"])

@@ -1,0 +1,122 @@
+"""SES's own events as the evidence of each send: a configuration set publishing to the default event bus, a rule
+matching this pipeline's emails only, a queue with its DLQ, and the bundled recorder writing onto the ledger."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_ses as ses
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from .acknowledgements import acknowledge
+from .function_dependencies import depend_on_role_policy_only
+from .runtime_asset import runtime_code
+
+RECORDER_HANDLER = "sendonce_runtime.event_recorder.handler"
+PIPELINE_TAG = "sendonce-pipeline"  # the runtime's key_tags.PIPELINE_TAG: every email carries it
+# What SES publishes: every event that proves it accepted an email, or says what became of it.
+EVIDENCE_EVENTS = [ses.EmailSendingEvent.SEND, ses.EmailSendingEvent.DELIVERY, ses.EmailSendingEvent.BOUNCE,
+                   ses.EmailSendingEvent.COMPLAINT, ses.EmailSendingEvent.REJECT,
+                   ses.EmailSendingEvent.DELIVERY_DELAY, ses.EmailSendingEvent.RENDERING_FAILURE]
+DETAIL_TYPES = ["Email Sent", "Email Delivered", "Email Bounced", "Email Complaint Received", "Email Rejected",
+                "Email Delivery Delayed", "Email Rendering Failed"]
+RECORDER_TIMEOUT = Duration.seconds(30)
+
+
+class SesEvidence(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        table: dynamodb.ITable,
+        configuration_set: str | ses.IConfigurationSet | None,
+        pipeline_tag: str,
+        pipeline_name: str,
+        runtime: lambda_.Runtime,
+        architecture: lambda_.Architecture,
+        log_retention: logs.RetentionDays,
+        queue_encryption: sqs.QueueEncryption,
+        encryption_key: kms.IKey | None,
+        data_keys: list[kms.IKey],
+    ) -> None:
+        super().__init__(scope, id)
+        if configuration_set is None:
+            self.configuration_set: ses.IConfigurationSet = ses.ConfigurationSet(self, "ConfigurationSet")
+        elif isinstance(configuration_set, str):
+            self.configuration_set = ses.ConfigurationSet.from_configuration_set_name(
+                self, "UserConfigurationSet", configuration_set)
+        else:
+            self.configuration_set = configuration_set
+        default_bus = events.EventBus.from_event_bus_name(self, "DefaultBus", "default")
+        self.event_destination = ses.ConfigurationSetEventDestination(
+            self, "EventDestination", configuration_set=self.configuration_set,
+            destination=ses.EventDestination.event_bus(default_bus), events=EVIDENCE_EVENTS,
+        )
+        self._build_queues(queue_encryption, encryption_key)
+        self.rule = events.Rule(
+            self, "Rule",
+            description="sendonce: SES's events for this pipeline's emails, to its recorder",
+            event_pattern=events.EventPattern(source=["aws.ses"], detail_type=DETAIL_TYPES,
+                                              detail={"mail": {"tags": {PIPELINE_TAG: [pipeline_tag]}}}),
+            targets=[targets.SqsQueue(self.queue, dead_letter_queue=self.dead_letter_queue)],
+        )
+        self._build_recorder(table, pipeline_tag, pipeline_name, runtime, architecture, log_retention, data_keys)
+
+    def _build_queues(self, encryption: sqs.QueueEncryption, key: kms.IKey | None) -> None:
+        self.dead_letter_queue = sqs.Queue(self, "DeadLetterQueue", retention_period=Duration.days(14),
+                                           encryption=encryption, encryption_master_key=key, enforce_ssl=True)
+        acknowledge(self.dead_letter_queue, "Serverless-SQSRedrivePolicy",
+                    "This is the evidence queue's dead-letter queue: a queue behind it would hide failed events.")
+        self.queue = sqs.Queue(
+            self, "Queue", visibility_timeout=Duration.seconds(6 * RECORDER_TIMEOUT.to_seconds()),
+            retention_period=Duration.days(4), encryption=encryption, encryption_master_key=key, enforce_ssl=True,
+            dead_letter_queue=sqs.DeadLetterQueue(queue=self.dead_letter_queue, max_receive_count=5),
+        )
+
+    def _build_recorder(
+        self, table: dynamodb.ITable, pipeline_tag: str, pipeline_name: str, runtime: lambda_.Runtime,
+        architecture: lambda_.Architecture, log_retention: logs.RetentionDays, data_keys: list[kms.IKey],
+    ) -> None:
+        self.log_group = logs.LogGroup(self, "RecorderLogs", retention=log_retention,
+                                       removal_policy=RemovalPolicy.DESTROY)
+        self.role = iam.Role(self, "RecorderRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                             description="sendonce SES event recorder: its queue, the dedupe table, its DLQ, its logs")
+        self.log_group.grant_write(self.role)
+        self.recorder = lambda_.Function(
+            self, "Recorder", code=runtime_code(), handler=RECORDER_HANDLER, runtime=runtime,
+            architecture=architecture, timeout=RECORDER_TIMEOUT, memory_size=256, role=self.role,
+            log_group=self.log_group, logging_format=lambda_.LoggingFormat.JSON,
+            application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
+            system_log_level_v2=lambda_.SystemLogLevel.WARN,
+            environment={"SENDONCE_TABLE_NAME": table.table_name,
+                         "SENDONCE_EVIDENCE_DLQ_URL": self.dead_letter_queue.queue_url,
+                         "SENDONCE_PIPELINE_TAG": pipeline_tag, "SENDONCE_PIPELINE_NAME": pipeline_name},
+            description="sendonce SES event recorder: writes SES's word on each send onto its dedupe record",
+        )
+        acknowledge(self.recorder, "Serverless-LambdaDLQ",
+                    "Invoked synchronously by its SQS event source only; failed events go to the queue's DLQ.")
+        acknowledge(self.recorder, "Serverless-LambdaTracing",
+                    "Tracing is off like the consumer's: each event is in its JSON log line and the metrics.")
+        self.event_source = event_sources.SqsEventSource(self.queue, batch_size=10, report_batch_item_failures=True)
+        self.recorder.add_event_source(self.event_source)
+        acknowledge(self, "Serverless-LambdaEventSourceMappingDestination",
+                    "SQS event sources take no on-failure destination; failed events go to the queue's redrive DLQ.")
+        table.grant(self.recorder, "dynamodb:UpdateItem")
+        self.dead_letter_queue.grant_send_messages(self.recorder)
+        for key in data_keys:
+            key.grant_encrypt_decrypt(self.recorder)
+        if data_keys:
+            for family in ("kms:GenerateDataKey*", "kms:ReEncrypt*"):
+                acknowledge(self.role, f"AwsSolutions-IAM5[Action::{family}]",
+                            "CDK's encrypt/decrypt grant on the customer keys given; the action family covers the "
+                            "key-spec variants SQS and DynamoDB call.")
+        depend_on_role_policy_only(self.recorder, self.role)

@@ -1,0 +1,103 @@
+"""The SES evidence part of the construct: on by default, matching this pipeline's events only, checked at synth."""
+
+from __future__ import annotations
+
+import re
+
+import aws_cdk as cdk
+import pytest
+from construct_support import build, only
+
+from sendonce_constructs import SendOnceConfigurationError
+
+EVENT_TYPES = ["SEND", "DELIVERY", "BOUNCE", "COMPLAINT", "REJECT", "DELIVERY_DELAY", "RENDERING_FAILURE"]
+
+
+def resources(template, kind: str) -> dict:
+    return {name: r.get("Properties", {}) for name, r in template.find_resources(kind).items()}
+
+
+def test_a_configuration_set_publishes_every_evidence_event_to_the_default_bus():
+    _, template = build()
+    [configuration_set] = resources(template, "AWS::SES::ConfigurationSet")
+    [destination] = resources(template, "AWS::SES::ConfigurationSetEventDestination").values()
+    assert destination["ConfigurationSetName"] == {"Ref": configuration_set}
+    event_destination = destination["EventDestination"]
+    assert sorted(event_destination["MatchingEventTypes"]) == sorted(EVENT_TYPES)
+    assert event_destination["Enabled"] is True
+    assert event_destination["EventBridgeDestination"]["EventBusArn"]["Fn::Join"][1][-1] == ":event-bus/default"
+
+
+def test_the_rule_matches_this_pipelines_emails_only_and_feeds_the_recorders_queue():
+    pipeline, template = build()
+    [rule] = resources(template, "AWS::Events::Rule").values()
+    pattern = rule["EventPattern"]
+    assert pattern["source"] == ["aws.ses"]
+    assert pattern["detail"] == {"mail": {"tags": {"sendonce-pipeline": [pipeline.node.addr]}}}
+    [target] = rule["Targets"]
+    assert target["Arn"]["Fn::GetAtt"][0].startswith("ReceiptsSesEvidenceQueue")
+    assert target["DeadLetterConfig"]["Arn"]["Fn::GetAtt"][0].startswith("ReceiptsSesEvidenceDeadLetterQueue")
+    recorder = template.find_resources("AWS::Lambda::Function",
+                                       {"Properties": {"Handler": "sendonce_runtime.event_recorder.handler"}})
+    [props] = [r["Properties"] for r in recorder.values()]
+    env = props["Environment"]["Variables"]
+    assert env["SENDONCE_PIPELINE_TAG"] == pipeline.node.addr
+    assert env["SENDONCE_TABLE_NAME"] == {"Ref": "ReceiptsDedupeTable97CEC35F"}
+    [mapping] = [m for m in resources(template, "AWS::Lambda::EventSourceMapping").values()
+                 if m["EventSourceArn"]["Fn::GetAtt"][0].startswith("ReceiptsSesEvidenceQueue")]
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+
+
+def test_two_pipelines_in_one_stack_match_different_tags():
+    stack = cdk.Stack(cdk.App(), "Two")
+    first, _ = build(stack)
+    from sendonce_constructs import SendOnceEmailQueue
+
+    second = SendOnceEmailQueue(stack, "Resets", sender="example.com")
+    assert first.node.addr != second.node.addr
+
+
+def test_a_users_configuration_set_gets_the_event_destination_and_no_second_set_is_made():
+    _, template = build(configuration_set="transactional")
+    assert resources(template, "AWS::SES::ConfigurationSet") == {}
+    [destination] = resources(template, "AWS::SES::ConfigurationSetEventDestination").values()
+    assert destination["ConfigurationSetName"] == "transactional"
+    env = only(template, "AWS::Lambda::Function")["Properties"]["Environment"]["Variables"]
+    assert env["SENDONCE_CONFIGURATION_SET"] == "transactional"
+
+
+def test_events_can_be_turned_off():
+    _, template = build(ses_events=False)
+    for kind in ("AWS::SES::ConfigurationSet", "AWS::SES::ConfigurationSetEventDestination", "AWS::Events::Rule"):
+        assert resources(template, kind) == {}
+    assert len(resources(template, "AWS::Lambda::Function")) == 1
+    env = only(template, "AWS::Lambda::Function")["Properties"]["Environment"]["Variables"]
+    assert "SENDONCE_EVIDENCE_GRACE_MS" not in env and "SENDONCE_CONFIGURATION_SET" not in env
+
+
+def test_the_grace_period_is_a_prop():
+    _, template = build(evidence_grace_period=cdk.Duration.minutes(2))
+    env = only(template, "AWS::Lambda::Function")["Properties"]["Environment"]["Variables"]
+    assert env["SENDONCE_EVIDENCE_GRACE_MS"] == "120000"
+
+
+@pytest.mark.parametrize(("props", "message"), [
+    ({"evidence_grace_period": cdk.Duration.seconds(5)},
+     "evidence_grace_period (5 s) must be between 10 s and 43200 s"),
+    ({"evidence_grace_period": cdk.Duration.hours(13)}, "evidence_grace_period (46800 s) must be between"),
+    ({"max_receive_count": 2},
+     "max_receive_count (2) must be at least 3 with ses_events: a job whose worker died is received once more"),
+    ({"retention_period": cdk.Duration.minutes(10)},
+     "retention_period (600 s) must be at least 2 x visibility_timeout (180 s) + evidence_grace_period (300 s) "
+     "= 660 s"),
+    ({"ses_events": False, "evidence_grace_period": cdk.Duration.minutes(1)},
+     "evidence_grace_period was given with ses_events=False"),
+], ids=["grace too short", "grace too long", "too few receives", "retention too short", "grace without events"])
+def test_evidence_props_that_break_a_guarantee_fail_synth_with_the_fix(props, message):
+    with pytest.raises(SendOnceConfigurationError, match=re.escape(message)):
+        build(**props)
+
+
+def test_a_low_max_receive_count_is_fine_without_events():
+    pipeline, _ = build(ses_events=False, max_receive_count=2)
+    assert pipeline.evidence is None
