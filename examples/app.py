@@ -7,7 +7,7 @@ from aws_cdk import aws_iam as iam
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 from constructs import Construct
 
-from sendonce_constructs import DeliveryPolicy, SendOnceEmailQueue
+from sendonce_constructs import SendOnceEmailQueue
 
 
 class ReceiptsStack(cdk.Stack):
@@ -21,8 +21,8 @@ class ReceiptsStack(cdk.Stack):
             from_addresses=["receipts@example.com"],
             function_timeout=cdk.Duration.seconds(int(self.node.try_get_context("functionTimeoutSeconds") or 30)),
             max_concurrency=5,
-            delivery=DeliveryPolicy.AT_MOST_ONCE,
             outbox=True,
+            evidence_grace_period=cdk.Duration.seconds(int(self.node.try_get_context("evidenceGraceSeconds") or 300)),
         )
 
         checkout = iam.Role(self, "CheckoutService", assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"))

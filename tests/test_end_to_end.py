@@ -28,15 +28,31 @@ def demo(tmp_path_factory: pytest.TempPathFactory):
     return report, out, "\n".join(lines)
 
 
-def test_every_key_is_sent_once_or_lost_with_a_record_never_twice(demo):
+def test_with_every_ses_event_delivered_each_key_is_sent_exactly_once_and_nothing_is_left_unknown(demo):
     report, _, output = demo
     assert report.ok, output
+    assert report.policy == "resend-without-evidence"
     assert report.distinct_keys == KEYS + ORDERS
-    assert sum(report.emails_per_key.values()) == KEYS + ORDERS
-    assert report.keys_sent_twice == []
-    assert report.lost_without_record == []
-    assert set(report.keys_lost.values()) <= {"UNKNOWN", "DLQ"}
+    assert report.emails_per_key == {1: KEYS + ORDERS}
+    assert report.keys_sent_twice == [] and report.keys_lost == {} and report.unknown_records == 0
     assert report.unexpected_emails == 0
+    assert report.confirmed_by_ses == KEYS + ORDERS  # SES's events reached every record through the deployed rule
+
+
+def test_the_report_shows_delivery_outcomes_and_the_time_to_confirmation(demo):
+    report, _, output = demo
+    assert report.delivery_outcomes["delivered"] >= KEYS
+    assert report.delivery_outcomes.get("bounced (Permanent/General)", 0) >= 1  # bounce@ the mailbox simulator
+    assert report.confirmation_ms["p50"] > 0
+    assert "delivery outcomes (from SES's events)" in output
+
+
+def test_with_send_events_lost_the_only_doubles_are_detected_and_inside_the_crash_window(demo):
+    report, _, _ = demo
+    residual = report.residual
+    assert residual is not None and residual.send_events_dropped >= 1
+    assert residual.lost == [] and residual.outside_the_window == []
+    assert set(residual.sent_twice) <= set(residual.detected)
 
 
 def test_orders_written_through_the_outbox_are_sent_once_and_their_retries_commit(demo):

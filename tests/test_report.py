@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sendonce_constructs.local.report import Report, render_text
+from sendonce_constructs.local.report import Report, ResidualReport, render_text
 
 CLEAN = Report(
-    policy="at-most-once", jobs_enqueued=12, distinct_keys=10, deliveries_to_handler=14, invocations=3,
+    policy="never-resend", jobs_enqueued=12, distinct_keys=10, deliveries_to_handler=14, invocations=3,
     workers_killed=1, emails_per_key={1: 10}, keys_sent_twice=[], keys_lost={}, keys_sent_once_recorded_unknown=0,
     unexpected_emails=0, dead_letters={"invalid-message": 2}, dead_letter_samples={"invalid-message": "bad"},
     dead_letter_copies=0, expected_dead_letters=2, refused_keys_not_dead_lettered={},
@@ -29,10 +29,29 @@ def test_a_loss_without_a_record_fails():
     assert not report.ok and "1 keys lost without a record" in report.verdict
 
 
-def test_a_key_sent_twice_fails_at_most_once_only():
+def test_a_key_sent_twice_fails_under_either_policy():
     report = replace(CLEAN, emails_per_key={1: 9, 2: 1}, keys_sent_twice=["k"])
     assert not report.ok and "1 keys sent twice" in report.verdict
-    assert replace(report, policy="at-least-once").ok
+    assert not replace(report, policy="resend-without-evidence").ok
+
+
+def test_the_default_policy_fails_on_any_key_not_sent_or_left_unknown():
+    resend = replace(CLEAN, policy="resend-without-evidence")
+    assert resend.ok
+    for status in ("UNKNOWN", "DLQ"):
+        report = replace(resend, emails_per_key={0: 1, 1: 9}, keys_lost={"k": status})
+        assert not report.ok and "1 keys not sent" in report.verdict
+    assert not replace(resend, unknown_records=1).ok
+
+
+def test_the_residual_passes_only_when_every_double_is_detected_and_inside_the_crash_window():
+    fine = ResidualReport(keys=8, sent_twice=["a"], detected=["a"], outside_the_window=[], lost=[],
+                          send_events_dropped=3)
+    assert replace(CLEAN, residual=fine).ok
+    assert "residual: 1 doubles with SES's Send events lost, 1 detected" in replace(CLEAN, residual=fine).verdict
+    assert not replace(CLEAN, residual=replace(fine, detected=[])).ok
+    assert not replace(CLEAN, residual=replace(fine, outside_the_window=["a"])).ok
+    assert "the residual (8 keys, 3 Send events lost" in render_text(replace(CLEAN, residual=fine))
 
 
 def test_poison_missing_from_the_dlq_or_unexpected_mail_fails():

@@ -10,7 +10,7 @@ from construct_support import build, only
 
 from sendonce_constructs import SendOnceConfigurationError
 
-EVENT_TYPES = ["SEND", "DELIVERY", "BOUNCE", "COMPLAINT", "REJECT", "DELIVERY_DELAY", "RENDERING_FAILURE"]
+EVENT_TYPES = ["send", "delivery", "bounce", "complaint", "reject", "deliveryDelay", "renderingFailure"]
 
 
 def resources(template, kind: str) -> dict:

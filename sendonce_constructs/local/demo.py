@@ -9,18 +9,30 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import boto3
 
 from .cdk_cli import bootstrap_and_deploy
 from .emulator import LocalAws, local_aws
+from .emulator_gaps import apply_ttl, make_skipped_configuration_sets
 from .event_source_runner import EventSourceRunner, FaultPlan
-from .report import Report, build_report, render_text, write_outputs
-from .stack_reader import physical_id_of, read_consumers, read_stream_functions
+from .lambda_worker import FAULT_KINDS
+from .report import Report, Residual, build_report, render_text, write_outputs
+from .ses_publisher import EventFaults, SesEventPublisher, put_on_default_bus
+from .stack_reader import (
+    DeployedConsumer,
+    DeployedStreamFunction,
+    physical_id_of,
+    read_consumers,
+    read_stream_functions,
+)
 from .stream_runner import StreamEventSourceRunner
 from .workload import SENDER, Workload, build_workload, enqueue
 
 SENDER_IDENTITY = "example.com"
+CONSUMER_HANDLER = "sendonce_runtime.handler.handler"
+RECORDER_HANDLER = "sendonce_runtime.event_recorder.handler"
 
 
 @dataclass(frozen=True)
@@ -34,6 +46,11 @@ class DemoOptions:
     seed: int = 42
     # Short, so redeliveries come back within seconds (visibility is 6x this); the guarantees do not depend on it.
     function_timeout_s: int = 3
+    # Short for the same reason: the local publisher delivers SES's events within a second.
+    evidence_grace_s: int = 10
+    # The second phase: keys sent while a share of SES's Send events is lost, the residual shown and detected.
+    residual_keys: int | None = None  # default: a fifth of keys, at least 8
+    residual_send_events_dropped: float = 0.5
     bound_s: float = 900
 
 
@@ -48,18 +65,53 @@ def _pointed_at(aws: LocalAws) -> Iterator[None]:
         os.environ.update(saved)
 
 
-def apply_emulator_gaps(table_name: str) -> list[str]:
+def apply_emulator_gaps(stack: str, table_name: str, cdk_out: Path) -> list[str]:
     """Do by API what the emulator's CloudFormation skips, and say so."""
-    boto3.client("dynamodb").update_time_to_live(
-        TableName=table_name, TimeToLiveSpecification={"AttributeName": "expiresAt", "Enabled": True}
-    )
+    configuration_sets = make_skipped_configuration_sets(stack, cdk_out)
     return [
-        "moto's CloudFormation ignores TimeToLiveSpecification: TTL on expiresAt was applied with the API "
-        "(moto never deletes expired items; the consumer treats them as absent anyway)",
+        apply_ttl(table_name),
         "point-in-time recovery and the queues' TLS-only policies are in the template but not modelled by moto",
         "moto runs no Lambda code without Docker: the local runners invoke the deployed functions for their SQS "
         "and DynamoDB-stream event sources, and moto's own Docker-bound delivery is switched off",
+        f"moto's CloudFormation skips the SES configuration set and its event destination: the set was made by API "
+        f"({', '.join(configuration_sets)}) and named in the consumer's environment; moto's SES publishes no "
+        "events, so the local publisher plays SES's part, putting the events SES documents for each email sent "
+        "through the set on the emulator's default event bus, where the deployed rule routes them to the recorder",
     ]
+
+
+@dataclass
+class Deployed:
+    consumer: DeployedConsumer
+    recorder: DeployedConsumer
+    relays: list[DeployedStreamFunction]
+    table: str
+    configuration_set: str
+
+
+def _deploy(options: DemoOptions, aws: LocalAws, cdk_out: Path, cdk_log: Path, say: Callable[[str], None]) -> (
+    tuple[Deployed, list[str]]
+):
+    say(f"[2/7] cdk bootstrap + cdk deploy {options.stack} (examples/app.py) to it; log in {cdk_log}")
+    context = {"functionTimeoutSeconds": str(options.function_timeout_s),
+               "evidenceGraceSeconds": str(options.evidence_grace_s)}
+    bootstrap_and_deploy(options.stack, options.project_dir.resolve(), cdk_out, {**os.environ}, aws.account_id,
+                         aws.region, context, cdk_log)
+    table = physical_id_of(options.stack, "AWS::DynamoDB::Table", "ReceiptsDedupeTable")
+    notes = apply_emulator_gaps(options.stack, table, cdk_out)
+    for note in notes:
+        say(f"      emulator gap: {note}")
+    functions = {c.function.handler: c for c in read_consumers(options.stack, cdk_out)}
+    consumer, recorder = functions[CONSUMER_HANDLER], functions[RECORDER_HANDLER]
+    boto3.client("sesv2").create_email_identity(EmailIdentity=SENDER_IDENTITY)
+    deployed = Deployed(consumer, recorder, read_stream_functions(options.stack, cdk_out), table,
+                        consumer.function.environment["SENDONCE_CONFIGURATION_SET"])
+    env = consumer.function.environment
+    say(f"[3/7] deployed {consumer.function.name}: timeout {consumer.function.timeout_s:g} s, batch "
+        f"{consumer.source.batch_size}, {consumer.source.max_concurrency} concurrent, policy "
+        f"{env['SENDONCE_DELIVERY']}, SES evidence grace {int(env['SENDONCE_EVIDENCE_GRACE_MS']) // 1000} s; "
+        f"recorder {recorder.function.name}; SES identity {SENDER_IDENTITY} verified")
+    return deployed, notes
 
 
 def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report:
@@ -67,69 +119,99 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
     out.mkdir(parents=True, exist_ok=True)
     cdk_log, consumer_log_path = out / "cdk.log", out / "consumer.log"
     cdk_log.write_text("")
-    cdk_out = out / "cdk.out"
     started = time.monotonic()
     with local_aws() as aws, _pointed_at(aws):
-        say(f"[1/6] embedded AWS emulator (moto) on {aws.endpoint}, account {aws.account_id}, {aws.region}")
-        say(f"[2/6] cdk bootstrap + cdk deploy {options.stack} (examples/app.py) to it; log in {cdk_log}")
-        bootstrap_and_deploy(
-            options.stack, options.project_dir.resolve(), cdk_out, {**os.environ}, aws.account_id, aws.region,
-            {"functionTimeoutSeconds": str(options.function_timeout_s)}, cdk_log,
-        )
-        table = physical_id_of(options.stack, "AWS::DynamoDB::Table", "ReceiptsDedupeTable")
-        notes = apply_emulator_gaps(table)
-        for note in notes:
-            say(f"      emulator gap: {note}")
-        [consumer] = read_consumers(options.stack, cdk_out)
-        boto3.client("sesv2").create_email_identity(EmailIdentity=SENDER_IDENTITY)
-        say(f"[3/6] deployed {consumer.function.name}: handler {consumer.function.handler}, timeout "
-            f"{consumer.function.timeout_s:g} s, batch {consumer.source.batch_size}, "
-            f"{consumer.source.max_concurrency} concurrent; SES identity {SENDER_IDENTITY} verified")
+        say(f"[1/7] embedded AWS emulator (moto) on {aws.endpoint}, account {aws.account_id}, {aws.region}")
+        deployed, notes = _deploy(options, aws, out / "cdk.out", cdk_log, say)
+        publisher = SesEventPublisher(
+            [deployed.configuration_set], put_on_default_bus(boto3.client("events")), aws.account_id, aws.region,
+            EventFaults(delay_s=0.2, outcome_delay_s=0.5, duplicate=0.1, reorder=True), options.seed,
+        ).start()
         workload = build_workload(options.keys, options.seed)
-        sqs = boto3.client("sqs")
-        enqueue(sqs, consumer.source.queue_url, workload.first_wave)
-        say(f"[4/6] enqueued {len(workload.first_wave)} jobs: " + ", ".join(f"{v} {k}" for k, v in
-                                                                            workload.kinds.items()))
-        faults = FaultPlan(options.fault_probability, options.seed)
-        say(f"[5/6] local event-source runner: {consumer.source.max_concurrency} pollers, worker processes, "
-            f"{options.fault_probability:.0%} of invocations killed before or after SES accepts")
-        relays = read_stream_functions(options.stack, cdk_out)
-        with consumer_log_path.open("w", encoding="utf-8") as consumer_log, EventSourceRunner(
-            consumer.function, consumer.source, aws.environment, consumer_log, faults
-        ) as runner:
-            relay_runners = [StreamEventSourceRunner(r.function, r.source, aws.environment, consumer_log).start()
-                             for r in relays]
-            if relays:
-                outbox_table = physical_id_of(options.stack, "AWS::DynamoDB::Table", "ReceiptsOutboxTable")
-                committed = write_orders_through_outbox(outbox_table, options.orders, options.seed, workload)
-                say(f"      {options.orders} orders written with their receipt in one transaction (outbox); "
-                    f"each transaction retried once: {committed} retries committed, the outbox kept each receipt "
-                    "intent once (ON CONFLICT DO NOTHING)")
-            _reenqueue_midway(runner, sqs, consumer.source.queue_url, workload.reenqueued, len(workload.first_wave),
-                              options.bound_s, say)
-
-            def progress(elapsed: float, depth: dict[str, int]) -> None:
-                s = runner.stats
-                say(f"      {elapsed:6.1f}s  delivered {s.records_delivered:4d}  deleted {s.records_deleted:4d}  "
-                    f"queue {depth['visible']:3d} waiting / {depth['in_flight']:3d} in flight  "
-                    f"killed {s.workers_killed}  timeouts {s.timeouts}")
-
-            drained = runner.run_until_drained(options.bound_s, progress,
-                                               upstream_idle=lambda: all(r.idle() for r in relay_runners))
-            for relay_runner in relay_runners:
-                relay_runner.stop()
-        if not drained:
-            say(f"      the queue did not drain within {options.bound_s:g} s; reporting what happened so far")
-        env = consumer.function.environment
+        with consumer_log_path.open("w", encoding="utf-8") as log, EventSourceRunner(
+            deployed.recorder.function, deployed.recorder.source, aws.environment, log
+        ) as recorder_runner:
+            say(f"[4/7] SES's events played for configuration set {deployed.configuration_set} (delayed, 10% "
+                "duplicated, reordered, none lost) onto the default bus; the deployed rule routes them to "
+                f"{deployed.recorder.function.name}")
+            faults = FaultPlan(options.fault_probability, options.seed, FAULT_KINDS)
+            runner = _run_phase(options, aws, deployed, workload, faults, publisher, recorder_runner, log, say,
+                                with_orders=True)
+            residual = _residual_phase(options, aws, deployed, publisher, recorder_runner, log, say)
+        publisher.stop()
+        env = deployed.consumer.function.environment
         report = build_report(
-            aws.sent_emails(), workload, env.get("SENDONCE_DELIVERY", "at-most-once"), table,
-            env["SENDONCE_DLQ_URL"], runner.stats.as_dict(), notes,
+            aws.sent_emails(), workload, env["SENDONCE_DELIVERY"], deployed.table, env["SENDONCE_DLQ_URL"],
+            runner.stats.as_dict(), notes, residual,
         )
         paths = write_outputs(report, out)
-        say(f"[6/6] done in {time.monotonic() - started:.0f} s; report: {', '.join(str(p) for p in paths)}; "
-            f"consumer log: {consumer_log_path}")
+        say(f"[7/7] done in {time.monotonic() - started:.0f} s; report: {', '.join(str(p) for p in paths)}; "
+            f"consumer and recorder log: {consumer_log_path}")
         say(render_text(report))
     return report
+
+
+def _run_phase(
+    options: DemoOptions, aws: LocalAws, deployed: Deployed, workload: Workload, faults: FaultPlan,
+    publisher: SesEventPublisher, recorder_runner: EventSourceRunner, log: IO[str], say: Callable[[str], None],
+    with_orders: bool, step: str = "[5/7]",
+) -> EventSourceRunner:
+    sqs = boto3.client("sqs")
+    queue_url = deployed.consumer.source.queue_url
+    enqueue(sqs, queue_url, workload.first_wave)
+    say(f"{step} enqueued {len(workload.first_wave)} jobs: " + ", ".join(f"{v} {k}" for k, v in workload.kinds.items())
+        + f"; {options.fault_probability:.0%} of invocations hit at a crash point ({', '.join(FAULT_KINDS)})")
+    with EventSourceRunner(deployed.consumer.function, deployed.consumer.source, aws.environment, log,
+                           faults) as runner:
+        relay_runners = [StreamEventSourceRunner(r.function, r.source, aws.environment, log).start()
+                         for r in deployed.relays]
+        if with_orders and relay_runners:
+            outbox_table = physical_id_of(options.stack, "AWS::DynamoDB::Table", "ReceiptsOutboxTable")
+            committed = write_orders_through_outbox(outbox_table, options.orders, options.seed, workload)
+            say(f"      {options.orders} orders written with their receipt in one transaction (outbox); "
+                f"each transaction retried once: {committed} retries committed, the outbox kept each receipt "
+                "intent once (ON CONFLICT DO NOTHING)")
+        _reenqueue_midway(runner, sqs, queue_url, workload.reenqueued, len(workload.first_wave), options.bound_s, say)
+
+        def progress(elapsed: float, depth: dict[str, int]) -> None:
+            s = runner.stats
+            say(f"      {elapsed:6.1f}s  delivered {s.records_delivered:4d}  deleted {s.records_deleted:4d}  "
+                f"queue {depth['visible']:3d} waiting / {depth['in_flight']:3d} in flight  "
+                f"faults {s.faults_armed} (killed {s.workers_killed})  timeouts {s.timeouts}  "
+                f"SES events {publisher.stats.events_published}")
+
+        drained = runner.run_until_drained(options.bound_s, progress,
+                                           upstream_idle=lambda: all(r.idle() for r in relay_runners))
+        for relay_runner in relay_runners:
+            relay_runner.stop()
+    settled = recorder_runner.run_until_drained(options.bound_s, upstream_idle=lambda: publisher.pending() == 0)
+    if not (drained and settled):
+        say(f"      the queues did not drain within {options.bound_s:g} s; reporting what happened so far")
+    return runner
+
+
+def _residual_phase(
+    options: DemoOptions, aws: LocalAws, deployed: Deployed, publisher: SesEventPublisher,
+    recorder_runner: EventSourceRunner, log: IO[str], say: Callable[[str], None],
+) -> Residual | None:
+    """Keys sent while SES's events for some emails come late or never: what the evidence cannot settle."""
+    keys = options.residual_keys if options.residual_keys is not None else max(8, options.keys // 5)
+    if keys <= 0:
+        return None
+    grace_s = options.evidence_grace_s
+    # Late past the decision: the redelivery (6 x the function timeout) plus the grace period, and then some.
+    late_s = 8 * options.function_timeout_s + grace_s
+    publisher.faults = EventFaults(delay_s=0.2, outcome_delay_s=late_s, drop_send=options.residual_send_events_dropped)
+    dropped_before = len(publisher.stats.send_events_dropped)
+    say(f"[6/7] the residual: {keys} more keys while {options.residual_send_events_dropped:.0%} of SES's Send events "
+        f"are lost and the rest of each email's events come after the {grace_s} s grace period; workers killed "
+        "right after SES accepted")
+    workload = build_workload(keys, options.seed + 1, first=100_000, poison=False)
+    faults = FaultPlan(max(0.5, options.fault_probability), options.seed + 1, ("after_send", "lost_answer"))
+    runner = _run_phase(options, aws, deployed, workload, faults, publisher, recorder_runner, log, say,
+                        with_orders=False, step="     ")
+    return Residual(workload=workload, runner=runner.stats.as_dict(),
+                    send_events_dropped=set(publisher.stats.send_events_dropped[dropped_before:]))
 
 
 def write_orders_through_outbox(outbox_table: str, orders: int, seed: int, workload: Workload) -> int:

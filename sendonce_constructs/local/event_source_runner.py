@@ -50,7 +50,8 @@ class RunnerStats:
 
 
 class FaultPlan:
-    """Arms a kill for a share of invocations: before or after SES accepted the N-th send of the batch."""
+    """Arms a fault for a share of invocations, at the N-th call it watches (see the worker's ``FAULT_KINDS``):
+    by default a kill before or after SES accepted a send."""
 
     def __init__(self, probability: float, seed: int, kinds: tuple[str, ...] = ("before_send", "after_send")) -> None:
         self._probability = probability

@@ -4,9 +4,11 @@ Started by path (never imported from the package), so it sees what a Lambda sees
 function's environment and boto3. It reads one JSON request a line from fd ``argv[1]`` and writes one JSON
 answer a line to fd ``argv[2]``; the handler's own stdout and stderr go wherever the runner pointed them.
 
-A request may carry a fault: ``{"kill": "before_send" | "after_send", "nth": N}`` ends this process abruptly
-(as a killed Lambda would) at the N-th SES SendEmail call of that invocation, before the call or after SES
-has accepted it.
+A request may carry a fault: ``{"kill": KIND, "nth": N}``. The kill kinds end this process abruptly (as a killed
+Lambda would) at the N-th watched call of that invocation: before the claim (PutItem), before SendEmail, after
+SES accepted (SendEmail returned), after SENT was recorded (UpdateItem returned). The answer kinds break SES's
+answer and let the worker live: lost after acceptance (a read timeout), a 5xx after acceptance, a 5xx without
+sending. See ``FAULT_KINDS``.
 """
 
 from __future__ import annotations
@@ -40,8 +42,17 @@ class Context:
         return max(0, self._deadline_ms - time.time_ns() // 1_000_000)
 
 
+# Fault kinds: the AWS call each one watches, and what happens at its N-th call in an invocation.
+KILL_BEFORE = {"before_claim": "PutItem", "before_send": "SendEmail"}  # the process dies before the call
+KILL_AFTER = {"after_send": "SendEmail", "after_sent": "UpdateItem"}  # ... or right after it returned
+# SES's answer goes wrong and the worker lives: "lost_answer" and "accepted_then_server_error" after SES
+# accepted the email, "server_error" without sending it.
+BROKEN_ANSWERS = {"lost_answer": True, "accepted_then_server_error": True, "server_error": False}
+FAULT_KINDS = (*KILL_BEFORE, *KILL_AFTER, *BROKEN_ANSWERS)
+
+
 class _Faults:
-    """Kills the process around the N-th SendEmail call of the current invocation."""
+    """Ends the process, or breaks SES's answer, at the N-th watched call of the current invocation."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -52,25 +63,40 @@ class _Faults:
         with self._lock:
             self.plan, self.calls = plan, 0
 
+    def _hit(self, operation_name: str) -> str | None:
+        with self._lock:
+            if self.plan is None:
+                return None
+            kind = self.plan["kill"]
+            watched = {**KILL_BEFORE, **KILL_AFTER}.get(kind, "SendEmail")
+            if operation_name != watched:
+                return None
+            self.calls += 1
+            return kind if self.calls == self.plan["nth"] else None
+
     def install(self) -> None:
         from botocore.client import BaseClient
+        from botocore.exceptions import ClientError, ReadTimeoutError
 
         original = BaseClient._make_api_call
         faults = self
 
         def make_api_call(client: Any, operation_name: str, api_params: Any) -> Any:
-            if operation_name != "SendEmail" or faults.plan is None:
+            kind = faults._hit(operation_name)
+            if kind is None:
                 return original(client, operation_name, api_params)
-            with faults._lock:
-                faults.calls += 1
-                hit = faults.calls == faults.plan["nth"]
-                kind = faults.plan["kill"]
-            if hit and kind == "before_send":
+            if kind in KILL_BEFORE:
                 os._exit(KILLED_EXIT)
-            result = original(client, operation_name, api_params)
-            if hit:
+            if kind == "server_error":
+                raise ClientError({"Error": {"Code": "InternalFailure", "Message": "played 5xx"},
+                                   "ResponseMetadata": {"HTTPStatusCode": 500}}, operation_name)
+            original(client, operation_name, api_params)  # the call goes through; its answer never arrives
+            if kind in KILL_AFTER:
                 os._exit(KILLED_EXIT)
-            return result
+            if kind == "lost_answer":
+                raise ReadTimeoutError(endpoint_url=client.meta.endpoint_url)
+            raise ClientError({"Error": {"Code": "InternalFailure", "Message": "played 5xx after acceptance"},
+                               "ResponseMetadata": {"HTTPStatusCode": 500}}, operation_name)
 
         BaseClient._make_api_call = make_api_call  # type: ignore[method-assign]
 

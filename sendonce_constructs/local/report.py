@@ -12,6 +12,33 @@ import boto3
 
 from .workload import Workload
 
+NEVER_RESEND = ("never-resend", "at-most-once")
+LEDGER_FIELDS = ("status", "sesMessageIds", "sesAcceptedAt", "evidenceAt", "deliveredAt", "bouncedAt", "bounceType",
+                 "bounceSubType", "complainedAt")
+
+
+@dataclass
+class Residual:
+    """The second phase: keys sent while some of SES's Send events were lost."""
+
+    workload: Workload
+    runner: dict[str, int]
+    send_events_dropped: set[str]  # SES message ids whose Send event was never delivered
+
+
+@dataclass
+class ResidualReport:
+    keys: int
+    sent_twice: list[str]
+    detected: list[str]  # doubles the recorder found (two SES message ids on the record)
+    outside_the_window: list[str]  # doubles whose first email's Send event was not lost: must be none
+    lost: list[str]
+    send_events_dropped: int
+
+    @property
+    def ok(self) -> bool:
+        return set(self.sent_twice) <= set(self.detected) and not self.outside_the_window and not self.lost
+
 
 @dataclass
 class Report:
@@ -33,6 +60,11 @@ class Report:
     refused_keys_not_dead_lettered: dict[str, str]  # key -> ledger status; UNKNOWN if its worker died mid-send
     runner: dict[str, int] = field(default_factory=dict)
     emulator_notes: list[str] = field(default_factory=list)
+    unknown_records: int = 0  # keys left UNKNOWN for a person
+    confirmed_by_ses: int = 0  # keys SES's events confirmed
+    delivery_outcomes: dict[str, int] = field(default_factory=dict)  # delivered, bounced (type/subtype), complained
+    confirmation_ms: dict[str, int] = field(default_factory=dict)  # send to recorded evidence: p50, p90, max
+    residual: ResidualReport | None = None
 
     @property
     def lost_without_record(self) -> list[str]:
@@ -47,8 +79,13 @@ class Report:
 
     @property
     def ok(self) -> bool:
-        doubled = bool(self.keys_sent_twice) and self.policy == "at-most-once"
-        return not doubled and not self.lost_without_record and not self.poison_lost and not self.unexpected_emails
+        """Nothing sent twice, nothing lost without a record; under the default policy nothing lost at all and
+        nothing left UNKNOWN; in the residual phase, every double detected and inside the crash window."""
+        if self.keys_sent_twice or self.lost_without_record or self.poison_lost or self.unexpected_emails:
+            return False
+        if self.policy not in NEVER_RESEND and (self.keys_lost or self.unknown_records):
+            return False
+        return self.residual is None or self.residual.ok
 
     @property
     def verdict(self) -> str:
@@ -59,17 +96,30 @@ class Report:
                 problems.append(f"{len(self.keys_sent_twice)} keys sent twice")
             if self.lost_without_record:
                 problems.append(f"{len(self.lost_without_record)} keys lost without a record")
+            if self.policy not in NEVER_RESEND and self.keys_lost:
+                problems.append(f"{len(self.keys_lost)} keys not sent")
+            if self.policy not in NEVER_RESEND and self.unknown_records:
+                problems.append(f"{self.unknown_records} keys left UNKNOWN")
+            if self.residual is not None and not self.residual.ok:
+                residual = self.residual
+                problems.append(f"residual: {len(set(residual.sent_twice) - set(residual.detected))} doubles "
+                                f"undetected, {len(residual.outside_the_window)} outside the crash window, "
+                                f"{len(residual.lost)} lost")
             if self.poison_lost:
                 problems.append("bad or refused jobs missing from the DLQ without a record")
             if self.unexpected_emails:
                 problems.append(f"{self.unexpected_emails} emails nobody asked for")
             return "FAIL: " + "; ".join(problems)
-        return (
+        verdict = (
             f"PASS: {sent_once} of {self.distinct_keys} keys sent exactly once; "
-            f"{sum(1 for s in self.keys_lost.values() if s == 'UNKNOWN')} lost in the documented crash window "
-            f"(each recorded UNKNOWN); {sum(1 for s in self.keys_lost.values() if s == 'DLQ')} waiting in the DLQ; "
-            f"{len(self.keys_sent_twice)} sent twice; {sum(self.dead_letters.values())} poison messages in the DLQ"
+            f"{self.unknown_records} UNKNOWN; {len(self.keys_sent_twice)} sent twice; "
+            f"{sum(1 for s in self.keys_lost.values() if s == 'DLQ')} waiting in the DLQ; "
+            f"{sum(self.dead_letters.values())} poison messages in the DLQ"
         )
+        if self.residual is not None:
+            verdict += (f"; residual: {len(self.residual.sent_twice)} doubles with SES's Send events lost, "
+                        f"{len(self.residual.detected)} detected")
+        return verdict
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -85,21 +135,25 @@ def build_report(
     dead_letter_queue_url: str,
     runner_stats: dict[str, int],
     notes: list[str],
+    residual: Residual | None = None,
 ) -> Report:
+    residual_subjects = residual.workload.subject_to_key if residual else {}
     per_key: Counter[str] = Counter({key: 0 for key in workload.subject_to_key.values()})
     unexpected = 0
     for message in sent_emails:
-        key = workload.subject_to_key.get(getattr(message, "subject", ""))
-        if key is None:
-            unexpected += 1
-        else:
+        subject = getattr(message, "subject", "")
+        key = workload.subject_to_key.get(subject)
+        if key is not None:
             per_key[key] += 1
-    statuses = _ledger_statuses(table_name, list(per_key))
+        elif subject not in residual_subjects:
+            unexpected += 1
+    records = _ledger_records(table_name, list(per_key))
+    statuses = {key: item["status"]["S"] for key, item in records.items()}
     dead, samples, copies, dead_keys = _dead_letters(dead_letter_queue_url)
     lost = {key: "DLQ" if key in dead_keys else statuses.get(key, "absent")
             for key, count in per_key.items() if count == 0}
     missing_refusals = sorted(workload.refused_keys - dead_keys)
-    refusal_statuses = _ledger_statuses(table_name, missing_refusals)
+    refusal_statuses = {k: item["status"]["S"] for k, item in _ledger_records(table_name, missing_refusals).items()}
     return Report(
         policy=policy,
         jobs_enqueued=workload.jobs,
@@ -119,21 +173,66 @@ def build_report(
         refused_keys_not_dead_lettered={k: refusal_statuses.get(k, "absent") for k in missing_refusals},
         runner=runner_stats,
         emulator_notes=notes,
+        unknown_records=sum(1 for status in statuses.values() if status == "UNKNOWN"),
+        confirmed_by_ses=sum(1 for item in records.values() if "sesMessageIds" in item),
+        delivery_outcomes=_delivery_outcomes(records.values()),
+        confirmation_ms=_confirmation_ms(records.values()),
+        residual=_residual(residual, sent_emails, table_name) if residual else None,
     )
 
 
-def _ledger_statuses(table_name: str, keys: list[str]) -> dict[str, str]:
+def _residual(residual: Residual, sent_emails: list[Any], table_name: str) -> ResidualReport:
+    ids_per_key: dict[str, list[str]] = {key: [] for key in residual.workload.subject_to_key.values()}
+    for message in sent_emails:
+        key = residual.workload.subject_to_key.get(getattr(message, "subject", ""))
+        if key is not None:
+            ids_per_key[key].append(str(message.id))
+    records = _ledger_records(table_name, list(ids_per_key))
+    twice = sorted(key for key, ids in ids_per_key.items() if len(ids) >= 2)
+    return ResidualReport(
+        keys=len(ids_per_key),
+        sent_twice=twice,
+        detected=sorted(k for k, item in records.items() if len(item.get("sesMessageIds", {}).get("SS", [])) >= 2),
+        outside_the_window=[k for k in twice if ids_per_key[k][0] not in residual.send_events_dropped],
+        lost=sorted(key for key, ids in ids_per_key.items() if not ids),
+        send_events_dropped=len(residual.send_events_dropped),
+    )
+
+
+def _delivery_outcomes(records: Any) -> dict[str, int]:
+    outcomes: Counter[str] = Counter()
+    for item in records:
+        if "deliveredAt" in item:
+            outcomes["delivered"] += 1
+        if "bouncedAt" in item:
+            outcomes[f"bounced ({item['bounceType']['S']}/{item['bounceSubType']['S']})"] += 1
+        if "complainedAt" in item:
+            outcomes["complained"] += 1
+    return dict(sorted(outcomes.items()))
+
+
+def _confirmation_ms(records: Any) -> dict[str, int]:
+    waits = sorted(int(item["evidenceAt"]["N"]) - int(item["sesAcceptedAt"]["N"]) for item in records
+                   if "evidenceAt" in item and "sesAcceptedAt" in item)
+    if not waits:
+        return {}
+    return {"p50": waits[len(waits) // 2], "p90": waits[int(len(waits) * 0.9)], "max": waits[-1]}
+
+
+def _ledger_records(table_name: str, keys: list[str]) -> dict[str, dict[str, Any]]:
     dynamodb = boto3.client("dynamodb")
-    statuses = {}
+    records: dict[str, dict[str, Any]] = {}
+    names = {f"#a{n}": name for n, name in enumerate(LEDGER_FIELDS)}
     for start in range(0, len(keys), 100):
         request = {table_name: {"Keys": [{"dedupeKey": {"S": k}} for k in keys[start : start + 100]],
-                                "ProjectionExpression": "dedupeKey, #s", "ExpressionAttributeNames": {"#s": "status"}}}
+                                "ProjectionExpression": ", ".join(["dedupeKey", *names]),
+                                "ExpressionAttributeNames": names}}
         while request:
             response = dynamodb.batch_get_item(RequestItems=request)
             for item in response["Responses"].get(table_name, []):
-                statuses[item["dedupeKey"]["S"]] = item["status"]["S"]
+                records[item["dedupeKey"]["S"]] = item
             request = response.get("UnprocessedKeys") or {}
-    return statuses
+    return records
 
 
 def _dead_letters(queue_url: str) -> tuple[Counter[str], dict[str, str], int, set[str]]:
@@ -196,15 +295,31 @@ def render_text(report: Report) -> str:
         f"  keys sent twice:          {len(report.keys_sent_twice)} {report.keys_sent_twice[:5] or ''}",
         f"  keys lost:                {len(report.keys_lost)}",
         lost,
-        f"  sent once, recorded UNKNOWN (died after SES accepted): {report.keys_sent_once_recorded_unknown}",
+        f"  left UNKNOWN for a person: {report.unknown_records}",
+        f"  confirmed by SES's events:  {report.confirmed_by_ses} keys; send to confirmation "
+        + (", ".join(f"{k} {v} ms" for k, v in report.confirmation_ms.items()) or "-"),
+        "  delivery outcomes (from SES's events): "
+        + (", ".join(f"{k} {v}" for k, v in report.delivery_outcomes.items()) or "none recorded"),
         f"  dead-letter queue ({sum(report.dead_letters.values())} messages, {report.expected_dead_letters} expected, "
         f"{report.dead_letter_copies} duplicate copies):",
         dlq,
         *(f"    refused job not in the DLQ: {k}: ledger says {status} (its worker was killed mid-send)"
           for k, status in report.refused_keys_not_dead_lettered.items()),
+        *_render_residual(report.residual),
         "",
         report.verdict,
     ])
+
+
+def _render_residual(residual: ResidualReport | None) -> list[str]:
+    if residual is None:
+        return []
+    return [
+        f"  the residual ({residual.keys} keys, {residual.send_events_dropped} Send events lost, later events past "
+        "the grace period):",
+        f"    sent twice: {len(residual.sent_twice)}; detected by the recorder: {len(residual.detected)}; "
+        f"doubled outside the crash window: {len(residual.outside_the_window)}; lost: {len(residual.lost)}",
+    ]
 
 
 def write_outputs(report: Report, out_dir: Path) -> list[Path]:

@@ -260,7 +260,7 @@ class SesEventPublisher:
                 copies = 2 if self._random.random() < self.faults.duplicate else 1
                 self.stats.events_duplicated += copies - 1
                 for _ in range(copies):
-                    self._due.append((now + delay * (0.5 + self._random.random()),
+                    self._due.append((now + delay * (0.9 + 0.2 * self._random.random()),
                                       eventbridge_event(record, self._account, self._region)))
                 delivered += 1
             if not delivered:

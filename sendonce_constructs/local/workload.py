@@ -48,17 +48,24 @@ MALFORMED = (
 )
 
 
-def build_workload(keys: int, seed: int) -> Workload:
-    """``keys`` distinct emails; 15% enqueued twice at once, 10% re-enqueued later, plus poison and refusals."""
+# SES's mailbox simulator: the demo's events include its documented bounce and complaint for these.
+SIMULATED_RECIPIENTS = ("bounce@simulator.amazonses.com", "complaint@simulator.amazonses.com",
+                        "success@simulator.amazonses.com")
+
+
+def build_workload(keys: int, seed: int, first: int = 0, poison: bool = True) -> Workload:
+    """``keys`` distinct emails (numbered from ``first``); 15% enqueued twice at once, 10% re-enqueued later,
+    one in 20 to SES's mailbox simulator, plus poison and refusals unless ``poison`` is False."""
     rng = random.Random(seed)
     work = Workload()
-    for n in range(keys):
+    for n in range(first, first + keys):
         user = f"u{rng.randint(1, 999)}"
         if n % 3 == 0:
             key, subject = f"password-reset:{n:05d}{rng.randint(100, 999)}:{user}", f"Reset your password #{n}"
         else:
             key, subject = f"receipt:{10_000 + n}:{user}", f"Your receipt for order {10_000 + n}"
-        body = _job(key, subject, f"{user}@example.org")
+        recipient = SIMULATED_RECIPIENTS[n // 20 % 3] if n % 20 == 7 else f"{user}@example.org"
+        body = _job(key, subject, recipient)
         work.subject_to_key[subject] = key
         work.first_wave.append(body)
         work.kinds["job"] += 1
@@ -68,6 +75,9 @@ def build_workload(keys: int, seed: int) -> Workload:
         if rng.random() < 0.10:
             work.reenqueued.append(body)
             work.kinds["reenqueued"] += 1
+    if not poison:
+        rng.shuffle(work.first_wave)
+        return work
     for body in MALFORMED[: max(3, keys // 20)]:
         work.first_wave.append(body)
         work.kinds["malformed"] += 1

@@ -30,7 +30,9 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     status = commands.add_parser("status", help="one key's record")
     status.add_argument("key")
-    commands.add_parser("unknown", help="UNKNOWN records and IN_FLIGHT records whose lease expired, newest first")
+    commands.add_parser("unknown", help="what SES's events did not settle: UNKNOWN records and IN_FLIGHT records "
+                        "whose lease expired, newest first")
+    commands.add_parser("doubles", help="keys SES's events show were sent twice, with both SES message ids")
     resolve = commands.add_parser("resolve", help="decide an UNKNOWN (or dead IN_FLIGHT) record")
     decision = resolve.add_mutually_exclusive_group(required=True)
     decision.add_argument("--sent", action="store_true", help="you confirmed it was delivered: record it SENT")
@@ -77,6 +79,8 @@ def _run(args: argparse.Namespace, pipeline: Pipeline) -> int:
         return _status(args, LedgerView(boto3.client("dynamodb"), pipeline.need("table")))
     if args.command == "unknown":
         return _unknown(args, LedgerView(boto3.client("dynamodb"), pipeline.need("table")))
+    if args.command == "doubles":
+        return _doubles(args, LedgerView(boto3.client("dynamodb"), pipeline.need("table")))
     if args.command == "resolve":
         view = LedgerView(boto3.client("dynamodb"), pipeline.need("table"))
         before = view.resolve(args.key, sent=args.sent)
@@ -112,6 +116,11 @@ def _status(args: argparse.Namespace, view: LedgerView) -> int:
         ["sent at", _when(record.sent_at_ms)], ["unknown since", _when(record.unknown_at_ms)],
         ["lease expires", _when(record.lease_expires_at_ms)],
         ["forgotten at", _when(record.expires_at_s * 1000 if record.expires_at_s else None)],
+        ["SES confirmed", (f"{_when(record.evidence_at_ms)} (accepted {_when(record.ses_accepted_at_ms)})"
+                           if record.evidence_at_ms else "no event from SES yet")],
+        ["SES message ids", ", ".join(record.ses_message_ids) + ("  <- SENT TWICE" if record.double_send else "")
+         if record.ses_message_ids else "-"],
+        *[[what, f"{_when(when)}" + (f" ({detail})" if detail else "")] for what, when, detail in record.outcomes],
     ]
     _say(args, record.as_dict(), f"{args.key}\n" + _table(["", ""], rows, header=False))
     return 0
@@ -123,6 +132,14 @@ def _unknown(args: argparse.Namespace, view: LedgerView) -> int:
              _when(r.last_change_ms)] for r in records]
     _say(args, [r.as_dict() for r in records],
          _table(["key", "status", "attempts", "since"], rows) if rows else "no record needs a decision")
+    return 0
+
+
+def _doubles(args: argparse.Namespace, view: LedgerView) -> int:
+    records = view.double_sends(on_page=_progress("scanned"))
+    rows = [[r.key, ", ".join(r.ses_message_ids), _when(r.evidence_at_ms)] for r in records]
+    _say(args, [r.as_dict() for r in records],
+         _table(["key", "SES message ids", "first confirmed"], rows) if rows else "no key was sent twice")
     return 0
 
 

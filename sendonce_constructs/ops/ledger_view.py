@@ -22,18 +22,41 @@ class Record:
     unknown_at_ms: int | None
     lease_expires_at_ms: int | None
     expires_at_s: int | None
+    # What SES's events said (written by the recorder): every message id SES reported, and what became of them.
+    ses_message_ids: tuple[str, ...] = ()
+    ses_accepted_at_ms: int | None = None
+    evidence_at_ms: int | None = None
+    outcomes: tuple[tuple[str, int | None, str], ...] = ()  # (what, when, detail), in the order they happened
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Record:
         def number(name: str) -> int | None:
             return int(item[name]["N"]) if name in item else None
 
+        def text(name: str) -> str:
+            return str(item.get(name, {}).get("S", ""))
+
+        details = {"delivered": "", "bounced": f"{text('bounceType')}/{text('bounceSubType')}",
+                   "complained": text("complaintFeedbackType"), "rejected": text("rejectReason"),
+                   "delayed": text("delayType"), "rendering failed": text("renderingError")}
+        attributes = {"delivered": "deliveredAt", "bounced": "bouncedAt", "complained": "complainedAt",
+                      "rejected": "rejectedAt", "delayed": "delayedAt", "rendering failed": "renderingFailedAt"}
+        outcomes = sorted(((what, number(name), details[what]) for what, name in attributes.items() if name in item),
+                          key=lambda outcome: outcome[1] or 0)
         return cls(
             key=item["dedupeKey"]["S"], status=item["status"]["S"], owner=item.get("owner", {}).get("S", ""),
             attempts=number("attempts") or 0, ses_message_id=item.get("sesMessageId", {}).get("S"),
             claimed_at_ms=number("claimedAt"), sent_at_ms=number("sentAt"), unknown_at_ms=number("unknownAt"),
             lease_expires_at_ms=number("leaseExpiresAt"), expires_at_s=number("expiresAt"),
+            ses_message_ids=tuple(sorted(item.get("sesMessageIds", {}).get("SS", []))),
+            ses_accepted_at_ms=number("sesAcceptedAt"), evidence_at_ms=number("evidenceAt"),
+            outcomes=tuple(outcomes),
         )
+
+    @property
+    def double_send(self) -> bool:
+        """SES reported two emails for this key: the residual when its events for the first were lost."""
+        return len(self.ses_message_ids) >= 2
 
     def expired(self, now_ms: int) -> bool:
         return self.expires_at_s is not None and self.expires_at_s * 1000 < now_ms
@@ -70,13 +93,19 @@ class LedgerView:
         found = [r for r in self._scan(on_page) if r.needs_a_decision(now)]
         return sorted(found, key=lambda r: r.last_change_ms, reverse=True)
 
-    def _scan(self, on_page: Callable[[int], None] | None) -> Iterator[Record]:
-        request: dict[str, Any] = {
-            "TableName": self._table,
+    def double_sends(self, on_page: Callable[[int], None] | None = None) -> list[Record]:
+        """Keys SES's events show were sent twice, newest first."""
+        now = self._now_ms()
+        request = {"FilterExpression": "attribute_exists(sesMessageIds)"}
+        found = [r for r in self._scan(on_page, request) if r.double_send and not r.expired(now)]
+        return sorted(found, key=lambda r: r.evidence_at_ms or r.last_change_ms, reverse=True)
+
+    def _scan(self, on_page: Callable[[int], None] | None, filters: dict[str, Any] | None = None) -> Iterator[Record]:
+        request: dict[str, Any] = {"TableName": self._table, **(filters or {
             "FilterExpression": "#s IN (:unknown, :in_flight)",
             "ExpressionAttributeNames": {"#s": "status"},
             "ExpressionAttributeValues": {":unknown": {"S": "UNKNOWN"}, ":in_flight": {"S": "IN_FLIGHT"}},
-        }
+        })}
         scanned = 0
         while True:
             page = self._client.scan(**request)

@@ -1,0 +1,48 @@
+"""Does by API what the emulator's CloudFormation skips for a deployed stack, and says what it did."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import boto3
+
+from .stack_reader import physical_ids
+
+CONFIGURATION_SET_VARIABLE = "SENDONCE_CONFIGURATION_SET"
+
+
+def apply_ttl(table_name: str) -> str:
+    boto3.client("dynamodb").update_time_to_live(
+        TableName=table_name, TimeToLiveSpecification={"AttributeName": "expiresAt", "Enabled": True}
+    )
+    return ("moto's CloudFormation ignores TimeToLiveSpecification: TTL on expiresAt was applied with the API "
+            "(moto never deletes expired items; the consumer treats them as absent anyway)")
+
+
+def make_skipped_configuration_sets(stack_name: str, cdk_out: Path) -> list[str]:
+    """moto's CloudFormation skips AWS::SES::ConfigurationSet, so a function whose environment names one by Ref
+    gets no value. Create each such set by API under a name of its logical id, and give the functions that name.
+    Returns the names made."""
+    template = json.loads((cdk_out / f"{stack_name}.template.json").read_text())
+    resources = template["Resources"]
+    deployed = physical_ids(stack_name)
+    lambda_client, ses = boto3.client("lambda"), boto3.client("sesv2")
+    made: set[str] = set()
+    for logical_id, resource in resources.items():
+        if resource["Type"] != "AWS::Lambda::Function" or logical_id not in deployed:
+            continue
+        reference = resource["Properties"].get("Environment", {}).get("Variables", {}).get(CONFIGURATION_SET_VARIABLE)
+        target = reference.get("Ref") if isinstance(reference, dict) else None
+        if target is None or resources.get(target, {}).get("Type") != "AWS::SES::ConfigurationSet":
+            continue
+        name = f"{stack_name}-{target}"[:64]
+        if name not in made:
+            ses.create_configuration_set(ConfigurationSetName=name)
+            made.add(name)
+        function = deployed[logical_id][1]
+        variables = lambda_client.get_function_configuration(FunctionName=function).get(
+            "Environment", {}).get("Variables", {})
+        lambda_client.update_function_configuration(
+            FunctionName=function, Environment={"Variables": {**variables, CONFIGURATION_SET_VARIABLE: name}})
+    return sorted(made)
