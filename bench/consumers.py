@@ -25,7 +25,9 @@ def ses_request(job: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def sendonce_handler(table: str, dlq_url: str, parallelism: int = 1) -> tuple[Handler, dict[str, Any]]:
+def sendonce_handler(table: str, dlq_url: str, parallelism: int = 1,
+                     evidence: tuple[str, str] | None = None) -> tuple[Handler, dict[str, Any]]:
+    """``evidence``: (configuration set, pipeline tag) to send with SES events on."""
     from sendonce_runtime.aws_clients import ledger_config, ses_config
     from sendonce_runtime.handler import Consumer
     from sendonce_runtime.outcome import OutcomeLog
@@ -33,6 +35,10 @@ def sendonce_handler(table: str, dlq_url: str, parallelism: int = 1) -> tuple[Ha
 
     settings = Settings(table_name=table, dead_letter_queue_url=dlq_url, parallelism=parallelism,
                         pipeline_name="bench")
+    if evidence is not None:
+        settings = Settings(table_name=table, dead_letter_queue_url=dlq_url, parallelism=parallelism,
+                            pipeline_name="bench", configuration_set=evidence[0], pipeline_tag=evidence[1],
+                            evidence_grace_ms=300_000)
     clients = {
         "dynamodb": boto3.client("dynamodb", config=ledger_config(settings)),
         "sesv2": boto3.client("sesv2", config=ses_config(settings)),

@@ -45,10 +45,13 @@ class Plan:
     import_runs: int
     synth_runs: int
     latency_batches: int
+    evidence_emails: int
 
 
-QUICK = Plan(records=60, repeats=2, workers=(1, 4), import_runs=5, synth_runs=1, latency_batches=3)
-FULL = Plan(records=400, repeats=5, workers=(1, 2, 4, 8), import_runs=21, synth_runs=3, latency_batches=20)
+QUICK = Plan(records=60, repeats=2, workers=(1, 4), import_runs=5, synth_runs=1, latency_batches=3,
+             evidence_emails=20)
+FULL = Plan(records=400, repeats=5, workers=(1, 2, 4, 8), import_runs=21, synth_runs=3, latency_batches=20,
+            evidence_emails=200)
 
 
 class Spread:
@@ -333,6 +336,111 @@ def sent_item(names: dict[str, str]) -> dict[str, Any]:
     return dict(boto3.client("dynamodb").get_item(TableName=names["ours"], Key={"dedupeKey": {"S": key}})["Item"])
 
 
+# --- 8. SES evidence: what confirming each send costs ------------------------------------------------------------
+
+EVIDENCE_SET = "bench-evidence"
+SQS_PRICE_PER_MILLION = 0.40  # USD per million standard-queue requests (assumption; check)
+LAMBDA_REQUEST_PRICE_PER_MILLION = 0.20  # USD (assumption; check)
+LAMBDA_GB_SECOND_PRICE = 0.0000133334  # USD, arm64 (assumption; check)
+RECORDER_MS_PER_INVOCATION = 60  # billed duration assumed for a batch of ten UpdateItems
+
+
+def evidence_costs(names: dict[str, str], emails: int) -> dict[str, Any]:
+    """First sends with SES events on: SES's events played as SES publishes them (Send and Delivery for each
+    email) and handed to the recorder in batches of ten, as its SQS event source does; every AWS call counted."""
+    from sendonce_runtime.event_recorder import EventLog, EventRecorder, RecorderSettings
+
+    from sendonce_constructs.local.ses_publisher import (
+        EventFaults,
+        SendLog,
+        SesEventPublisher,
+        accepted_send,
+        as_sqs_records,
+    )
+
+    handler, clients = consumers.sendonce_handler(names["ours"], names["dlq"], evidence=(EVIDENCE_SET, "bench"))
+    sends = SendLog()
+    send_email = clients["sesv2"].send_email
+
+    def send_and_log(**params: Any) -> Any:
+        answer = send_email(**params)
+        sends.add(accepted_send(params, answer["MessageId"]))
+        return answer
+
+    clients["sesv2"].send_email = send_and_log
+    recorder_clients = {"dynamodb": boto3.client("dynamodb"), "sqs": boto3.client("sqs")}
+    recorder = EventRecorder.from_clients(RecorderSettings(names["ours"], names["dlq"], "bench"),
+                                          recorder_clients["dynamodb"], recorder_clients["sqs"],
+                                          log=EventLog(io.StringIO()))
+    consumer_calls: Counter[str] = Counter()
+    recorder_calls: Counter[str] = Counter()
+    for client in clients.values():
+        client.meta.events.register("before-call.*.*", lambda model, **_: consumer_calls.update([model.name]))
+    for client in recorder_clients.values():
+        client.meta.events.register("before-call.*.*", lambda model, **_: recorder_calls.update([model.name]))
+    invocations = [0]
+
+    def deliver(events: Any) -> None:
+        invocations[0] += 1
+        recorder.handle({"Records": as_sqs_records(events)})
+
+    publisher = SesEventPublisher([EVIDENCE_SET], deliver, "123456789012", "us-east-1",
+                                  EventFaults(delay_s=0, outcome_delay_s=0), log=sends)
+    prefix = uuid.uuid4().hex[:8]
+    for start in range(0, emails, 10):
+        handler({"Records": [record(job(f"{prefix}:{n}")) for n in range(start, min(emails, start + 10))]}, Context())
+    events = publisher.pump(float("inf"))
+    item = dict(boto3.client("dynamodb").get_item(TableName=names["ours"],
+                                                  Key={"dedupeKey": {"S": f"{prefix}:0"}})["Item"])
+    return {"emails": emails, "events": events, "invocations": invocations[0], "consumer": dict(consumer_calls),
+            "recorder": dict(recorder_calls), "item_bytes": item_bytes(item)}
+
+
+def render_evidence(figures: dict[str, Any]) -> str:
+    emails = figures["emails"]
+    per = {name: n / emails for name, n in [*figures["consumer"].items(),
+                                             *((f"recorder {k}", v) for k, v in figures["recorder"].items())]}
+    events = figures["events"] / emails
+    invocations = figures["invocations"] / emails
+    recorder_writes = figures["recorder"].get("UpdateItem", 0) / emails
+    units_today, units = 2.0, 2.0 + recorder_writes
+    # SQS: EventBridge's SendMessage per event, then the event source's receive and batch delete per ten.
+    sqs_requests = events * (1 + 2 / 10)
+    lambda_cost = invocations * (LAMBDA_REQUEST_PRICE_PER_MILLION / 1e6 + LAMBDA_GB_SECOND_PRICE * 0.25
+                                 * RECORDER_MS_PER_INVOCATION / 1000)
+    lines = [
+        "## 8. SES events as evidence: what confirming each send costs",
+        "",
+        f"{emails} first sends by the consumer with SES events on, SES's events for them played as SES publishes "
+        "them (a Send and a Delivery for each email), handed to the recorder in batches of ten as its SQS event "
+        "source would; AWS calls counted on each side's own clients.",
+        "",
+        "| per email | measured |",
+        "| --- | --- |",
+        *[f"| {name} calls | {n:.2f} |" for name, n in sorted(per.items())],
+        f"| SES events | {events:.2f} |",
+        f"| recorder invocations (batches of ten events) | {invocations:.2f} |",
+        f"| DynamoDB write request units | {units:.2f} (without events: {units_today:.2f}) |",
+        f"| the record's size after its events | {figures['item_bytes']} bytes (one write unit covers 1 KB) |",
+        "",
+        "The recorder makes one conditional UpdateItem per event and no read. On paper, per million emails "
+        f"(prices assumed: DynamoDB ${WRITE_PRICE_PER_MILLION} per million write units, SQS "
+        f"${SQS_PRICE_PER_MILLION} per million requests, Lambda ${LAMBDA_REQUEST_PRICE_PER_MILLION} per million "
+        f"requests and {RECORDER_MS_PER_INVOCATION} ms at 256 MB per recorder invocation; SES's events on the "
+        "default bus carry no EventBridge charge; check current pricing):",
+        "",
+        "| per million emails | without events | with events |",
+        "| --- | --- | --- |",
+        f"| DynamoDB writes | ${units_today * WRITE_PRICE_PER_MILLION:.2f} | ${units * WRITE_PRICE_PER_MILLION:.2f} |",
+        f"| SQS requests (evidence queue) | $0.00 | ${sqs_requests * SQS_PRICE_PER_MILLION:.2f} |",
+        f"| Lambda (recorder) | $0.00 | ${lambda_cost * 1e6:.2f} |",
+        f"| total | ${units_today * WRITE_PRICE_PER_MILLION:.2f} | "
+        f"${units * WRITE_PRICE_PER_MILLION + sqs_requests * SQS_PRICE_PER_MILLION + lambda_cost * 1e6:.2f} |",
+        "",
+    ]
+    return "\n".join(lines)
+
+
 # --- the report ------------------------------------------------------------------------------------------------
 
 
@@ -403,8 +511,10 @@ def run(plan: Plan, command: str) -> str:
     item = sent_item(names)
     print("latency...", file=sys.stderr)
     latency = latency_run(names, plan.latency_batches, DELAYS_MS)
+    print("SES evidence...", file=sys.stderr)
+    evidence = evidence_costs(names, plan.evidence_emails)
     return render(plan, command, calls, rates, cpus, ratios, imports, files, zipped, synth, item) + render_latency(
-        plan, latency, DELAYS_MS)
+        plan, latency, DELAYS_MS) + render_evidence(evidence)
 
 
 def render(plan: Plan, command: str, calls: dict[str, dict[str, dict[str, int]]],

@@ -9,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ["## 1. AWS calls per record", "## 2. Throughput", "## 3. Cold start", "## 4. The Lambda asset",
-            "## 5. Synth time", "## 6. Dedupe table cost"]
+            "## 5. Synth time", "## 6. Dedupe table cost", "## 7. Per instance", "## 8. SES events as evidence"]
 
 
 def test_quick_bench_writes_every_section_with_figures(tmp_path: Path):
@@ -24,3 +24,6 @@ def test_quick_bench_writes_every_section_with_figures(tmp_path: Path):
     assert re.search(r"\| 1 \| [\d.]+ \([\d.]+ to [\d.]+\) \| [\d.]+", text), "throughput rows with spreads"
     assert re.search(r"\| sendonce handler, bytecode cached \| [\d.]+", text)
     assert "Machine:" in text and "Versions:" in text
+    # With SES events on: two events per email (Send, Delivery), one recorder write each, batched by ten.
+    assert "| recorder UpdateItem calls | 2.00 |" in text and "| SES events | 2.00 |" in text
+    assert "| DynamoDB write request units | 4.00 (without events: 2.00) |" in text

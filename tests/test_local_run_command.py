@@ -53,3 +53,19 @@ def test_run_plays_the_event_source_of_a_deployed_stack_until_the_queue_is_drain
     assert local_cli(["run", "--stack", "Tiny", "--cdk-out", str(cdk_out), "--until-drained"]) == 0
     assert sorted(log.read_text().split()) == ["one", "three", "two"]
     assert "polling" in capsys.readouterr().out
+
+
+def test_a_configuration_set_the_emulator_skipped_is_made_and_named_in_the_functions_environment(aws, tmp_path):
+    from sendonce_constructs.local.emulator_gaps import make_skipped_configuration_sets
+
+    template = copy.deepcopy(TEMPLATE)
+    template["Resources"]["Set"] = {"Type": "AWS::SES::ConfigurationSet"}
+    template["Resources"]["Fn"]["Properties"]["Environment"]["Variables"]["SENDONCE_CONFIGURATION_SET"] = {
+        "Ref": "Set"}
+    boto3.client("cloudformation").create_stack(StackName="WithSet", TemplateBody=json.dumps(template))
+    (tmp_path / "WithSet.template.json").write_text(json.dumps(template))
+
+    assert make_skipped_configuration_sets("WithSet", tmp_path) == ["WithSet-Set"]
+    function = next(f for f in boto3.client("lambda").list_functions()["Functions"] if "Fn" in f["FunctionName"])
+    assert function["Environment"]["Variables"]["SENDONCE_CONFIGURATION_SET"] == "WithSet-Set"
+    assert boto3.client("sesv2").get_configuration_set(ConfigurationSetName="WithSet-Set")

@@ -67,7 +67,7 @@ def test_payload_hash_ignores_key_order_and_the_delivery_field():
         ({k: v for k, v in job("k").items() if k not in ("subject", "text")}, "got none"),
         (job("k", text=None), "needs html or text"),
         (job("k", subject=""), "subject must be a non-empty string"),
-        (job("k", delivery="exactly-once"), "delivery must be 'at-most-once' or 'at-least-once'"),
+        (job("k", delivery="exactly-once"), "delivery must be one of ['resend-without-evidence', 'never-resend'"),
         (job("k", tags={"bad tag": "x"}), "SES's rule"),
         (job("k", tags={"sendonce-key": "x"}), "reserved"),
         (job("k", configurationSet=""), "configurationSet '' must be 1-64 letters, digits"),

@@ -7,6 +7,7 @@ import json
 
 from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
 from sendonce_runtime.message import parse_job
+from sendonce_runtime.delivery import DeliveryPolicy
 from sendonce_runtime.outcome import OutcomeLog
 from ses_fault_proxy import Fault
 
@@ -30,7 +31,7 @@ def emf_metrics(log_text: str) -> list[dict[str, float]]:
 
 def test_each_record_emits_its_outcome_metric_and_latency(pipeline, ses_faults):
     log = io.StringIO()
-    consumer = pipeline.consumer(parallelism=1)
+    consumer = pipeline.consumer(parallelism=1, delivery=DeliveryPolicy.NEVER_RESEND)
     consumer.log = OutcomeLog(log, pipeline="Shop/Receipts")
     ses_faults.script(Fault.PASS, Fault.THROTTLE, Fault.REJECT)
     clock = FakeClock()

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import boto3
 import pytest
 from botocore.stub import Stubber
 from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
+
+from sendonce_runtime.delivery import DeliveryPolicy
 
 from sendonce_constructs.ops.cli import main as sendonce
 from sendonce_constructs.ops.dead_letters import DeadLetters
@@ -29,7 +32,7 @@ def ops(pipeline):
 
 def record_states(pipeline, clock):
     """One key in every state: SENT, UNKNOWN, IN_FLIGHT with a live lease, IN_FLIGHT whose lease expired."""
-    consumer = pipeline.consumer(clock)
+    consumer = pipeline.consumer(clock, delivery=DeliveryPolicy.NEVER_RESEND)
     consumer.handle(event(sqs_record(job("k:sent"))), FakeContext(clock))
     ledger = consumer.processor._ledger
     ledger.claim("k:unknown", "dead-1", clock.now_ms() - 1, "h")
@@ -209,3 +212,27 @@ def test_a_wrong_stack_or_a_missing_table_is_a_clear_error(aws, capsys):
     assert "no table found: pass --table or --stack" in capsys.readouterr().err
     assert sendonce(["--table", "missing", "status", "k"]) == 2
     assert "ResourceNotFoundException" in capsys.readouterr().err
+
+
+def test_status_shows_what_ses_said_and_doubles_lists_keys_sent_twice(pipeline, ops, capsys):
+    from ses_event_fixtures import ses_event, sqs_records
+    from sendonce_runtime.event_recorder import EventLog, EventRecorder, RecorderSettings
+
+    run, _ = ops
+    clock = FakeClock()
+    record_states(pipeline, clock)
+    dlq = boto3.client("sqs").create_queue(QueueName="evidence-dlq")["QueueUrl"]
+    recorder = EventRecorder.from_clients(RecorderSettings(pipeline.table_name, dlq), boto3.client("dynamodb"),
+                                          boto3.client("sqs"), clock, EventLog(io.StringIO()))
+    recorder.handle(sqs_records(ses_event("Send", "k:stale", "ses-1"), ses_event("Bounce", "k:stale", "ses-1"),
+                                ses_event("Send", "k:sent", "ses-a"), ses_event("Delivery", "k:sent", "ses-b")))
+
+    code, out = run("status", "k:stale", capsys=capsys)
+    assert code == 0 and "SENT" in out and "ses-1" in out and "bounced" in out and "Permanent/General" in out
+    code, out = run("unknown", capsys=capsys)
+    assert "k:stale" not in out and "k:unknown" in out  # SES's evidence settled the dead worker's send
+    code, out = run("doubles", capsys=capsys)
+    assert code == 0 and "k:sent" in out and "ses-a, ses-b" in out and "k:stale" not in out
+    assert sendonce(["--json", "--table", pipeline.table_name, "doubles"]) == 0
+    [double] = json.loads(capsys.readouterr().out)
+    assert double["key"] == "k:sent" and double["ses_message_ids"] == ["ses-a", "ses-b"]

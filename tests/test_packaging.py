@@ -56,7 +56,8 @@ def test_installed_wheel_synthesizes_a_stack_with_the_bundled_asset(wheel: Path,
         SendOnceEmailQueue(stack, "Receipts", sender="example.com")
         assembly = app.synth()
         template = json.loads(pathlib.Path(assembly.directory, "FromWheel.template.json").read_text())
-        [function] = [r for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
+        [function] = [r for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"
+                      and r["Properties"]["Handler"] == "sendonce_runtime.handler.handler"]
         asset_hash = function["Properties"]["Code"]["S3Key"].removesuffix(".zip")
         print(pathlib.Path(assembly.directory, "asset." + asset_hash))
     """))

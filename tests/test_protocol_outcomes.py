@@ -13,6 +13,7 @@ from sendonce_runtime.outcome import OutcomeLog
 from ses_fault_proxy import Fault
 
 LEASE_EXPIRED_MS = 30_000 + 10_000 + 1  # past the invocation's deadline plus the lease margin
+NEVER = DeliveryPolicy.NEVER_RESEND  # the former at-most-once: with SES events off, what these tests are about
 
 
 
@@ -73,7 +74,7 @@ def test_parallel_duplicates_inside_one_batch_send_once_and_retry_the_rest(pipel
 def test_key_recorded_unknown_is_never_sent(pipeline):
     clock = FakeClock()
     pipeline.consumer(clock).processor._ledger.claim("receipt:6:u1", "dead-worker", clock.now_ms() - 1, "h")
-    pipeline.consumer(clock).handle(event(sqs_record(job("receipt:6:u1"))), FakeContext(clock))
+    pipeline.consumer(clock, delivery=NEVER).handle(event(sqs_record(job("receipt:6:u1"))), FakeContext(clock))
     assert pipeline.status("receipt:6:u1") == "UNKNOWN"
 
     for policy in DeliveryPolicy:
@@ -99,7 +100,7 @@ def test_in_flight_with_live_lease_is_retried_later_without_sending(pipeline):
 def test_expired_lease_at_most_once_marks_unknown_and_does_not_send(pipeline):
     clock = FakeClock()
     pipeline.consumer(clock).processor._ledger.claim("receipt:8:u1", "dead-worker", clock.now_ms() - 1, "h")
-    response = pipeline.consumer(clock).handle(event(sqs_record(job("receipt:8:u1"))), FakeContext(clock))
+    response = pipeline.consumer(clock, delivery=NEVER).handle(event(sqs_record(job("receipt:8:u1"))), FakeContext(clock))
 
     assert response == {"batchItemFailures": []}
     assert pipeline.status("receipt:8:u1") == "UNKNOWN"
@@ -206,12 +207,13 @@ def test_server_error_is_ambiguous_keeps_the_claim_and_at_most_once_sends_no_mor
     ses_faults.script(Fault.SERVER_ERROR)
     clock = FakeClock()
     record = sqs_record(job("receipt:23:u1"))
-    first = pipeline.consumer(clock).handle(event(record), FakeContext(clock))
+    first = pipeline.consumer(clock, delivery=NEVER).handle(event(record), FakeContext(clock))
 
     assert failed_ids(first) == {record["messageId"]}
     assert pipeline.status("receipt:23:u1") == "IN_FLIGHT"
     clock.advance(LEASE_EXPIRED_MS)
-    assert pipeline.consumer(clock).handle(event(record), FakeContext(clock)) == {"batchItemFailures": []}
+    assert pipeline.consumer(clock, delivery=NEVER).handle(event(record), FakeContext(clock)) == {
+        "batchItemFailures": []}
     assert pipeline.status("receipt:23:u1") == "UNKNOWN"
     assert ses_faults.send_requests == 1
 

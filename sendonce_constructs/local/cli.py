@@ -10,11 +10,15 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
 
 from .cdk_cli import CdkCliError, cdk_executable
 from .stack_reader import StackNotFound
+
+if TYPE_CHECKING:
+    from .ses_publisher import SesEventPublisher
 
 QUICK_KEYS = 40
 # What the demo deploys and runs, found in a checkout of this repository.
@@ -110,13 +114,19 @@ def _serve() -> int:
 def _run(args: argparse.Namespace) -> int:
     if not os.environ.get("AWS_ENDPOINT_URL"):
         raise LocalCliError("run talks only to an emulator: set AWS_ENDPOINT_URL (see `sendonce-local serve`)")
+    from .emulator_gaps import make_skipped_configuration_sets
     from .event_source_runner import EventSourceRunner, FaultPlan
     from .stack_reader import read_consumers, read_stream_functions
     from .stream_runner import StreamEventSourceRunner
 
+    if not (args.cdk_out / f"{args.stack}.template.json").is_file():
+        raise LocalCliError(f"{args.cdk_out / (args.stack + '.template.json')} is missing: synthesize or deploy the "
+                            "stack first")
+    configuration_sets = make_skipped_configuration_sets(args.stack, args.cdk_out)
     consumers = read_consumers(args.stack, args.cdk_out)
     if not consumers:
         raise LocalCliError(f"stack {args.stack} has no SQS-triggered function")
+    publisher = _ses_event_publisher(configuration_sets)
     relays = [StreamEventSourceRunner(r.function, r.source, dict(os.environ), sys.stdout).start()
               for r in read_stream_functions(args.stack, args.cdk_out)]
     runners = [EventSourceRunner(c.function, c.source, dict(os.environ), sys.stdout,
@@ -136,4 +146,22 @@ def _run(args: argparse.Namespace) -> int:
             runner.stop()
         for relay in relays:
             relay.stop()
+        if publisher is not None:
+            publisher.stop()
     return 0
+
+
+def _ses_event_publisher(configuration_sets: list[str]) -> SesEventPublisher | None:
+    """The emulator's SES publishes no events: play SES's publisher for the stack's configuration sets, onto the
+    emulator's default bus, where the stack's own rules route them (say so)."""
+    if not configuration_sets:
+        return None
+    import boto3
+
+    from .ses_publisher import SesEventPublisher, put_on_default_bus
+
+    account = boto3.client("sts").get_caller_identity()["Account"]
+    region = boto3.session.Session().region_name or "us-east-1"
+    print(f"playing SES's event publishing for configuration sets {', '.join(configuration_sets)} (the emulator's "
+          "SES has none): events go to the emulator's default event bus", flush=True)
+    return SesEventPublisher(configuration_sets, put_on_default_bus(boto3.client("events")), account, region).start()

@@ -83,14 +83,14 @@ def record_ses_sends() -> None:
         def send_email(self: Any) -> str:
             answer = original(self)
             params = json.loads(self.body)
-            SEND_LOG.add(_accepted(params, json.loads(answer)["MessageId"]))
+            SEND_LOG.add(accepted_send(params, json.loads(answer)["MessageId"]))
             return answer
 
         SESV2Response.send_email = send_email  # type: ignore[method-assign]
         _patched = True
 
 
-def _accepted(params: dict[str, Any], message_id: str) -> AcceptedSend:
+def accepted_send(params: dict[str, Any], message_id: str) -> AcceptedSend:
     destination = params.get("Destination", {})
     recipients = [a for kind in ("ToAddresses", "CcAddresses", "BccAddresses") for a in destination.get(kind, [])]
     simple = params.get("Content", {}).get("Simple", {})
