@@ -100,7 +100,8 @@ def test_in_flight_with_live_lease_is_retried_later_without_sending(pipeline):
 def test_expired_lease_at_most_once_marks_unknown_and_does_not_send(pipeline):
     clock = FakeClock()
     pipeline.consumer(clock).processor._ledger.claim("receipt:8:u1", "dead-worker", clock.now_ms() - 1, "h")
-    response = pipeline.consumer(clock, delivery=NEVER).handle(event(sqs_record(job("receipt:8:u1"))), FakeContext(clock))
+    consumer = pipeline.consumer(clock, delivery=NEVER)
+    response = consumer.handle(event(sqs_record(job("receipt:8:u1"))), FakeContext(clock))
 
     assert response == {"batchItemFailures": []}
     assert pipeline.status("receipt:8:u1") == "UNKNOWN"
