@@ -398,7 +398,7 @@ def evidence_costs(names: dict[str, str], emails: int) -> dict[str, Any]:
 
 def render_evidence(figures: dict[str, Any]) -> str:
     emails = figures["emails"]
-    per = {name: n / emails for name, n in [*figures["consumer"].items(),
+    per = {name: n / emails for name, n in [*((f"consumer {k}", v) for k, v in figures["consumer"].items()),
                                              *((f"recorder {k}", v) for k, v in figures["recorder"].items())]}
     events = figures["events"] / emails
     invocations = figures["invocations"] / emails
