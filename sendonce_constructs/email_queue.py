@@ -20,6 +20,7 @@ from constructs import Construct
 
 from . import rules, ses_permissions
 from .acknowledgements import acknowledge
+from .data_keys import grant_data_keys
 from .delivery import DeliveryPolicy
 from .evidence import SesEvidence
 from .function_dependencies import depend_on_role_policy_only
@@ -351,13 +352,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         acknowledge(self, "Serverless-LambdaEventSourceMappingDestination",
                     "SQS event sources take no on-failure destination; failed jobs go to the queue's redrive DLQ.")
         self.table.grant(self.function, *DEDUPE_TABLE_ACTIONS)
-        for key in data_keys:
-            key.grant_encrypt_decrypt(self.function)
-        if data_keys:
-            for family in ("kms:GenerateDataKey*", "kms:ReEncrypt*"):
-                acknowledge(self.role, f"AwsSolutions-IAM5[Action::{family}]",
-                            "CDK's encrypt/decrypt grant on the customer keys given (encryption_key, an existing "
-                            "table's own key); the action family covers the key-spec variants SQS and DynamoDB call.")
+        grant_data_keys(data_keys, self.function, self.role)
         if tracing == lambda_.Tracing.ACTIVE or tracing == lambda_.Tracing.PASS_THROUGH:
             acknowledge(self.role, "AwsSolutions-IAM5[Resource::*]",
                         "X-Ray's PutTraceSegments and PutTelemetryRecords have no resource-level permissions.")

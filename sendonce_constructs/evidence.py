@@ -17,6 +17,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from .acknowledgements import acknowledge
+from .data_keys import grant_data_keys
 from .function_dependencies import depend_on_role_policy_only
 from .runtime_asset import runtime_code
 
@@ -112,11 +113,5 @@ class SesEvidence(Construct):
                     "SQS event sources take no on-failure destination; failed events go to the queue's redrive DLQ.")
         table.grant(self.recorder, "dynamodb:UpdateItem")
         self.dead_letter_queue.grant_send_messages(self.recorder)
-        for key in data_keys:
-            key.grant_encrypt_decrypt(self.recorder)
-        if data_keys:
-            for family in ("kms:GenerateDataKey*", "kms:ReEncrypt*"):
-                acknowledge(self.role, f"AwsSolutions-IAM5[Action::{family}]",
-                            "CDK's encrypt/decrypt grant on the customer keys given; the action family covers the "
-                            "key-spec variants SQS and DynamoDB call.")
+        grant_data_keys(data_keys, self.recorder, self.role)
         depend_on_role_policy_only(self.recorder, self.role)
