@@ -101,6 +101,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     :param parallelism: records of one batch handled at once by one invocation. Default the batch size, capped at 10.
     :param max_send_rate: emails per second per consumer instance (a token bucket before each send), so parallel
         sends stay under the account's SES rate; multiply by max_concurrency for the pipeline's peak. Default none.
+    :param send_rate: emails per second this pipeline may send (its share of the account's SES maximum send
+        rate); each instance paces at send_rate / max_concurrency, so it needs max_concurrency. Default none.
     :param max_receive_count: deliveries before a message moves to the DLQ. Default 5; below 5 warns.
     :param retention_period: how long the job queue keeps a message. Default 4 days. The DLQ keeps 14 days.
     :param dedupe_ttl: how long a sent key is remembered. Default 7 days; at least retention_period.
@@ -148,6 +150,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         max_concurrency: int | None = None,
         parallelism: int | None = None,
         max_send_rate: float | None = None,
+        send_rate: float | None = None,
         max_receive_count: int | None = None,
         retention_period: Duration | None = None,
         dedupe_ttl: Duration | None = None,
@@ -191,6 +194,11 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         rules.check_max_concurrency(_number(max_concurrency))
         rules.check_parallelism(_number(parallelism), _number(batch_size))
         rules.check_max_send_rate(_number(max_send_rate))
+        rules.check_send_rate(_number(send_rate), max_send_rate is not None, _number(max_concurrency),
+                              max_concurrency is not None)
+        if send_rate is not None and max_concurrency is not None and _number(send_rate) is not None \
+                and _number(max_concurrency) is not None:
+            max_send_rate = send_rate / max_concurrency
         if rules.check_max_receive_count(_number(max_receive_count)):
             Validations.of(self).add_warning(
                 LOW_MAX_RECEIVE_COUNT_WARNING,
@@ -309,12 +317,13 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             dedupe_ttl, parallelism, fifo, configuration_set_name, _seconds(function_timeout)
         )
         if max_send_rate is not None:
-            environment["SENDONCE_MAX_SEND_RATE"] = str(max_send_rate)
+            environment["SENDONCE_MAX_SEND_RATE"] = f"{max_send_rate:g}"
+        if _number(max_receive_count) is not None:
+            environment["SENDONCE_MAX_RECEIVE_COUNT"] = str(max_receive_count)
         if self.evidence is not None and evidence_grace_period is not None:
             environment.update(
                 SENDONCE_EVIDENCE_GRACE_MS=str(int(evidence_grace_period.to_milliseconds())),
                 SENDONCE_PIPELINE_TAG=self.node.addr,
-                SENDONCE_QUEUE_URL=self.queue.queue_url,
             )
         self.function = lambda_.Function(
             self,
@@ -357,6 +366,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             acknowledge(self.role, "AwsSolutions-IAM5[Resource::*]",
                         "X-Ray's PutTraceSegments and PutTelemetryRecords have no resource-level permissions.")
         self.dead_letter_queue.grant_send_messages(self.function)
+        self.queue.grant_send_messages(self.function)  # a throttled job's delayed copy
         self._grant_ses(sender, sender_name, from_addresses, configuration_set_name, template_names or [],
                         allow_raw_messages)
 
@@ -400,6 +410,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             "SENDONCE_PARALLELISM": str(parallelism or 1),
             "SENDONCE_FIFO": "true" if fifo else "false",
             "SENDONCE_PIPELINE_NAME": self.pipeline_name,
+            "SENDONCE_QUEUE_URL": self.queue.queue_url,
         }
         if configuration_set_name is not None:
             environment["SENDONCE_CONFIGURATION_SET"] = configuration_set_name

@@ -56,14 +56,14 @@ def consumer_time_budget(function_timeout_s: float) -> dict[str, float]:
     """How the consumer splits its time, so a send never outlives the invocation nor a lease its worker.
 
     SES gets at most a quarter of the function timeout to answer (5 s at most: it answers in ~100 ms), a tenth
-    to connect; the ledger's calls (three at most in a row, each with no SDK retry) three tenths, 2 s at most.
+    to connect; the ledger's calls (three at most in a row, each with no SDK retry) three tenths, 6 s at most.
     The lease outlives the deadline by at most twice the function timeout, well inside the visibility timeout
     (6x), so a redelivered message finds a dead worker's lease expired.
     """
     return {
         "ses_connect_timeout_s": min(2.0, function_timeout_s / 10),
         "ses_read_timeout_s": min(5.0, function_timeout_s / 4),
-        "ledger_budget_ms": min(2000.0, function_timeout_s * 300),
+        "ledger_budget_ms": min(6000.0, function_timeout_s * 300),
         "lease_margin_ms": min(10_000.0, function_timeout_s * 2000),
     }
 
@@ -194,6 +194,30 @@ def check_parallelism(parallelism: float | None, batch_size: float | None) -> No
 def check_max_send_rate(max_send_rate: float | None) -> None:
     if max_send_rate is not None and max_send_rate <= 0:
         _fail(f"max_send_rate ({max_send_rate:g}) must be above 0 emails per second; leave it unset for no limit")
+
+
+def check_send_rate(send_rate: float | None, max_send_rate_given: bool, max_concurrency: float | None,
+                    max_concurrency_given: bool) -> None:
+    """The pipeline's rate is held by pacing each instance at send_rate / max_concurrency: that needs a cap on
+    Lambda's concurrency, and it replaces a per-instance max_send_rate."""
+    if send_rate is None:
+        return
+    if send_rate <= 0:
+        _fail(f"send_rate ({send_rate:g}) must be above 0 emails per second; leave it unset for no pacing")
+    if max_send_rate_given:
+        _fail(f"send_rate ({send_rate:g}/s) and max_send_rate were both given: send_rate is the pipeline's rate and "
+              "sets each instance's pace from max_concurrency; give one of them")
+    if not max_concurrency_given:
+        _fail(f"send_rate ({send_rate:g}/s) needs max_concurrency: each consumer instance paces itself at send_rate "
+              "/ max_concurrency, and without a cap Lambda scales out past any per-instance pace; set "
+              "max_concurrency (for example 5)")
+    if max_concurrency is not None and send_rate / max_concurrency > MAX_PACE_PER_INSTANCE:
+        _fail(f"send_rate ({send_rate:g}/s) over max_concurrency ({max_concurrency:g}) is "
+              f"{send_rate / max_concurrency:g} emails/s per instance, more than one instance sends "
+              f"({MAX_PACE_PER_INSTANCE}/s at most); raise max_concurrency")
+
+
+MAX_PACE_PER_INSTANCE = 200  # emails a second one consumer instance can send (ten parallel sends of ~50 ms)
 
 
 def check_sender(sender: str) -> None:

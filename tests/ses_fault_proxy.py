@@ -20,6 +20,7 @@ HOLD_LIMIT_S = 30  # a held response is released at the latest by stop(), or aft
 class Fault(enum.Enum):
     PASS = "pass"
     THROTTLE = "throttle"
+    QUOTA = "quota"  # SES's 24-hour sending quota is used up
     SENDING_PAUSED = "sending_paused"
     REJECT = "reject"
     TEMPLATE_MISSING = "template_missing"
@@ -31,6 +32,7 @@ class Fault(enum.Enum):
 
 _ERRORS = {
     Fault.THROTTLE: (429, "TooManyRequestsException", "Maximum sending rate exceeded."),
+    Fault.QUOTA: (400, "ThrottlingException", "Daily message quota exceeded."),
     Fault.SENDING_PAUSED: (400, "SendingPausedException", "Sending is paused for this account."),
     Fault.REJECT: (400, "MessageRejected", "Email address is on the suppression list."),
     Fault.TEMPLATE_MISSING: (404, "NotFoundException", "Template receipt-v2 does not exist."),

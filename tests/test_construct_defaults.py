@@ -81,7 +81,8 @@ def test_consumer_function_defaults():
         "SENDONCE_PIPELINE_NAME": "Test/Receipts",
         "SENDONCE_SES_CONNECT_TIMEOUT_S": "2",
         "SENDONCE_SES_READ_TIMEOUT_S": "5",
-        "SENDONCE_LEDGER_BUDGET_MS": "2000",
+        "SENDONCE_LEDGER_BUDGET_MS": "6000",
+        "SENDONCE_MAX_RECEIVE_COUNT": "5",
         "SENDONCE_LEASE_MARGIN_MS": "10000",
         "SENDONCE_CONFIGURATION_SET": {"Ref": "ReceiptsSesEvidenceConfigurationSetA0A72AAC"},
         "SENDONCE_EVIDENCE_GRACE_MS": "300000",
@@ -119,11 +120,11 @@ def test_consumer_gets_only_the_dynamodb_item_writes_it_makes():
     assert sorted(statement["Action"]) == ["dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]
 
 
-def test_consumer_may_send_to_the_dlq_and_nothing_else_on_it():
+def test_consumer_may_send_to_its_dlq_and_its_own_queue_only():
     _, template = build()
     sends = [s for s in policy_statements(template) if "sqs:SendMessage" in s["Action"]]
-    assert len(sends) == 1
-    assert sends[0]["Resource"]["Fn::GetAtt"][0].startswith("ReceiptsDeadLetterQueue")
+    # The DLQ for poison messages; the job queue for a throttled job's delayed copy.
+    assert sorted(s["Resource"]["Fn::GetAtt"][0][:-8] for s in sends) == ["ReceiptsDeadLetterQueue", "ReceiptsQueue"]
 
 
 def test_function_timeout_and_batching_window_set_the_visibility_timeout():

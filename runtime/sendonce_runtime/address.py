@@ -11,7 +11,6 @@ addresses in one string, group syntax, comments, quoted local parts, domain lite
 from __future__ import annotations
 
 import base64
-import encodings.idna
 import re
 from typing import NamedTuple
 
@@ -183,6 +182,8 @@ def _ascii_domain(domain: str) -> str:
 
 def _ascii_label(label: str) -> str:
     if not label.isascii():
+        import encodings.idna  # only for internationalised domains: it costs a cold start a few milliseconds
+
         try:
             label = encodings.idna.ToASCII(label).decode("ascii")
         except UnicodeError:

@@ -44,7 +44,7 @@ def _group_runner(process: ProcessRecord) -> Callable[[list[SqsRecord]], list[Re
     def run_group(group: list[SqsRecord]) -> list[RecordResult]:
         results: list[RecordResult] = []
         for record in group:
-            if results and results[-1].outcome.redeliver:
+            if results and results[-1].redeliver:
                 # Order within a group holds only if nothing after a failure is acknowledged.
                 results.append(RecordResult(record.message_id, Outcome.GROUP_BLOCKED,
                                             reason="an earlier message of its group failed"))

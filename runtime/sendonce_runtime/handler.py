@@ -64,7 +64,9 @@ class Consumer:
             clock,
             SendRateLimiter(settings.max_send_rate) if settings.max_send_rate else None,
         )
-        redelivery = Redelivery(sqs, settings.queue_url) if settings.queue_url else None
+        redelivery = Redelivery(sqs, settings.queue_url, settings.fifo,
+                                DeadLetterQueue(sqs, settings.dead_letter_queue_url, settings.fifo),
+                                settings.max_receive_count)
         return cls(settings, processor, log, redelivery)
 
     def handle(self, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
@@ -74,13 +76,13 @@ class Consumer:
         def process(record: SqsRecord) -> Any:
             started = time.perf_counter()
             result = self.processor.process(record, deadline)
+            if self.redelivery is not None:
+                result = self.redelivery.settle(record, result)
             self.log.write(result, record.receive_count, (time.perf_counter() - started) * 1000)
             return result
 
         results = run_batch(records, process, self.settings.parallelism, self.settings.fifo)
-        if self.redelivery is not None:
-            self.redelivery.schedule(records, results)
-        return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in results if r.outcome.redeliver]}
+        return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in results if r.redeliver]}
 
 
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

@@ -10,7 +10,6 @@ import binascii
 import hashlib
 import json
 import re
-import unicodedata
 from typing import Any, NamedTuple
 
 from .address import InvalidAddress, Mailbox, find_control_character, parse_mailbox
@@ -117,7 +116,7 @@ def check_key(key: str) -> None:
         raise InvalidMessage(f"dedupeKey is {size} bytes; the limit is {MAX_KEY_BYTES}")
     if key != key.strip():
         raise InvalidMessage(f"dedupeKey {_preview(key)} starts or ends with white space")
-    control = next((f"U+{ord(c):04X}" for c in key if unicodedata.category(c) == "Cc"), None)
+    control = next((f"U+{ord(c):04X}" for c in key if ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F), None)
     if control is not None:
         raise InvalidMessage(f"dedupeKey {_preview(key)} contains a control character ({control})")
 

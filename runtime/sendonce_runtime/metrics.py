@@ -23,6 +23,8 @@ OUTCOME_METRICS: dict[Outcome, tuple[str, ...]] = {
     Outcome.IN_FLIGHT_ELSEWHERE: ("InFlightRetries",),
     Outcome.AWAITING_EVIDENCE: ("AwaitingEvidence",),
     Outcome.THROTTLED: ("SesThrottles",),
+    Outcome.QUOTA_EXHAUSTED: ("SesThrottles", "QuotaExhausted"),
+    Outcome.RECEIVES_EXHAUSTED: ("ReceivesExhausted",),
     Outcome.AMBIGUOUS: ("AmbiguousSends",),
     Outcome.DEADLINE: ("DeadlineDeferrals",),
     Outcome.GROUP_BLOCKED: ("GroupBlocked",),

@@ -18,10 +18,12 @@ class Outcome(enum.Enum):
     MARKED_UNKNOWN = "marked_unknown"
     INVALID_MESSAGE = "invalid_message"
     REFUSED = "refused"
+    RECEIVES_EXHAUSTED = "receives_exhausted"  # dead-lettered with its last reason, before SQS moved it with none
     # Reported as batch item failures: SQS delivers them again after the visibility timeout.
     IN_FLIGHT_ELSEWHERE = "in_flight_elsewhere"
     AWAITING_EVIDENCE = "awaiting_evidence"  # a dead worker's send: back when the grace period for SES's events ends
     THROTTLED = "throttled"
+    QUOTA_EXHAUSTED = "quota_exhausted"  # SES's daily quota: the job waits about ten minutes
     AMBIGUOUS = "ambiguous"
     DEADLINE = "deadline"
     GROUP_BLOCKED = "group_blocked"
@@ -37,7 +39,7 @@ class Outcome(enum.Enum):
 
 _ACKNOWLEDGED = frozenset(
     {Outcome.SENT, Outcome.SENT_UNRECORDED, Outcome.DUPLICATE, Outcome.MARKED_UNKNOWN,
-     Outcome.INVALID_MESSAGE, Outcome.REFUSED}
+     Outcome.INVALID_MESSAGE, Outcome.REFUSED, Outcome.RECEIVES_EXHAUSTED}
 )
 
 
@@ -50,6 +52,12 @@ class RecordResult(NamedTuple):
     reason: str | None = None
     key_conflict: bool = False
     retry_after_s: int | None = None  # redeliver after this long, not after the whole visibility timeout
+    postponed_s: int | None = None  # a delayed copy of the job comes back after this long; this one is done
+
+    @property
+    def redeliver(self) -> bool:
+        """Whether SQS should deliver this message again (a failure in the batch response)."""
+        return self.outcome.redeliver and self.postponed_s is None
 
 
 class OutcomeLog:
@@ -63,7 +71,7 @@ class OutcomeLog:
 
     def write(self, result: RecordResult, receive_count: int, latency_ms: float = 0.0) -> None:
         line: dict[str, object] = {
-            "level": "WARN" if result.outcome.redeliver or result.key_conflict else "INFO",
+            "level": "WARN" if result.redeliver or result.key_conflict else "INFO",
             "logger": "sendonce",
             "outcome": result.outcome.value,
             "dedupeKey": result.dedupe_key,
@@ -76,6 +84,8 @@ class OutcomeLog:
             line["reason"] = result.reason
         if result.key_conflict:
             line["keyConflict"] = True
+        if result.postponed_s is not None:
+            line["postponedSeconds"] = result.postponed_s
         if self._pipeline is not None:
             from .metrics import emf_fields
 

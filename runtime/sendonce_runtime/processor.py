@@ -26,7 +26,9 @@ CLAIM_TRIES = 2
 LEDGER_ERRORS = (ClientError, BotoCoreError)
 # Outcomes in which a send was made (or may have been): the send slot they took is spent.
 _SENT_OR_TRIED = frozenset({Outcome.SENT, Outcome.SENT_UNRECORDED, Outcome.REFUSED, Outcome.THROTTLED,
-                            Outcome.AMBIGUOUS})
+                            Outcome.QUOTA_EXHAUSTED, Outcome.AMBIGUOUS})
+# SES's throttling error for the 24-hour quota, as its documentation words it (the rate's is "Maximum sending rate").
+QUOTA_MESSAGE = "Daily message quota exceeded"
 
 
 class RecordProcessor:
@@ -172,7 +174,8 @@ class RecordProcessor:
         if isinstance(outcome, Refused):
             self._ledger.release(key, owner)
             if outcome.retryable:
-                return RecordResult(record.message_id, Outcome.THROTTLED, key, attempt=attempt, reason=outcome.reason)
+                kind = Outcome.QUOTA_EXHAUSTED if QUOTA_MESSAGE in outcome.reason else Outcome.THROTTLED
+                return RecordResult(record.message_id, kind, key, attempt=attempt, reason=outcome.reason)
             return self._dead_letter(record, Outcome.REFUSED, "ses-refused", outcome.reason, key, attempt)
         # Ambiguous: the record stays IN_FLIGHT; when its lease expires, the delivery policy decides.
         return RecordResult(record.message_id, Outcome.AMBIGUOUS, key, attempt=attempt, reason=outcome.reason)

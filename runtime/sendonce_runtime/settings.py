@@ -32,12 +32,13 @@ class Settings:
     ses_connect_timeout_s: float = 2.0
     ses_read_timeout_s: float = 5.0
     # What a claim and the completion write need on top of the send, when deciding whether to start a record.
-    ledger_budget_ms: int = 2_000
+    ledger_budget_ms: int = 6_000
     # SES's events are the evidence (None: events are off). A send whose worker died is decided this long after
     # its lease expired: by SES's events if any came, by the delivery policy if none did.
     evidence_grace_ms: int | None = None
     pipeline_tag: str | None = None  # tags every email, so the pipeline's event rule matches its events only
-    queue_url: str | None = None  # the job queue, to bring a message back when the grace period ends
+    queue_url: str | None = None  # the job queue: a delayed copy of a throttled job, an earlier redelivery
+    max_receive_count: int | None = None  # the queue's; the last receive dead-letters a failure with its reason
 
     @property
     def ledger_call_timeouts_s(self) -> tuple[float, float]:
@@ -75,6 +76,8 @@ class Settings:
                 else None,
                 pipeline_tag=env.get("SENDONCE_PIPELINE_TAG") or None,
                 queue_url=env.get("SENDONCE_QUEUE_URL") or None,
+                max_receive_count=int(env["SENDONCE_MAX_RECEIVE_COUNT"]) if env.get("SENDONCE_MAX_RECEIVE_COUNT")
+                else None,
             )
         except ValueError as error:
             raise SettingsError(f"invalid sendonce setting: {error}") from error

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+# How many times a throttled job was put back as a delayed copy: the next delay grows with it.
+POSTPONEMENTS_ATTRIBUTE = "sendonce.postponements"
+
 
 class SqsRecord(NamedTuple):
     message_id: str
@@ -12,6 +15,12 @@ class SqsRecord(NamedTuple):
     message_group_id: str | None
     event_source_arn: str
     receipt_handle: str = ""
+    message_attributes: tuple[tuple[str, str, str], ...] = ()  # (name, data type, string value)
+
+    @property
+    def postponements(self) -> int:
+        value = next((v for name, _, v in self.message_attributes if name == POSTPONEMENTS_ATTRIBUTE), "0")
+        return int(value) if value.isdigit() else 0
 
     @classmethod
     def from_event(cls, record: dict[str, Any]) -> SqsRecord:
@@ -23,4 +32,9 @@ class SqsRecord(NamedTuple):
             message_group_id=attributes.get("MessageGroupId"),
             event_source_arn=str(record.get("eventSourceARN", "")),
             receipt_handle=str(record.get("receiptHandle", "")),
+            message_attributes=tuple(
+                (name, str(value.get("dataType", "String")), str(value["stringValue"]))
+                for name, value in (record.get("messageAttributes") or {}).items()
+                if isinstance(value, dict) and value.get("stringValue") is not None
+            ),
         )

@@ -1,0 +1,142 @@
+"""Throttling and the quota never push a job toward the DLQ; a job the DLQ does receive always says why."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import boto3
+import pytest
+from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
+from ses_fault_proxy import Fault
+from sendonce_runtime.outcome import OutcomeLog
+
+
+@pytest.fixture
+def jobs(aws, pipeline) -> str:
+    url = boto3.client("sqs").create_queue(QueueName="jobs")["QueueUrl"]
+    return url
+
+
+def delayed_copies(consumer, queue_url: str) -> list[dict]:
+    """What the consumer sent back to its job queue, as it asked SQS, and checked against SQS's own count."""
+    return [params for params in consumer.sent if params["QueueUrl"] == queue_url]
+
+
+def watch_sends(consumer):
+    consumer.sent = []
+    consumer.redelivery._client.meta.events.register(
+        "before-parameter-build.sqs.SendMessage", lambda params, **_: consumer.sent.append(dict(params)))
+    return consumer
+
+
+def delayed_in_sqs(queue_url: str) -> int:
+    attributes = boto3.client("sqs").get_queue_attributes(
+        QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessagesDelayed"])["Attributes"]
+    return int(attributes["ApproximateNumberOfMessagesDelayed"])
+
+
+def consumer_for(pipeline, jobs, clock=None, **overrides):
+    log = io.StringIO()
+    consumer = pipeline.consumer(clock, queue_url=jobs, max_receive_count=5, **overrides)
+    consumer.log = OutcomeLog(log, pipeline="Shop/Receipts")
+    return watch_sends(consumer), log
+
+
+def test_a_throttled_job_comes_back_as_a_delayed_copy_and_the_original_is_acknowledged(pipeline, ses_faults, jobs):
+    ses_faults.script(Fault.THROTTLE)
+    consumer, log = consumer_for(pipeline, jobs)
+    record = sqs_record(job("receipt:t1:u1"), receive_count=1)
+    response = consumer.handle(event(record), FakeContext(FakeClock()))
+
+    assert response == {"batchItemFailures": []}  # acknowledged: it spends none of the receive budget
+    assert pipeline.ledger_item("receipt:t1:u1") is None  # the claim was released
+    [copy] = delayed_copies(consumer, jobs)
+    assert delayed_in_sqs(jobs) == 1
+    assert copy["MessageBody"] == record["body"]
+    assert 1 <= copy["DelaySeconds"] <= 2
+    assert copy["MessageAttributes"]["sendonce.postponements"]["StringValue"] == "1"
+    line = json.loads(log.getvalue())
+    assert line["outcome"] == "throttled" and line["postponedSeconds"] == copy["DelaySeconds"]
+    assert line["SesThrottles"] == 1
+
+    # The copy is delivered later, with its count of postponements, and sends once.
+    later = sqs_record(copy["MessageBody"])
+    later["messageAttributes"] = {"sendonce.postponements": {"stringValue": "1", "dataType": "Number"}}
+    assert consumer.handle(event(later), FakeContext(FakeClock())) == {"batchItemFailures": []}
+    assert pipeline.emails_for("receipt:t1:u1") == 1
+
+
+def test_each_postponement_waits_longer_with_jitter_up_to_fifteen_minutes(pipeline, jobs):
+    from sendonce_runtime.outcome import Outcome
+
+    redelivery = consumer_for(pipeline, jobs)[0].redelivery
+    for postponements, ceiling in ((0, 2), (1, 4), (3, 16), (20, 900)):
+        delays = {redelivery.postponement_s(Outcome.THROTTLED, postponements) for _ in range(200)}
+        assert max(delays) <= ceiling and min(delays) >= max(1, ceiling // 2)
+        assert len(delays) > 1 or ceiling <= 2  # jittered
+    quota = {redelivery.postponement_s(Outcome.QUOTA_EXHAUSTED, 0) for _ in range(50)}
+    assert min(quota) >= 600 and max(quota) <= 900
+
+
+def test_an_exhausted_daily_quota_keeps_the_job_waiting_about_ten_minutes_visibly(pipeline, ses_faults, jobs):
+    ses_faults.script(Fault.QUOTA)
+    consumer, log = consumer_for(pipeline, jobs)
+    response = consumer.handle(event(sqs_record(job("receipt:q1:u1"))), FakeContext(FakeClock()))
+    assert response == {"batchItemFailures": []}
+    [copy] = delayed_copies(consumer, jobs)
+    assert 600 <= copy["DelaySeconds"] <= 900 and delayed_in_sqs(jobs) == 1
+    line = json.loads(log.getvalue())
+    assert line["outcome"] == "quota_exhausted" and line["QuotaExhausted"] == 1
+    assert pipeline.dead_letters() == []
+
+
+def test_on_a_fifo_queue_a_throttled_job_keeps_its_place_and_comes_back_sooner(aws, fifo_pipeline):
+    from ses_fault_proxy import SesFaultProxy
+
+    proxy = SesFaultProxy(aws.endpoint).start()
+    fifo_pipeline.ses_endpoint = proxy.endpoint
+    try:
+        proxy.script(Fault.THROTTLE)
+        sqs = boto3.client("sqs")
+        jobs = sqs.create_queue(QueueName="jobs.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+        sqs.send_message(QueueUrl=jobs, MessageBody=json.dumps(job("receipt:f1:u1")), MessageGroupId="ada",
+                         MessageDeduplicationId="1")
+        [message] = sqs.receive_message(QueueUrl=jobs, VisibilityTimeout=180)["Messages"]
+        record = sqs_record(message["Body"], group="ada")
+        record["receiptHandle"] = message["ReceiptHandle"]
+        consumer = watch_sends(fifo_pipeline.consumer(queue_url=jobs, max_receive_count=5, fifo=True))
+        response = consumer.handle(event(record), FakeContext(FakeClock()))
+    finally:
+        proxy.stop()
+    assert failed_ids(response) == {record["messageId"]}  # no copy: it would lose its place in the group
+    assert delayed_copies(consumer, jobs) == []
+    # It becomes visible again after the short delay, not after 180 s: moto answers a receive within seconds.
+    again = sqs.receive_message(QueueUrl=jobs, WaitTimeSeconds=5)["Messages"]
+    assert [m["Body"] for m in again] == [message["Body"]]
+
+
+@pytest.mark.parametrize("receive_count", [4, 5])
+def test_a_job_failing_on_its_last_allowed_receive_is_dead_lettered_with_its_reason(pipeline, jobs, receive_count):
+    clock = FakeClock()
+    consumer, log = consumer_for(pipeline, jobs, clock)
+    consumer.processor._ledger.claim("receipt:busy:u1", "alive", clock.now_ms() + 600_000, "h")
+    record = sqs_record(job("receipt:busy:u1"), receive_count=receive_count)
+    response = consumer.handle(event(record), FakeContext(clock))
+    if receive_count < 5:
+        assert failed_ids(response) == {record["messageId"]} and pipeline.dead_letters() == []
+        return
+    assert response == {"batchItemFailures": []}
+    [dead] = pipeline.dead_letters()
+    attributes = dead["MessageAttributes"]
+    assert attributes["sendonce.reasonCode"]["StringValue"] == "max-receives"
+    assert "received 5 times" in attributes["sendonce.reason"]["StringValue"]
+    assert "in_flight_elsewhere" in attributes["sendonce.reason"]["StringValue"]
+    assert json.loads(log.getvalue())["outcome"] == "receives_exhausted"
+
+
+def test_when_the_copy_cannot_be_sent_the_original_is_redelivered_instead(pipeline, ses_faults, jobs):
+    ses_faults.script(Fault.THROTTLE)
+    consumer, _ = consumer_for(pipeline, jobs + "-missing")
+    record = sqs_record(job("receipt:t2:u1"))
+    assert failed_ids(consumer.handle(event(record), FakeContext(FakeClock()))) == {record["messageId"]}
