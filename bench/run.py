@@ -46,12 +46,13 @@ class Plan:
     synth_runs: int
     latency_batches: int
     evidence_emails: int
+    burst_factor: int  # the burst is this many times SES's rate
 
 
 QUICK = Plan(records=60, repeats=2, workers=(1, 4), import_runs=5, synth_runs=1, latency_batches=3,
-             evidence_emails=20)
+             evidence_emails=20, burst_factor=10)
 FULL = Plan(records=400, repeats=5, workers=(1, 2, 4, 8), import_runs=21, synth_runs=3, latency_batches=20,
-            evidence_emails=200)
+            evidence_emails=200, burst_factor=50)
 
 
 class Spread:
@@ -441,6 +442,127 @@ def render_evidence(figures: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# --- 9. a burst far beyond SES's sending rate -------------------------------------------------------------------
+
+BURST_RATE = 5.0  # what the emulator's SES accepts a second
+BURST_POLLERS = 5  # Lambda instances, as max_concurrency caps them
+
+
+def burst_scenario(factor: int) -> Any:
+    """``factor`` x R jobs at once (with duplicates and re-enqueues) against an SES accepting R emails a second,
+    the consumer deployed with default props plus send_rate = R (paced at R / max_concurrency an instance), played
+    as Lambda's event source with one poller per instance. Runs its own in-process emulator."""
+    from sendonce_constructs import rules
+    from sendonce_constructs.local.emulator import local_aws
+    from sendonce_constructs.local.event_source_runner import EventSourceSpec
+    from sendonce_constructs.local.lambda_instances import FunctionSpec
+    from sendonce_constructs.local.load import run_burst
+
+    saved = dict(os.environ)
+    with local_aws() as aws:
+        os.environ.update(aws.environment)
+        try:
+            sqs, dynamodb = boto3.client("sqs"), boto3.client("dynamodb")
+            dynamodb.create_table(TableName="burst", KeySchema=[{"AttributeName": "dedupeKey", "KeyType": "HASH"}],
+                                  AttributeDefinitions=[{"AttributeName": "dedupeKey", "AttributeType": "S"}],
+                                  BillingMode="PAY_PER_REQUEST")
+            dlq = sqs.create_queue(QueueName="burst-dlq")
+            dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq["QueueUrl"], AttributeNames=["QueueArn"])[
+                "Attributes"]["QueueArn"]
+            queue = sqs.create_queue(QueueName="burst-jobs", Attributes={
+                "VisibilityTimeout": "180",
+                "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "5"})})
+            boto3.client("sesv2").create_email_identity(EmailIdentity="example.com")
+            budget = rules.consumer_time_budget(30)
+            environment = {
+                "SENDONCE_TABLE_NAME": "burst", "SENDONCE_DLQ_URL": dlq["QueueUrl"],
+                "SENDONCE_QUEUE_URL": queue["QueueUrl"], "SENDONCE_PARALLELISM": "10",
+                "SENDONCE_MAX_SEND_RATE": f"{BURST_RATE / BURST_POLLERS:g}", "SENDONCE_MAX_RECEIVE_COUNT": "5",
+                "SENDONCE_LEDGER_BUDGET_MS": str(int(budget["ledger_budget_ms"])),
+            }
+            function = FunctionSpec("burst-consumer", "sendonce_runtime.handler.handler", ROOT / "runtime",
+                                    environment, timeout_s=30)
+            arn = sqs.get_queue_attributes(QueueUrl=queue["QueueUrl"], AttributeNames=["QueueArn"])[
+                "Attributes"]["QueueArn"]
+            source = EventSourceSpec(queue["QueueUrl"], arn, batch_size=10, max_concurrency=BURST_POLLERS)
+            with open(os.devnull, "w") as log:
+                return run_burst(function, source, aws.environment, dlq["QueueUrl"],
+                                 lambda: [getattr(m, "subject", "") for m in aws.sent_emails()],
+                                 BURST_RATE, int(factor * BURST_RATE), seed=9, log=log)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+
+def render_burst(burst: Any, factor: int) -> str:
+    verdict = "met" if burst.aims_met else "NOT met"
+    return "\n".join([
+        f"## 9. A burst of {factor} x SES's rate",
+        "",
+        f"SES (the emulator's, accepting {BURST_RATE:g} emails/s and refusing the rest with SES's own "
+        "`TooManyRequestsException`), the consumer with default props plus `send_rate` = that rate over "
+        f"`max_concurrency` = {BURST_POLLERS} (each instance paced at {BURST_RATE / BURST_POLLERS:g}/s, function "
+        f"timeout 30 s), {BURST_POLLERS} pollers playing Lambda's event source; emails counted in SES.",
+        "",
+        *[f"- {line.strip()}" for line in burst.lines()],
+        "",
+        f"Aims (at least 90% of R once under way; drained within 1.15 x jobs / R; nothing in the DLQ, lost or sent "
+        f"twice): {verdict}.",
+        "",
+    ])
+
+
+# --- 10. the consumer's own floor, against a fast stub endpoint ------------------------------------------------
+
+
+def floor_run(batches: int, delays_ms: dict[str, float]) -> dict[str, float]:
+    """Batches of ten first sends at parallelism 10 against bench/stub_aws.py in its own process: canned answers
+    over kept connections, one fixed round trip per service, so the batch time is the consumer's own."""
+    stub = subprocess.Popen([sys.executable, str(ROOT / "bench" / "stub_aws.py"),
+                             *(f"{service}={ms}" for service, ms in delays_ms.items())],
+                            stdout=subprocess.PIPE, text=True)
+    assert stub.stdout is not None
+    endpoint = stub.stdout.readline().strip()
+    saved = os.environ.get("AWS_ENDPOINT_URL")
+    os.environ["AWS_ENDPOINT_URL"] = endpoint
+    try:
+        handler, _ = consumers.sendonce_handler("stub-table", f"{endpoint}/123456789012/dlq", 10)
+        handler({"Records": [record(job("warm:0"))]}, Context())  # connections opened, as a warm instance has
+        times = []
+        for _ in range(batches):
+            prefix = uuid.uuid4().hex[:8]
+            started = time.perf_counter()
+            handler({"Records": [record(job(f"{prefix}:{n}")) for n in range(10)]}, Context())
+            times.append((time.perf_counter() - started) * 1000)
+    finally:
+        stub.terminate()
+        stub.wait()
+        if saved is not None:
+            os.environ["AWS_ENDPOINT_URL"] = saved
+    ordered = sorted(times)
+    return {"p50_ms": statistics.median(ordered), "p90_ms": ordered[min(len(ordered) - 1,
+                                                                         round(0.9 * (len(ordered) - 1)))],
+            "min_ms": ordered[0], "max_ms": ordered[-1]}
+
+
+def render_floor(figures: dict[str, float], delays_ms: dict[str, float], batches: int) -> str:
+    floor = delays_ms["sesv2"] + 2 * delays_ms["dynamodb"]
+    ratio = figures["p50_ms"] / floor
+    return "\n".join([
+        f"## 10. The consumer's own floor ({batches} batches of ten first sends, parallelism 10)",
+        "",
+        "Against a stub AWS endpoint (bench/stub_aws.py): canned answers, kept-alive connections, and one fixed "
+        f"round trip per call: DynamoDB {delays_ms['dynamodb']:g} ms, SES {delays_ms['sesv2']:g} ms. A first send "
+        f"is a claim, a send and a completion in turn, so a batch of ten sent at once can take no less than one SES "
+        f"plus two DynamoDB round trips: {floor:g} ms.",
+        "",
+        f"- batch p50 **{figures['p50_ms']:.0f} ms** (p90 {figures['p90_ms']:.0f}, {figures['min_ms']:.0f} to "
+        f"{figures['max_ms']:.0f}): **{ratio:.2f}x** the floor (aim: at most 1.3x: "
+        f"{'met' if ratio <= 1.3 else 'NOT met'}).",
+        "",
+    ])
+
+
 # --- the report ------------------------------------------------------------------------------------------------
 
 
@@ -513,8 +635,13 @@ def run(plan: Plan, command: str) -> str:
     latency = latency_run(names, plan.latency_batches, DELAYS_MS)
     print("SES evidence...", file=sys.stderr)
     evidence = evidence_costs(names, plan.evidence_emails)
-    return render(plan, command, calls, rates, cpus, ratios, imports, files, zipped, synth, item) + render_latency(
-        plan, latency, DELAYS_MS) + render_evidence(evidence)
+    print("floor against a stub endpoint...", file=sys.stderr)
+    floor = floor_run(plan.latency_batches, DELAYS_MS)
+    print("burst...", file=sys.stderr)
+    burst = burst_scenario(plan.burst_factor)
+    return (render(plan, command, calls, rates, cpus, ratios, imports, files, zipped, synth, item)
+            + render_latency(plan, latency, DELAYS_MS) + render_evidence(evidence)
+            + render_burst(burst, plan.burst_factor) + render_floor(floor, DELAYS_MS, plan.latency_batches))
 
 
 def render(plan: Plan, command: str, calls: dict[str, dict[str, dict[str, int]]],

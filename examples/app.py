@@ -21,6 +21,8 @@ class ReceiptsStack(cdk.Stack):
             from_addresses=["receipts@example.com"],
             function_timeout=cdk.Duration.seconds(int(self.node.try_get_context("functionTimeoutSeconds") or 30)),
             max_concurrency=5,
+            # This pipeline's share of the account's SES rate (14 emails/s for many new production accounts).
+            send_rate=float(self.node.try_get_context("sendRate") or 14),
             outbox=True,
             evidence_grace_period=cdk.Duration.seconds(int(self.node.try_get_context("evidenceGraceSeconds") or 300)),
         )

@@ -111,7 +111,8 @@ def test_the_consumer_waits_for_evidence_and_asks_to_come_back_when_the_grace_pe
     clock.advance(VISIBILITY_TIMEOUT_MS)
     consumer = pipeline.consumer(clock, **settings)
     results = []
-    consumer.redelivery = type("Recorder", (), {"schedule": lambda self, records, r: results.extend(r)})()
+    settle = consumer.redelivery.settle
+    consumer.redelivery.settle = lambda record, result: results.append(result) or settle(record, result)
     response = consumer.handle(event(record), FakeContext(clock))
     assert failed_ids(response) == {record["messageId"]}
     [result] = results

@@ -120,9 +120,9 @@ def test_on_a_fifo_queue_a_throttled_job_keeps_its_place_and_comes_back_sooner(a
 def test_a_job_failing_on_its_last_allowed_receive_is_dead_lettered_with_its_reason(pipeline, jobs, receive_count):
     clock = FakeClock()
     consumer, log = consumer_for(pipeline, jobs, clock)
-    consumer.processor._ledger.claim("receipt:busy:u1", "alive", clock.now_ms() + 600_000, "h")
-    record = sqs_record(job("receipt:busy:u1"), receive_count=receive_count)
-    response = consumer.handle(event(record), FakeContext(clock))
+    record = sqs_record(job("receipt:late:u1"), receive_count=receive_count)
+    # Too little time left to send: the record fails and would come back, but this is its last allowed receive.
+    response = consumer.handle(event(record), FakeContext(clock, budget_ms=100))
     if receive_count < 5:
         assert failed_ids(response) == {record["messageId"]} and pipeline.dead_letters() == []
         return
@@ -131,8 +131,31 @@ def test_a_job_failing_on_its_last_allowed_receive_is_dead_lettered_with_its_rea
     attributes = dead["MessageAttributes"]
     assert attributes["sendonce.reasonCode"]["StringValue"] == "max-receives"
     assert "received 5 times" in attributes["sendonce.reason"]["StringValue"]
-    assert "in_flight_elsewhere" in attributes["sendonce.reason"]["StringValue"]
+    assert "deadline: too little time left" in attributes["sendonce.reason"]["StringValue"]
     assert json.loads(log.getvalue())["outcome"] == "receives_exhausted"
+
+
+def test_a_copy_in_flight_elsewhere_comes_back_in_seconds_without_spending_a_receive(pipeline, jobs):
+    clock = FakeClock()
+    consumer, log = consumer_for(pipeline, jobs, clock)
+    consumer.processor._ledger.claim("receipt:busy:u1", "alive", clock.now_ms() + 600_000, "h")
+    record = sqs_record(job("receipt:busy:u1"), receive_count=1)
+    assert consumer.handle(event(record), FakeContext(clock)) == {"batchItemFailures": []}
+    [copy] = delayed_copies(consumer, jobs)
+    assert 2 <= copy["DelaySeconds"] <= 5
+    assert copy["MessageAttributes"]["sendonce.postponements"]["StringValue"] == "0"  # not a refusal: no growth
+    assert json.loads(log.getvalue())["outcome"] == "in_flight_elsewhere"
+
+
+def test_a_paced_job_waits_its_turn_without_being_claimed(pipeline, jobs):
+    consumer, log = consumer_for(pipeline, jobs, parallelism=1, max_send_rate=0.001)
+    first, second = sqs_record(job("slow:1")), sqs_record(job("slow:2"))
+    assert consumer.handle(event(first, second), FakeContext(FakeClock(), budget_ms=60_000)) == {
+        "batchItemFailures": []}
+    [copy] = delayed_copies(consumer, jobs)
+    assert copy["MessageBody"] == second["body"] and 1 <= copy["DelaySeconds"] <= 3
+    assert pipeline.ledger_item("slow:2") is None
+    assert [json.loads(line)["outcome"] for line in log.getvalue().splitlines()] == ["sent", "paced"]
 
 
 def test_when_the_copy_cannot_be_sent_the_original_is_redelivered_instead(pipeline, ses_faults, jobs):

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TypeVar
 
 from .outcome import Outcome, RecordResult
@@ -26,11 +27,25 @@ def run_batch(
     return _run_all(list(records), process, parallelism)
 
 
+_pools: dict[int, ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()
+
+
+def _pool(parallelism: int) -> ThreadPoolExecutor:
+    """One pool per execution environment, kept across invocations: starting ten threads for every batch costs
+    more than a DynamoDB round trip."""
+    with _pools_lock:
+        if parallelism not in _pools:
+            _pools[parallelism] = ThreadPoolExecutor(max_workers=parallelism, thread_name_prefix="sendonce")
+        return _pools[parallelism]
+
+
 def _run_all(items: list[T], work: Callable[[T], R], parallelism: int) -> list[R]:
     if parallelism <= 1 or len(items) <= 1:
         return [work(item) for item in items]
-    with ThreadPoolExecutor(max_workers=min(parallelism, len(items)), thread_name_prefix="sendonce") as pool:
-        return list(pool.map(work, items))
+    futures = [_pool(parallelism).submit(work, item) for item in items]
+    wait(futures)  # every record settles before the batch answers, even when one of them raised
+    return [future.result() for future in futures]
 
 
 def _by_group(records: Sequence[SqsRecord]) -> dict[str, list[SqsRecord]]:

@@ -24,6 +24,7 @@ OUTCOME_METRICS: dict[Outcome, tuple[str, ...]] = {
     Outcome.AWAITING_EVIDENCE: ("AwaitingEvidence",),
     Outcome.THROTTLED: ("SesThrottles",),
     Outcome.QUOTA_EXHAUSTED: ("SesThrottles", "QuotaExhausted"),
+    Outcome.PACED: ("Paced",),
     Outcome.RECEIVES_EXHAUSTED: ("ReceivesExhausted",),
     Outcome.AMBIGUOUS: ("AmbiguousSends",),
     Outcome.DEADLINE: ("DeadlineDeferrals",),

@@ -24,6 +24,7 @@ class Outcome(enum.Enum):
     AWAITING_EVIDENCE = "awaiting_evidence"  # a dead worker's send: back when the grace period for SES's events ends
     THROTTLED = "throttled"
     QUOTA_EXHAUSTED = "quota_exhausted"  # SES's daily quota: the job waits about ten minutes
+    PACED = "paced"  # the pipeline's send rate left no send slot in this invocation: not claimed, back shortly
     AMBIGUOUS = "ambiguous"
     DEADLINE = "deadline"
     GROUP_BLOCKED = "group_blocked"

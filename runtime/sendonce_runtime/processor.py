@@ -81,8 +81,8 @@ class RecordProcessor:
         if self._send_rate is not None:
             spare_s = (deadline.remaining_ms() - self._settings.record_budget_ms) / 1000
             if not self._send_rate.acquire(max_wait_s=max(0.0, spare_s)):
-                return RecordResult(record.message_id, Outcome.THROTTLED, job.dedupe_key,
-                                    reason="max_send_rate: no send slot left in this invocation")
+                return RecordResult(record.message_id, Outcome.PACED, job.dedupe_key,
+                                    reason="the send rate leaves no send slot in this invocation")
         result = self._claim_and_settle(record, job, policy, deadline)
         if self._send_rate is not None and result.outcome not in _SENT_OR_TRIED:
             self._send_rate.refund()
@@ -134,10 +134,11 @@ class RecordProcessor:
         if existing.status in (Status.SENT, Status.UNKNOWN):
             return RecordResult(record.message_id, Outcome.DUPLICATE, job.dedupe_key, existing.ses_message_id,
                                 existing.attempts, f"already {existing.status.value}", conflict)
-        if existing.lease_expires_at_ms > self._clock.now_ms():
+        lease_left_ms = existing.lease_expires_at_ms - self._clock.now_ms()
+        if lease_left_ms > 0:
             return RecordResult(record.message_id, Outcome.IN_FLIGHT_ELSEWHERE, job.dedupe_key,
                                 attempt=existing.attempts, reason="another worker holds a live lease",
-                                key_conflict=conflict)
+                                key_conflict=conflict, retry_after_s=-(-lease_left_ms // 1000))
         # IN_FLIGHT with an expired lease: its worker died, and whether SES accepted its send is unknown. SES's
         # events would have marked it SENT; until the grace period ends, they may still come.
         grace_ms = self._settings.evidence_grace_ms

@@ -3,10 +3,15 @@ delayed copy when waiting must not spend the receive budget meant for poison mes
 reason, never silently, when that budget is spent.
 
 - Waiting for SES's events: the message becomes visible again when the grace period ends.
-- Throttled by SES (or no send slot left): on a standard queue a copy of the job is sent with a short, jittered,
-  growing delay and the original acknowledged, so throttling never pushes a job toward the DLQ (the copy starts
-  with a fresh receive count; the ledger makes a duplicate copy harmless). On a FIFO queue, where a copy would lose
-  its place in the group, the message becomes visible again after the same delay.
+- Throttled by SES: on a standard queue a copy of the job is sent with a short, jittered, growing delay and the
+  original acknowledged, so throttling never pushes a job toward the DLQ (the copy starts with a fresh receive
+  count; the ledger makes a duplicate copy harmless). On a FIFO queue, where a copy would lose its place in the
+  group, the message becomes visible again after the same delay.
+- No send slot left in this invocation (the pipeline's own pacing): the same, after one to three seconds, without
+  growing: the job was not refused, it only waits its turn.
+- Another worker holds the key (a copy of the job in flight elsewhere): the same, after a few seconds (at most until
+  that worker's lease ends), by when it has usually finished and this copy is a duplicate. On a FIFO queue the
+  message becomes visible again when the lease ends.
 - SES's daily quota exhausted: the same, delayed about ten minutes, as SES's documentation advises.
 - A record that would fail on the last receive its queue allows is dead-lettered with the reason, instead of
   moved by SQS with none.
@@ -28,6 +33,8 @@ SQS_MAX_DELAY_S = 900
 THROTTLE_BASE_DELAY_S = 2.0
 QUOTA_DELAY_S = 600.0  # "wait for an interval of up to 10 minutes" (SES, errors related to sending quotas)
 RECEIVES_EXHAUSTED = "max-receives"
+# Outcomes whose job comes back as a delayed copy on a standard queue.
+POSTPONED = frozenset({Outcome.THROTTLED, Outcome.QUOTA_EXHAUSTED, Outcome.PACED, Outcome.IN_FLIGHT_ELSEWHERE})
 
 
 class Redelivery:
@@ -51,11 +58,14 @@ class Redelivery:
         """``result``, or what it became once its way back is arranged. Never raises."""
         if not result.redeliver:
             return result
-        if result.outcome in (Outcome.THROTTLED, Outcome.QUOTA_EXHAUSTED):
+        if result.outcome in POSTPONED:
             delay_s = self.postponement_s(result.outcome, record.postponements)
-            if not self._fifo and self._send_copy(record, delay_s):
+            if result.outcome is Outcome.IN_FLIGHT_ELSEWHERE and result.retry_after_s is not None:
+                delay_s = min(delay_s, result.retry_after_s)
+            counted = record.postponements + (result.outcome in (Outcome.THROTTLED, Outcome.QUOTA_EXHAUSTED))
+            if not self._fifo and self._send_copy(record, delay_s, counted):
                 return result._replace(postponed_s=delay_s)
-            result = result._replace(retry_after_s=delay_s)
+            result = result._replace(retry_after_s=result.retry_after_s or delay_s)
         if self._max_receive_count is not None and record.receive_count >= self._max_receive_count:
             return self._give_up(record, result)
         if result.retry_after_s is not None:
@@ -66,15 +76,19 @@ class Redelivery:
         """Full jitter over a doubling delay, so a burst's throttled jobs spread out instead of coming back at once."""
         if outcome is Outcome.QUOTA_EXHAUSTED:
             return int(QUOTA_DELAY_S * (1 + 0.5 * self._random.random()))
+        if outcome is Outcome.PACED:
+            return 1 + int(2 * self._random.random() + 0.5)
+        if outcome is Outcome.IN_FLIGHT_ELSEWHERE:
+            return 2 + int(3 * self._random.random() + 0.5)
         ceiling = min(SQS_MAX_DELAY_S, THROTTLE_BASE_DELAY_S * 2 ** min(postponements, 10))
         return max(1, int(ceiling * (0.5 + 0.5 * self._random.random())))
 
-    def _send_copy(self, record: SqsRecord, delay_s: int) -> bool:
+    def _send_copy(self, record: SqsRecord, delay_s: int, postponements: int) -> bool:
         if self._queue_url is None:
             return False
         attributes = {name: {"DataType": kind, "StringValue": value}
                       for name, kind, value in record.message_attributes if name != POSTPONEMENTS_ATTRIBUTE}
-        attributes[POSTPONEMENTS_ATTRIBUTE] = {"DataType": "Number", "StringValue": str(record.postponements + 1)}
+        attributes[POSTPONEMENTS_ATTRIBUTE] = {"DataType": "Number", "StringValue": str(postponements)}
         try:
             self._client.send_message(QueueUrl=self._queue_url, MessageBody=record.body,
                                       DelaySeconds=min(delay_s, SQS_MAX_DELAY_S), MessageAttributes=attributes)

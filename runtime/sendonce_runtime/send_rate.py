@@ -15,33 +15,46 @@ class SendRateLimiter:
     """
 
     def __init__(self, rate: float, burst: float | None = None, monotonic: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] | None = None) -> None:
         if rate <= 0:
             raise ValueError("the send rate must be positive")
         self._rate = rate
         self._capacity = max(1.0, burst if burst is not None else rate)
         self._tokens = self._capacity
         self._monotonic = monotonic
-        self._sleep = sleep
+        self._sleep = sleep  # tests pass a fake; by default waiters wait on the condition, so a refund wakes them
         self._updated = monotonic()
-        self._lock = threading.Lock()
+        self._condition = threading.Condition()
 
     def acquire(self, max_wait_s: float) -> bool:
         """Take a token, waiting up to ``max_wait_s``; False (and no token taken) if none comes in time."""
-        with self._lock:
-            now = self._monotonic()
-            self._tokens = min(self._capacity, self._tokens + (now - self._updated) * self._rate)
-            self._updated = now
-            wait = (1.0 - self._tokens) / self._rate if self._tokens < 1.0 else 0.0
-            if wait > max_wait_s:
-                return False
-            # Reserve the token now, so threads queue in order instead of racing for the same refill.
-            self._tokens -= 1.0
-        if wait > 0:
-            self._sleep(wait)
-        return True
+        deadline = self._monotonic() + max_wait_s
+        with self._condition:
+            while True:
+                now = self._monotonic()
+                self._tokens = min(self._capacity, self._tokens + (now - self._updated) * self._rate)
+                self._updated = now
+                if self._tokens >= 1.0:
+                    self._tokens -= 1.0
+                    return True
+                wait = (1.0 - self._tokens) / self._rate
+                if now + wait > deadline + 1e-9:
+                    return False
+                self._pause(wait)
 
     def refund(self) -> None:
-        """Give back a token that was not used for a send (the key turned out to be a duplicate)."""
-        with self._lock:
+        """Give back a token that was not used for a send (the key turned out to be a duplicate): a thread
+        waiting for one takes it at once, so duplicates cost the pipeline no sending time."""
+        with self._condition:
             self._tokens = min(self._capacity, self._tokens + 1.0)
+            self._condition.notify()
+
+    def _pause(self, seconds: float) -> None:
+        if self._sleep is None:
+            self._condition.wait(timeout=seconds)
+            return
+        self._condition.release()
+        try:
+            self._sleep(seconds)
+        finally:
+            self._condition.acquire()

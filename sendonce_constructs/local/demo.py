@@ -18,6 +18,7 @@ from .emulator import LocalAws, local_aws
 from .emulator_gaps import apply_ttl, make_skipped_configuration_sets
 from .event_source_runner import EventSourceRunner, FaultPlan
 from .lambda_worker import FAULT_KINDS
+from .load import BurstReport, run_burst
 from .report import Report, Residual, build_report, render_text, write_outputs
 from .ses_publisher import EventFaults, SesEventPublisher, put_on_default_bus
 from .stack_reader import (
@@ -51,6 +52,10 @@ class DemoOptions:
     # The second phase: keys sent while a share of SES's Send events is lost, the residual shown and detected.
     residual_keys: int | None = None  # default: a fifth of keys, at least 8
     residual_send_events_dropped: float = 0.5
+    # The burst: SES accepts this many emails a second (the example's send_rate), and the burst is 50 times that
+    # (10 times for a small run).
+    burst_rate: float = 5.0
+    burst_keys: int | None = None
     bound_s: float = 900
 
 
@@ -92,9 +97,9 @@ class Deployed:
 def _deploy(options: DemoOptions, aws: LocalAws, cdk_out: Path, cdk_log: Path, say: Callable[[str], None]) -> (
     tuple[Deployed, list[str]]
 ):
-    say(f"[2/7] cdk bootstrap + cdk deploy {options.stack} (examples/app.py) to it; log in {cdk_log}")
+    say(f"[2/8] cdk bootstrap + cdk deploy {options.stack} (examples/app.py) to it; log in {cdk_log}")
     context = {"functionTimeoutSeconds": str(options.function_timeout_s),
-               "evidenceGraceSeconds": str(options.evidence_grace_s)}
+               "evidenceGraceSeconds": str(options.evidence_grace_s), "sendRate": f"{options.burst_rate:g}"}
     bootstrap_and_deploy(options.stack, options.project_dir.resolve(), cdk_out, {**os.environ}, aws.account_id,
                          aws.region, context, cdk_log)
     table = physical_id_of(options.stack, "AWS::DynamoDB::Table", "ReceiptsDedupeTable")
@@ -107,7 +112,7 @@ def _deploy(options: DemoOptions, aws: LocalAws, cdk_out: Path, cdk_log: Path, s
     deployed = Deployed(consumer, recorder, read_stream_functions(options.stack, cdk_out), table,
                         consumer.function.environment["SENDONCE_CONFIGURATION_SET"])
     env = consumer.function.environment
-    say(f"[3/7] deployed {consumer.function.name}: timeout {consumer.function.timeout_s:g} s, batch "
+    say(f"[3/8] deployed {consumer.function.name}: timeout {consumer.function.timeout_s:g} s, batch "
         f"{consumer.source.batch_size}, {consumer.source.max_concurrency} concurrent, policy "
         f"{env['SENDONCE_DELIVERY']}, SES evidence grace {int(env['SENDONCE_EVIDENCE_GRACE_MS']) // 1000} s; "
         f"recorder {recorder.function.name}; SES identity {SENDER_IDENTITY} verified")
@@ -121,7 +126,7 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
     cdk_log.write_text("")
     started = time.monotonic()
     with local_aws() as aws, _pointed_at(aws):
-        say(f"[1/7] embedded AWS emulator (moto) on {aws.endpoint}, account {aws.account_id}, {aws.region}")
+        say(f"[1/8] embedded AWS emulator (moto) on {aws.endpoint}, account {aws.account_id}, {aws.region}")
         deployed, notes = _deploy(options, aws, out / "cdk.out", cdk_log, say)
         publisher = SesEventPublisher(
             [deployed.configuration_set], put_on_default_bus(boto3.client("events")), aws.account_id, aws.region,
@@ -131,21 +136,22 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
         with consumer_log_path.open("w", encoding="utf-8") as log, EventSourceRunner(
             deployed.recorder.function, deployed.recorder.source, aws.environment, log
         ) as recorder_runner:
-            say(f"[4/7] SES's events played for configuration set {deployed.configuration_set} (delayed, 10% "
+            say(f"[4/8] SES's events played for configuration set {deployed.configuration_set} (delayed, 10% "
                 "duplicated, reordered, none lost) onto the default bus; the deployed rule routes them to "
                 f"{deployed.recorder.function.name}")
             faults = FaultPlan(options.fault_probability, options.seed, FAULT_KINDS)
             runner = _run_phase(options, aws, deployed, workload, faults, publisher, recorder_runner, log, say,
                                 with_orders=True)
             residual = _residual_phase(options, aws, deployed, publisher, recorder_runner, log, say)
+            burst = _burst_phase(options, aws, deployed, log, say)
         publisher.stop()
         env = deployed.consumer.function.environment
         report = build_report(
             aws.sent_emails(), workload, env["SENDONCE_DELIVERY"], deployed.table, env["SENDONCE_DLQ_URL"],
-            runner.stats.as_dict(), notes, residual,
+            runner.stats.as_dict(), notes, residual, burst,
         )
         paths = write_outputs(report, out)
-        say(f"[7/7] done in {time.monotonic() - started:.0f} s; report: {', '.join(str(p) for p in paths)}; "
+        say(f"[8/8] done in {time.monotonic() - started:.0f} s; report: {', '.join(str(p) for p in paths)}; "
             f"consumer and recorder log: {consumer_log_path}")
         say(render_text(report))
     return report
@@ -154,7 +160,7 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
 def _run_phase(
     options: DemoOptions, aws: LocalAws, deployed: Deployed, workload: Workload, faults: FaultPlan,
     publisher: SesEventPublisher, recorder_runner: EventSourceRunner, log: IO[str], say: Callable[[str], None],
-    with_orders: bool, step: str = "[5/7]",
+    with_orders: bool, step: str = "[5/8]",
 ) -> EventSourceRunner:
     sqs = boto3.client("sqs")
     queue_url = deployed.consumer.source.queue_url
@@ -190,6 +196,25 @@ def _run_phase(
     return runner
 
 
+def _burst_phase(options: DemoOptions, aws: LocalAws, deployed: Deployed, log: IO[str],
+                 say: Callable[[str], None]) -> BurstReport | None:
+    """A sale's receipts at once: far more jobs than SES's sending rate takes, with no fault but the throttling."""
+    rate = options.burst_rate
+    keys = options.burst_keys if options.burst_keys is not None else int((10 if options.keys < 100 else 50) * rate)
+    if keys <= 0:
+        return None
+    env = deployed.consumer.function.environment
+    say(f"[7/8] a burst of {keys} keys while the emulator's SES accepts {rate:g} emails/s and throttles the rest "
+        f"(the consumer paces each of its {deployed.consumer.source.max_concurrency} instances at "
+        f"{env.get('SENDONCE_MAX_SEND_RATE', 'no limit')}/s)")
+    burst = run_burst(deployed.consumer.function, deployed.consumer.source, aws.environment, env["SENDONCE_DLQ_URL"],
+                      lambda: [getattr(m, "subject", "") for m in aws.sent_emails()], rate, keys, options.seed + 2,
+                      log, options.bound_s)
+    for line in burst.lines():
+        say(f"    {line.strip()}")
+    return burst
+
+
 def _residual_phase(
     options: DemoOptions, aws: LocalAws, deployed: Deployed, publisher: SesEventPublisher,
     recorder_runner: EventSourceRunner, log: IO[str], say: Callable[[str], None],
@@ -203,7 +228,7 @@ def _residual_phase(
     late_s = 8 * options.function_timeout_s + grace_s
     publisher.faults = EventFaults(delay_s=0.2, outcome_delay_s=late_s, drop_send=options.residual_send_events_dropped)
     dropped_before = len(publisher.stats.send_events_dropped)
-    say(f"[6/7] the residual: {keys} more keys while {options.residual_send_events_dropped:.0%} of SES's Send events "
+    say(f"[6/8] the residual: {keys} more keys while {options.residual_send_events_dropped:.0%} of SES's Send events "
         f"are lost and the rest of each email's events come after the {grace_s} s grace period; workers killed "
         "right after SES accepted")
     workload = build_workload(keys, options.seed + 1, first=100_000, poison=False)

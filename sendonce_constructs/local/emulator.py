@@ -4,6 +4,8 @@
   which DynamoDB never allows. A lock serialises item writes, so a race fails for the consumer's fault only.
 - moto's SES keeps no configuration set or tags and publishes no events: each accepted send is logged with
   them, for the local SES event publisher (``ses_publisher``) to play SES's part.
+- moto's SES has no sending rate: a load scenario can give it one (``ses_limits``), refusing the excess with
+  SES's own throttling error.
 - moto delivers to a mapped function itself, through Docker, inside the write that feeds it. With no Docker,
   for SQS it receives the batch (raising its receive count, hiding it for the visibility timeout) and fails;
   for a DynamoDB stream it may then drop the shard's records. Here the local runners play the mappings
@@ -18,6 +20,7 @@ import os
 import threading
 import urllib.request
 import warnings
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -28,12 +31,14 @@ from moto.dynamodb.models.table import Table
 from moto.server import ThreadedMotoServer
 from moto.sqs.models import Queue
 
+from .ses_limits import SES_RATE, limit_ses_sends
 from .ses_publisher import SEND_LOG, record_ses_sends
 
 DEFAULT_REGION = "us-east-1"
 _WRITES = ("put_item", "update_item", "delete_item", "transact_write_items")
 _write_lock = threading.RLock()
 _patched = False
+_counting = False
 
 
 def make_dynamodb_writes_atomic() -> None:
@@ -55,6 +60,47 @@ def _locked(method: Callable[..., Any]) -> Callable[..., Any]:
             return method(*args, **kwargs)
 
     return locked
+
+
+class RequestCounts:
+    """Every request the emulator answered, by service and operation (for a scenario's AWS calls per email)."""
+
+    def __init__(self) -> None:
+        self._counts: Counter[tuple[str, str]] = Counter()
+        self._lock = threading.Lock()
+
+    def add(self, service: str, operation: str) -> None:
+        with self._lock:
+            self._counts[service, operation] += 1
+
+    def snapshot(self) -> Counter[tuple[str, str]]:
+        with self._lock:
+            return Counter(self._counts)
+
+
+REQUESTS = RequestCounts()
+
+
+def count_requests() -> None:
+    """Count each request moto dispatches to a service (idempotent)."""
+    global _counting
+    from moto.core.responses import BaseResponse
+
+    with _write_lock:
+        if _counting:
+            return
+        original = BaseResponse.call_action
+
+        @functools.wraps(original)
+        def call_action(self: Any) -> Any:
+            try:
+                REQUESTS.add(str(self.service_name), self._get_action())
+            except Exception:  # an operation moto cannot name is still answered as before
+                REQUESTS.add(str(self.service_name), "unknown")
+            return original(self)
+
+        BaseResponse.call_action = call_action  # type: ignore[method-assign]
+        _counting = True
 
 
 def hand_event_sources_to_the_runners() -> None:
@@ -79,6 +125,8 @@ class LocalAws:
         make_dynamodb_writes_atomic()
         hand_event_sources_to_the_runners()
         record_ses_sends()
+        limit_ses_sends()  # outermost: a throttled send never reaches SES's log
+        count_requests()
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request drowns the output
         # moto names each CloudFormation type it skips; callers say which gaps matter to them.
         logging.getLogger("moto").setLevel(logging.ERROR)
@@ -114,6 +162,7 @@ class LocalAws:
         with urllib.request.urlopen(request, timeout=10) as response:
             response.read()
         SEND_LOG.clear()
+        SES_RATE.limit(None)
 
     def sent_emails(self) -> list[Any]:
         """What the emulator's SES accepted: moto's Message and RawMessage objects, in order."""

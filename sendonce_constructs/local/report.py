@@ -10,6 +10,7 @@ from typing import Any
 
 import boto3
 
+from .load import BurstReport
 from .workload import Workload
 
 NEVER_RESEND = ("never-resend", "at-most-once")
@@ -65,6 +66,7 @@ class Report:
     delivery_outcomes: dict[str, int] = field(default_factory=dict)  # delivered, bounced (type/subtype), complained
     confirmation_ms: dict[str, int] = field(default_factory=dict)  # send to recorded evidence: p50, p90, max
     residual: ResidualReport | None = None
+    burst: BurstReport | None = None
 
     @property
     def lost_without_record(self) -> list[str]:
@@ -85,7 +87,7 @@ class Report:
             return False
         if self.policy not in NEVER_RESEND and (self.keys_lost or self.unknown_records):
             return False
-        return self.residual is None or self.residual.ok
+        return (self.residual is None or self.residual.ok) and (self.burst is None or self.burst.ok)
 
     @property
     def verdict(self) -> str:
@@ -100,6 +102,8 @@ class Report:
                 problems.append(f"{len(self.keys_lost)} keys not sent")
             if self.policy not in NEVER_RESEND and self.unknown_records:
                 problems.append(f"{self.unknown_records} keys left UNKNOWN")
+            if self.burst is not None and not self.burst.ok:
+                problems.append("burst: " + self.burst.lines()[1].strip())
             if self.residual is not None and not self.residual.ok:
                 residual = self.residual
                 problems.append(f"residual: {len(set(residual.sent_twice) - set(residual.detected))} doubles "
@@ -119,10 +123,16 @@ class Report:
         if self.residual is not None:
             verdict += (f"; residual: {len(self.residual.sent_twice)} doubles with SES's Send events lost, "
                         f"{len(self.residual.detected)} detected")
+        if self.burst is not None:
+            verdict += (f"; burst: {self.burst.keys} keys at {self.burst.sent_rate / self.burst.rate:.0%} of SES's "
+                        f"rate, drained in {self.burst.drain_s / self.burst.ideal_drain_s:.2f}x the ideal, "
+                        f"{self.burst.dead_letters} in the DLQ")
         return verdict
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        if self.burst is not None:
+            data["burst"] = self.burst.as_dict()
         data.update(ok=self.ok, verdict=self.verdict, lost_without_record=self.lost_without_record)
         return data
 
@@ -136,6 +146,7 @@ def build_report(
     runner_stats: dict[str, int],
     notes: list[str],
     residual: Residual | None = None,
+    burst: BurstReport | None = None,
 ) -> Report:
     residual_subjects = residual.workload.subject_to_key if residual else {}
     per_key: Counter[str] = Counter({key: 0 for key in workload.subject_to_key.values()})
@@ -145,7 +156,7 @@ def build_report(
         key = workload.subject_to_key.get(subject)
         if key is not None:
             per_key[key] += 1
-        elif subject not in residual_subjects:
+        elif subject not in residual_subjects and not (burst and subject in burst.subjects):
             unexpected += 1
     records = _ledger_records(table_name, list(per_key))
     statuses = {key: item["status"]["S"] for key, item in records.items()}
@@ -178,6 +189,7 @@ def build_report(
         delivery_outcomes=_delivery_outcomes(records.values()),
         confirmation_ms=_confirmation_ms(records.values()),
         residual=_residual(residual, sent_emails, table_name) if residual else None,
+        burst=burst,
     )
 
 
@@ -306,6 +318,7 @@ def render_text(report: Report) -> str:
         *(f"    refused job not in the DLQ: {k}: ledger says {status} (its worker was killed mid-send)"
           for k, status in report.refused_keys_not_dead_lettered.items()),
         *_render_residual(report.residual),
+        *(report.burst.lines() if report.burst else []),
         "",
         report.verdict,
     ])

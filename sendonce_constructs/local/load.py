@@ -1,0 +1,127 @@
+"""A burst far beyond SES's sending rate: SES (the emulator's, limited to R emails a second and throttling the rest
+with SES's own error) against a consumer run as Lambda's event source would run it, with several pollers.
+
+What it reports is counted outside the consumer: emails per key from the emulator's SES, jobs in the DLQ, time to
+drain, the sent rate against R, throttles per email, invocations and AWS calls per email.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import IO, Any
+
+import boto3
+
+from .emulator import REQUESTS
+from .event_source_runner import EventSourceRunner, EventSourceSpec
+from .lambda_instances import FunctionSpec
+from .ses_limits import SES_RATE
+from .workload import build_workload, enqueue
+
+SENT_RATE_AIM = 0.9  # of R, once the burst is under way
+DRAIN_AIM = 1.15  # x the ideal drain time, jobs / R
+
+
+@dataclass
+class BurstReport:
+    rate: float
+    jobs: int
+    keys: int
+    pollers: int
+    emails_per_key: dict[int, int]
+    keys_sent_twice: list[str]
+    keys_lost: list[str]
+    dead_letters: int
+    drain_s: float
+    sent_rate: float  # emails a second between the first and the last email SES accepted
+    throttles: int
+    invocations: int
+    aws_calls: dict[str, int]  # by service, during the burst
+    subjects: frozenset[str] = field(default=frozenset(), repr=False)  # the burst's emails, to tell them apart
+
+    @property
+    def ideal_drain_s(self) -> float:
+        return self.keys / self.rate
+
+    @property
+    def ok(self) -> bool:
+        """Nothing dead-lettered, lost or sent twice: what a burst must never cost."""
+        return not self.keys_sent_twice and not self.keys_lost and self.dead_letters == 0
+
+    @property
+    def aims_met(self) -> bool:
+        """Sending at the account's rate: at least 90% of R once under way, drained within 15% of jobs / R."""
+        return self.sent_rate >= SENT_RATE_AIM * self.rate and self.drain_s <= DRAIN_AIM * self.ideal_drain_s
+
+    def per_email(self, count: float) -> float:
+        return count / max(1, self.keys)
+
+    def as_dict(self) -> dict[str, Any]:
+        data = {**asdict(self), "ideal_drain_s": self.ideal_drain_s, "ok": self.ok, "aims_met": self.aims_met}
+        del data["subjects"]
+        return data
+
+    def lines(self) -> list[str]:
+        calls = ", ".join(f"{service} {self.per_email(n):.2f}" for service, n in sorted(self.aws_calls.items()))
+        return [
+            f"  burst: {self.jobs} jobs for {self.keys} keys against an SES that accepts {self.rate:g} emails/s, "
+            f"{self.pollers} pollers",
+            f"    emails per key: {self.emails_per_key}; sent twice {len(self.keys_sent_twice)}; lost "
+            f"{len(self.keys_lost)}; in the DLQ {self.dead_letters}",
+            f"    drained in {self.drain_s:.1f} s (ideal {self.ideal_drain_s:.1f} s: "
+            f"{self.drain_s / self.ideal_drain_s:.2f}x, aim {DRAIN_AIM}x); sent {self.sent_rate:.2f} emails/s = "
+            f"{self.sent_rate / self.rate:.0%} of R (aim {SENT_RATE_AIM:.0%})",
+            f"    per email: {self.per_email(self.throttles):.2f} throttles, "
+            f"{self.per_email(self.invocations):.2f} invocations, AWS calls {calls}",
+        ]
+
+
+def run_burst(
+    function: FunctionSpec, source: EventSourceSpec, environment: dict[str, str], dead_letter_queue_url: str,
+    sent_subjects: Callable[[], list[str]], rate: float, keys: int, seed: int, log: IO[str] | None = None,
+    bound_s: float = 600,
+) -> BurstReport:
+    """Enqueue ``keys`` jobs at once (with the workload's duplicates and re-enqueues) while SES accepts ``rate``
+    emails a second, and play the event source until the queue is empty."""
+    workload = build_workload(keys, seed, first=500_000, poison=False)
+    bodies = workload.first_wave + workload.reenqueued
+    sqs = boto3.client("sqs")
+    dead_before = _depth(sqs, dead_letter_queue_url)
+    SES_RATE.limit(rate)
+    calls_before = REQUESTS.snapshot()
+    started = time.monotonic()
+    try:
+        with EventSourceRunner(function, source, environment, log) as runner:
+            enqueue(sqs, source.queue_url, bodies)
+            runner.run_until_drained(bound_s)
+            drain_s = time.monotonic() - started
+            invocations = runner.stats.invocations
+    finally:
+        accepted_at, throttles = list(SES_RATE.accepted_at), SES_RATE.throttled
+        SES_RATE.limit(None)
+    calls: Counter[str] = Counter()
+    for (service, _), count in (REQUESTS.snapshot() - calls_before).items():
+        calls[service] += count
+    per_key = Counter({key: 0 for key in workload.subject_to_key.values()})
+    for subject in sent_subjects():
+        if subject in workload.subject_to_key:
+            per_key[workload.subject_to_key[subject]] += 1
+    span = accepted_at[-1] - accepted_at[0] if len(accepted_at) > 1 else 0.0
+    return BurstReport(
+        rate=rate, jobs=len(bodies), keys=len(per_key), pollers=source.max_concurrency,
+        emails_per_key=dict(sorted(Counter(per_key.values()).items())),
+        keys_sent_twice=sorted(k for k, n in per_key.items() if n > 1),
+        keys_lost=sorted(k for k, n in per_key.items() if n == 0),
+        dead_letters=_depth(sqs, dead_letter_queue_url) - dead_before, drain_s=drain_s,
+        sent_rate=(len(accepted_at) - 1) / span if span else 0.0, throttles=throttles, invocations=invocations,
+        aws_calls=dict(calls), subjects=frozenset(workload.subject_to_key),
+    )
+
+
+def _depth(sqs: Any, queue_url: str) -> int:
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])
+    return sum(int(v) for v in attributes["Attributes"].values())

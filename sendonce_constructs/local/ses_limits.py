@@ -1,0 +1,80 @@
+"""SES's sending rate, which the emulator lacks: at most R emails a second, the rest refused with SES's own
+throttling error ("TooManyRequestsException: Maximum sending rate exceeded"), as a real account's SES does.
+
+A token bucket of R tokens (a second's worth) refilled at R a second, in front of the emulator's SendEmail. Off
+unless a load scenario turns it on; it counts what it accepted and what it throttled.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from moto.core.exceptions import JsonRESTError
+
+
+class _Throttled(JsonRESTError):
+    code = 429
+
+    def __init__(self) -> None:
+        super().__init__("TooManyRequestsException", "Maximum sending rate exceeded.")
+
+
+@dataclass
+class SesRateLimit:
+    rate: float | None = None  # emails a second; None: unlimited
+    accepted: int = 0
+    throttled: int = 0
+    accepted_at: list[float] = field(default_factory=list)  # monotonic seconds of each accepted send
+    _tokens: float = 0.0
+    _updated: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def limit(self, rate: float | None) -> None:
+        """Accept at most ``rate`` emails a second from now on (None lifts the limit); counts start afresh."""
+        with self._lock:
+            self.rate = rate
+            self.accepted, self.throttled, self.accepted_at = 0, 0, []
+            self._tokens, self._updated = (rate or 0.0), time.monotonic()
+
+    def admit(self) -> bool:
+        with self._lock:
+            now = time.monotonic()
+            if self.rate is not None:
+                self._tokens = min(self.rate, self._tokens + (now - self._updated) * self.rate)
+                self._updated = now
+                if self._tokens < 1.0:
+                    self.throttled += 1
+                    return False
+                self._tokens -= 1.0
+            self.accepted += 1
+            self.accepted_at.append(now)
+            return True
+
+
+SES_RATE = SesRateLimit()
+_patch_lock = threading.Lock()
+_patched = False
+
+
+def limit_ses_sends() -> None:
+    """Put :data:`SES_RATE` in front of the emulator's SESv2 SendEmail (idempotent; unlimited until told)."""
+    global _patched
+    from moto.sesv2.responses import SESV2Response
+
+    with _patch_lock:
+        if _patched:
+            return
+        original = SESV2Response.send_email
+
+        @functools.wraps(original)
+        def send_email(self: Any) -> str:
+            if not SES_RATE.admit():
+                raise _Throttled()
+            return original(self)
+
+        SESV2Response.send_email = send_email  # type: ignore[method-assign]
+        _patched = True
