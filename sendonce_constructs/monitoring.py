@@ -44,6 +44,14 @@ class PipelineMetrics:
         send it again."""
         return self.metric("UnknownRecords", **options)
 
+    def metric_quota_exhausted(self, **options: Any) -> cloudwatch.Metric:
+        """Sends refused because SES's 24-hour quota is used up: the jobs wait, delayed about ten minutes each."""
+        return self.metric("QuotaExhausted", **options)
+
+    def metric_paced(self, **options: Any) -> cloudwatch.Metric:
+        """Jobs put back because send_rate left no send slot in the invocation."""
+        return self.metric("Paced", **options)
+
     def metric_double_sends(self, **options: Any) -> cloudwatch.Metric:
         """Keys for which SES reported a second email: the residual when SES's events for the first were lost."""
         return self.metric("DoubleSends", **options)
@@ -94,7 +102,7 @@ class PipelineMetrics:
 def build_alarms(
     pipeline: SendOnceEmailQueue, scope: Construct, oldest_message_threshold: Duration, topic: sns.ITopic | None
 ) -> dict[str, cloudwatch.Alarm]:
-    """Four alarms (six with SES events), each a thing an operator must look at; all notify ``topic``."""
+    """Five alarms (seven with SES events), each a thing an operator must look at; all notify ``topic``."""
     one_minute = Duration.minutes(1)
     specs = {
         "DeadLetterQueueNotEmpty": (
@@ -112,6 +120,11 @@ def build_alarms(
             pipeline.metric_unknown_records(period=one_minute), 1,
             "A worker died after its send may have reached SES, SES's events did not settle it, and never-resend "
             "did not send again. Check the key (sendonce status KEY) and the recipient's mailbox, then decide.",
+        ),
+        "QuotaExhausted": (
+            pipeline.metric_quota_exhausted(period=one_minute), 1,
+            "SES's 24-hour sending quota is used up: jobs are waiting (delayed copies, about ten minutes each), none "
+            "is dead-lettered. Raise the quota with SES, or let the window pass.",
         ),
         "FunctionErrors": (
             pipeline.function.metric_errors(period=one_minute, statistic="Sum"), 1,
@@ -155,7 +168,7 @@ def build_dashboard(pipeline: SendOnceEmailQueue, scope: Construct, alarms: dict
         ]),
         cloudwatch.GraphWidget(title="Needs a look", width=12, left=[
             pipeline.metric_unknown_records(), pipeline.metric_double_sends(), pipeline.metric_ambiguous_sends(),
-            pipeline.metric_awaiting_evidence(), pipeline.metric_key_conflicts(),
+            pipeline.metric_awaiting_evidence(), pipeline.metric_key_conflicts(), pipeline.metric_quota_exhausted(),
             pipeline.metric_poison_messages(), pipeline.metric_ses_refusals(), pipeline.metric_ses_throttles(),
         ]),
     )

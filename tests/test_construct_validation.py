@@ -180,3 +180,24 @@ def test_unresolved_tokens_skip_the_rules_they_cannot_check():
     timeout = cdk.CfnParameter(stack, "Visibility", type="Number").value_as_number
     # A visibility timeout known only at deploy time cannot be checked here, so it is not refused.
     build(stack, visibility_timeout=cdk.Duration.seconds(timeout), max_concurrency=cdk.Token.as_number(timeout))
+
+
+@pytest.mark.parametrize(("props", "message"), [
+    ({"send_rate": 14}, "send_rate (14/s) needs max_concurrency: each consumer instance paces itself at send_rate "
+                        "/ max_concurrency"),
+    ({"send_rate": 14, "max_concurrency": 5, "max_send_rate": 2.0},
+     "send_rate (14/s) and max_send_rate were both given"),
+    ({"send_rate": 0, "max_concurrency": 5}, "send_rate (0) must be above 0 emails per second"),
+    ({"send_rate": 5000, "max_concurrency": 2}, "is 2500 emails/s per instance, more than one instance sends"),
+], ids=["no max_concurrency", "with max_send_rate", "zero", "too fast per instance"])
+def test_a_send_rate_that_cannot_hold_fails_synth_with_the_fix(props, message):
+    with pytest.raises(SendOnceConfigurationError, match=re.escape(message)):
+        build(**props)
+
+
+def test_send_rate_paces_each_instance_at_its_share():
+    from construct_support import only
+
+    _, template = build(send_rate=14, max_concurrency=5)
+    env = only(template, "AWS::Lambda::Function")["Properties"]["Environment"]["Variables"]
+    assert env["SENDONCE_MAX_SEND_RATE"] == "2.8"

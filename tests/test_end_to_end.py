@@ -16,6 +16,7 @@ from sendonce_constructs.local.workload import build_workload
 
 ROOT = Path(__file__).resolve().parents[1]
 KEYS, SEED, ORDERS = 30, 7, 4
+BURST_KEYS = 25  # a small version of the load scenario: five times the demo's SES rate of 5 emails/s
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +25,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory):
     out = tmp_path_factory.mktemp("demo")
     lines: list[str] = []
     report = run_demo(DemoOptions(project_dir=ROOT, out_dir=out, keys=KEYS, orders=ORDERS, fault_probability=0.3,
-                                  seed=SEED), say=lines.append)
+                                  seed=SEED, burst_keys=BURST_KEYS), say=lines.append)
     return report, out, "\n".join(lines)
 
 
@@ -45,6 +46,17 @@ def test_the_report_shows_delivery_outcomes_and_the_time_to_confirmation(demo):
     assert report.delivery_outcomes.get("bounced (Permanent/General)", 0) >= 1  # bounce@ the mailbox simulator
     assert report.confirmation_ms["p50"] > 0
     assert "delivery outcomes (from SES's events)" in output
+
+
+def test_a_burst_beyond_ses_rate_is_throttled_into_order_with_nothing_dead_lettered_lost_or_doubled(demo):
+    report, _, output = demo
+    burst = report.burst
+    assert burst is not None and burst.keys == BURST_KEYS and burst.rate == 5
+    assert burst.ok, burst.lines()
+    assert burst.emails_per_key == {1: BURST_KEYS} and burst.dead_letters == 0
+    assert burst.sent_rate > 0 and burst.drain_s > 0 and burst.invocations > 0
+    assert burst.aws_calls["sesv2"] >= BURST_KEYS
+    assert "a burst of 25 keys while the emulator's SES accepts 5 emails/s" in output
 
 
 def test_with_send_events_lost_the_only_doubles_are_detected_and_inside_the_crash_window(demo):
