@@ -31,26 +31,19 @@ from moto.dynamodb.models.table import Table
 from moto.server import ThreadedMotoServer
 from moto.sqs.models import Queue
 
+from .moto_patches import wrap_once
 from .ses_limits import SES_RATE, limit_ses_sends
 from .ses_publisher import SEND_LOG, record_ses_sends
 
 DEFAULT_REGION = "us-east-1"
 _WRITES = ("put_item", "update_item", "delete_item", "transact_write_items")
 _write_lock = threading.RLock()
-_patched = False
-_counting = False
 
 
 def make_dynamodb_writes_atomic() -> None:
     """Serialise moto's DynamoDB item writes, as the service does per item (idempotent)."""
-    global _patched
-    with _write_lock:
-        if _patched:
-            return
-        for name in _WRITES:
-            original = getattr(DynamoDBBackend, name)
-            setattr(DynamoDBBackend, name, _locked(original))
-        _patched = True
+    for name in _WRITES:
+        wrap_once(DynamoDBBackend, name, _locked, "atomic item writes")
 
 
 def _locked(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -83,14 +76,9 @@ REQUESTS = RequestCounts()
 
 def count_requests() -> None:
     """Count each request moto dispatches to a service (idempotent)."""
-    global _counting
     from moto.core.responses import BaseResponse
 
-    with _write_lock:
-        if _counting:
-            return
-        original = BaseResponse.call_action
-
+    def counted(original: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(original)
         def call_action(self: Any) -> Any:
             try:
@@ -99,8 +87,9 @@ def count_requests() -> None:
                 REQUESTS.add(str(self.service_name), "unknown")
             return original(self)
 
-        BaseResponse.call_action = call_action  # type: ignore[method-assign]
-        _counting = True
+        return call_action
+
+    wrap_once(BaseResponse, "call_action", counted, "request counts")
 
 
 def hand_event_sources_to_the_runners() -> None:

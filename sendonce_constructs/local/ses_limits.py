@@ -10,10 +10,13 @@ from __future__ import annotations
 import functools
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from moto.core.exceptions import JsonRESTError
+
+from .moto_patches import wrap_once
 
 
 class _Throttled(JsonRESTError):
@@ -56,25 +59,19 @@ class SesRateLimit:
 
 
 SES_RATE = SesRateLimit()
-_patch_lock = threading.Lock()
-_patched = False
 
 
 def limit_ses_sends() -> None:
     """Put :data:`SES_RATE` in front of the emulator's SESv2 SendEmail (idempotent; unlimited until told)."""
-    global _patched
     from moto.sesv2.responses import SESV2Response
 
-    with _patch_lock:
-        if _patched:
-            return
-        original = SESV2Response.send_email
-
+    def limited(original: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(original)
         def send_email(self: Any) -> str:
             if not SES_RATE.admit():
                 raise _Throttled()
-            return original(self)
+            return str(original(self))
 
-        SESV2Response.send_email = send_email  # type: ignore[method-assign]
-        _patched = True
+        return send_email
+
+    wrap_once(SESV2Response, "send_email", limited, "SES's sending rate")

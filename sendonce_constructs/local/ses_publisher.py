@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from .moto_patches import wrap_once
+
 SIMULATOR_DOMAIN = "simulator.amazonses.com"
 DETAIL_TYPES = {"Send": "Email Sent", "Delivery": "Email Delivered", "Bounce": "Email Bounced",
                 "Complaint": "Email Complaint Received", "Reject": "Email Rejected",
@@ -64,30 +66,23 @@ class SendLog:
 
 
 SEND_LOG = SendLog()
-_patch_lock = threading.Lock()
-_patched = False
 
 
 def record_ses_sends() -> None:
     """Wrap moto's SESv2 SendEmail so each accepted send is logged with its configuration set and tags
     (idempotent). moto itself keeps neither."""
-    global _patched
     from moto.sesv2.responses import SESV2Response
 
-    with _patch_lock:
-        if _patched:
-            return
-        original = SESV2Response.send_email
-
+    def logging(original: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(original)
         def send_email(self: Any) -> str:
             answer = original(self)
-            params = json.loads(self.body)
-            SEND_LOG.add(accepted_send(params, json.loads(answer)["MessageId"]))
-            return answer
+            SEND_LOG.add(accepted_send(json.loads(self.body), json.loads(answer)["MessageId"]))
+            return str(answer)
 
-        SESV2Response.send_email = send_email  # type: ignore[method-assign]
-        _patched = True
+        return send_email
+
+    wrap_once(SESV2Response, "send_email", logging, "log of accepted sends")
 
 
 def accepted_send(params: dict[str, Any], message_id: str) -> AcceptedSend:
