@@ -52,12 +52,17 @@ def pass_through(request: ProxiedRequest, forward: Forward) -> Reply | None:
     return forward()
 
 
+class _Server(ThreadingHTTPServer):
+    # The default backlog of 5 drops SYNs when ten sends connect at once, and a dropped SYN waits a second.
+    request_queue_size = 128
+
+
 class ForwardingProxy:
     def __init__(self, upstream: str, behaviour: Behaviour = pass_through) -> None:
         parts = urlsplit(upstream)
         self._upstream = (parts.hostname or "localhost", parts.port or 80)
         self.behaviour = behaviour
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server = _Server(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self.endpoint = f"http://localhost:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
