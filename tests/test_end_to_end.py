@@ -24,7 +24,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory):
     assert shutil.which("cdk"), "the CDK CLI is not on PATH: run the tests with `make test`"
     out = tmp_path_factory.mktemp("demo")
     lines: list[str] = []
-    report = run_demo(DemoOptions(project_dir=ROOT, out_dir=out, keys=KEYS, orders=ORDERS, fault_probability=0.3,
+    report = run_demo(DemoOptions(project_dir=ROOT, out_dir=out, keys=KEYS, orders=ORDERS, fault_probability=0.2,
                                   seed=SEED, burst_keys=BURST_KEYS), say=lines.append)
     return report, out, "\n".join(lines)
 
