@@ -20,13 +20,12 @@ from constructs import Construct
 
 from . import rules, ses_permissions
 from .acknowledgements import acknowledge
-from .data_keys import grant_data_keys
+from .bundled_function import BundledFunction, FunctionOptions
 from .delivery import DeliveryPolicy
 from .evidence import SesEvidence
-from .function_dependencies import depend_on_role_policy_only
 from .monitoring import PipelineMetrics, build_alarms, build_dashboard
 from .outbox import Outbox
-from .runtime_asset import HANDLER, runtime_code
+from .runtime_asset import HANDLER
 
 PARTITION_KEY = "dedupeKey"
 TTL_ATTRIBUTE = "expiresAt"
@@ -282,16 +281,16 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         table_key = self.table.encryption_key
         if table_key is not None and table_key is not encryption_key:
             data_keys.append(table_key)
-        runtime = runtime or newest_python_runtime()
-        architecture = architecture or lambda_.Architecture.ARM_64
-        log_retention = log_retention or logs.RetentionDays.ONE_MONTH
+        function_options = FunctionOptions(
+            runtime=runtime or newest_python_runtime(), architecture=architecture or lambda_.Architecture.ARM_64,
+            log_retention=log_retention or logs.RetentionDays.ONE_MONTH, tracing=tracing, data_keys=data_keys,
+        )
         self.evidence: SesEvidence | None = None
         if ses_events:
             self.evidence = SesEvidence(
                 self, "SesEvidence", table=self.table, configuration_set=configuration_set,
-                pipeline_tag=self.node.addr, pipeline_name=self.pipeline_name, runtime=runtime,
-                architecture=architecture, log_retention=log_retention, queue_encryption=queue_encryption,
-                encryption_key=encryption_key, data_keys=data_keys,
+                pipeline_tag=self.node.addr, pipeline_name=self.pipeline_name, function_options=function_options,
+                queue_encryption=queue_encryption, encryption_key=encryption_key,
             )
             configuration_set = self.evidence.configuration_set
         configuration_set_name = (
@@ -299,20 +298,6 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             if configuration_set is None or isinstance(configuration_set, str)
             else configuration_set.configuration_set_name
         )
-        self.log_group = logs.LogGroup(
-            self,
-            "ConsumerLogs",
-            retention=log_retention,
-            removal_policy=RemovalPolicy.DESTROY,
-        )
-        # Its own role, with log writes on its own log group: no AWS managed policy.
-        self.role = iam.Role(
-            self,
-            "ConsumerRole",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description="sendonce consumer: its dedupe table, its DLQ, SES on its identity, its log group",
-        )
-        self.log_group.grant_write(self.role)
         environment = self._consumer_environment(
             dedupe_ttl, parallelism, fifo, configuration_set_name, _seconds(function_timeout)
         )
@@ -325,31 +310,13 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
                 SENDONCE_EVIDENCE_GRACE_MS=str(int(evidence_grace_period.to_milliseconds())),
                 SENDONCE_PIPELINE_TAG=self.node.addr,
             )
-        self.function = lambda_.Function(
-            self,
-            "Consumer",
-            code=runtime_code(),
-            handler=HANDLER,
-            runtime=runtime,
-            architecture=architecture,
-            timeout=function_timeout,
-            memory_size=memory_size or 256,
-            role=self.role,
-            log_group=self.log_group,
-            logging_format=lambda_.LoggingFormat.JSON,
-            application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
-            system_log_level_v2=lambda_.SystemLogLevel.WARN,
-            tracing=tracing,
-            environment=environment,
+        consumer = BundledFunction(
+            self, "Consumer", handler=HANDLER, timeout=function_timeout, memory_size=memory_size or 256,
+            environment=environment, options=function_options, invoked_by="its SQS event source",
             description="sendonce consumer: sends each queued email once",
+            role_description="sendonce consumer: its dedupe table, its DLQ, SES on its identity, its log group",
         )
-        acknowledge(self.function, "Serverless-LambdaDLQ",
-                    "The function is invoked synchronously by its SQS event source only; failed jobs go to the "
-                    "queue's own dead-letter queue, so an async-invocation DLQ would never receive anything.")
-        if tracing is None or tracing == lambda_.Tracing.DISABLED:
-            acknowledge(self.function, "Serverless-LambdaTracing",
-                        "Tracing is opt-in (prop tracing): each email's path is in its JSON outcome log line and "
-                        "the EMF metrics, and X-Ray adds cost per email.")
+        self.function, self.role, self.log_group = consumer.function, consumer.role, consumer.log_group
         self.event_source = event_sources.SqsEventSource(
             self.queue,
             batch_size=batch_size,
@@ -361,23 +328,16 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         acknowledge(self, "Serverless-LambdaEventSourceMappingDestination",
                     "SQS event sources take no on-failure destination; failed jobs go to the queue's redrive DLQ.")
         self.table.grant(self.function, *DEDUPE_TABLE_ACTIONS)
-        grant_data_keys(data_keys, self.function, self.role)
-        if tracing == lambda_.Tracing.ACTIVE or tracing == lambda_.Tracing.PASS_THROUGH:
-            acknowledge(self.role, "AwsSolutions-IAM5[Resource::*]",
-                        "X-Ray's PutTraceSegments and PutTelemetryRecords have no resource-level permissions.")
         self.dead_letter_queue.grant_send_messages(self.function)
         self.queue.grant_send_messages(self.function)  # a throttled job's delayed copy
         self._grant_ses(sender, sender_name, from_addresses, configuration_set_name, template_names or [],
                         allow_raw_messages)
 
-        depend_on_role_policy_only(self.function, self.role)
+        consumer.finish()
         self.outbox: Outbox | None = None
         if outbox:
-            self.outbox = Outbox(
-                self, "Outbox", queue=self.queue, fifo=fifo, runtime=self.function.runtime,
-                architecture=self.function.architecture, log_retention=log_retention,
-                encryption_key=encryption_key, removal_policy=removal_policy or RemovalPolicy.RETAIN,
-            )
+            self.outbox = Outbox(self, "Outbox", queue=self.queue, fifo=fifo, function_options=function_options,
+                                 encryption_key=encryption_key, removal_policy=removal_policy or RemovalPolicy.RETAIN)
         # What `sendonce --stack NAME` reads to find this pipeline; the description says which pipeline and part.
         for output_id, value, part in (("DedupeTableName", self.table.table_name, "table"),
                                        ("QueueUrl", self.queue.queue_url, "queue"),

@@ -3,23 +3,18 @@ matching this pipeline's emails only, a queue with its DLQ, and the bundled reco
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ses as ses
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from .acknowledgements import acknowledge
-from .data_keys import grant_data_keys
-from .function_dependencies import depend_on_role_policy_only
-from .runtime_asset import runtime_code
+from .bundled_function import BundledFunction, FunctionOptions
 
 RECORDER_HANDLER = "sendonce_runtime.event_recorder.handler"
 PIPELINE_TAG = "sendonce-pipeline"  # the runtime's key_tags.PIPELINE_TAG: every email carries it
@@ -42,12 +37,9 @@ class SesEvidence(Construct):
         configuration_set: str | ses.IConfigurationSet | None,
         pipeline_tag: str,
         pipeline_name: str,
-        runtime: lambda_.Runtime,
-        architecture: lambda_.Architecture,
-        log_retention: logs.RetentionDays,
+        function_options: FunctionOptions,
         queue_encryption: sqs.QueueEncryption,
         encryption_key: kms.IKey | None,
-        data_keys: list[kms.IKey],
     ) -> None:
         super().__init__(scope, id)
         if configuration_set is None:
@@ -70,7 +62,7 @@ class SesEvidence(Construct):
                                               detail={"mail": {"tags": {PIPELINE_TAG: [pipeline_tag]}}}),
             targets=[targets.SqsQueue(self.queue, dead_letter_queue=self.dead_letter_queue)],
         )
-        self._build_recorder(table, pipeline_tag, pipeline_name, runtime, architecture, log_retention, data_keys)
+        self._build_recorder(table, pipeline_tag, pipeline_name, function_options)
 
     def _build_queues(self, encryption: sqs.QueueEncryption, key: kms.IKey | None) -> None:
         self.dead_letter_queue = sqs.Queue(self, "DeadLetterQueue", retention_period=Duration.days(14),
@@ -83,35 +75,22 @@ class SesEvidence(Construct):
             dead_letter_queue=sqs.DeadLetterQueue(queue=self.dead_letter_queue, max_receive_count=5),
         )
 
-    def _build_recorder(
-        self, table: dynamodb.ITable, pipeline_tag: str, pipeline_name: str, runtime: lambda_.Runtime,
-        architecture: lambda_.Architecture, log_retention: logs.RetentionDays, data_keys: list[kms.IKey],
-    ) -> None:
-        self.log_group = logs.LogGroup(self, "RecorderLogs", retention=log_retention,
-                                       removal_policy=RemovalPolicy.DESTROY)
-        self.role = iam.Role(self, "RecorderRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                             description="sendonce SES event recorder: its queue, the dedupe table, its DLQ, its logs")
-        self.log_group.grant_write(self.role)
-        self.recorder = lambda_.Function(
-            self, "Recorder", code=runtime_code(), handler=RECORDER_HANDLER, runtime=runtime,
-            architecture=architecture, timeout=RECORDER_TIMEOUT, memory_size=256, role=self.role,
-            log_group=self.log_group, logging_format=lambda_.LoggingFormat.JSON,
-            application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
-            system_log_level_v2=lambda_.SystemLogLevel.WARN,
+    def _build_recorder(self, table: dynamodb.ITable, pipeline_tag: str, pipeline_name: str,
+                        function_options: FunctionOptions) -> None:
+        recorder = BundledFunction(
+            self, "Recorder", handler=RECORDER_HANDLER, timeout=RECORDER_TIMEOUT, options=function_options,
             environment={"SENDONCE_TABLE_NAME": table.table_name,
                          "SENDONCE_EVIDENCE_DLQ_URL": self.dead_letter_queue.queue_url,
                          "SENDONCE_PIPELINE_TAG": pipeline_tag, "SENDONCE_PIPELINE_NAME": pipeline_name},
+            invoked_by="its SQS event source",
             description="sendonce SES event recorder: writes SES's word on each send onto its dedupe record",
+            role_description="sendonce SES event recorder: its queue, the dedupe table, its DLQ, its logs",
         )
-        acknowledge(self.recorder, "Serverless-LambdaDLQ",
-                    "Invoked synchronously by its SQS event source only; failed events go to the queue's DLQ.")
-        acknowledge(self.recorder, "Serverless-LambdaTracing",
-                    "Tracing is off like the consumer's: each event is in its JSON log line and the metrics.")
+        self.recorder, self.role, self.log_group = recorder.function, recorder.role, recorder.log_group
         self.event_source = event_sources.SqsEventSource(self.queue, batch_size=10, report_batch_item_failures=True)
         self.recorder.add_event_source(self.event_source)
         acknowledge(self, "Serverless-LambdaEventSourceMappingDestination",
                     "SQS event sources take no on-failure destination; failed events go to the queue's redrive DLQ.")
         table.grant(self.recorder, "dynamodb:UpdateItem")
         self.dead_letter_queue.grant_send_messages(self.recorder)
-        grant_data_keys(data_keys, self.recorder, self.role)
-        depend_on_role_policy_only(self.recorder, self.role)
+        recorder.finish()

@@ -13,13 +13,11 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from .acknowledgements import acknowledge
-from .function_dependencies import depend_on_role_policy_only
-from .runtime_asset import runtime_code
+from .bundled_function import BundledFunction, FunctionOptions
 
 RELAY_HANDLER = "sendonce_runtime.outbox_relay.handler"
 
@@ -32,9 +30,7 @@ class Outbox(Construct):
         *,
         queue: sqs.IQueue,
         fifo: bool,
-        runtime: lambda_.Runtime,
-        architecture: lambda_.Architecture,
-        log_retention: logs.RetentionDays,
+        function_options: FunctionOptions,
         encryption_key: kms.IKey | None,
         removal_policy: RemovalPolicy,
     ) -> None:
@@ -66,30 +62,14 @@ class Outbox(Construct):
                     "This queue is the relay's on-failure destination: it is the end of the line, like a DLQ.")
         acknowledge(self.failures, "Serverless-SQSRedrivePolicy",
                     "This queue is the relay's on-failure destination: a queue behind it would hide failures.")
-        self.log_group = logs.LogGroup(self, "RelayLogs", retention=log_retention,
-                                       removal_policy=RemovalPolicy.DESTROY)
-        self.role = iam.Role(self, "RelayRole", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                             description="sendonce outbox relay: its stream, the job queue, its log group")
-        self.log_group.grant_write(self.role)
-        self.relay = lambda_.Function(
-            self,
-            "Relay",
-            code=runtime_code(),
-            handler=RELAY_HANDLER,
-            runtime=runtime,
-            architecture=architecture,
-            timeout=Duration.seconds(30),
-            memory_size=256,
-            role=self.role,
-            log_group=self.log_group,
-            logging_format=lambda_.LoggingFormat.JSON,
+        relay = BundledFunction(
+            self, "Relay", handler=RELAY_HANDLER, timeout=Duration.seconds(30), options=function_options,
             environment={"SENDONCE_QUEUE_URL": queue.queue_url, "SENDONCE_FIFO": "true" if fifo else "false"},
+            invoked_by="its stream event source",
             description="sendonce outbox relay: moves outbox jobs from the table's stream to the job queue",
+            role_description="sendonce outbox relay: its stream, the job queue, its log group",
         )
-        acknowledge(self.relay, "Serverless-LambdaDLQ",
-                    "Invoked synchronously by its stream event source, whose on-failure destination keeps failures.")
-        acknowledge(self.relay, "Serverless-LambdaTracing",
-                    "Tracing is off like the consumer's: each relayed job is traced by its key in the consumer's logs.")
+        self.relay, self.role, self.log_group = relay.function, relay.role, relay.log_group
         self.relay.add_event_source(event_sources.DynamoEventSource(
             self.table,
             starting_position=lambda_.StartingPosition.TRIM_HORIZON,
@@ -103,12 +83,9 @@ class Outbox(Construct):
         queue.grant_send_messages(self.relay)
         acknowledge(self.role, "AwsSolutions-IAM5[Resource::*]",
                     "The stream event source's dynamodb:ListStreams has no resource-level permission; reading the "
-                    "stream itself is granted on this table's stream ARN only.")
-        if encryption_key is not None:
-            for family in ("kms:GenerateDataKey*", "kms:ReEncrypt*"):
-                acknowledge(self.role, f"AwsSolutions-IAM5[Action::{family}]",
-                            "CDK's encrypt/decrypt grant on the one customer key given.")
-        depend_on_role_policy_only(self.relay, self.role)
+                    "stream itself is granted on this table's stream ARN only (and X-Ray's, when tracing is on, "
+                    "have none at all).")
+        relay.finish()
 
     def grant_write(self, grantee: iam.IGrantable) -> iam.Grant:
         """What ``outbox_put`` needs inside a TransactWriteItems: UpdateItem (the default, which never overwrites)

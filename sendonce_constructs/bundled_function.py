@@ -1,0 +1,84 @@
+"""The one way a sendonce function is built: the consumer, the outbox relay and the SES event recorder alike.
+
+Each gets its own log group, its own role with no AWS managed policy, JSON logs at the pipeline's levels, the
+shared runtime asset, the pipeline's runtime, architecture and tracing, the customer keys its data is under, and
+the cdk-nag acknowledgements that come with that shape, placed on the resource each is about. The ids are the
+caller's (``NAME``, ``NAMELogs``, ``NAMERole`` in the caller's scope), so an existing function keeps its logical id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from .acknowledgements import acknowledge
+from .data_keys import grant_data_keys
+from .function_dependencies import depend_on_role_policy_only
+from .runtime_asset import runtime_code
+
+
+@dataclass(frozen=True)
+class FunctionOptions:
+    """What every bundled function of one pipeline shares."""
+
+    runtime: lambda_.Runtime
+    architecture: lambda_.Architecture
+    log_retention: logs.RetentionDays
+    tracing: lambda_.Tracing | None = None
+    data_keys: Sequence[kms.IKey] = ()
+
+    @property
+    def traced(self) -> bool:
+        return self.tracing in (lambda_.Tracing.ACTIVE, lambda_.Tracing.PASS_THROUGH)
+
+
+class BundledFunction:
+    def __init__(
+        self,
+        scope: Construct,
+        name: str,
+        *,
+        handler: str,
+        description: str,
+        role_description: str,
+        timeout: Duration,
+        environment: Mapping[str, str],
+        options: FunctionOptions,
+        invoked_by: str,
+        memory_size: int = 256,
+    ) -> None:
+        self.log_group = logs.LogGroup(scope, f"{name}Logs", retention=options.log_retention,
+                                       removal_policy=RemovalPolicy.DESTROY)
+        self.role = iam.Role(scope, f"{name}Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                             description=role_description)
+        self.log_group.grant_write(self.role)
+        self.function = lambda_.Function(
+            scope, name, code=runtime_code(), handler=handler, runtime=options.runtime,
+            architecture=options.architecture, timeout=timeout, memory_size=memory_size, role=self.role,
+            log_group=self.log_group, logging_format=lambda_.LoggingFormat.JSON,
+            application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
+            system_log_level_v2=lambda_.SystemLogLevel.WARN, tracing=options.tracing,
+            environment=dict(environment), description=description,
+        )
+        acknowledge(self.function, "Serverless-LambdaDLQ",
+                    f"Invoked synchronously by {invoked_by} only; what fails stays with that source (its "
+                    "dead-letter queue or on-failure destination), so an async-invocation DLQ would receive nothing.")
+        if options.traced:
+            acknowledge(self.role, "AwsSolutions-IAM5[Resource::*]",
+                        "X-Ray's PutTraceSegments and PutTelemetryRecords have no resource-level permissions.")
+        else:
+            acknowledge(self.function, "Serverless-LambdaTracing",
+                        "Tracing is opt-in (prop tracing): each record's path is in its JSON log line and the EMF "
+                        "metrics, and X-Ray adds cost per email.")
+        grant_data_keys(list(options.data_keys), self.function, self.role)
+
+    def finish(self) -> None:
+        """After the last grant: keep only the function's DependsOn on its role's policy (cfn-lint W3005)."""
+        depend_on_role_policy_only(self.function, self.role)
