@@ -30,7 +30,7 @@ def sendonce_handler(table: str, dlq_url: str, parallelism: int = 1,
     """``evidence``: (configuration set, pipeline tag) to send with SES events on."""
     from sendonce_runtime.aws_clients import ledger_config, ses_config
     from sendonce_runtime.handler import Consumer
-    from sendonce_runtime.outcome import OutcomeLog
+    from sendonce_runtime.outcome_log import OutcomeLog
     from sendonce_runtime.settings import Settings
 
     settings = Settings(table_name=table, dead_letter_queue_url=dlq_url, parallelism=parallelism,

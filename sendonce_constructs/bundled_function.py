@@ -20,7 +20,6 @@ from constructs import Construct
 
 from .acknowledgements import acknowledge
 from .data_keys import grant_data_keys
-from .function_dependencies import depend_on_role_policy_only
 from .runtime_asset import runtime_code
 
 
@@ -78,7 +77,8 @@ class BundledFunction:
                         "Tracing is opt-in (prop tracing): each record's path is in its JSON log line and the EMF "
                         "metrics, and X-Ray adds cost per email.")
         grant_data_keys(list(options.data_keys), self.function, self.role)
-
-    def finish(self) -> None:
-        """After the last grant: keep only the function's DependsOn on its role's policy (cfn-lint W3005)."""
-        depend_on_role_policy_only(self.function, self.role)
+        # Lambda makes a function depend on its whole role, which it also names by GetAtt: cfn-lint calls that
+        # DependsOn redundant (W3005). Harmless, and any dependency a user adds must stay: say so, change nothing.
+        cfn_function = self.function.node.default_child
+        assert isinstance(cfn_function, lambda_.CfnFunction)
+        cfn_function.add_metadata("cfn-lint", {"config": {"ignore_checks": ["W3005"]}})

@@ -333,7 +333,6 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         self._grant_ses(sender, sender_name, from_addresses, configuration_set_name, template_names or [],
                         allow_raw_messages)
 
-        consumer.finish()
         self.outbox: Outbox | None = None
         if outbox:
             self.outbox = Outbox(self, "Outbox", queue=self.queue, fifo=fifo, function_options=function_options,

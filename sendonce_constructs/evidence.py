@@ -93,4 +93,3 @@ class SesEvidence(Construct):
                     "SQS event sources take no on-failure destination; failed events go to the queue's redrive DLQ.")
         table.grant(self.recorder, "dynamodb:UpdateItem")
         self.dead_letter_queue.grant_send_messages(self.recorder)
-        recorder.finish()

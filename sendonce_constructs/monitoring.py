@@ -2,25 +2,31 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-if TYPE_CHECKING:
-    from .email_queue import SendOnceEmailQueue
+from .evidence import SesEvidence
 
 NAMESPACE = "sendonce"  # the consumer's Embedded Metric Format namespace
 DIMENSION = "Pipeline"
 
 
 class PipelineMetrics:
-    """``metric_*`` helpers, as aws-cdk-lib's constructs have them; options are ``cloudwatch.MetricOptions``."""
+    """``metric_*`` helpers, as aws-cdk-lib's constructs have them; options are ``cloudwatch.MetricOptions``.
+    Mixed into the pipeline, which gives the attributes below."""
 
     pipeline_name: str
+    queue: sqs.IQueue
+    dead_letter_queue: sqs.IQueue
+    function: lambda_.IFunction
+    evidence: SesEvidence | None
 
     def metric(self, metric_name: str, **options: Any) -> cloudwatch.Metric:
         """Any metric the consumer emits (namespace ``sendonce``, dimension ``Pipeline``), summed over 5 minutes."""
@@ -66,9 +72,9 @@ class PipelineMetrics:
 
     def metric_evidence_dead_letter_queue_depth(self, **options: Any) -> cloudwatch.Metric:
         options.setdefault("statistic", "Maximum")
-        evidence = self.evidence  # type: ignore[attr-defined]
-        return evidence.dead_letter_queue.metric_approximate_number_of_messages_visible(  # type: ignore[no-any-return]
-            **options)
+        if self.evidence is None:
+            raise ValueError("metric_evidence_dead_letter_queue_depth needs ses_events=True")
+        return self.evidence.dead_letter_queue.metric_approximate_number_of_messages_visible(**options)
 
     def metric_ambiguous_sends(self, **options: Any) -> cloudwatch.Metric:
         return self.metric("AmbiguousSends", **options)
@@ -90,17 +96,15 @@ class PipelineMetrics:
         return self.metric("RecordLatency", **options)
 
     def metric_approximate_age_of_oldest_message(self, **options: Any) -> cloudwatch.Metric:
-        queue = self.queue  # type: ignore[attr-defined]
-        return queue.metric_approximate_age_of_oldest_message(**options)  # type: ignore[no-any-return]
+        return self.queue.metric_approximate_age_of_oldest_message(**options)
 
     def metric_dead_letter_queue_depth(self, **options: Any) -> cloudwatch.Metric:
         options.setdefault("statistic", "Maximum")
-        dlq = self.dead_letter_queue  # type: ignore[attr-defined]
-        return dlq.metric_approximate_number_of_messages_visible(**options)  # type: ignore[no-any-return]
+        return self.dead_letter_queue.metric_approximate_number_of_messages_visible(**options)
 
 
 def build_alarms(
-    pipeline: SendOnceEmailQueue, scope: Construct, oldest_message_threshold: Duration, topic: sns.ITopic | None
+    pipeline: PipelineMetrics, scope: Construct, oldest_message_threshold: Duration, topic: sns.ITopic | None
 ) -> dict[str, cloudwatch.Alarm]:
     """Five alarms (seven with SES events), each a thing an operator must look at; all notify ``topic``."""
     one_minute = Duration.minutes(1)
@@ -158,7 +162,7 @@ def build_alarms(
     return alarms
 
 
-def build_dashboard(pipeline: SendOnceEmailQueue, scope: Construct, alarms: dict[str, cloudwatch.Alarm]) -> (
+def build_dashboard(pipeline: PipelineMetrics, scope: Construct, alarms: dict[str, cloudwatch.Alarm]) -> (
     cloudwatch.Dashboard
 ):
     dashboard = cloudwatch.Dashboard(scope, "Dashboard")

@@ -85,7 +85,6 @@ class Outbox(Construct):
                     "The stream event source's dynamodb:ListStreams has no resource-level permission; reading the "
                     "stream itself is granted on this table's stream ARN only (and X-Ray's, when tracing is on, "
                     "have none at all).")
-        relay.finish()
 
     def grant_write(self, grantee: iam.IGrantable) -> iam.Grant:
         """What ``outbox_put`` needs inside a TransactWriteItems: UpdateItem (the default, which never overwrites)

@@ -13,7 +13,7 @@ from typing import Any
 import boto3
 from sendonce_runtime.aws_clients import ledger_config, ses_config
 from sendonce_runtime.handler import Consumer
-from sendonce_runtime.outcome import OutcomeLog
+from sendonce_runtime.outcome_log import OutcomeLog
 from sendonce_runtime.settings import Settings
 
 SENDER_DOMAIN = "example.com"

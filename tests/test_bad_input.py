@@ -9,7 +9,7 @@ from consumer_harness import FakeClock, FakeContext, event, sqs_record
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sendonce_runtime.message import FIELDS
-from sendonce_runtime.outcome import OutcomeLog
+from sendonce_runtime.outcome_log import OutcomeLog
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),

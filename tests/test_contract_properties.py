@@ -17,7 +17,7 @@ from consumer_harness import FakeClock, FakeContext, event, sqs_record
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sendonce_runtime.message import InvalidMessage, parse_job
-from sendonce_runtime.outcome import OutcomeLog
+from sendonce_runtime.outcome_log import OutcomeLog
 from sendonce_runtime.ses_sender import build_request
 
 SES_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")

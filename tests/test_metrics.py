@@ -8,7 +8,7 @@ import json
 from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
 from sendonce_runtime.delivery import DeliveryPolicy
 from sendonce_runtime.message import parse_job
-from sendonce_runtime.outcome import OutcomeLog
+from sendonce_runtime.outcome_log import OutcomeLog
 from ses_fault_proxy import Fault
 
 

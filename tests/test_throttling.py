@@ -8,7 +8,7 @@ import json
 import boto3
 import pytest
 from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
-from sendonce_runtime.outcome import OutcomeLog
+from sendonce_runtime.outcome_log import OutcomeLog
 from ses_fault_proxy import Fault
 
 

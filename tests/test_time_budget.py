@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from sendonce_runtime.aws_clients import ledger_config, ses_config
 from sendonce_runtime.clock import SystemClock
 from sendonce_runtime.handler import Consumer
-from sendonce_runtime.outcome import OutcomeLog
+from sendonce_runtime.outcome_log import OutcomeLog
 from sendonce_runtime.settings import LEDGER_CALLS_PER_RECORD, Settings
 
 from sendonce_constructs import rules

@@ -11,7 +11,7 @@ from .batch import run_batch
 from .clock import Clock, Deadline, LambdaContext, SystemClock
 from .dead_letter import DeadLetterQueue
 from .ledger import DedupeLedger
-from .outcome import OutcomeLog
+from .outcome_log import OutcomeLog
 from .processor import RecordProcessor
 from .redelivery import Redelivery
 from .send_rate import SendRateLimiter

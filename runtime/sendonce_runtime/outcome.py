@@ -1,13 +1,9 @@
-"""What became of one record: the outcome names, whether SQS should redeliver it, and its log line."""
+"""What became of one record: the outcome names and whether SQS should redeliver it."""
 
 from __future__ import annotations
 
 import enum
-import json
-import sys
-import threading
-import time
-from typing import NamedTuple, TextIO
+from typing import NamedTuple
 
 
 class Outcome(enum.Enum):
@@ -59,40 +55,3 @@ class RecordResult(NamedTuple):
     def redeliver(self) -> bool:
         """Whether SQS should deliver this message again (a failure in the batch response)."""
         return self.outcome.redeliver and self.postponed_s is None
-
-
-class OutcomeLog:
-    """One JSON line per record on stdout, which CloudWatch Logs keeps as one event; with a pipeline name, the
-    line is also an Embedded Metric Format document, so CloudWatch derives the metrics from it."""
-
-    def __init__(self, stream: TextIO | None = None, pipeline: str | None = None) -> None:
-        self._stream = stream
-        self._pipeline = pipeline
-        self._lock = threading.Lock()
-
-    def write(self, result: RecordResult, receive_count: int, latency_ms: float = 0.0) -> None:
-        line: dict[str, object] = {
-            "level": "WARN" if result.redeliver or result.key_conflict else "INFO",
-            "logger": "sendonce",
-            "outcome": result.outcome.value,
-            "dedupeKey": result.dedupe_key,
-            "messageId": result.message_id,
-            "sesMessageId": result.ses_message_id,
-            "attempt": result.attempt,
-            "receiveCount": receive_count,
-        }
-        if result.reason:
-            line["reason"] = result.reason
-        if result.key_conflict:
-            line["keyConflict"] = True
-        if result.postponed_s is not None:
-            line["postponedSeconds"] = result.postponed_s
-        if self._pipeline is not None:
-            from .metrics import emf_fields
-
-            line.update(emf_fields(result, self._pipeline, latency_ms, time.time_ns() // 1_000_000))
-        text = json.dumps(line, ensure_ascii=False) + "\n"
-        stream = self._stream or sys.stdout
-        with self._lock:
-            stream.write(text)
-            stream.flush()

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import boto3
 
@@ -245,7 +245,7 @@ def write_orders_through_outbox(outbox_table: str, orders: int, seed: int, workl
     business write (a cancelled one raises here), and the outbox keeps the first."""
     from sendonce_producer import EmailJob, dedupe_key, outbox_put
 
-    dynamodb = boto3.client("dynamodb")
+    dynamodb: Any = boto3.client("dynamodb")
     orders_table = f"demo-orders-{seed}"
     dynamodb.create_table(TableName=orders_table, KeySchema=[{"AttributeName": "orderId", "KeyType": "HASH"}],
                           AttributeDefinitions=[{"AttributeName": "orderId", "AttributeType": "S"}],

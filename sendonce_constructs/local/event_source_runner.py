@@ -201,7 +201,7 @@ class EventSourceRunner:
             if messages:
                 self._deliver(instance, messages)
 
-    def _deliver(self, instance: LambdaInstance, messages: list[dict[str, Any]]) -> None:
+    def _deliver(self, instance: LambdaInstance, messages: list[Any]) -> None:
         fault = self._faults.next() if self._faults else None
         with self.stats._lock:
             self.stats.in_flight += 1

@@ -117,7 +117,8 @@ class LambdaInstance:
             return Invocation(Ending.KILLED)
         answer = self._read_answer(self._function.timeout_s + ANSWER_GRACE_S)
         if answer is None:
-            ending = Ending.KILLED if self._process.poll() is not None else Ending.TIMED_OUT
+            process = self._process
+            ending = Ending.KILLED if process is not None and process.poll() is not None else Ending.TIMED_OUT
             self._restart()
             return Invocation(ending)
         if answer.get("ok"):

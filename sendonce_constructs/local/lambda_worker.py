@@ -36,7 +36,7 @@ class Context:
         self.aws_request_id = request["request_id"]
         self.log_group_name = f"/aws/lambda/{self.function_name}"
         self.log_stream_name = "local"
-        self._deadline_ms = request["deadline_ms"]
+        self._deadline_ms = int(request["deadline_ms"])
 
     def get_remaining_time_in_millis(self) -> int:
         return max(0, self._deadline_ms - time.time_ns() // 1_000_000)
@@ -78,7 +78,7 @@ class _Faults:
         from botocore.client import BaseClient
         from botocore.exceptions import ClientError, ReadTimeoutError
 
-        original = BaseClient._make_api_call
+        original = vars(BaseClient)["_make_api_call"]  # botocore's one entry for every AWS call
         faults = self
 
         def make_api_call(client: Any, operation_name: str, api_params: Any) -> Any:
@@ -88,17 +88,19 @@ class _Faults:
             if kind in KILL_BEFORE:
                 os._exit(KILLED_EXIT)
             if kind == "server_error":
-                raise ClientError({"Error": {"Code": "InternalFailure", "Message": "played 5xx"},
-                                   "ResponseMetadata": {"HTTPStatusCode": 500}}, operation_name)
+                raise ClientError(_server_error("played 5xx"), operation_name)
             original(client, operation_name, api_params)  # the call goes through; its answer never arrives
             if kind in KILL_AFTER:
                 os._exit(KILLED_EXIT)
             if kind == "lost_answer":
                 raise ReadTimeoutError(endpoint_url=client.meta.endpoint_url)
-            raise ClientError({"Error": {"Code": "InternalFailure", "Message": "played 5xx after acceptance"},
-                               "ResponseMetadata": {"HTTPStatusCode": 500}}, operation_name)
+            raise ClientError(_server_error("played 5xx after acceptance"), operation_name)
 
-        BaseClient._make_api_call = make_api_call  # type: ignore[method-assign]
+        setattr(BaseClient, "_make_api_call", make_api_call)  # noqa: B010 (a private name: no attribute to type)
+
+
+def _server_error(message: str) -> Any:
+    return {"Error": {"Code": "InternalFailure", "Message": message}, "ResponseMetadata": {"HTTPStatusCode": 500}}
 
 
 def main() -> None:

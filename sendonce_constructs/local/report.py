@@ -232,7 +232,7 @@ def _confirmation_ms(records: Any) -> dict[str, int]:
 
 
 def _ledger_records(table_name: str, keys: list[str]) -> dict[str, dict[str, Any]]:
-    dynamodb = boto3.client("dynamodb")
+    dynamodb: Any = boto3.client("dynamodb")
     records: dict[str, dict[str, Any]] = {}
     names = {f"#a{n}": name for n, name in enumerate(LEDGER_FIELDS)}
     for start in range(0, len(keys), 100):
@@ -249,7 +249,7 @@ def _ledger_records(table_name: str, keys: list[str]) -> dict[str, dict[str, Any
 
 def _dead_letters(queue_url: str) -> tuple[Counter[str], dict[str, str], int, set[str]]:
     """Each DLQ message's reason, counted once per source message (read and left invisible, so none twice)."""
-    sqs = boto3.client("sqs")
+    sqs: Any = boto3.client("sqs")
     reasons: Counter[str] = Counter()
     samples: dict[str, str] = {}
     seen: set[str] = set()

@@ -129,7 +129,7 @@ class LedgerView:
             state = "never seen" if record is None else record.status + (" (expired)" if record.expired(now) else "")
             raise StateChanged(f"{key} is {state}: only UNKNOWN records and IN_FLIGHT records with an expired "
                                "lease are resolved")
-        condition = {
+        condition: dict[str, Any] = {
             "ConditionExpression": "#o = :owner AND #s = :status",
             "ExpressionAttributeNames": {"#o": "owner", "#s": "status"},
         }

@@ -1,0 +1,48 @@
+"""One JSON line per record on stdout, which CloudWatch Logs keeps as one event; with a pipeline name, the line is
+also an Embedded Metric Format document, so CloudWatch derives the metrics from it."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from typing import TextIO
+
+from .metrics import emf_fields
+from .outcome import RecordResult
+
+
+class OutcomeLog:
+    """One JSON line per record on stdout, which CloudWatch Logs keeps as one event; with a pipeline name, the
+    line is also an Embedded Metric Format document, so CloudWatch derives the metrics from it."""
+
+    def __init__(self, stream: TextIO | None = None, pipeline: str | None = None) -> None:
+        self._stream = stream
+        self._pipeline = pipeline
+        self._lock = threading.Lock()
+
+    def write(self, result: RecordResult, receive_count: int, latency_ms: float = 0.0) -> None:
+        line: dict[str, object] = {
+            "level": "WARN" if result.redeliver or result.key_conflict else "INFO",
+            "logger": "sendonce",
+            "outcome": result.outcome.value,
+            "dedupeKey": result.dedupe_key,
+            "messageId": result.message_id,
+            "sesMessageId": result.ses_message_id,
+            "attempt": result.attempt,
+            "receiveCount": receive_count,
+        }
+        if result.reason:
+            line["reason"] = result.reason
+        if result.key_conflict:
+            line["keyConflict"] = True
+        if result.postponed_s is not None:
+            line["postponedSeconds"] = result.postponed_s
+        if self._pipeline is not None:
+            line.update(emf_fields(result, self._pipeline, latency_ms, time.time_ns() // 1_000_000))
+        text = json.dumps(line, ensure_ascii=False) + "\n"
+        stream = self._stream or sys.stdout
+        with self._lock:
+            stream.write(text)
+            stream.flush()
