@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -32,6 +33,11 @@ class FunctionOptions:
     log_retention: logs.RetentionDays
     tracing: lambda_.Tracing | None = None
     data_keys: Sequence[kms.IKey] = ()
+    log_level: lambda_.ApplicationLogLevel = lambda_.ApplicationLogLevel.INFO
+    log_removal_policy: RemovalPolicy = RemovalPolicy.DESTROY
+    vpc: ec2.IVpc | None = None
+    vpc_subnets: ec2.SubnetSelection | None = None
+    security_groups: Sequence[ec2.ISecurityGroup] | None = None
 
     @property
     def traced(self) -> bool:
@@ -52,9 +58,10 @@ class BundledFunction:
         options: FunctionOptions,
         invoked_by: str,
         memory_size: int = 256,
+        reserved_concurrent_executions: int | None = None,
     ) -> None:
         self.log_group = logs.LogGroup(scope, f"{name}Logs", retention=options.log_retention,
-                                       removal_policy=RemovalPolicy.DESTROY)
+                                       removal_policy=options.log_removal_policy)
         self.role = iam.Role(scope, f"{name}Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
                              description=role_description)
         self.log_group.grant_write(self.role)
@@ -62,10 +69,17 @@ class BundledFunction:
             scope, name, code=runtime_code(), handler=handler, runtime=options.runtime,
             architecture=options.architecture, timeout=timeout, memory_size=memory_size, role=self.role,
             log_group=self.log_group, logging_format=lambda_.LoggingFormat.JSON,
-            application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
+            application_log_level_v2=options.log_level,
             system_log_level_v2=lambda_.SystemLogLevel.WARN, tracing=options.tracing,
-            environment=dict(environment), description=description,
+            environment=dict(environment), description=description, vpc=options.vpc,
+            vpc_subnets=options.vpc_subnets, security_groups=list(options.security_groups or []) or None,
+            reserved_concurrent_executions=reserved_concurrent_executions,
         )
+        if options.vpc is not None:
+            acknowledge(self.role, "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+                        "AWSLambdaVPCAccessExecutionRole]",
+                        "Lambda's own policy for a function in a VPC (its network interfaces), which CDK attaches; "
+                        "its EC2 actions have no narrower resource.")
         acknowledge(self.function, "Serverless-LambdaDLQ",
                     f"Invoked synchronously by {invoked_by} only; what fails stays with that source (its "
                     "dead-letter queue or on-failure destination), so an async-invocation DLQ would receive nothing.")

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack, Token, Validations
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -51,6 +52,12 @@ def _number(value: float | None) -> float | None:
 
 def _name_of(value: str | None) -> str | None:
     return None if value is None or Token.is_unresolved(value) else value
+
+
+def _fifo_of(queue: sqs.IQueue) -> bool | None:
+    """Whether a queue given is FIFO; None when CDK cannot tell (an imported queue without the .fifo name)."""
+    fifo = getattr(queue, "fifo", None)
+    return fifo if isinstance(fifo, bool) else None
 
 
 def _key_schema(table: dynamodb.ITable) -> tuple[list[tuple[str, str]], list[str]] | None:
@@ -125,6 +132,19 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     :param dashboard: draw the pipeline on a CloudWatch dashboard. Default False.
     :param outbox: add a transactional outbox (a table with a stream, relayed to the queue) that producers write
         in their own DynamoDB transaction with ``sendonce_producer.outbox_put``. Default False.
+    :param vpc: put every bundled function in this VPC (with the subnets and security groups below); they need
+        routes or VPC endpoints to DynamoDB, SQS, SES and CloudWatch Logs. Default none.
+    :param vpc_subnets: the subnets, with ``vpc``. Default CDK's choice (private subnets).
+    :param security_groups: the security groups, with ``vpc``. Default one per function, outbound only.
+    :param reserved_concurrent_executions: the consumer's reserved concurrency; at least ``max_concurrency``.
+    :param log_level: the application log level of every bundled function. Default INFO.
+    :param queue_removal_policy: for the queues this construct makes. Default RETAIN: deleting the stack keeps
+        jobs not yet sent.
+    :param log_removal_policy: for the functions' log groups. Default DESTROY.
+    :param enabled: whether the consumer's event source polls; False stops sending without deleting anything.
+        Default True.
+    :param dead_letter_queue: bring your own dead-letter queue (of the job queue's kind; keep its retention at 14
+        days, which the dedupe_ttl rules assume). Default one the construct makes.
     """
 
     def __init__(
@@ -167,6 +187,15 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         oldest_message_alarm_threshold: Duration | None = None,
         dashboard: bool = False,
         outbox: bool = False,
+        vpc: ec2.IVpc | None = None,
+        vpc_subnets: ec2.SubnetSelection | None = None,
+        security_groups: Sequence[ec2.ISecurityGroup] | None = None,
+        reserved_concurrent_executions: int | None = None,
+        log_level: lambda_.ApplicationLogLevel | None = None,
+        queue_removal_policy: RemovalPolicy | None = None,
+        log_removal_policy: RemovalPolicy | None = None,
+        enabled: bool = True,
+        dead_letter_queue: sqs.IQueue | None = None,
     ) -> None:
         super().__init__(scope, id)
         function_timeout = function_timeout or Duration.seconds(30)
@@ -230,6 +259,12 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             if schema is not None:
                 rules.check_existing_table_keys(*schema)
         rules.check_encryption(encryption.name if encryption else None, encryption_key is not None)
+        rules.check_reserved_concurrency(_number(reserved_concurrent_executions), _number(max_concurrency))
+        rules.check_vpc_choice(vpc is not None, [name for name, value in (("vpc_subnets", vpc_subnets),
+                                                                          ("security_groups", security_groups))
+                                                 if value is not None])
+        if dead_letter_queue is not None:
+            rules.check_dead_letter_queue(_fifo_of(dead_letter_queue), fifo)
 
         self.delivery = delivery
         self.fifo = fifo
@@ -239,7 +274,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             sqs.QueueEncryption.KMS if encryption_key is not None else sqs.QueueEncryption.SQS_MANAGED
         )
 
-        self.dead_letter_queue = sqs.Queue(
+        queue_removal = queue_removal_policy or RemovalPolicy.RETAIN
+        self.dead_letter_queue: sqs.IQueue = dead_letter_queue or sqs.Queue(
             self,
             "DeadLetterQueue",
             fifo=fifo or None,
@@ -247,9 +283,12 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             encryption=queue_encryption,
             encryption_master_key=encryption_key,
             enforce_ssl=True,
+            removal_policy=queue_removal,
         )
-        acknowledge(self.dead_letter_queue, "Serverless-SQSRedrivePolicy",
-                    "This is the dead-letter queue: a queue behind it would hide failed jobs instead of keeping them.")
+        if dead_letter_queue is None:
+            acknowledge(self.dead_letter_queue, "Serverless-SQSRedrivePolicy",
+                        "This is the dead-letter queue: a queue behind it would hide failed jobs instead of keeping "
+                        "them.")
         self.queue = sqs.Queue(
             self,
             "Queue",
@@ -260,6 +299,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             encryption_master_key=encryption_key,
             enforce_ssl=True,
             dead_letter_queue=sqs.DeadLetterQueue(queue=self.dead_letter_queue, max_receive_count=max_receive_count),
+            removal_policy=queue_removal,
         )
         self.table: dynamodb.ITable = existing_table or dynamodb.Table(
             self,
@@ -281,9 +321,13 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         table_key = self.table.encryption_key
         if table_key is not None and table_key is not encryption_key:
             data_keys.append(table_key)
+        self._data_keys = data_keys
         function_options = FunctionOptions(
             runtime=runtime or newest_python_runtime(), architecture=architecture or lambda_.Architecture.ARM_64,
             log_retention=log_retention or logs.RetentionDays.ONE_MONTH, tracing=tracing, data_keys=data_keys,
+            log_level=log_level or lambda_.ApplicationLogLevel.INFO,
+            log_removal_policy=log_removal_policy or RemovalPolicy.DESTROY,
+            vpc=vpc, vpc_subnets=vpc_subnets, security_groups=security_groups,
         )
         self.evidence: SesEvidence | None = None
         if ses_events:
@@ -313,6 +357,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         consumer = BundledFunction(
             self, "Consumer", handler=HANDLER, timeout=function_timeout, memory_size=memory_size or 256,
             environment=environment, options=function_options, invoked_by="its SQS event source",
+            reserved_concurrent_executions=reserved_concurrent_executions,
             description="sendonce consumer: sends each queued email once",
             role_description="sendonce consumer: its dedupe table, its DLQ, SES on its identity, its log group",
         )
@@ -323,6 +368,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             max_batching_window=max_batching_window,
             max_concurrency=max_concurrency,
             report_batch_item_failures=True,
+            enabled=enabled,
         )
         self.function.add_event_source(self.event_source)
         acknowledge(self, "Serverless-LambdaEventSourceMappingDestination",
@@ -416,6 +462,22 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         if self.outbox is None:
             raise ValueError("grant_outbox_write needs outbox=True on the SendOnceEmailQueue")
         return self.outbox.grant_write(grantee)
+
+    def grant_operate(self, grantee: iam.IGrantable) -> iam.Grant:
+        """What the `sendonce` command needs: read and resolve dedupe records, read, redrive and move dead letters,
+        find the pipeline in its stack, and the customer keys its data is under."""
+        grant = self.table.grant(grantee, "dynamodb:GetItem", "dynamodb:Scan", "dynamodb:UpdateItem",
+                                 "dynamodb:DeleteItem")
+        grant = grant.combine(self.dead_letter_queue.grant_consume_messages(grantee))
+        grant = grant.combine(self.dead_letter_queue.grant(grantee, "sqs:StartMessageMoveTask",
+                                                           "sqs:ListMessageMoveTasks"))
+        grant = grant.combine(self.queue.grant_send_messages(grantee))
+        grant = grant.combine(iam.Grant.add_to_principal(
+            grantee=grantee, actions=["cloudformation:DescribeStacks", "cloudformation:DescribeStackResources"],
+            resource_arns=[Stack.of(self).stack_id]))
+        for key in self._data_keys:
+            grant = grant.combine(key.grant_encrypt_decrypt(grantee))
+        return grant
 
     def grant_enqueue(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` (a producer) send jobs to the queue, including the KMS use a customer key needs."""

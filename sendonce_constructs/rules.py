@@ -333,3 +333,28 @@ def check_evidence_grace_period(
 def evidence_grace_period_without_events() -> None:
     _fail("evidence_grace_period was given with ses_events=False: without SES's events there is nothing to wait "
           "for; drop evidence_grace_period or turn ses_events on")
+
+
+def check_reserved_concurrency(reserved: float | None, max_concurrency: float | None) -> None:
+    if reserved is None:
+        return
+    if reserved < 1:
+        _fail(f"reserved_concurrent_executions ({reserved:g}) must be at least 1; 0 would stop the consumer: to "
+              "stop sending without deleting anything, set enabled=False")
+    if max_concurrency is not None and reserved < max_concurrency:
+        _fail(f"reserved_concurrent_executions ({reserved:g}) is below max_concurrency ({max_concurrency:g}): the "
+              "event source would start invocations Lambda then throttles, and throttled batches come back after "
+              "the visibility timeout; raise reserved_concurrent_executions or lower max_concurrency")
+
+
+def check_vpc_choice(vpc_given: bool, vpc_options: Sequence[str]) -> None:
+    if vpc_options and not vpc_given:
+        _fail(f"{', '.join(vpc_options)} given without vpc: they place the functions in a VPC and mean nothing "
+              "without one; pass vpc too, or drop them")
+
+
+def check_dead_letter_queue(fifo_given: bool | None, fifo: bool) -> None:
+    """``fifo_given``: whether the dead-letter queue given is FIFO, None when CDK cannot tell (an imported queue)."""
+    if fifo_given is not None and fifo_given != fifo:
+        _fail(f"dead_letter_queue is {'' if fifo_given else 'not '}a FIFO queue while fifo is {fifo}: SQS redrives "
+              "only between queues of one kind; give a dead-letter queue of the job queue's kind")
