@@ -55,7 +55,8 @@ def test_props_that_cannot_work_fail_synth_with_the_fix(props, message):
 
 
 def test_reserved_concurrency_and_the_log_level_reach_the_functions():
-    _, template = build(reserved_concurrent_executions=8, max_concurrency=5, log_level=lambda_.ApplicationLogLevel.DEBUG)
+    _, template = build(reserved_concurrent_executions=8, max_concurrency=5,
+                        log_level=lambda_.ApplicationLogLevel.DEBUG)
     consumer = only(template, "AWS::Lambda::Function")["Properties"]
     assert consumer["ReservedConcurrentExecutions"] == 8
     assert {f["LoggingConfig"]["ApplicationLogLevel"] for f in functions(template)} == {"DEBUG"}
