@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
-from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack, Token, Validations
+from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_ec2 as ec2
@@ -26,57 +25,15 @@ from .delivery import DeliveryPolicy
 from .evidence import SesEvidence
 from .monitoring import PipelineMetrics, build_alarms, build_dashboard
 from .outbox import Outbox
+from .props import PipelineProps, number, resolve_props, seconds
 from .runtime_asset import HANDLER
 
 PARTITION_KEY = "dedupeKey"
 TTL_ATTRIBUTE = "expiresAt"
-# How long a dead worker's send waits for SES's events before the delivery policy decides it. SES publishes a Send
-# event as it accepts an email and EventBridge delivers in about a second, retrying a failing target for up to
-# 24 hours: five minutes covers normal delivery many times over, and keeps a crashed email at most minutes late.
-DEFAULT_EVIDENCE_GRACE = Duration.minutes(5)
 DLQ_RETENTION = Duration.seconds(rules.DEAD_LETTER_RETENTION_S)  # the TTL rules count on this figure
 LOW_MAX_RECEIVE_COUNT_WARNING = "@sendonce/SendOnceEmailQueue:maxReceiveCountBelowFive"
 # The consumer's DynamoDB calls, and nothing more: the claim, the completion and the release.
 DEDUPE_TABLE_ACTIONS = ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
-
-
-def _seconds(duration: Duration | None) -> float | None:
-    if duration is None or duration.is_unresolved():
-        return None
-    return duration.to_seconds()
-
-
-def _number(value: float | None) -> float | None:
-    return None if value is None or Token.is_unresolved(value) else value
-
-
-def _name_of(value: str | None) -> str | None:
-    return None if value is None or Token.is_unresolved(value) else value
-
-
-def _fifo_of(queue: sqs.IQueue) -> bool | None:
-    """Whether a queue given is FIFO; None when CDK cannot tell (an imported queue without the .fifo name)."""
-    fifo = getattr(queue, "fifo", None)
-    return fifo if isinstance(fifo, bool) else None
-
-
-def _key_schema(table: dynamodb.ITable) -> tuple[list[tuple[str, str]], list[str]] | None:
-    """The key attributes of a table defined in this app; None for an imported one, whose schema CDK cannot see."""
-    schema_v2 = getattr(table, "schema_v2", None)
-    if schema_v2 is None:
-        return None
-    schema = schema_v2()
-    return ([(a.name, a.type.name) for a in schema.partition_keys], [a.name for a in schema.sort_keys])
-
-
-def newest_python_runtime() -> lambda_.Runtime:
-    """The newest Python runtime this aws-cdk-lib knows (what cdk-nag's AwsSolutions-L1 asks for)."""
-    versions = [
-        (tuple(int(part) for part in name.split("_")[1:]), name)
-        for name in dir(lambda_.Runtime)
-        if re.fullmatch(r"PYTHON_3_\d+", name)
-    ]
-    return getattr(lambda_.Runtime, max(versions)[1])  # type: ignore[no-any-return]
 
 
 class SendOnceEmailQueue(Construct, PipelineMetrics):
@@ -198,110 +155,78 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         dead_letter_queue: sqs.IQueue | None = None,
     ) -> None:
         super().__init__(scope, id)
-        function_timeout = function_timeout or Duration.seconds(30)
-        batch_size = 10 if batch_size is None else batch_size
-        max_receive_count = 5 if max_receive_count is None else max_receive_count
-        retention_period = retention_period or Duration.days(4)
-        if dedupe_ttl is None:
-            dedupe_ttl = Duration.days(7)
-            if outbox and _seconds(retention_period) is not None:
-                minimum_s = rules.outbox_minimum_dedupe_ttl_s(retention_period.to_seconds())
-                dedupe_ttl = Duration.days(max(7, -(-int(minimum_s) // 86_400)))
-        batching_window_s = _seconds(max_batching_window) if max_batching_window else 0.0
-        if parallelism is None and _number(batch_size) is not None:
-            parallelism = min(batch_size, 10)
-        sender_name = _name_of(sender if isinstance(sender, str) else sender.email_identity_name)
-
-        rules.check_function_timeout(_seconds(function_timeout))
-        if visibility_timeout is None and _seconds(function_timeout) is not None and batching_window_s is not None:
-            visibility_timeout = Duration.seconds(
-                rules.minimum_visibility_timeout_s(function_timeout.to_seconds(), batching_window_s)
-            )
-        rules.check_visibility_timeout(_seconds(visibility_timeout), _seconds(function_timeout), batching_window_s)
-        rules.check_batching(_number(batch_size), batching_window_s if max_batching_window else None, fifo)
-        rules.check_max_concurrency(_number(max_concurrency))
-        rules.check_parallelism(_number(parallelism), _number(batch_size))
-        rules.check_max_send_rate(_number(max_send_rate))
-        rules.check_send_rate(_number(send_rate), max_send_rate is not None, _number(max_concurrency),
-                              max_concurrency is not None)
-        if send_rate is not None and max_concurrency is not None and _number(send_rate) is not None \
-                and _number(max_concurrency) is not None:
-            max_send_rate = send_rate / max_concurrency
-        if rules.check_max_receive_count(_number(max_receive_count)):
+        props = resolve_props(
+            sender=sender, from_addresses=from_addresses, configuration_set=configuration_set,
+            template_names=template_names, allow_raw_messages=allow_raw_messages, function_timeout=function_timeout,
+            memory_size=memory_size, architecture=architecture, runtime=runtime, log_retention=log_retention,
+            tracing=tracing, visibility_timeout=visibility_timeout, batch_size=batch_size,
+            max_batching_window=max_batching_window, max_concurrency=max_concurrency, parallelism=parallelism,
+            max_send_rate=max_send_rate, send_rate=send_rate, max_receive_count=max_receive_count,
+            retention_period=retention_period, dedupe_ttl=dedupe_ttl, delivery=delivery, ses_events=ses_events,
+            evidence_grace_period=evidence_grace_period, fifo=fifo, existing_table=existing_table,
+            removal_policy=removal_policy, deletion_protection=deletion_protection, encryption=encryption,
+            encryption_key=encryption_key, alarms=alarms, alarm_topic=alarm_topic,
+            oldest_message_alarm_threshold=oldest_message_alarm_threshold, dashboard=dashboard, outbox=outbox,
+            vpc=vpc, vpc_subnets=vpc_subnets, security_groups=security_groups,
+            reserved_concurrent_executions=reserved_concurrent_executions, log_level=log_level,
+            queue_removal_policy=queue_removal_policy, log_removal_policy=log_removal_policy, enabled=enabled,
+            dead_letter_queue=dead_letter_queue,
+        )
+        if props.low_max_receive_count:
             Validations.of(self).add_warning(
                 LOW_MAX_RECEIVE_COUNT_WARNING,
-                f"max_receive_count ({max_receive_count}) is below 5: a message throttled or briefly in flight "
+                f"max_receive_count ({props.max_receive_count}) is below 5: a message throttled or briefly in flight "
                 "elsewhere a few times lands in the dead-letter queue unsent; AWS recommends 5 or more",
             )
-        rules.check_retention_period(_seconds(retention_period))
-        rules.check_dedupe_ttl(_seconds(dedupe_ttl), _seconds(retention_period))
-        if outbox:
-            rules.check_outbox_dedupe_ttl(_seconds(dedupe_ttl), _seconds(retention_period))
-        rules.check_memory_size(_number(memory_size))
-        if ses_events:
-            evidence_grace_period = evidence_grace_period or DEFAULT_EVIDENCE_GRACE
-            rules.check_evidence_grace_period(_seconds(evidence_grace_period), _seconds(visibility_timeout),
-                                              _seconds(retention_period), _number(max_receive_count))
-        elif evidence_grace_period is not None:
-            rules.evidence_grace_period_without_events()
-        if isinstance(sender, str):
-            rules.check_sender(sender)
-        if from_addresses is not None:
-            rules.check_from_addresses(from_addresses, sender_name)
-        table_overrides = [
-            name
-            for name, value in (("removal_policy", removal_policy), ("deletion_protection", deletion_protection))
-            if value is not None
-        ]
-        rules.check_table_choice(existing_table is not None, table_overrides)
-        if existing_table is not None:
-            schema = _key_schema(existing_table)
-            if schema is not None:
-                rules.check_existing_table_keys(*schema)
-        rules.check_encryption(encryption.name if encryption else None, encryption_key is not None)
-        rules.check_reserved_concurrency(_number(reserved_concurrent_executions), _number(max_concurrency))
-        rules.check_vpc_choice(vpc is not None, [name for name, value in (("vpc_subnets", vpc_subnets),
-                                                                          ("security_groups", security_groups))
-                                                 if value is not None])
-        if dead_letter_queue is not None:
-            rules.check_dead_letter_queue(_fifo_of(dead_letter_queue), fifo)
-
-        self.delivery = delivery
-        self.fifo = fifo
-        self.encryption_key = encryption_key
+        self.delivery = props.delivery
+        self.fifo = props.fifo
+        self.encryption_key = props.encryption_key
         self.pipeline_name = self.node.path
-        queue_encryption = encryption or (
-            sqs.QueueEncryption.KMS if encryption_key is not None else sqs.QueueEncryption.SQS_MANAGED
+        self._build_queues(props)
+        self._build_table(props)
+        function_options = self._function_options(props)
+        self.evidence = self._build_evidence(props, function_options)
+        self._build_consumer(props, function_options)
+        self.outbox = self._build_outbox(props, function_options)
+        self._build_outputs()
+        self.alarms: dict[str, cloudwatch.Alarm] = (
+            build_alarms(self, self, props.oldest_message_alarm_threshold, props.alarm_topic) if props.alarms else {}
+        )
+        self.dashboard: cloudwatch.Dashboard | None = (
+            build_dashboard(self, self, self.alarms) if props.dashboard else None
         )
 
-        queue_removal = queue_removal_policy or RemovalPolicy.RETAIN
-        self.dead_letter_queue: sqs.IQueue = dead_letter_queue or sqs.Queue(
+    def _build_queues(self, props: PipelineProps) -> None:
+        self.dead_letter_queue: sqs.IQueue = props.dead_letter_queue or sqs.Queue(
             self,
             "DeadLetterQueue",
-            fifo=fifo or None,
+            fifo=props.fifo or None,
             retention_period=DLQ_RETENTION,
-            encryption=queue_encryption,
-            encryption_master_key=encryption_key,
+            encryption=props.queue_encryption,
+            encryption_master_key=props.encryption_key,
             enforce_ssl=True,
-            removal_policy=queue_removal,
+            removal_policy=props.queue_removal_policy,
         )
-        if dead_letter_queue is None:
+        if props.dead_letter_queue is None:
             acknowledge(self.dead_letter_queue, "Serverless-SQSRedrivePolicy",
                         "This is the dead-letter queue: a queue behind it would hide failed jobs instead of keeping "
                         "them.")
         self.queue = sqs.Queue(
             self,
             "Queue",
-            fifo=fifo or None,
-            visibility_timeout=visibility_timeout,
-            retention_period=retention_period,
-            encryption=queue_encryption,
-            encryption_master_key=encryption_key,
+            fifo=props.fifo or None,
+            visibility_timeout=props.visibility_timeout,
+            retention_period=props.retention_period,
+            encryption=props.queue_encryption,
+            encryption_master_key=props.encryption_key,
             enforce_ssl=True,
-            dead_letter_queue=sqs.DeadLetterQueue(queue=self.dead_letter_queue, max_receive_count=max_receive_count),
-            removal_policy=queue_removal,
+            dead_letter_queue=sqs.DeadLetterQueue(queue=self.dead_letter_queue,
+                                                  max_receive_count=props.max_receive_count),
+            removal_policy=props.queue_removal_policy,
         )
-        self.table: dynamodb.ITable = existing_table or dynamodb.Table(
+
+    def _build_table(self, props: PipelineProps) -> None:
+        self.table: dynamodb.ITable = props.existing_table or dynamodb.Table(
             self,
             "DedupeTable",
             partition_key=dynamodb.Attribute(name=PARTITION_KEY, type=dynamodb.AttributeType.STRING),
@@ -310,65 +235,56 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
             ),
-            removal_policy=removal_policy or RemovalPolicy.RETAIN,
-            deletion_protection=deletion_protection,
-            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED if encryption_key else None,
-            encryption_key=encryption_key,
+            removal_policy=props.table_removal_policy,
+            deletion_protection=props.deletion_protection,
+            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED if props.encryption_key else None,
+            encryption_key=props.encryption_key,
+        )
+        # The queues' and table's key, and an existing table's own key: without it every claim is AccessDenied.
+        self._data_keys = [props.encryption_key] if props.encryption_key is not None else []
+        table_key = self.table.encryption_key
+        if table_key is not None and table_key is not props.encryption_key:
+            self._data_keys.append(table_key)
+
+    def _function_options(self, props: PipelineProps) -> FunctionOptions:
+        return FunctionOptions(
+            runtime=props.runtime, architecture=props.architecture, log_retention=props.log_retention,
+            tracing=props.tracing, data_keys=self._data_keys, log_level=props.log_level,
+            log_removal_policy=props.log_removal_policy, vpc=props.vpc, vpc_subnets=props.vpc_subnets,
+            security_groups=props.security_groups,
         )
 
-        # The queues' and table's key, and an existing table's own key: without it every claim is AccessDenied.
-        data_keys = [encryption_key] if encryption_key is not None else []
-        table_key = self.table.encryption_key
-        if table_key is not None and table_key is not encryption_key:
-            data_keys.append(table_key)
-        self._data_keys = data_keys
-        function_options = FunctionOptions(
-            runtime=runtime or newest_python_runtime(), architecture=architecture or lambda_.Architecture.ARM_64,
-            log_retention=log_retention or logs.RetentionDays.ONE_MONTH, tracing=tracing, data_keys=data_keys,
-            log_level=log_level or lambda_.ApplicationLogLevel.INFO,
-            log_removal_policy=log_removal_policy or RemovalPolicy.DESTROY,
-            vpc=vpc, vpc_subnets=vpc_subnets, security_groups=security_groups,
+    def _build_evidence(self, props: PipelineProps, function_options: FunctionOptions) -> SesEvidence | None:
+        if not props.ses_events:
+            return None
+        return SesEvidence(
+            self, "SesEvidence", table=self.table, configuration_set=props.configuration_set,
+            pipeline_tag=self.node.addr, pipeline_name=self.pipeline_name, function_options=function_options,
+            queue_encryption=props.queue_encryption, encryption_key=props.encryption_key,
         )
-        self.evidence: SesEvidence | None = None
-        if ses_events:
-            self.evidence = SesEvidence(
-                self, "SesEvidence", table=self.table, configuration_set=configuration_set,
-                pipeline_tag=self.node.addr, pipeline_name=self.pipeline_name, function_options=function_options,
-                queue_encryption=queue_encryption, encryption_key=encryption_key,
-            )
-            configuration_set = self.evidence.configuration_set
+
+    def _build_consumer(self, props: PipelineProps, function_options: FunctionOptions) -> None:
+        configuration_set = self.evidence.configuration_set if self.evidence else props.configuration_set
         configuration_set_name = (
             configuration_set
             if configuration_set is None or isinstance(configuration_set, str)
             else configuration_set.configuration_set_name
         )
-        environment = self._consumer_environment(
-            dedupe_ttl, parallelism, fifo, configuration_set_name, _seconds(function_timeout)
-        )
-        if max_send_rate is not None:
-            environment["SENDONCE_MAX_SEND_RATE"] = f"{max_send_rate:g}"
-        if _number(max_receive_count) is not None:
-            environment["SENDONCE_MAX_RECEIVE_COUNT"] = str(max_receive_count)
-        if self.evidence is not None and evidence_grace_period is not None:
-            environment.update(
-                SENDONCE_EVIDENCE_GRACE_MS=str(int(evidence_grace_period.to_milliseconds())),
-                SENDONCE_PIPELINE_TAG=self.node.addr,
-            )
         consumer = BundledFunction(
-            self, "Consumer", handler=HANDLER, timeout=function_timeout, memory_size=memory_size or 256,
-            environment=environment, options=function_options, invoked_by="its SQS event source",
-            reserved_concurrent_executions=reserved_concurrent_executions,
+            self, "Consumer", handler=HANDLER, timeout=props.function_timeout, memory_size=props.memory_size,
+            environment=self._consumer_environment(props, configuration_set_name), options=function_options,
+            invoked_by="its SQS event source", reserved_concurrent_executions=props.reserved_concurrent_executions,
             description="sendonce consumer: sends each queued email once",
             role_description="sendonce consumer: its dedupe table, its DLQ, SES on its identity, its log group",
         )
         self.function, self.role, self.log_group = consumer.function, consumer.role, consumer.log_group
         self.event_source = event_sources.SqsEventSource(
             self.queue,
-            batch_size=batch_size,
-            max_batching_window=max_batching_window,
-            max_concurrency=max_concurrency,
+            batch_size=props.batch_size,
+            max_batching_window=props.max_batching_window,
+            max_concurrency=props.max_concurrency,
             report_batch_item_failures=True,
-            enabled=enabled,
+            enabled=props.enabled,
         )
         self.function.add_event_source(self.event_source)
         acknowledge(self, "Serverless-LambdaEventSourceMappingDestination",
@@ -376,13 +292,15 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         self.table.grant(self.function, *DEDUPE_TABLE_ACTIONS)
         self.dead_letter_queue.grant_send_messages(self.function)
         self.queue.grant_send_messages(self.function)  # a throttled job's delayed copy
-        self._grant_ses(sender, sender_name, from_addresses, configuration_set_name, template_names or [],
-                        allow_raw_messages)
+        self._grant_ses(props, configuration_set_name)
 
-        self.outbox: Outbox | None = None
-        if outbox:
-            self.outbox = Outbox(self, "Outbox", queue=self.queue, fifo=fifo, function_options=function_options,
-                                 encryption_key=encryption_key, removal_policy=removal_policy or RemovalPolicy.RETAIN)
+    def _build_outbox(self, props: PipelineProps, function_options: FunctionOptions) -> Outbox | None:
+        if not props.outbox:
+            return None
+        return Outbox(self, "Outbox", queue=self.queue, fifo=props.fifo, function_options=function_options,
+                      encryption_key=props.encryption_key, removal_policy=props.table_removal_policy)
+
+    def _build_outputs(self) -> None:
         # What `sendonce --stack NAME` reads to find this pipeline; the description says which pipeline and part.
         for output_id, value, part in (("DedupeTableName", self.table.table_name, "table"),
                                        ("QueueUrl", self.queue.queue_url, "queue"),
@@ -392,33 +310,20 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             CfnOutput(self, "OutboxTableName", value=self.outbox.table.table_name,
                       description=f"sendonce:{self.pipeline_name}:outbox")
 
-        self.alarms: dict[str, cloudwatch.Alarm] = (
-            build_alarms(self, self, oldest_message_alarm_threshold or Duration.minutes(15), alarm_topic)
-            if alarms
-            else {}
-        )
-        self.dashboard: cloudwatch.Dashboard | None = build_dashboard(self, self, self.alarms) if dashboard else None
-
-    def _consumer_environment(
-        self,
-        dedupe_ttl: Duration,
-        parallelism: int | None,
-        fifo: bool,
-        configuration_set_name: str | None,
-        timeout_s: float | None,
-    ) -> dict[str, str]:
+    def _consumer_environment(self, props: PipelineProps, configuration_set_name: str | None) -> dict[str, str]:
         environment = {
             "SENDONCE_TABLE_NAME": self.table.table_name,
             "SENDONCE_DLQ_URL": self.dead_letter_queue.queue_url,
-            "SENDONCE_DELIVERY": self.delivery.value,
-            "SENDONCE_DEDUPE_TTL_SECONDS": str(int(dedupe_ttl.to_seconds())),
-            "SENDONCE_PARALLELISM": str(parallelism or 1),
-            "SENDONCE_FIFO": "true" if fifo else "false",
+            "SENDONCE_DELIVERY": props.delivery.value,
+            "SENDONCE_DEDUPE_TTL_SECONDS": str(int(props.dedupe_ttl.to_seconds())),
+            "SENDONCE_PARALLELISM": str(props.parallelism or 1),
+            "SENDONCE_FIFO": "true" if props.fifo else "false",
             "SENDONCE_PIPELINE_NAME": self.pipeline_name,
             "SENDONCE_QUEUE_URL": self.queue.queue_url,
         }
         if configuration_set_name is not None:
             environment["SENDONCE_CONFIGURATION_SET"] = configuration_set_name
+        timeout_s = seconds(props.function_timeout)
         if timeout_s is not None:
             budget = rules.consumer_time_budget(timeout_s)
             environment.update(
@@ -427,18 +332,20 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
                 SENDONCE_LEDGER_BUDGET_MS=str(int(budget["ledger_budget_ms"])),
                 SENDONCE_LEASE_MARGIN_MS=str(int(budget["lease_margin_ms"])),
             )
+        if props.max_send_rate is not None:
+            environment["SENDONCE_MAX_SEND_RATE"] = f"{props.max_send_rate:g}"
+        if number(props.max_receive_count) is not None:
+            environment["SENDONCE_MAX_RECEIVE_COUNT"] = str(props.max_receive_count)
+        if self.evidence is not None and props.evidence_grace_period is not None:
+            environment.update(
+                SENDONCE_EVIDENCE_GRACE_MS=str(int(props.evidence_grace_period.to_milliseconds())),
+                SENDONCE_PIPELINE_TAG=self.node.addr,
+            )
         return environment
 
-    def _grant_ses(
-        self,
-        sender: str | ses.IEmailIdentity,
-        sender_name: str | None,
-        from_addresses: Sequence[str] | None,
-        configuration_set_name: str | None,
-        template_names: Sequence[str],
-        allow_raw_messages: bool,
-    ) -> None:
+    def _grant_ses(self, props: PipelineProps, configuration_set_name: str | None) -> None:
         stack = Stack.of(self)
+        sender = props.sender
         identity_arn = (
             ses_permissions.identity_arn(stack, sender)
             if isinstance(sender, str)
@@ -448,10 +355,10 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         if configuration_set_name is not None:
             resources.append(ses_permissions.configuration_set_arn(stack, configuration_set_name))
         resources += [
-            stack.format_arn(service="ses", resource="template", resource_name=name) for name in template_names
+            stack.format_arn(service="ses", resource="template", resource_name=name) for name in props.template_names
         ]
-        patterns = ses_permissions.from_address_patterns(sender_name, from_addresses)
-        self.function.add_to_role_policy(ses_permissions.send_statement(resources, patterns, allow_raw_messages))
+        patterns = ses_permissions.from_address_patterns(props.sender_name, props.from_addresses)
+        self.function.add_to_role_policy(ses_permissions.send_statement(resources, patterns, props.allow_raw_messages))
 
     @property
     def outbox_table(self) -> dynamodb.ITable | None:

@@ -22,7 +22,7 @@ from construct_support import (
 )
 
 from sendonce_constructs import DeliveryPolicy, SendOnceEmailQueue
-from sendonce_constructs.email_queue import newest_python_runtime
+from sendonce_constructs.props import newest_python_runtime
 
 FOUR_DAYS, FOURTEEN_DAYS = 4 * 86_400, 14 * 86_400
 
