@@ -101,3 +101,16 @@ def test_evidence_props_that_break_a_guarantee_fail_synth_with_the_fix(props, me
 def test_a_low_max_receive_count_is_fine_without_events():
     pipeline, _ = build(ses_events=False, max_receive_count=2)
     assert pipeline.evidence is None
+
+
+def test_the_rule_the_recorder_and_the_local_publisher_agree_on_tags_and_event_types():
+    # The construct cannot import the runtime (the wheel ships it as asset files): the copies are held together here.
+    from sendonce_runtime.key_tags import PIPELINE_TAG
+    from sendonce_runtime.ses_events import EVENT_OBJECTS
+
+    from sendonce_constructs import evidence
+    from sendonce_constructs.local.ses_publisher import DETAIL_TYPES
+
+    assert evidence.PIPELINE_TAG == PIPELINE_TAG
+    assert set(DETAIL_TYPES) == set(EVENT_OBJECTS)
+    assert set(DETAIL_TYPES.values()) == set(evidence.DETAIL_TYPES)

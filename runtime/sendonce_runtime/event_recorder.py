@@ -22,7 +22,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from .clock import Clock, SystemClock
 from .dead_letter import DeadLetterQueue
 from .evidence import EvidenceLedger, Recorded, Verdict
-from .metrics import DIMENSION, NAMESPACE
+from .metrics import emf_document
 from .ses_events import IgnoredEvent, MalformedEvent, SesEvent, parse_event
 from .settings import SettingsError
 from .sqs_record import SqsRecord
@@ -58,14 +58,8 @@ class EventLog:
 
     def write(self, line: dict[str, Any], counts: list[str], latency_ms: int | None = None) -> None:
         if self._pipeline is not None:
-            metrics = [{"Name": name, "Unit": "Count"} for name in counts]
-            if latency_ms is not None:
-                metrics.append({"Name": "ConfirmationLatency", "Unit": "Milliseconds"})
-                line["ConfirmationLatency"] = latency_ms
-            line["_aws"] = {"Timestamp": time.time_ns() // 1_000_000, "CloudWatchMetrics": [
-                {"Namespace": NAMESPACE, "Dimensions": [[DIMENSION]], "Metrics": metrics}]}
-            line[DIMENSION] = self._pipeline
-            line.update({name: 1 for name in counts})
+            timings = {} if latency_ms is None else {"ConfirmationLatency": latency_ms}
+            line.update(emf_document(self._pipeline, counts, timings, time.time_ns() // 1_000_000))
         text = json.dumps(line, ensure_ascii=False) + "\n"
         with self._lock:
             (self._stream or sys.stdout).write(text)

@@ -56,17 +56,16 @@ class Consumer:
         log: OutcomeLog | None = None,
     ) -> Consumer:
         clock = clock or SystemClock()
+        dead_letters = DeadLetterQueue(sqs, settings.dead_letter_queue_url, settings.fifo)
         processor = RecordProcessor(
             settings,
             DedupeLedger(dynamodb, settings.table_name, settings.dedupe_ttl_s, clock),
             SesSender(ses, settings.configuration_set, settings.pipeline_tag),
-            DeadLetterQueue(sqs, settings.dead_letter_queue_url, settings.fifo),
+            dead_letters,
             clock,
             SendRateLimiter(settings.max_send_rate) if settings.max_send_rate else None,
         )
-        redelivery = Redelivery(sqs, settings.queue_url, settings.fifo,
-                                DeadLetterQueue(sqs, settings.dead_letter_queue_url, settings.fifo),
-                                settings.max_receive_count)
+        redelivery = Redelivery(sqs, settings.queue_url, settings.fifo, dead_letters, settings.max_receive_count)
         return cls(settings, processor, log, redelivery)
 
     def handle(self, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:

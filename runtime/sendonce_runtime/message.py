@@ -79,11 +79,7 @@ def parse_job(body: str, sqs_message_id: str) -> EmailJob:
         raise InvalidMessage(f"body is not JSON: {error}") from None
     if not isinstance(document, dict):
         raise InvalidMessage(f"body must be a JSON object, got {type(document).__name__}")
-    try:
-        json.dumps(document, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidMessage("body holds an unpaired surrogate escape (such as \\ud800): text must be valid Unicode"
-                             ) from None
+    digest = payload_hash(document)  # first: it also refuses text that is not valid Unicode
     key = document.get("dedupeKey")
     if not isinstance(key, str) or not key:
         raise InvalidMessage("dedupeKey is required: a non-empty string naming the outcome, e.g. receipt:8891:u42")
@@ -94,7 +90,7 @@ def parse_job(body: str, sqs_message_id: str) -> EmailJob:
             "not the attempt, or a re-enqueued job is sent again"
         )
     try:
-        return _parse_fields(document, key)
+        return _parse_fields(document, key, digest)
     except InvalidMessage as error:
         raise InvalidMessage(error.reason, dedupe_key=key) from None
 
@@ -103,7 +99,11 @@ def payload_hash(document: dict[str, Any]) -> str:
     """What the job says, independent of key order; the delivery policy is not content."""
     content = {k: v for k, v in document.items() if k != "delivery"}
     canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    try:
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    except UnicodeEncodeError:
+        raise InvalidMessage("body holds an unpaired surrogate escape (such as \\ud800): text must be valid Unicode"
+                             ) from None
 
 
 def check_key(key: str) -> None:
@@ -135,7 +135,7 @@ def check_header_text(field_name: str, value: str) -> None:
         )
 
 
-def _parse_fields(document: dict[str, Any], key: str) -> EmailJob:
+def _parse_fields(document: dict[str, Any], key: str, digest: str) -> EmailJob:
     unknown = sorted(set(document) - FIELDS)
     if unknown:
         raise InvalidMessage(f"unknown fields {unknown}; allowed: {sorted(FIELDS)}")
@@ -166,7 +166,7 @@ def _parse_fields(document: dict[str, Any], key: str) -> EmailJob:
         configuration_set=configuration_set,
         tags=_tags(document.get("tags")),
         delivery=policy,
-        payload_hash=payload_hash(document),
+        payload_hash=digest,
     )
 
 

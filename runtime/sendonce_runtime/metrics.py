@@ -6,6 +6,7 @@ Namespace ``sendonce``, one dimension ``Pipeline`` (set by the construct). Each 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .outcome import Outcome, RecordResult
@@ -41,18 +42,22 @@ def emf_fields(result: RecordResult, pipeline: str, latency_ms: float, timestamp
     counts = ["Records", *OUTCOME_METRICS[result.outcome]]
     if result.key_conflict:
         counts.append("KeyConflicts")
+    return emf_document(pipeline, counts, {"RecordLatency": round(latency_ms, 3)}, timestamp_ms)
+
+
+def emf_document(
+    pipeline: str, counts: list[str], milliseconds: Mapping[str, float], timestamp_ms: int
+) -> dict[str, Any]:
+    """The fields that make a log line an EMF document: a count of 1 for each name in ``counts``, and timings."""
+    metrics = [{"Name": name, "Unit": "Count"} for name in counts]
+    metrics += [{"Name": name, "Unit": "Milliseconds"} for name in milliseconds]
     fields: dict[str, Any] = {
         "_aws": {
             "Timestamp": timestamp_ms,
-            "CloudWatchMetrics": [{
-                "Namespace": NAMESPACE,
-                "Dimensions": [[DIMENSION]],
-                "Metrics": [{"Name": name, "Unit": "Count"} for name in counts]
-                + [{"Name": "RecordLatency", "Unit": "Milliseconds"}],
-            }],
+            "CloudWatchMetrics": [{"Namespace": NAMESPACE, "Dimensions": [[DIMENSION]], "Metrics": metrics}],
         },
         DIMENSION: pipeline,
-        "RecordLatency": round(latency_ms, 3),
+        **milliseconds,
     }
     fields.update({name: 1 for name in counts})
     return fields

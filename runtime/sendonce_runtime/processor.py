@@ -27,8 +27,6 @@ LEDGER_ERRORS = (ClientError, BotoCoreError)
 # Outcomes in which a send was made (or may have been): the send slot they took is spent.
 _SENT_OR_TRIED = frozenset({Outcome.SENT, Outcome.SENT_UNRECORDED, Outcome.REFUSED, Outcome.THROTTLED,
                             Outcome.QUOTA_EXHAUSTED, Outcome.AMBIGUOUS})
-# SES's throttling error for the 24-hour quota, as its documentation words it (the rate's is "Maximum sending rate").
-QUOTA_MESSAGE = "Daily message quota exceeded"
 
 
 class RecordProcessor:
@@ -109,14 +107,17 @@ class RecordProcessor:
         whose answer was lost is ours on the next try (the condition accepts our own owner token)."""
         tries = 1
         while True:
-            lease = self._clock.now_ms() + deadline.remaining_ms() + self._settings.lease_margin_ms
             try:
-                return self._ledger.claim(job.dedupe_key, owner, lease, job.payload_hash)
+                return self._ledger.claim(job.dedupe_key, owner, self._lease_until(deadline), job.payload_hash)
             except LEDGER_ERRORS as error:
                 if tries >= CLAIM_TRIES or deadline.remaining_ms() < self._settings.record_budget_ms:
                     raise
                 tries += 1
                 LOGGER.warning("claim of %s failed, trying again: %s", job.dedupe_key, _describe(error))
+
+    def _lease_until(self, deadline: Deadline) -> int:
+        """A lease outlives the invocation by a margin, so it expires only once its worker is surely dead."""
+        return self._clock.now_ms() + deadline.remaining_ms() + self._settings.lease_margin_ms
 
     def _settle_existing(
         self,
@@ -158,8 +159,7 @@ class RecordProcessor:
                                     reason="a worker died mid-send and SES showed no sign of it; never-resend "
                                     "does not send again", key_conflict=conflict)
             return None
-        lease = self._clock.now_ms() + deadline.remaining_ms() + self._settings.lease_margin_ms
-        step = self._ledger.take_over(existing, owner, lease, job.payload_hash)
+        step = self._ledger.take_over(existing, owner, self._lease_until(deadline), job.payload_hash)
         if step.won:
             return self._send(record, job, owner, step.attempts, deadline)
         return None
@@ -175,7 +175,7 @@ class RecordProcessor:
         if isinstance(outcome, Refused):
             self._ledger.release(key, owner)
             if outcome.retryable:
-                kind = Outcome.QUOTA_EXHAUSTED if QUOTA_MESSAGE in outcome.reason else Outcome.THROTTLED
+                kind = Outcome.QUOTA_EXHAUSTED if outcome.quota else Outcome.THROTTLED
                 return RecordResult(record.message_id, kind, key, attempt=attempt, reason=outcome.reason)
             return self._dead_letter(record, Outcome.REFUSED, "ses-refused", outcome.reason, key, attempt)
         # Ambiguous: the record stays IN_FLIGHT; when its lease expires, the delivery policy decides.

@@ -20,6 +20,8 @@ from botocore.exceptions import (
 from .key_tags import PIPELINE_TAG, key_tags
 from .message import EmailJob, RawContent, SimpleContent, TemplateContent
 
+# SES's throttling error for the 24-hour quota, as its documentation words it (the rate's is "Maximum sending rate").
+QUOTA_MESSAGE = "Daily message quota exceeded"
 # Refusals that a later delivery may get past: rate, quota and pause errors, and stale credentials.
 RETRYABLE_CODES = frozenset(
     {
@@ -45,6 +47,7 @@ class Refused(NamedTuple):
     retryable: bool
     code: str
     reason: str
+    quota: bool = False  # SES's 24-hour quota is used up: worth trying again only minutes later
 
 
 class Ambiguous(NamedTuple):
@@ -129,7 +132,7 @@ def classify_client_error(error: ClientError) -> SendOutcome:
     reason = f"{code}: {details.get('Message', '')}".strip()
     status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
     if code in RETRYABLE_CODES or status == 429:
-        return Refused(retryable=True, code=code, reason=reason)
+        return Refused(retryable=True, code=code, reason=reason, quota=QUOTA_MESSAGE in reason)
     if status >= 500 or status == 0:
         return Ambiguous(reason=reason)
     return Refused(retryable=False, code=code, reason=reason)

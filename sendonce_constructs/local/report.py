@@ -23,7 +23,6 @@ class Residual:
     """The second phase: keys sent while some of SES's Send events were lost."""
 
     workload: Workload
-    runner: dict[str, int]
     send_events_dropped: set[str]  # SES message ids whose Send event was never delivered
 
 
