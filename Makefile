@@ -10,11 +10,11 @@ export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 
 setup: $(VENV)/.installed node_modules/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml contract/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("sendonce needs Python 3.11 or newer") if sys.version_info < (3, 11) else None'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e ./contract -e '.[dev]'
 	@touch $@
 
 node_modules/.installed: package.json package-lock.json
@@ -25,7 +25,7 @@ test: setup
 	$(PY) -m pytest
 
 lint: setup
-	$(PY) -m ruff check sendonce_constructs sendonce_producer runtime tests examples bench
+	$(PY) -m ruff check contract sendonce_constructs sendonce_producer runtime tests examples bench
 	$(PY) -m mypy
 
 synth: setup

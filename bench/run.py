@@ -275,9 +275,10 @@ def runtime_copy(kind: str) -> Path:
     import shutil
     import tempfile
 
+    from sendonce_constructs.runtime_asset import runtime_asset_dir
+
     folder = Path(tempfile.mkdtemp(prefix=f"sendonce-{kind}-"))
-    shutil.copytree(ROOT / "runtime" / "sendonce_runtime", folder / "sendonce_runtime",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(runtime_asset_dir(), folder, dirs_exist_ok=True)
     if kind == "bytecode":
         compileall.compile_dir(str(folder), quiet=1)
     return folder
@@ -296,12 +297,13 @@ def import_ms(statement: str, code_dir: Path | None) -> float:
 
 
 def asset_size() -> tuple[int, int]:
+    from sendonce_constructs.runtime_asset import bundle_files
+
     buffer = io.BytesIO()
-    files = [p for p in (ROOT / "runtime" / "sendonce_runtime").rglob("*")
-             if p.is_file() and "__pycache__" not in p.parts and p.name != "py.typed"]
+    files = bundle_files()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for path in files:
-            archive.write(path, path.relative_to(ROOT / "runtime"))
+        for name, path in files:
+            archive.write(path, name)
     return len(files), len(buffer.getvalue())
 
 
@@ -349,8 +351,6 @@ RECORDER_MS_PER_INVOCATION = 60  # billed duration assumed for a batch of ten Up
 def evidence_costs(names: dict[str, str], emails: int) -> dict[str, Any]:
     """First sends with SES events on: SES's events played as SES publishes them (Send and Delivery for each
     email) and handed to the recorder in batches of ten, as its SQS event source does; every AWS call counted."""
-    from sendonce_runtime.event_recorder import EventLog, EventRecorder, RecorderSettings
-
     from sendonce_constructs.local.ses_publisher import (
         EventFaults,
         SendLog,
@@ -358,6 +358,7 @@ def evidence_costs(names: dict[str, str], emails: int) -> dict[str, Any]:
         accepted_send,
         as_sqs_records,
     )
+    from sendonce_runtime.event_recorder import EventLog, EventRecorder, RecorderSettings
 
     handler, clients = consumers.sendonce_handler(names["ours"], names["dlq"], evidence=(EVIDENCE_SET, "bench"))
     sends = SendLog()
@@ -457,6 +458,7 @@ def burst_scenario(factor: int) -> Any:
     from sendonce_constructs.local.event_source_runner import EventSourceSpec
     from sendonce_constructs.local.lambda_instances import FunctionSpec
     from sendonce_constructs.local.load import run_burst
+    from sendonce_constructs.runtime_asset import runtime_asset_dir
 
     saved = dict(os.environ)
     with local_aws() as aws:
@@ -480,7 +482,7 @@ def burst_scenario(factor: int) -> Any:
                 "SENDONCE_MAX_SEND_RATE": f"{BURST_RATE / BURST_POLLERS:g}", "SENDONCE_MAX_RECEIVE_COUNT": "5",
                 "SENDONCE_LEDGER_BUDGET_MS": str(int(budget["ledger_budget_ms"])),
             }
-            function = FunctionSpec("burst-consumer", "sendonce_runtime.handler.handler", ROOT / "runtime",
+            function = FunctionSpec("burst-consumer", "sendonce_runtime.handler.handler", runtime_asset_dir(),
                                     environment, timeout_s=30)
             arn = sqs.get_queue_attributes(QueueUrl=queue["QueueUrl"], AttributeNames=["QueueArn"])[
                 "Attributes"]["QueueArn"]

@@ -24,7 +24,9 @@ def main(flavour: str) -> None:
     else:
         from raw_stack import raw_pipeline
 
-        raw_pipeline(stack, str(ROOT / "runtime"))
+        from sendonce_constructs.runtime_asset import runtime_asset_dir
+
+        raw_pipeline(stack, str(runtime_asset_dir()))
     app.synth()
     print(f"{time.perf_counter() - started:.4f}")
 

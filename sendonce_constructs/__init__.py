@@ -9,14 +9,14 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from sendonce_contract.delivery import DeliveryPolicy
+
 if TYPE_CHECKING:
-    from .delivery import DeliveryPolicy
     from .email_queue import SendOnceEmailQueue
     from .errors import SendOnceConfigurationError
 
 __all__ = ["DeliveryPolicy", "SendOnceConfigurationError", "SendOnceEmailQueue"]
 _HOMES = {
-    "DeliveryPolicy": ".delivery",
     "SendOnceConfigurationError": ".errors",
     "SendOnceEmailQueue": ".email_queue",
 }

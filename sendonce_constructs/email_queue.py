@@ -18,18 +18,18 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from sendonce_contract.delivery import DeliveryPolicy
+from sendonce_contract.schema import Ledger
+
 from . import rules, ses_permissions
 from .acknowledgements import acknowledge
 from .bundled_function import BundledFunction, FunctionOptions
-from .delivery import DeliveryPolicy
 from .evidence import SesEvidence
 from .monitoring import PipelineMetrics, build_alarms, build_dashboard
 from .outbox import Outbox
 from .props import PipelineProps, number, resolve_props, seconds
 from .runtime_asset import HANDLER
 
-PARTITION_KEY = "dedupeKey"
-TTL_ATTRIBUTE = "expiresAt"
 DLQ_RETENTION = Duration.seconds(rules.DEAD_LETTER_RETENTION_S)  # the TTL rules count on this figure
 LOW_MAX_RECEIVE_COUNT_WARNING = "@sendonce/SendOnceEmailQueue:maxReceiveCountBelowFive"
 # The consumer's DynamoDB calls, and nothing more: the claim, the completion and the release.
@@ -229,9 +229,9 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         self.table: dynamodb.ITable = props.existing_table or dynamodb.Table(
             self,
             "DedupeTable",
-            partition_key=dynamodb.Attribute(name=PARTITION_KEY, type=dynamodb.AttributeType.STRING),
+            partition_key=dynamodb.Attribute(name=Ledger.KEY, type=dynamodb.AttributeType.STRING),
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            time_to_live_attribute=TTL_ATTRIBUTE,
+            time_to_live_attribute=Ledger.EXPIRES_AT,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
             ),

@@ -13,17 +13,18 @@ from aws_cdk import aws_ses as ses
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from sendonce_contract.key_tags import PIPELINE_TAG
+from sendonce_contract.schema import SES_EVENT_TYPES
+
 from .acknowledgements import acknowledge
 from .bundled_function import BundledFunction, FunctionOptions
 
 RECORDER_HANDLER = "sendonce_runtime.event_recorder.handler"
-PIPELINE_TAG = "sendonce-pipeline"  # the runtime's key_tags.PIPELINE_TAG: every email carries it
 # What SES publishes: every event that proves it accepted an email, or says what became of it.
 EVIDENCE_EVENTS = [ses.EmailSendingEvent.SEND, ses.EmailSendingEvent.DELIVERY, ses.EmailSendingEvent.BOUNCE,
                    ses.EmailSendingEvent.COMPLAINT, ses.EmailSendingEvent.REJECT,
                    ses.EmailSendingEvent.DELIVERY_DELAY, ses.EmailSendingEvent.RENDERING_FAILURE]
-DETAIL_TYPES = ["Email Sent", "Email Delivered", "Email Bounced", "Email Complaint Received", "Email Rejected",
-                "Email Delivery Delayed", "Email Rendering Failed"]
+DETAIL_TYPES = [event.detail_type for event in SES_EVENT_TYPES]
 RECORDER_TIMEOUT = Duration.seconds(30)
 
 

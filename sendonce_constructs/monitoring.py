@@ -12,6 +12,8 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from sendonce_contract.schema import DeadLetter
+
 from .evidence import SesEvidence
 
 NAMESPACE = "sendonce"  # the consumer's Embedded Metric Format namespace
@@ -112,7 +114,7 @@ def build_alarms(
         "DeadLetterQueueNotEmpty": (
             pipeline.metric_dead_letter_queue_depth(period=one_minute), 1,
             "Jobs in the dead-letter queue: malformed, refused by SES, or failed maxReceiveCount times. "
-            "Read sendonce.reason on each message.",
+            f"Read {DeadLetter.REASON} on each message.",
         ),
         "OldestMessageTooOld": (
             pipeline.metric_approximate_age_of_oldest_message(period=one_minute, statistic="Maximum"),
@@ -143,7 +145,7 @@ def build_alarms(
         )
         specs["EvidenceDeadLetterQueueNotEmpty"] = (
             pipeline.metric_evidence_dead_letter_queue_depth(period=one_minute), 1,
-            "SES events the recorder could not read or record (sendonce.reason on each message).",
+            f"SES events the recorder could not read or record ({DeadLetter.REASON} on each message).",
         )
     alarms = {}
     for name, (metric, threshold, description) in specs.items():

@@ -16,6 +16,8 @@ from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from sendonce_contract.schema import OutboxItem
+
 from .acknowledgements import acknowledge
 from .bundled_function import BundledFunction, FunctionOptions
 
@@ -38,10 +40,10 @@ class Outbox(Construct):
         self.table = dynamodb.Table(
             self,
             "Table",
-            partition_key=dynamodb.Attribute(name="dedupeKey", type=dynamodb.AttributeType.STRING),
+            partition_key=dynamodb.Attribute(name=OutboxItem.KEY, type=dynamodb.AttributeType.STRING),
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
             stream=dynamodb.StreamViewType.NEW_IMAGE,
-            time_to_live_attribute="expiresAt",
+            time_to_live_attribute=OutboxItem.EXPIRES_AT,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
             ),

@@ -19,8 +19,9 @@ from aws_cdk import aws_ses as ses
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 
+from sendonce_contract.delivery import DeliveryPolicy
+
 from . import rules
-from .delivery import DeliveryPolicy
 
 # How long a dead worker's send waits for SES's events before the delivery policy decides it. SES publishes a Send
 # event as it accepts an email and EventBridge delivers in about a second, retrying a failing target for up to

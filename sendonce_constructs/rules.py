@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from sendonce_contract.schema import Ledger
+
 from .errors import SendOnceConfigurationError
 
 # AWS limits the rules are built from (Lambda, SQS and the SQS event source mapping).
@@ -271,14 +273,14 @@ def check_table_choice(existing_table_given: bool, table_overrides: Sequence[str
 
 def check_existing_table_keys(partition_keys: Sequence[tuple[str, str]], sort_keys: Sequence[str]) -> None:
     """``partition_keys`` as (name, type name) and ``sort_keys`` as names, read from a table defined in the app."""
-    if list(partition_keys) == [("dedupeKey", "STRING")] and not sort_keys:
+    if list(partition_keys) == [(Ledger.KEY, "STRING")] and not sort_keys:
         return
     given = ", ".join(f"{name!r} ({kind})" for name, kind in partition_keys) or "none"
     sort = f" and sort key {', '.join(repr(k) for k in sort_keys)}" if sort_keys else ""
     _fail(
         f"existing_table has partition key {given}{sort}: the dedupe ledger reads and writes items keyed by "
-        "'dedupeKey' (STRING) alone, so every claim would fail at run time; create the table with "
-        "partition_key=dynamodb.Attribute(name='dedupeKey', type=dynamodb.AttributeType.STRING) and no sort key"
+        f"'{Ledger.KEY}' (STRING) alone, so every claim would fail at run time; create the table with "
+        f"partition_key=dynamodb.Attribute(name='{Ledger.KEY}', type=dynamodb.AttributeType.STRING) and no sort key"
     )
 
 

@@ -1,27 +1,67 @@
-"""Where the bundled consumer's code lives, in a wheel and in a source checkout."""
+"""The bundled Lambda code: the installed ``sendonce_runtime`` and ``sendonce_contract`` packages, side by side.
+
+Both are ordinary installed packages (from a wheel, or from the checkout in an editable install). A Lambda asset is
+one folder, so their source files are staged together in a folder named by their content's hash: the same code
+always gives the same folder, hence the same asset hash, and nothing is copied into the wheel at build time.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
+import os
+import shutil
+import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from aws_cdk import aws_lambda as lambda_
+if TYPE_CHECKING:
+    from aws_cdk import aws_lambda as lambda_
 
 HANDLER = "sendonce_runtime.handler.handler"
+PACKAGES = ("sendonce_runtime", "sendonce_contract")
+SHIPPED_SUFFIXES = (".py", ".json")  # code and the message's JSON Schema; no bytecode, no typing markers
 
-_PACKAGE_DIR = Path(__file__).resolve().parent
-# In a built wheel the runtime is copied under the package; in a checkout it sits beside it.
-_CANDIDATES = (_PACKAGE_DIR / "_runtime", _PACKAGE_DIR.parent / "runtime")
-_EXCLUDE = ["__pycache__", "*.pyc", "py.typed"]
+
+def package_dir(name: str) -> Path:
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(f"the package {name} that the bundled Lambda code needs is not installed; "
+                                "reinstall sendonce")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def bundle_files() -> list[tuple[str, Path]]:
+    """(path inside the asset, source file), in a stable order."""
+    files = []
+    for name in PACKAGES:
+        root = package_dir(name)
+        files += [(f"{name}/{path.relative_to(root).as_posix()}", path) for path in sorted(root.rglob("*"))
+                  if path.suffix in SHIPPED_SUFFIXES and path.is_file() and "__pycache__" not in path.parts]
+    return files
 
 
 def runtime_asset_dir() -> Path:
-    """The folder whose ``sendonce_runtime/`` package becomes the Lambda code asset."""
-    for candidate in _CANDIDATES:
-        if (candidate / "sendonce_runtime" / "handler.py").is_file():
-            return candidate
-    searched = ", ".join(str(c) for c in _CANDIDATES)
-    raise FileNotFoundError(f"the sendonce consumer code is missing (looked in {searched}); reinstall sendonce")
+    """A folder holding exactly the bundled packages, made once per content."""
+    files = bundle_files()
+    digest = hashlib.sha256()
+    for name, path in files:
+        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    target = Path(tempfile.gettempdir()) / f"sendonce-lambda-{digest.hexdigest()[:20]}"
+    if target.is_dir():
+        return target
+    staging = Path(tempfile.mkdtemp(prefix=".sendonce-lambda-", dir=target.parent))
+    for name, path in files:
+        (staging / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, staging / name)
+    try:
+        os.rename(staging, target)  # atomic: a folder under the final name is always complete
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)  # another process staged the same content first
+    return target
 
 
 def runtime_code() -> lambda_.Code:
-    return lambda_.Code.from_asset(str(runtime_asset_dir()), exclude=_EXCLUDE)
+    from aws_cdk import aws_lambda as lambda_
+
+    return lambda_.Code.from_asset(str(runtime_asset_dir()))

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from sendonce_runtime.address import InvalidAddress, parse_mailbox
-from sendonce_runtime.message import InvalidMessage, check_key
+from sendonce_contract.address import InvalidAddress, parse_mailbox
+from sendonce_contract.message import InvalidMessage, check_key
 
 SEPARATOR = ":"
 

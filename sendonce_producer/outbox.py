@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from sendonce_contract.schema import OutboxItem
+
 from .job import EmailJob
 
 # How long an outbox item stays (the relay reads it from the stream within seconds; TTL only tidies up).
@@ -24,16 +26,16 @@ def outbox_put(
     with a ConditionalCheckFailed reason), for callers who want to see the conflict.
     """
     values: dict[str, Any] = {
-        "job": {"S": job.to_message()},
-        "createdAt": {"N": str(time.time_ns() // 1_000_000)},
-        "expiresAt": {"N": str(int(time.time()) + OUTBOX_TTL_S)},
+        OutboxItem.JOB: {"S": job.to_message()},
+        OutboxItem.CREATED_AT: {"N": str(time.time_ns() // 1_000_000)},
+        OutboxItem.EXPIRES_AT: {"N": str(int(time.time()) + OUTBOX_TTL_S)},
     }
     if group_id is not None:
-        values["groupId"] = {"S": group_id}
-    key = {"dedupeKey": {"S": job.dedupe_key}}
+        values[OutboxItem.GROUP_ID] = {"S": group_id}
+    key = {OutboxItem.KEY: {"S": job.dedupe_key}}
     if fail_if_exists:
         return {"Put": {"TableName": table_name, "Item": {**key, **values},
-                        "ConditionExpression": "attribute_not_exists(dedupeKey)"}}
+                        "ConditionExpression": f"attribute_not_exists({OutboxItem.KEY})"}}
     # Each attribute is set only where the item has none: a new key is written whole (an INSERT the relay sends),
     # an existing one is not changed at all.
     names = {f"#{name}": name for name in values}

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import boto3
+
 from sendonce_runtime.aws_clients import ledger_config, ses_config
 from sendonce_runtime.handler import Consumer
 from sendonce_runtime.outcome_log import OutcomeLog
@@ -122,9 +123,8 @@ class Pipeline:
     def ses_events(self, clock: Any = None, faults: Any = None, seed: int = 0) -> Any:
         """SES's event publishing played for this pipeline, delivered straight to a recorder (no EventBridge):
         ``publisher.pump(float("inf"))`` hands every event so far to the recorder."""
-        from sendonce_runtime.event_recorder import EventLog, EventRecorder, RecorderSettings
-
         from sendonce_constructs.local.ses_publisher import EventFaults, SesEventPublisher, as_sqs_records
+        from sendonce_runtime.event_recorder import EventLog, EventRecorder, RecorderSettings
 
         if self.evidence_dead_letter_queue_url is None:
             self.evidence_dead_letter_queue_url = boto3.client("sqs").create_queue(

@@ -8,7 +8,7 @@ import copy
 import json
 from typing import Any
 
-from sendonce_runtime.key_tags import PIPELINE_TAG, key_tags
+from sendonce_contract.key_tags import PIPELINE_TAG, key_tags
 
 ACCOUNT = "123456789012"
 

@@ -8,11 +8,11 @@ import re
 
 import pytest
 from consumer_harness import job
-from sendonce_runtime.address import InvalidAddress, Mailbox, parse_mailbox
-from sendonce_runtime.message import InvalidMessage, parse_job
-from sendonce_runtime.ses_sender import build_request
 
+from sendonce_contract.address import InvalidAddress, Mailbox, parse_mailbox
+from sendonce_contract.message import InvalidMessage, parse_job
 from sendonce_producer import EmailJob, InvalidJob, dedupe_key
+from sendonce_runtime.ses_sender import build_request
 
 # Cases from the isemail test suite (Dominic Sayers, "tests.xml", BSD licence; isemail.info), a public corpus of
 # RFC 5321/5322 address cases. Data only: the address, and whether this contract accepts it. The corpus calls some

@@ -8,7 +8,8 @@ import json
 from consumer_harness import FakeClock, FakeContext, event, sqs_record
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sendonce_runtime.message import FIELDS
+
+from sendonce_contract.message import FIELDS
 from sendonce_runtime.outcome_log import OutcomeLog
 
 json_values = st.recursive(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
+
 from sendonce_runtime.batch import run_batch
 from sendonce_runtime.outcome import Outcome, RecordResult
 from sendonce_runtime.sqs_record import SqsRecord

@@ -8,6 +8,7 @@ import threading
 import time
 
 from consumer_harness import FakeContext, event, failed_ids, job, sqs_record
+
 from sendonce_runtime.clock import SystemClock
 
 WORKERS = 8

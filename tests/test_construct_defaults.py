@@ -318,12 +318,6 @@ def test_logical_ids_are_pinned():
     }
 
 
-def test_the_runtime_policy_values_match_the_constructs():
-    from sendonce_runtime.delivery import DeliveryPolicy as RuntimePolicy
-
-    assert {p.value for p in DeliveryPolicy} == {p.value for p in RuntimePolicy}
-
-
 def test_outputs_publish_the_table_and_queues_for_the_operator_command():
     _, template = build()
     outputs = template.to_json()["Outputs"]

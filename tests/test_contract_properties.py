@@ -16,7 +16,8 @@ from typing import Any
 from consumer_harness import FakeClock, FakeContext, event, sqs_record
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sendonce_runtime.message import InvalidMessage, parse_job
+
+from sendonce_contract.message import InvalidMessage, parse_job
 from sendonce_runtime.outcome_log import OutcomeLog
 from sendonce_runtime.ses_sender import build_request
 

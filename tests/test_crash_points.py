@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
 from crash_injection import CrashPoint, WorkerKilled, crash_at
-from sendonce_runtime.delivery import DeliveryPolicy
+
+from sendonce_contract.delivery import DeliveryPolicy
 
 VISIBILITY_TIMEOUT_MS = 6 * 30_000  # the construct's default: the redelivery comes no sooner
 

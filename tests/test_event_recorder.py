@@ -11,10 +11,11 @@ import pytest
 from consumer_harness import FakeClock
 from hypothesis import given
 from hypothesis import strategies as st
-from sendonce_runtime.event_recorder import EventLog, EventRecorder, RecorderSettings
-from sendonce_runtime.key_tags import TAG_VALUE_MAX, key_from_tags, key_tags
-from sendonce_runtime.ses_events import MalformedEvent, parse_event
 from ses_event_fixtures import OWN_OBJECTS, ses_event, sqs_records
+
+from sendonce_contract.key_tags import TAG_VALUE_MAX, key_from_tags, key_tags
+from sendonce_runtime.event_recorder import EventLog, EventRecorder, RecorderSettings
+from sendonce_runtime.ses_events import MalformedEvent, parse_event
 
 EXPECTED_ATTRIBUTES = {
     "Send": {},

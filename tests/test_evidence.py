@@ -12,10 +12,10 @@ from __future__ import annotations
 import pytest
 from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
 from crash_injection import CrashPoint, WorkerKilled, crash_at
-from sendonce_runtime.delivery import DeliveryPolicy
 from ses_fault_proxy import Fault
 
 from sendonce_constructs.local.ses_publisher import EventFaults
+from sendonce_contract.delivery import DeliveryPolicy
 
 VISIBILITY_TIMEOUT_MS = 6 * 30_000
 GRACE_MS = 5 * 60_000

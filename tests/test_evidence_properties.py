@@ -16,9 +16,9 @@ from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
 from crash_injection import CrashPoint, WorkerKilled, crash_at
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sendonce_runtime.delivery import DeliveryPolicy
 
 from sendonce_constructs.local.ses_publisher import EventFaults
+from sendonce_contract.delivery import DeliveryPolicy
 
 KEYS = 3
 GRACE_MS = 60_000

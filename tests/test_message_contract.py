@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 from consumer_harness import job
-from sendonce_runtime.address import Mailbox
-from sendonce_runtime.message import (
+
+from sendonce_contract.address import Mailbox
+from sendonce_contract.message import (
     FIELDS,
     InvalidMessage,
     RawContent,
@@ -18,7 +19,7 @@ from sendonce_runtime.message import (
     parse_job,
 )
 
-SCHEMA = Path(__file__).resolve().parents[1] / "runtime" / "sendonce_runtime" / "message.schema.json"
+SCHEMA = Path(__file__).resolve().parents[1] / "contract" / "sendonce_contract" / "message.schema.json"
 
 
 def parse(body: dict) -> object:

@@ -6,10 +6,11 @@ import io
 import json
 
 from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
-from sendonce_runtime.delivery import DeliveryPolicy
-from sendonce_runtime.message import parse_job
-from sendonce_runtime.outcome_log import OutcomeLog
 from ses_fault_proxy import Fault
+
+from sendonce_contract.delivery import DeliveryPolicy
+from sendonce_contract.message import parse_job
+from sendonce_runtime.outcome_log import OutcomeLog
 
 
 def hash_of(key: str) -> str:

@@ -9,11 +9,11 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
-from sendonce_runtime.delivery import DeliveryPolicy
 
 from sendonce_constructs.ops.cli import main as sendonce
 from sendonce_constructs.ops.dead_letters import DeadLetters
 from sendonce_constructs.ops.ledger_view import LedgerView, StateChanged
+from sendonce_contract.delivery import DeliveryPolicy
 
 
 @pytest.fixture
@@ -214,8 +214,9 @@ def test_a_wrong_stack_or_a_missing_table_is_a_clear_error(aws, capsys):
 
 
 def test_status_shows_what_ses_said_and_doubles_lists_keys_sent_twice(pipeline, ops, capsys):
-    from sendonce_runtime.event_recorder import EventLog, EventRecorder, RecorderSettings
     from ses_event_fixtures import ses_event, sqs_records
+
+    from sendonce_runtime.event_recorder import EventLog, EventRecorder, RecorderSettings
 
     run, _ = ops
     clock = FakeClock()

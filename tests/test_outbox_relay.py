@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import boto3
 from botocore.stub import Stubber
+
 from sendonce_runtime.outbox_relay import relay
 
 

@@ -14,10 +14,11 @@ import pytest
 from botocore.stub import Stubber
 from hypothesis import given
 from hypothesis import strategies as st
-from sendonce_runtime.message import parse_job
-from sendonce_runtime.outbox_relay import relay
 
+from sendonce_constructs.runtime_asset import runtime_asset_dir
+from sendonce_contract.message import parse_job
 from sendonce_producer import EmailJob, InvalidJob, dedupe_key, enqueue, enqueue_many, outbox_put
+from sendonce_runtime.outbox_relay import relay
 
 ROOT = Path(__file__).resolve().parents[1]
 SENDER = "Shop <receipts@example.com>"
@@ -202,7 +203,7 @@ def test_an_order_through_the_outbox_sends_one_email_even_when_retried_and_relay
         transaction, _ = order_transaction(order)
         dynamodb.transact_write_items(TransactItems=transaction)
         dynamodb.transact_write_items(TransactItems=transaction)  # the client retried after a timeout: commits
-    relay = FunctionSpec("relay", "sendonce_runtime.outbox_relay.handler", ROOT / "runtime",
+    relay = FunctionSpec("relay", "sendonce_runtime.outbox_relay.handler", runtime_asset_dir(),
                          {"SENDONCE_QUEUE_URL": queue_url}, timeout_s=10)
     for _ in range(2):  # a stream delivers at least once: relay the whole stream twice
         runner = StreamEventSourceRunner(relay, StreamSourceSpec(stream_arn, insert_only=True),
@@ -220,18 +221,22 @@ def test_an_order_through_the_outbox_sends_one_email_even_when_retried_and_relay
     assert pipeline.emails_per_key() == {"order-1": 1, "order-2": 1}
 
 
-def test_the_producer_distribution_needs_boto3_only_and_never_imports_the_cdk(tmp_path):
-    subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path),
-                    str(ROOT / "producer")], check=True, capture_output=True)
+def test_the_producer_distribution_carries_the_producer_only_and_never_imports_the_cdk(tmp_path):
+    for project in (ROOT / "producer", ROOT / "contract"):
+        subprocess.run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(tmp_path),
+                        str(project)], check=True, capture_output=True)
     [wheel] = tmp_path.glob("sendonce_producer-*.whl")
+    [contract] = tmp_path.glob("sendonce_contract-*.whl")
     archive = zipfile.ZipFile(wheel)
     metadata = archive.read(next(n for n in archive.namelist() if n.endswith("METADATA"))).decode()
     requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist")]
-    assert requires == ["Requires-Dist: boto3>=1.35"]
-    assert {"sendonce_producer/job.py", "sendonce_runtime/message.py"} <= set(archive.namelist())
-    check = "import sys, sendonce_producer; assert not [m for m in sys.modules if m.startswith('aws_cdk')]"
+    assert requires == ["Requires-Dist: boto3>=1.35", "Requires-Dist: sendonce-contract==0.1.0"]
+    packages = {name.split("/")[0] for name in archive.namelist() if not name.split("/")[0].endswith(".dist-info")}
+    assert packages == {"sendonce_producer"}  # the contract comes as a dependency; no Lambda handler
+    check = ("import sys, sendonce_producer; assert not [m for m in sys.modules if m.startswith('aws_cdk')]; "
+             "assert 'sendonce_runtime' not in sys.modules")
     subprocess.run([sys.executable, "-c", check], check=True, cwd=tmp_path,
-                   env={"PYTHONPATH": str(wheel), "PATH": "/usr/bin:/bin"})
+                   env={"PYTHONPATH": f"{wheel}:{contract}", "PATH": "/usr/bin:/bin"})
 
 
 def test_the_stream_runner_keeps_reading_after_a_refused_transaction(pipeline):
@@ -243,7 +248,7 @@ def test_the_stream_runner_keeps_reading_after_a_refused_transaction(pipeline):
     dynamodb, sqs = outbox_tables(), boto3.client("sqs")
     queue_url = sqs.create_queue(QueueName="jobs")["QueueUrl"]
     stream_arn = dynamodb.describe_table(TableName="outbox")["Table"]["LatestStreamArn"]
-    relay = FunctionSpec("relay", "sendonce_runtime.outbox_relay.handler", ROOT / "runtime",
+    relay = FunctionSpec("relay", "sendonce_runtime.outbox_relay.handler", runtime_asset_dir(),
                          {"SENDONCE_QUEUE_URL": queue_url}, timeout_s=10)
     runner = StreamEventSourceRunner(relay, StreamSourceSpec(stream_arn, insert_only=True),
                                      pipeline.aws.environment).start()

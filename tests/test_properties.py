@@ -10,7 +10,8 @@ from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
 from crash_injection import CrashPoint, WorkerKilled, crash_at
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sendonce_runtime.delivery import DeliveryPolicy
+
+from sendonce_contract.delivery import DeliveryPolicy
 
 KEYS = 3
 PAST_ANY_LEASE_MS = 6 * 30_000

@@ -8,9 +8,10 @@ import json
 
 import pytest
 from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
-from sendonce_runtime.delivery import DeliveryPolicy
-from sendonce_runtime.outcome_log import OutcomeLog
 from ses_fault_proxy import Fault
+
+from sendonce_contract.delivery import DeliveryPolicy
+from sendonce_runtime.outcome_log import OutcomeLog
 
 LEASE_EXPIRED_MS = 30_000 + 10_000 + 1  # past the invocation's deadline plus the lease margin
 NEVER = DeliveryPolicy.NEVER_RESEND  # the former at-most-once: with SES events off, what these tests are about

@@ -7,6 +7,7 @@ import time
 
 import pytest
 from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
+
 from sendonce_runtime.send_rate import SendRateLimiter
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import aws_cdk as cdk
@@ -103,14 +104,20 @@ def test_a_low_max_receive_count_is_fine_without_events():
     assert pipeline.evidence is None
 
 
-def test_the_rule_the_recorder_and_the_local_publisher_agree_on_tags_and_event_types():
-    # The construct cannot import the runtime (the wheel ships it as asset files): the copies are held together here.
-    from sendonce_runtime.key_tags import PIPELINE_TAG
-    from sendonce_runtime.ses_events import EVENT_OBJECTS
+def test_the_rule_and_the_local_publisher_use_the_contract_s_tag_and_event_types():
+    from sendonce_constructs.local.ses_publisher import eventbridge_event
+    from sendonce_contract.key_tags import PIPELINE_TAG
+    from sendonce_contract.schema import SES_EVENT_TYPES
+    from sendonce_runtime.ses_events import parse_event
 
-    from sendonce_constructs import evidence
-    from sendonce_constructs.local.ses_publisher import DETAIL_TYPES
-
-    assert evidence.PIPELINE_TAG == PIPELINE_TAG
-    assert set(DETAIL_TYPES) == set(EVENT_OBJECTS)
-    assert set(DETAIL_TYPES.values()) == set(evidence.DETAIL_TYPES)
+    _, template = build()
+    [rule] = resources(template, "AWS::Events::Rule").values()
+    assert rule["EventPattern"]["detail-type"] == [event.detail_type for event in SES_EVENT_TYPES]
+    assert list(rule["EventPattern"]["detail"]["mail"]["tags"]) == [PIPELINE_TAG]
+    for event in SES_EVENT_TYPES:  # what the local SES publishes, the recorder reads
+        record = {"eventType": event.name, "mail": {"messageId": "m", "timestamp": "2026-11-30T00:00:00.000Z",
+                                                    "tags": {"sendonce-key": ["k"], PIPELINE_TAG: ["p"]}},
+                  event.record_object: {}}
+        published = eventbridge_event(record, "123456789012", "us-east-1")
+        assert published["detail-type"] == event.detail_type
+        assert parse_event(json.dumps(published)).event_type == event.name

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from sendonce_runtime.delivery import DeliveryPolicy
+
+from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_runtime.settings import Settings, SettingsError
 
 

@@ -8,8 +8,9 @@ import json
 import boto3
 import pytest
 from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
-from sendonce_runtime.outcome_log import OutcomeLog
 from ses_fault_proxy import Fault
+
+from sendonce_runtime.outcome_log import OutcomeLog
 
 
 @pytest.fixture

@@ -6,16 +6,11 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from sendonce_contract.schema import DeadLetter, ReasonCode
+
 from .sqs_record import SqsRecord
 
 MAX_REASON_CHARS = 1024
-# The attribute names an operator filters and redrives by.
-REASON_CODE = "sendonce.reasonCode"
-REASON = "sendonce.reason"
-SOURCE_MESSAGE_ID = "sendonce.sourceMessageId"
-SOURCE_QUEUE = "sendonce.sourceQueue"
-DEDUPE_KEY = "sendonce.dedupeKey"
-RECEIVE_COUNT = "sendonce.receiveCount"
 
 
 class DeadLetterQueue:
@@ -24,17 +19,17 @@ class DeadLetterQueue:
         self._url = queue_url
         self._fifo = fifo
 
-    def send(self, record: SqsRecord, reason_code: str, reason: str, dedupe_key: str | None) -> bool:
+    def send(self, record: SqsRecord, reason_code: ReasonCode, reason: str, dedupe_key: str | None) -> bool:
         """Copy the original body to the DLQ; False if that failed (the caller then leaves the message queued)."""
         attributes = {
-            REASON_CODE: reason_code,
-            REASON: reason[:MAX_REASON_CHARS],
-            SOURCE_MESSAGE_ID: record.message_id,
-            SOURCE_QUEUE: record.event_source_arn or "unknown",
-            RECEIVE_COUNT: str(record.receive_count),
+            DeadLetter.REASON_CODE: reason_code.value,
+            DeadLetter.REASON: reason[:MAX_REASON_CHARS],
+            DeadLetter.SOURCE_MESSAGE_ID: record.message_id,
+            DeadLetter.SOURCE_QUEUE: record.event_source_arn or "unknown",
+            DeadLetter.RECEIVE_COUNT: str(record.receive_count),
         }
         if dedupe_key:
-            attributes[DEDUPE_KEY] = dedupe_key
+            attributes[DeadLetter.DEDUPE_KEY] = dedupe_key
         request: dict[str, Any] = {
             "QueueUrl": self._url,
             "MessageBody": record.body,

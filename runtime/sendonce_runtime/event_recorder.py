@@ -19,6 +19,8 @@ from typing import Any, TextIO
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from sendonce_contract.schema import Ledger, ReasonCode, Status
+
 from .clock import Clock, SystemClock
 from .dead_letter import DeadLetterQueue
 from .evidence import EvidenceLedger, Recorded, Verdict
@@ -27,7 +29,6 @@ from .ses_events import IgnoredEvent, MalformedEvent, SesEvent, parse_event
 from .settings import SettingsError
 from .sqs_record import SqsRecord
 
-MALFORMED_EVENT = "malformed-event"
 # Metric names per event type, counted for every event recorded.
 EVENT_METRICS = {"Send": "SesSends", "Delivery": "Deliveries", "Bounce": "Bounces", "Complaint": "Complaints",
                  "Reject": "Rejects", "DeliveryDelay": "DeliveryDelays", "Rendering Failure": "RenderingFailures"}
@@ -97,7 +98,7 @@ class EventRecorder:
         except MalformedEvent as error:
             self.log.write({"level": "WARN", "logger": "sendonce.evidence", "outcome": "malformed",
                             "reason": error.reason, "messageId": record.message_id}, ["MalformedEvents"])
-            return self._dead_letters.send(record, MALFORMED_EVENT, error.reason, None)
+            return self._dead_letters.send(record, ReasonCode.MALFORMED_EVENT, error.reason, None)
         if self.settings.pipeline_tag is not None and parsed.pipeline != self.settings.pipeline_tag:
             self.log.write(_line(parsed, "other_pipeline"), ["OtherPipelineEvents"])
             return True
@@ -122,7 +123,7 @@ class EventRecorder:
         if recorded.first_evidence:
             counts.append("SendsConfirmed")
             latency = max(0, self._clock.now_ms() - event.sent_at_ms)
-            if recorded.was_status in ("IN_FLIGHT", "UNKNOWN"):
+            if recorded.was_status in (Status.IN_FLIGHT.value, Status.UNKNOWN.value):
                 counts.append("UndecidedSendsSettled")
         if recorded.double_send:
             line["level"] = "ERROR"
@@ -132,7 +133,7 @@ class EventRecorder:
 
 def _line(event: SesEvent, outcome: str) -> dict[str, Any]:
     return {"level": "INFO", "logger": "sendonce.evidence", "outcome": outcome, "eventType": event.event_type,
-            "dedupeKey": event.dedupe_key, "sesMessageId": event.ses_message_id}
+            Ledger.KEY: event.dedupe_key, Ledger.SES_MESSAGE_ID: event.ses_message_id}
 
 
 _lock = threading.Lock()

@@ -5,11 +5,9 @@ confirms the send just as well): every attribute is set only if absent, and SES'
 set. It never creates a record nor revives an expired one. Any event proves SES accepted that message id, so
 the record becomes SENT; a second distinct id on one key means a second email went out, and is reported.
 
-Attributes written: ``status`` (SENT), ``sesMessageId`` (if none), ``sesMessageIds`` (every id SES reported),
-``sesAcceptedAt`` (mail.timestamp, ms), ``evidenceAt`` (when the first event was recorded, ms), one time per
-event type (``deliveredAt``, ``bouncedAt``, ``complainedAt``, ``rejectedAt``, ``delayedAt``,
-``renderingFailedAt``, ms) and what the event says (``bounceType``, ``bounceSubType``,
-``complaintFeedbackType``, ``rejectReason``, ``delayType``, ``renderingError``).
+Attributes written (names from :class:`sendonce_contract.schema.Ledger`): the status (SENT), the SES message id
+(if none), the set of every id SES reported, when SES accepted it (mail.timestamp), when the first event was
+recorded, one time per event type and what the event says (bounce type, complaint feedback type, ...).
 """
 
 from __future__ import annotations
@@ -19,18 +17,10 @@ from typing import Any, NamedTuple
 
 from botocore.exceptions import ClientError
 
+from sendonce_contract.schema import SES_EVENTS_BY_NAME, Ledger, Status
+
 from .clock import Clock
 from .ses_events import SesEvent
-
-TIME_ATTRIBUTES = {
-    "Send": "sesAcceptedAt",
-    "Delivery": "deliveredAt",
-    "Bounce": "bouncedAt",
-    "Complaint": "complainedAt",
-    "Reject": "rejectedAt",
-    "DeliveryDelay": "delayedAt",
-    "Rendering Failure": "renderingFailedAt",
-}
 
 
 class Verdict(enum.Enum):
@@ -56,22 +46,22 @@ class EvidenceLedger:
     def record(self, event: SesEvent) -> Recorded:
         now_ms = self._clock.now_ms()
         values: dict[str, Any] = {
-            ":sent": {"S": "SENT"},
+            ":sent": {"S": Status.SENT.value},
             ":id": {"S": event.ses_message_id},
             ":ids": {"SS": [event.ses_message_id]},
             ":accepted": {"N": str(event.sent_at_ms)},
             ":now_ms": {"N": str(now_ms)},
             ":now_s": {"N": str(now_ms // 1000)},
         }
-        names = {"#status": "status"}
+        names = {"#status": Ledger.STATUS}
         sets = [
             "#status = :sent",
-            "sesMessageId = if_not_exists(sesMessageId, :id)",
-            "sesAcceptedAt = if_not_exists(sesAcceptedAt, :accepted)",
-            "evidenceAt = if_not_exists(evidenceAt, :now_ms)",
+            f"{Ledger.SES_MESSAGE_ID} = if_not_exists({Ledger.SES_MESSAGE_ID}, :id)",
+            f"{Ledger.SES_ACCEPTED_AT} = if_not_exists({Ledger.SES_ACCEPTED_AT}, :accepted)",
+            f"{Ledger.EVIDENCE_AT} = if_not_exists({Ledger.EVIDENCE_AT}, :now_ms)",
         ]
-        time_attribute = TIME_ATTRIBUTES[event.event_type]
-        if time_attribute != "sesAcceptedAt":
+        time_attribute = SES_EVENTS_BY_NAME[event.event_type].time_attribute
+        if time_attribute != Ledger.SES_ACCEPTED_AT:
             values[":occurred"] = {"N": str(event.occurred_at_ms)}
             sets.append(f"{time_attribute} = if_not_exists({time_attribute}, :occurred)")
         for n, (name, value) in enumerate(sorted(event.outcome.items())):
@@ -81,9 +71,10 @@ class EvidenceLedger:
         try:
             response = self._client.update_item(
                 TableName=self._table,
-                Key={"dedupeKey": {"S": event.dedupe_key}},
-                UpdateExpression=f"SET {', '.join(sets)} ADD sesMessageIds :ids REMOVE leaseExpiresAt",
-                ConditionExpression="attribute_exists(dedupeKey) AND expiresAt >= :now_s",
+                Key={Ledger.KEY: {"S": event.dedupe_key}},
+                UpdateExpression=(f"SET {', '.join(sets)} ADD {Ledger.SES_MESSAGE_IDS} :ids "
+                                  f"REMOVE {Ledger.LEASE_EXPIRES_AT}"),
+                ConditionExpression=f"attribute_exists({Ledger.KEY}) AND {Ledger.EXPIRES_AT} >= :now_s",
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
                 ReturnValues="ALL_OLD",
@@ -95,11 +86,11 @@ class EvidenceLedger:
             old_item = error.response.get("Item")
             return Recorded(Verdict.EXPIRED_KEY if old_item else Verdict.UNKNOWN_KEY)
         old = response.get("Attributes", {})
-        known = set(old.get("sesMessageIds", {}).get("SS", []))
+        known = set(old.get(Ledger.SES_MESSAGE_IDS, {}).get("SS", []))
         return Recorded(
             Verdict.RECORDED,
             first_evidence=not known,
             double_send=bool(known) and event.ses_message_id not in known,
             ses_message_ids=tuple(sorted(known | {event.ses_message_id})),
-            was_status=old.get("status", {}).get("S"),
+            was_status=old.get(Ledger.STATUS, {}).get("S"),
         )

@@ -1,29 +1,24 @@
 """The dedupe ledger: one DynamoDB item per dedupe key, whose conditional writes are the lock.
 
-Item attributes: ``dedupeKey`` (partition key), ``status`` (IN_FLIGHT, SENT, UNKNOWN), ``owner`` (a token
-unique to one attempt), ``leaseExpiresAt`` (epoch ms), ``expiresAt`` (epoch s, the TTL attribute),
-``payloadHash``, ``sesMessageId``, ``claimedAt`` and ``sentAt`` (epoch ms), ``attempts``.
-
-Every write that follows a claim is conditional on ``owner``, so a late worker can never overwrite a newer
-claim. An item whose ``expiresAt`` has passed counts as absent: DynamoDB's TTL deletion lags, so the reader checks.
+The item's attributes are :class:`sendonce_contract.schema.Ledger`'s. Every write that follows a claim is
+conditional on the owner token, so a late worker can never overwrite a newer claim. An item whose TTL time has
+passed counts as absent: DynamoDB's TTL deletion lags, so the reader checks.
 """
 
 from __future__ import annotations
 
-import enum
 from typing import Any, NamedTuple
 
 from botocore.exceptions import ClientError
 
+from sendonce_contract.schema import Ledger, Status
+
 from .clock import Clock
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
-
-
-class Status(enum.Enum):
-    IN_FLIGHT = "IN_FLIGHT"
-    SENT = "SENT"
-    UNKNOWN = "UNKNOWN"
+# Owner and status are DynamoDB reserved words: expressions name them through these placeholders.
+NAMES = {"#owner": Ledger.OWNER, "#status": Ledger.STATUS}
+KEY, EXPIRES_AT, LEASE = Ledger.KEY, Ledger.EXPIRES_AT, Ledger.LEASE_EXPIRES_AT
 
 
 class LedgerRecord(NamedTuple):
@@ -38,13 +33,13 @@ class LedgerRecord(NamedTuple):
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> LedgerRecord:
         return cls(
-            dedupe_key=item["dedupeKey"]["S"],
-            status=Status(item["status"]["S"]),
-            owner=item.get("owner", {}).get("S", ""),
-            lease_expires_at_ms=int(item.get("leaseExpiresAt", {}).get("N", "0")),
-            payload_hash=item.get("payloadHash", {}).get("S", ""),
-            attempts=int(item.get("attempts", {}).get("N", "0")),
-            ses_message_id=item.get("sesMessageId", {}).get("S"),
+            dedupe_key=item[Ledger.KEY]["S"],
+            status=Status(item[Ledger.STATUS]["S"]),
+            owner=item.get(Ledger.OWNER, {}).get("S", ""),
+            lease_expires_at_ms=int(item.get(Ledger.LEASE_EXPIRES_AT, {}).get("N", "0")),
+            payload_hash=item.get(Ledger.PAYLOAD_HASH, {}).get("S", ""),
+            attempts=int(item.get(Ledger.ATTEMPTS, {}).get("N", "0")),
+            ses_message_id=item.get(Ledger.SES_MESSAGE_ID, {}).get("S"),
         )
 
 
@@ -78,17 +73,17 @@ class DedupeLedger:
             self._client.put_item(
                 TableName=self._table,
                 Item={
-                    "dedupeKey": _s(key),
-                    "status": _s(Status.IN_FLIGHT.value),
-                    "owner": _s(owner),
-                    "leaseExpiresAt": _n(lease_expires_at_ms),
-                    "expiresAt": _n(now_ms // 1000 + self._ttl_s),
-                    "payloadHash": _s(payload_hash),
-                    "claimedAt": _n(now_ms),
-                    "attempts": _n(1),
+                    Ledger.KEY: _s(key),
+                    Ledger.STATUS: _s(Status.IN_FLIGHT.value),
+                    Ledger.OWNER: _s(owner),
+                    Ledger.LEASE_EXPIRES_AT: _n(lease_expires_at_ms),
+                    Ledger.EXPIRES_AT: _n(now_ms // 1000 + self._ttl_s),
+                    Ledger.PAYLOAD_HASH: _s(payload_hash),
+                    Ledger.CLAIMED_AT: _n(now_ms),
+                    Ledger.ATTEMPTS: _n(1),
                 },
-                ConditionExpression="attribute_not_exists(dedupeKey) OR expiresAt < :now_s OR #owner = :owner",
-                ExpressionAttributeNames={"#owner": "owner"},
+                ConditionExpression=f"attribute_not_exists({KEY}) OR {EXPIRES_AT} < :now_s OR #owner = :owner",
+                ExpressionAttributeNames={"#owner": Ledger.OWNER},
                 ExpressionAttributeValues={":now_s": _n(now_ms // 1000), ":owner": _s(owner)},
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
@@ -102,13 +97,13 @@ class DedupeLedger:
         try:
             response = self._client.update_item(
                 TableName=self._table,
-                Key={"dedupeKey": _s(previous.dedupe_key)},
+                Key={KEY: _s(previous.dedupe_key)},
                 UpdateExpression=(
-                    "SET #owner = :owner, leaseExpiresAt = :lease, claimedAt = :now_ms, payloadHash = :hash "
-                    "ADD attempts :one"
+                    f"SET #owner = :owner, {LEASE} = :lease, {Ledger.CLAIMED_AT} = :now_ms, "
+                    f"{Ledger.PAYLOAD_HASH} = :hash ADD {Ledger.ATTEMPTS} :one"
                 ),
-                ConditionExpression="#owner = :previous AND #status = :in_flight AND leaseExpiresAt < :now_ms",
-                ExpressionAttributeNames={"#owner": "owner", "#status": "status"},
+                ConditionExpression=f"#owner = :previous AND #status = :in_flight AND {LEASE} < :now_ms",
+                ExpressionAttributeNames=NAMES,
                 ExpressionAttributeValues={
                     ":owner": _s(owner),
                     ":lease": _n(lease_expires_at_ms),
@@ -121,7 +116,7 @@ class DedupeLedger:
                 ReturnValues="UPDATED_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
-            return Claim(won=True, attempts=int(response["Attributes"]["attempts"]["N"]))
+            return Claim(won=True, attempts=int(response["Attributes"][Ledger.ATTEMPTS]["N"]))
         except ClientError as error:
             return Claim(won=False, existing=self._old_record(error))
 
@@ -130,10 +125,10 @@ class DedupeLedger:
         try:
             self._client.update_item(
                 TableName=self._table,
-                Key={"dedupeKey": _s(previous.dedupe_key)},
-                UpdateExpression="SET #status = :unknown, unknownAt = :now_ms",
+                Key={KEY: _s(previous.dedupe_key)},
+                UpdateExpression=f"SET #status = :unknown, {Ledger.UNKNOWN_AT} = :now_ms",
                 ConditionExpression="#owner = :previous AND #status = :in_flight",
-                ExpressionAttributeNames={"#owner": "owner", "#status": "status"},
+                ExpressionAttributeNames=NAMES,
                 ExpressionAttributeValues={
                     ":unknown": _s(Status.UNKNOWN.value),
                     ":now_ms": _n(self._clock.now_ms()),
@@ -152,13 +147,13 @@ class DedupeLedger:
         try:
             self._client.update_item(
                 TableName=self._table,
-                Key={"dedupeKey": _s(key)},
+                Key={KEY: _s(key)},
                 UpdateExpression=(
-                    "SET #status = :sent, sesMessageId = :message_id, sentAt = :now_ms, expiresAt = :expires "
-                    "REMOVE leaseExpiresAt"
+                    f"SET #status = :sent, {Ledger.SES_MESSAGE_ID} = :message_id, {Ledger.SENT_AT} = :now_ms, "
+                    f"{EXPIRES_AT} = :expires REMOVE {LEASE}"
                 ),
                 ConditionExpression="#owner = :owner",
-                ExpressionAttributeNames={"#owner": "owner", "#status": "status"},
+                ExpressionAttributeNames=NAMES,
                 ExpressionAttributeValues={
                     ":sent": _s(Status.SENT.value),
                     ":message_id": _s(ses_message_id),
@@ -178,9 +173,9 @@ class DedupeLedger:
         try:
             self._client.delete_item(
                 TableName=self._table,
-                Key={"dedupeKey": _s(key)},
+                Key={KEY: _s(key)},
                 ConditionExpression="#owner = :owner",
-                ExpressionAttributeNames={"#owner": "owner"},
+                ExpressionAttributeNames={"#owner": Ledger.OWNER},
                 ExpressionAttributeValues={":owner": _s(owner)},
             )
         except ClientError as error:

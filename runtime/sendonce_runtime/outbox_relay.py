@@ -12,6 +12,8 @@ import os
 import threading
 from typing import Any
 
+from sendonce_contract.schema import OutboxItem
+
 _lock = threading.Lock()
 _sqs: Any = None
 BATCH = 10
@@ -28,17 +30,18 @@ def _client() -> Any:
 
 
 def _entry(index: int, image: dict[str, Any], fifo: bool) -> dict[str, Any]:
-    key = image["dedupeKey"]["S"]
-    entry: dict[str, Any] = {"Id": str(index), "MessageBody": image["job"]["S"]}
+    key = image[OutboxItem.KEY]["S"]
+    entry: dict[str, Any] = {"Id": str(index), "MessageBody": image[OutboxItem.JOB]["S"]}
     if fifo:
-        entry["MessageGroupId"] = image.get("groupId", {}).get("S") or key
+        entry["MessageGroupId"] = image.get(OutboxItem.GROUP_ID, {}).get("S") or key
         entry["MessageDeduplicationId"] = hashlib.sha256(key.encode("utf-8")).hexdigest()
     return entry
 
 
 def relay(records: list[dict[str, Any]], sqs: Any, queue_url: str, fifo: bool) -> list[str]:
     """Send the INSERTed jobs; the sequence numbers of those SQS did not take, in stream order."""
-    inserts = [r for r in records if r.get("eventName") == "INSERT" and "job" in r["dynamodb"].get("NewImage", {})]
+    inserts = [r for r in records
+               if r.get("eventName") == "INSERT" and OutboxItem.JOB in r["dynamodb"].get("NewImage", {})]
     failed: list[str] = []
     for start in range(0, len(inserts), BATCH):
         chunk = inserts[start : start + BATCH]

@@ -9,6 +9,8 @@ import threading
 import time
 from typing import TextIO
 
+from sendonce_contract.schema import Ledger
+
 from .metrics import emf_fields
 from .outcome import RecordResult
 
@@ -27,9 +29,9 @@ class OutcomeLog:
             "level": "WARN" if result.redeliver or result.key_conflict else "INFO",
             "logger": "sendonce",
             "outcome": result.outcome.value,
-            "dedupeKey": result.dedupe_key,
+            Ledger.KEY: result.dedupe_key,
             "messageId": result.message_id,
-            "sesMessageId": result.ses_message_id,
+            Ledger.SES_MESSAGE_ID: result.ses_message_id,
             "attempt": result.attempt,
             "receiveCount": receive_count,
         }

@@ -7,11 +7,13 @@ import uuid
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from sendonce_contract.delivery import DeliveryPolicy
+from sendonce_contract.message import InvalidMessage, ParsedJob, parse_job
+from sendonce_contract.schema import ReasonCode, Status
+
 from .clock import Clock, Deadline
 from .dead_letter import DeadLetterQueue
-from .delivery import DeliveryPolicy
-from .ledger import Claim, DedupeLedger, LedgerRecord, Status
-from .message import EmailJob, InvalidMessage, parse_job
+from .ledger import Claim, DedupeLedger, LedgerRecord
 from .outcome import Outcome, RecordResult
 from .send_rate import SendRateLimiter
 from .ses_sender import Accepted, Refused, SesSender
@@ -62,13 +64,13 @@ class RecordProcessor:
         try:
             job = parse_job(record.body, record.message_id)
         except InvalidMessage as error:
-            return self._dead_letter(record, Outcome.INVALID_MESSAGE, "invalid-message", error.reason,
+            return self._dead_letter(record, Outcome.INVALID_MESSAGE, ReasonCode.INVALID_MESSAGE, error.reason,
                                      error.dedupe_key)
         if self._settings.evidence_grace_ms is not None and job.configuration_set not in (
             None, self._settings.configuration_set
         ):
             return self._dead_letter(
-                record, Outcome.INVALID_MESSAGE, "invalid-message",
+                record, Outcome.INVALID_MESSAGE, ReasonCode.INVALID_MESSAGE,
                 f"configurationSet {job.configuration_set!r} is refused: SES's events through the pipeline's own "
                 "set are the evidence each email was sent once; drop the field (or deploy with ses_events=False)",
                 job.dedupe_key,
@@ -87,7 +89,7 @@ class RecordProcessor:
         return result
 
     def _claim_and_settle(
-        self, record: SqsRecord, job: EmailJob, policy: DeliveryPolicy, deadline: Deadline
+        self, record: SqsRecord, job: ParsedJob, policy: DeliveryPolicy, deadline: Deadline
     ) -> RecordResult:
         owner = uuid.uuid4().hex
         for _ in range(CLAIM_ROUNDS):
@@ -102,7 +104,7 @@ class RecordProcessor:
         return RecordResult(record.message_id, Outcome.CONTENDED, job.dedupe_key,
                             reason="the key's record kept changing under this worker")
 
-    def _claim(self, job: EmailJob, owner: str, deadline: Deadline) -> Claim:
+    def _claim(self, job: ParsedJob, owner: str, deadline: Deadline) -> Claim:
         """Claim, trying again after a ledger error while a whole record still fits before the deadline: a claim
         whose answer was lost is ours on the next try (the condition accepts our own owner token)."""
         tries = 1
@@ -122,7 +124,7 @@ class RecordProcessor:
     def _settle_existing(
         self,
         record: SqsRecord,
-        job: EmailJob,
+        job: ParsedJob,
         policy: DeliveryPolicy,
         owner: str,
         existing: LedgerRecord,
@@ -164,7 +166,7 @@ class RecordProcessor:
             return self._send(record, job, owner, step.attempts, deadline)
         return None
 
-    def _send(self, record: SqsRecord, job: EmailJob, owner: str, attempt: int, deadline: Deadline) -> RecordResult:
+    def _send(self, record: SqsRecord, job: ParsedJob, owner: str, attempt: int, deadline: Deadline) -> RecordResult:
         key = job.dedupe_key
         outcome = self._sender.send(job)
         if isinstance(outcome, Accepted):
@@ -177,7 +179,7 @@ class RecordProcessor:
             if outcome.retryable:
                 kind = Outcome.QUOTA_EXHAUSTED if outcome.quota else Outcome.THROTTLED
                 return RecordResult(record.message_id, kind, key, attempt=attempt, reason=outcome.reason)
-            return self._dead_letter(record, Outcome.REFUSED, "ses-refused", outcome.reason, key, attempt)
+            return self._dead_letter(record, Outcome.REFUSED, ReasonCode.SES_REFUSED, outcome.reason, key, attempt)
         # Ambiguous: the record stays IN_FLIGHT; when its lease expires, the delivery policy decides.
         return RecordResult(record.message_id, Outcome.AMBIGUOUS, key, attempt=attempt, reason=outcome.reason)
 
@@ -195,7 +197,7 @@ class RecordProcessor:
         self,
         record: SqsRecord,
         outcome: Outcome,
-        reason_code: str,
+        reason_code: ReasonCode,
         reason: str,
         key: str | None,
         attempt: int | None = None,

@@ -24,15 +24,16 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from sendonce_contract.schema import DeadLetter, ReasonCode
+
 from .dead_letter import DeadLetterQueue
 from .outcome import Outcome, RecordResult
-from .sqs_record import POSTPONEMENTS_ATTRIBUTE, SqsRecord
+from .sqs_record import SqsRecord
 
 SQS_MAX_VISIBILITY_S = 43_200
 SQS_MAX_DELAY_S = 900
 THROTTLE_BASE_DELAY_S = 2.0
 QUOTA_DELAY_S = 600.0  # "wait for an interval of up to 10 minutes" (SES, errors related to sending quotas)
-RECEIVES_EXHAUSTED = "max-receives"
 # Outcomes whose job comes back as a delayed copy on a standard queue.
 POSTPONED = frozenset({Outcome.THROTTLED, Outcome.QUOTA_EXHAUSTED, Outcome.PACED, Outcome.IN_FLIGHT_ELSEWHERE})
 
@@ -87,8 +88,8 @@ class Redelivery:
         if self._queue_url is None:
             return False
         attributes = {name: {"DataType": kind, "StringValue": value}
-                      for name, kind, value in record.message_attributes if name != POSTPONEMENTS_ATTRIBUTE}
-        attributes[POSTPONEMENTS_ATTRIBUTE] = {"DataType": "Number", "StringValue": str(postponements)}
+                      for name, kind, value in record.message_attributes if name != DeadLetter.POSTPONEMENTS}
+        attributes[DeadLetter.POSTPONEMENTS] = {"DataType": "Number", "StringValue": str(postponements)}
         try:
             self._client.send_message(QueueUrl=self._queue_url, MessageBody=record.body,
                                       DelaySeconds=min(delay_s, SQS_MAX_DELAY_S), MessageAttributes=attributes)
@@ -111,6 +112,6 @@ class Redelivery:
     def _give_up(self, record: SqsRecord, result: RecordResult) -> RecordResult:
         reason = (f"received {record.receive_count} times, the queue's max_receive_count; the last attempt was "
                   f"{result.outcome.value}: {result.reason or 'no reason given'}")
-        if self._dead_letters.send(record, RECEIVES_EXHAUSTED, reason, result.dedupe_key):
+        if self._dead_letters.send(record, ReasonCode.MAX_RECEIVES, reason, result.dedupe_key):
             return result._replace(outcome=Outcome.RECEIVES_EXHAUSTED, reason=reason)
         return result

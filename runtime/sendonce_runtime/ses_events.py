@@ -11,19 +11,8 @@ import json
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from .key_tags import key_from_tags, pipeline_of
-
-# eventType -> the name of its own object in the record. Open, Click and Subscription are not evidence here.
-EVENT_OBJECTS = {
-    "Send": "send",
-    "Delivery": "delivery",
-    "Bounce": "bounce",
-    "Complaint": "complaint",
-    "Reject": "reject",
-    "DeliveryDelay": "deliveryDelay",
-    "Rendering Failure": "failure",
-}
-IGNORED_EVENT_TYPES = frozenset({"Open", "Click", "Subscription"})
+from sendonce_contract.key_tags import key_from_tags, pipeline_of
+from sendonce_contract.schema import IGNORED_SES_EVENT_TYPES, SES_EVENTS_BY_NAME, Ledger
 
 
 class MalformedEvent(ValueError):
@@ -57,9 +46,9 @@ def parse_event(body: str) -> SesEvent:
     if not isinstance(detail, dict):
         raise MalformedEvent("the event has no detail object")
     event_type = detail.get("eventType")
-    if event_type in IGNORED_EVENT_TYPES:
+    if event_type in IGNORED_SES_EVENT_TYPES:
         raise IgnoredEvent(str(event_type))
-    if event_type not in EVENT_OBJECTS:
+    if event_type not in SES_EVENTS_BY_NAME:
         raise MalformedEvent(f"unknown eventType {event_type!r}")
     mail = detail.get("mail")
     if not isinstance(mail, dict):
@@ -73,24 +62,26 @@ def parse_event(body: str) -> SesEvent:
     if key is None:
         raise MalformedEvent(f"{event_type} event for {message_id} carries no readable sendonce key tags")
     sent_at = _ms(mail.get("timestamp"), f"{event_type} event for {message_id}: mail.timestamp")
-    own = detail.get(EVENT_OBJECTS[event_type])
+    object_name = SES_EVENTS_BY_NAME[event_type].record_object
+    own = detail.get(object_name)
     if not isinstance(own, dict):
-        raise MalformedEvent(f"{event_type} event for {message_id} has no {EVENT_OBJECTS[event_type]} object")
+        raise MalformedEvent(f"{event_type} event for {message_id} has no {object_name} object")
     occurred = _ms(own["timestamp"], f"{event_type}.timestamp") if "timestamp" in own else sent_at
     return SesEvent(event_type, message_id, key, pipeline_of(tags), sent_at, occurred, _outcome(event_type, own))
 
 
 def _outcome(event_type: str, own: dict[str, Any]) -> dict[str, str]:
     if event_type == "Bounce":
-        return {"bounceType": str(own.get("bounceType", "")), "bounceSubType": str(own.get("bounceSubType", ""))}
+        return {Ledger.BOUNCE_TYPE: str(own.get("bounceType", "")),
+                Ledger.BOUNCE_SUB_TYPE: str(own.get("bounceSubType", ""))}
     if event_type == "Complaint":
-        return {"complaintFeedbackType": str(own.get("complaintFeedbackType", ""))}
+        return {Ledger.COMPLAINT_FEEDBACK_TYPE: str(own.get("complaintFeedbackType", ""))}
     if event_type == "Reject":
-        return {"rejectReason": str(own.get("reason", ""))}
+        return {Ledger.REJECT_REASON: str(own.get("reason", ""))}
     if event_type == "DeliveryDelay":
-        return {"delayType": str(own.get("delayType", ""))}
+        return {Ledger.DELAY_TYPE: str(own.get("delayType", ""))}
     if event_type == "Rendering Failure":
-        return {"renderingError": str(own.get("errorMessage", ""))[:512]}
+        return {Ledger.RENDERING_ERROR: str(own.get("errorMessage", ""))[:512]}
     return {}
 
 

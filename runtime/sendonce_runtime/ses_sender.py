@@ -17,8 +17,8 @@ from botocore.exceptions import (
     ParamValidationError,
 )
 
-from .key_tags import PIPELINE_TAG, key_tags
-from .message import EmailJob, RawContent, SimpleContent, TemplateContent
+from sendonce_contract.key_tags import PIPELINE_TAG, key_tags
+from sendonce_contract.message import ParsedJob, RawContent, SimpleContent, TemplateContent
 
 # SES's throttling error for the 24-hour quota, as its documentation words it (the rate's is "Maximum sending rate").
 QUOTA_MESSAGE = "Daily message quota exceeded"
@@ -60,7 +60,7 @@ SendOutcome = Accepted | Refused | Ambiguous
 
 
 def build_request(
-    job: EmailJob, default_configuration_set: str | None, pipeline_tag: str | None = None
+    job: ParsedJob, default_configuration_set: str | None, pipeline_tag: str | None = None
 ) -> dict[str, Any]:
     """The SendEmail request, built from the parsed job only: addresses as SES must receive them (ASCII, punycode
     domains, RFC 2047 display names), never the producer's original strings."""
@@ -83,12 +83,12 @@ def build_request(
     return request
 
 
-def _tags(job: EmailJob, pipeline_tag: str | None) -> list[tuple[str, str]]:
+def _tags(job: ParsedJob, pipeline_tag: str | None) -> list[tuple[str, str]]:
     ours = key_tags(job.dedupe_key) + ([(PIPELINE_TAG, pipeline_tag)] if pipeline_tag else [])
     return ours + list(job.tags)
 
 
-def _content(job: EmailJob) -> dict[str, Any]:
+def _content(job: ParsedJob) -> dict[str, Any]:
     content = job.content
     if isinstance(content, SimpleContent):
         body = {}
@@ -111,7 +111,7 @@ class SesSender:
         self._default_configuration_set = default_configuration_set
         self._pipeline_tag = pipeline_tag
 
-    def send(self, job: EmailJob) -> SendOutcome:
+    def send(self, job: ParsedJob) -> SendOutcome:
         try:
             request = build_request(job, self._default_configuration_set, self._pipeline_tag)
             response = self._client.send_email(**request)

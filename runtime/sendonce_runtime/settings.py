@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .delivery import DeliveryPolicy
+from sendonce_contract.delivery import DeliveryPolicy
 
 # The most calls besides the send one record makes in a row: claim, release after a refusal, dead-letter send.
 LEDGER_CALLS_PER_RECORD = 3

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-# How many times a throttled job was put back as a delayed copy: the next delay grows with it.
-POSTPONEMENTS_ATTRIBUTE = "sendonce.postponements"
+from sendonce_contract.schema import DeadLetter
 
 
 class SqsRecord(NamedTuple):
@@ -19,7 +18,7 @@ class SqsRecord(NamedTuple):
 
     @property
     def postponements(self) -> int:
-        value = next((v for name, _, v in self.message_attributes if name == POSTPONEMENTS_ATTRIBUTE), "0")
+        value = next((v for name, _, v in self.message_attributes if name == DeadLetter.POSTPONEMENTS), "0")
         return int(value) if value.isdigit() else 0
 
     @classmethod

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import boto3
 
+from sendonce_contract.schema import Ledger
+
 from .stack_reader import physical_ids
 
 CONFIGURATION_SET_VARIABLE = "SENDONCE_CONFIGURATION_SET"
@@ -14,10 +16,10 @@ CONFIGURATION_SET_VARIABLE = "SENDONCE_CONFIGURATION_SET"
 
 def apply_ttl(table_name: str) -> str:
     boto3.client("dynamodb").update_time_to_live(
-        TableName=table_name, TimeToLiveSpecification={"AttributeName": "expiresAt", "Enabled": True}
+        TableName=table_name, TimeToLiveSpecification={"AttributeName": Ledger.EXPIRES_AT, "Enabled": True}
     )
-    return ("moto's CloudFormation ignores TimeToLiveSpecification: TTL on expiresAt was applied with the API "
-            "(moto never deletes expired items; the consumer treats them as absent anyway)")
+    return (f"moto's CloudFormation ignores TimeToLiveSpecification: TTL on {Ledger.EXPIRES_AT} was applied with the "
+            "API (moto never deletes expired items; the consumer treats them as absent anyway)")
 
 
 def make_skipped_configuration_sets(stack_name: str, cdk_out: Path) -> list[str]:

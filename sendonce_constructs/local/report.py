@@ -4,18 +4,22 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import boto3
 
+from sendonce_contract.delivery import DeliveryPolicy
+from sendonce_contract.message import DEDUPE_KEY_FIELD
+from sendonce_contract.schema import DeadLetter, Ledger, ReasonCode, Status
+
+from ..ops.ledger_view import Record
 from .load import BurstReport
 from .workload import Workload
 
-NEVER_RESEND = ("never-resend", "at-most-once")
-LEDGER_FIELDS = ("status", "sesMessageIds", "sesAcceptedAt", "evidenceAt", "deliveredAt", "bouncedAt", "bounceType",
-                 "bounceSubType", "complainedAt")
+UNKNOWN = Status.UNKNOWN.value
 
 
 @dataclass
@@ -55,7 +59,7 @@ class Report:
     unexpected_emails: int
     dead_letters: dict[str, int]  # reason code -> distinct source messages
     dead_letter_samples: dict[str, str]
-    dead_letter_copies: int  # extra copies of a message already there (a killed batch dead-lettered it twice)
+    dead_letter_copies: int  # extra copies of a job already there (see _dead_letters)
     expected_dead_letters: int
     refused_keys_not_dead_lettered: dict[str, str]  # key -> ledger status; UNKNOWN if its worker died mid-send
     runner: dict[str, int] = field(default_factory=dict)
@@ -68,13 +72,17 @@ class Report:
     burst: BurstReport | None = None
 
     @property
+    def _never_resend(self) -> bool:
+        return DeliveryPolicy(self.policy) is DeliveryPolicy.NEVER_RESEND
+
+    @property
     def lost_without_record(self) -> list[str]:
-        return sorted(k for k, status in self.keys_lost.items() if status not in ("UNKNOWN", "DLQ"))
+        return sorted(k for k, status in self.keys_lost.items() if status not in (UNKNOWN, "DLQ"))
 
     @property
     def poison_lost(self) -> bool:
         """A bad or refused job that is neither in the DLQ nor recorded UNKNOWN (killed mid-send) was lost."""
-        unrecorded_refusals = any(s != "UNKNOWN" for s in self.refused_keys_not_dead_lettered.values())
+        unrecorded_refusals = any(s != UNKNOWN for s in self.refused_keys_not_dead_lettered.values())
         dead_lettered = sum(self.dead_letters.values()) + len(self.refused_keys_not_dead_lettered)
         return unrecorded_refusals or dead_lettered < self.expected_dead_letters
 
@@ -84,7 +92,7 @@ class Report:
         nothing left UNKNOWN; in the residual phase, every double detected and inside the crash window."""
         if self.keys_sent_twice or self.lost_without_record or self.poison_lost or self.unexpected_emails:
             return False
-        if self.policy not in NEVER_RESEND and (self.keys_lost or self.unknown_records):
+        if not self._never_resend and (self.keys_lost or self.unknown_records):
             return False
         return (self.residual is None or self.residual.ok) and (self.burst is None or self.burst.ok)
 
@@ -97,9 +105,9 @@ class Report:
                 problems.append(f"{len(self.keys_sent_twice)} keys sent twice")
             if self.lost_without_record:
                 problems.append(f"{len(self.lost_without_record)} keys lost without a record")
-            if self.policy not in NEVER_RESEND and self.keys_lost:
+            if not self._never_resend and self.keys_lost:
                 problems.append(f"{len(self.keys_lost)} keys not sent")
-            if self.policy not in NEVER_RESEND and self.unknown_records:
+            if not self._never_resend and self.unknown_records:
                 problems.append(f"{self.unknown_records} keys left UNKNOWN")
             if self.burst is not None and not self.burst.ok:
                 problems.append("burst: " + self.burst.lines()[1].strip())
@@ -158,12 +166,12 @@ def build_report(
         elif subject not in residual_subjects and not (burst and subject in burst.subjects):
             unexpected += 1
     records = _ledger_records(table_name, list(per_key))
-    statuses = {key: item["status"]["S"] for key, item in records.items()}
+    statuses = {key: record.status for key, record in records.items()}
     dead, samples, copies, dead_keys = _dead_letters(dead_letter_queue_url)
     lost = {key: "DLQ" if key in dead_keys else statuses.get(key, "absent")
             for key, count in per_key.items() if count == 0}
     missing_refusals = sorted(workload.refused_keys - dead_keys)
-    refusal_statuses = {k: item["status"]["S"] for k, item in _ledger_records(table_name, missing_refusals).items()}
+    refusal_statuses = {k: record.status for k, record in _ledger_records(table_name, missing_refusals).items()}
     return Report(
         policy=policy,
         jobs_enqueued=workload.jobs,
@@ -174,7 +182,7 @@ def build_report(
         emails_per_key=dict(sorted(Counter(per_key.values()).items())),
         keys_sent_twice=sorted(k for k, c in per_key.items() if c >= 2),
         keys_lost=dict(sorted(lost.items())),
-        keys_sent_once_recorded_unknown=sum(1 for k, c in per_key.items() if c == 1 and statuses.get(k) == "UNKNOWN"),
+        keys_sent_once_recorded_unknown=sum(1 for k, c in per_key.items() if c == 1 and statuses.get(k) == UNKNOWN),
         unexpected_emails=unexpected,
         dead_letters=dict(sorted(dead.items())),
         dead_letter_samples=samples,
@@ -183,8 +191,8 @@ def build_report(
         refused_keys_not_dead_lettered={k: refusal_statuses.get(k, "absent") for k in missing_refusals},
         runner=runner_stats,
         emulator_notes=notes,
-        unknown_records=sum(1 for status in statuses.values() if status == "UNKNOWN"),
-        confirmed_by_ses=sum(1 for item in records.values() if "sesMessageIds" in item),
+        unknown_records=sum(1 for status in statuses.values() if status == UNKNOWN),
+        confirmed_by_ses=sum(1 for record in records.values() if record.ses_message_ids),
         delivery_outcomes=_delivery_outcomes(records.values()),
         confirmation_ms=_confirmation_ms(records.values()),
         residual=_residual(residual, sent_emails, table_name) if residual else None,
@@ -203,51 +211,48 @@ def _residual(residual: Residual, sent_emails: list[Any], table_name: str) -> Re
     return ResidualReport(
         keys=len(ids_per_key),
         sent_twice=twice,
-        detected=sorted(k for k, item in records.items() if len(item.get("sesMessageIds", {}).get("SS", [])) >= 2),
+        detected=sorted(k for k, record in records.items() if record.double_send),
         outside_the_window=[k for k in twice if ids_per_key[k][0] not in residual.send_events_dropped],
         lost=sorted(key for key, ids in ids_per_key.items() if not ids),
         send_events_dropped=len(residual.send_events_dropped),
     )
 
 
-def _delivery_outcomes(records: Any) -> dict[str, int]:
+def _delivery_outcomes(records: Iterable[Record]) -> dict[str, int]:
     outcomes: Counter[str] = Counter()
-    for item in records:
-        if "deliveredAt" in item:
-            outcomes["delivered"] += 1
-        if "bouncedAt" in item:
-            outcomes[f"bounced ({item['bounceType']['S']}/{item['bounceSubType']['S']})"] += 1
-        if "complainedAt" in item:
-            outcomes["complained"] += 1
+    for record in records:
+        outcomes.update(f"{what} ({detail})" if detail else what for what, _, detail in record.outcomes)
     return dict(sorted(outcomes.items()))
 
 
-def _confirmation_ms(records: Any) -> dict[str, int]:
-    waits = sorted(int(item["evidenceAt"]["N"]) - int(item["sesAcceptedAt"]["N"]) for item in records
-                   if "evidenceAt" in item and "sesAcceptedAt" in item)
+def _confirmation_ms(records: Iterable[Record]) -> dict[str, int]:
+    waits = sorted(r.evidence_at_ms - r.ses_accepted_at_ms for r in records
+                   if r.evidence_at_ms is not None and r.ses_accepted_at_ms is not None)
     if not waits:
         return {}
     return {"p50": waits[len(waits) // 2], "p90": waits[int(len(waits) * 0.9)], "max": waits[-1]}
 
 
-def _ledger_records(table_name: str, keys: list[str]) -> dict[str, dict[str, Any]]:
+def _ledger_records(table_name: str, keys: list[str]) -> dict[str, Record]:
+    """The ledger records of ``keys``, read as the operator command reads them."""
     dynamodb: Any = boto3.client("dynamodb")
-    records: dict[str, dict[str, Any]] = {}
-    names = {f"#a{n}": name for n, name in enumerate(LEDGER_FIELDS)}
+    records: dict[str, Record] = {}
     for start in range(0, len(keys), 100):
-        request = {table_name: {"Keys": [{"dedupeKey": {"S": k}} for k in keys[start : start + 100]],
-                                "ProjectionExpression": ", ".join(["dedupeKey", *names]),
-                                "ExpressionAttributeNames": names}}
+        request = {table_name: {"Keys": [{Ledger.KEY: {"S": k}} for k in keys[start : start + 100]]}}
         while request:
             response = dynamodb.batch_get_item(RequestItems=request)
             for item in response["Responses"].get(table_name, []):
-                records[item["dedupeKey"]["S"]] = item
+                record = Record.from_item(item)
+                records[record.key] = record
             request = response.get("UnprocessedKeys") or {}
     return records
 
 
 def _dead_letters(queue_url: str) -> tuple[Counter[str], dict[str, str], int, set[str]]:
-    """Each DLQ message's reason, counted once per source message (read and left invisible, so none twice)."""
+    """Each dead-lettered job's reason, counted once per job: per dedupe key, or per source message when it has no
+    readable key (read and left invisible, so none is read twice). A job can be there more than once: a killed
+    batch dead-letters a message again on its redelivery, and a job whose delayed copy was sent just before its
+    worker was killed exists twice until both are refused; the extra ones are counted as copies."""
     sqs: Any = boto3.client("sqs")
     reasons: Counter[str] = Counter()
     samples: dict[str, str] = {}
@@ -261,15 +266,17 @@ def _dead_letters(queue_url: str) -> tuple[Counter[str], dict[str, str], int, se
             return reasons, samples, copies, keys
         for message in messages:
             attributes = message.get("MessageAttributes", {})
-            source = attributes.get("sendonce.sourceMessageId", {}).get("StringValue", message["MessageId"])
-            if source in seen:
+            source = attributes.get(DeadLetter.SOURCE_MESSAGE_ID, {}).get("StringValue", message["MessageId"])
+            key = attributes.get(DeadLetter.DEDUPE_KEY, {}).get("StringValue") or _key_in(message["Body"])
+            job = key or source
+            if job in seen:
                 copies += 1
                 continue
-            seen.add(source)
-            keys.add(attributes.get("sendonce.dedupeKey", {}).get("StringValue") or _key_in(message["Body"]))
-            code = attributes.get("sendonce.reasonCode", {}).get("StringValue", "redrive: maxReceiveCount reached")
+            seen.add(job)
+            keys.add(key)
+            code = attributes.get(DeadLetter.REASON_CODE, {}).get("StringValue", ReasonCode.REDRIVEN_BY_SQS.value)
             reasons[code] += 1
-            samples.setdefault(code, attributes.get("sendonce.reason", {}).get("StringValue", "no reason attached"))
+            samples.setdefault(code, attributes.get(DeadLetter.REASON, {}).get("StringValue", "no reason attached"))
 
 
 def _key_in(body: str) -> str:
@@ -278,7 +285,7 @@ def _key_in(body: str) -> str:
         document = json.loads(body)
     except ValueError:
         return ""
-    return str(document.get("dedupeKey", "")) if isinstance(document, dict) else ""
+    return str(document.get(DEDUPE_KEY_FIELD, "")) if isinstance(document, dict) else ""
 
 
 def render_text(report: Report) -> str:

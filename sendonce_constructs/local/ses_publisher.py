@@ -24,12 +24,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from sendonce_contract.schema import SES_EVENTS_BY_NAME
+
 from .moto_patches import wrap_once
 
 SIMULATOR_DOMAIN = "simulator.amazonses.com"
-DETAIL_TYPES = {"Send": "Email Sent", "Delivery": "Email Delivered", "Bounce": "Email Bounced",
-                "Complaint": "Email Complaint Received", "Reject": "Email Rejected",
-                "DeliveryDelay": "Email Delivery Delayed", "Rendering Failure": "Email Rendering Failed"}
 
 
 @dataclass(frozen=True)
@@ -156,7 +155,7 @@ def eventbridge_event(record: dict[str, Any], account: str, region: str) -> dict
     """``record`` as an EventBridge event, as a rule's SQS target receives it."""
     configuration_set = record["mail"]["tags"].get("ses:configuration-set", [""])[0]
     return {
-        "version": "0", "id": str(uuid.uuid4()), "detail-type": DETAIL_TYPES[record["eventType"]],
+        "version": "0", "id": str(uuid.uuid4()), "detail-type": SES_EVENTS_BY_NAME[record["eventType"]].detail_type,
         "source": "aws.ses", "account": account, "time": _iso(time.time()).replace(".000Z", "Z"), "region": region,
         "resources": [f"arn:aws:ses:{region}:{account}:configuration-set/{configuration_set}"],
         "detail": record,

@@ -13,6 +13,8 @@ from typing import Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
 
+from sendonce_contract.schema import Status
+
 from .dead_letters import DeadLetters
 from .ledger_view import LedgerView, StateChanged
 from .locate import LocateError, Pipeline, locate
@@ -86,7 +88,7 @@ def _run(args: argparse.Namespace, pipeline: Pipeline) -> int:
         before = view.resolve(args.key, sent=args.sent)
         done = "recorded SENT" if args.sent else "released: the next delivery of this job sends it"
         hint = "" if args.sent else " (a job acknowledged as UNKNOWN is no longer queued: re-enqueue it)"
-        _say(args, {"key": args.key, "was": before.status, "now": "SENT" if args.sent else "absent"},
+        _say(args, {"key": args.key, "was": before.status, "now": Status.SENT.value if args.sent else "absent"},
              f"{args.key}: was {before.status}; {done}{hint}")
         return 0
     dead = DeadLetters(boto3.client("sqs"), pipeline.need("dlq"), pipeline.queue_url)

@@ -8,9 +8,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-REASON_CODE = "sendonce.reasonCode"
-REASON = "sendonce.reason"
-REDRIVEN_BY_SQS = "redrive: maxReceiveCount reached"  # no sendonce attributes: SQS moved it, not the consumer
+from sendonce_contract.schema import DeadLetter, ReasonCode
+
 PEEK_VISIBILITY_S = 30
 BATCH = 10
 
@@ -32,7 +31,8 @@ class RedriveResult:
 
 
 def reason_code(message: dict[str, Any]) -> str:
-    return str(message.get("MessageAttributes", {}).get(REASON_CODE, {}).get("StringValue", REDRIVEN_BY_SQS))
+    return str(message.get("MessageAttributes", {}).get(DeadLetter.REASON_CODE, {})
+               .get("StringValue", ReasonCode.REDRIVEN_BY_SQS.value))
 
 
 class DeadLetters:
@@ -75,8 +75,8 @@ class DeadLetters:
                 group.count += 1
                 attributes = message.get("MessageAttributes", {})
                 if not group.sample_reason:
-                    group.sample_reason = attributes.get(REASON, {}).get("StringValue", "")
-                key = attributes.get("sendonce.dedupeKey", {}).get("StringValue")
+                    group.sample_reason = attributes.get(DeadLetter.REASON, {}).get("StringValue", "")
+                key = attributes.get(DeadLetter.DEDUPE_KEY, {}).get("StringValue")
                 if key and len(group.sample_keys) < 3:
                     group.sample_keys.append(key)
             return sorted(groups.values(), key=lambda g: -g.count)
@@ -150,7 +150,7 @@ def _copy_of(message: dict[str, Any], queue_url: str, fifo: bool) -> dict[str, A
     attributes = {
         name: {k: v for k, v in value.items() if k in ("DataType", "StringValue", "BinaryValue")}
         for name, value in message.get("MessageAttributes", {}).items()
-        if not name.startswith("sendonce.")
+        if not name.startswith(DeadLetter.PREFIX)
     }
     request: dict[str, Any] = {"QueueUrl": queue_url, "MessageBody": message["Body"]}
     if attributes:

@@ -9,6 +9,12 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from sendonce_contract.schema import SES_EVENT_TYPES, Ledger, Status
+
+# What each SES event says became of an email, as `sendonce status` shows it.
+OUTCOME_LABELS = {"Delivery": "delivered", "Bounce": "bounced", "Complaint": "complained", "Reject": "rejected",
+                  "DeliveryDelay": "delayed", "Rendering Failure": "rendering failed"}
+
 
 @dataclass(frozen=True)
 class Record:
@@ -36,20 +42,20 @@ class Record:
         def text(name: str) -> str:
             return str(item.get(name, {}).get("S", ""))
 
-        details = {"delivered": "", "bounced": f"{text('bounceType')}/{text('bounceSubType')}",
-                   "complained": text("complaintFeedbackType"), "rejected": text("rejectReason"),
-                   "delayed": text("delayType"), "rendering failed": text("renderingError")}
-        attributes = {"delivered": "deliveredAt", "bounced": "bouncedAt", "complained": "complainedAt",
-                      "rejected": "rejectedAt", "delayed": "delayedAt", "rendering failed": "renderingFailedAt"}
-        outcomes = sorted(((what, number(name), details[what]) for what, name in attributes.items() if name in item),
-                          key=lambda outcome: outcome[1] or 0)
+        outcomes = sorted(
+            ((OUTCOME_LABELS[event.name], number(event.time_attribute),
+              "/".join(text(name) for name in event.outcome_attributes))
+             for event in SES_EVENT_TYPES if event.name in OUTCOME_LABELS and event.time_attribute in item),
+            key=lambda outcome: outcome[1] or 0,
+        )
         return cls(
-            key=item["dedupeKey"]["S"], status=item["status"]["S"], owner=item.get("owner", {}).get("S", ""),
-            attempts=number("attempts") or 0, ses_message_id=item.get("sesMessageId", {}).get("S"),
-            claimed_at_ms=number("claimedAt"), sent_at_ms=number("sentAt"), unknown_at_ms=number("unknownAt"),
-            lease_expires_at_ms=number("leaseExpiresAt"), expires_at_s=number("expiresAt"),
-            ses_message_ids=tuple(sorted(item.get("sesMessageIds", {}).get("SS", []))),
-            ses_accepted_at_ms=number("sesAcceptedAt"), evidence_at_ms=number("evidenceAt"),
+            key=item[Ledger.KEY]["S"], status=item[Ledger.STATUS]["S"], owner=text(Ledger.OWNER),
+            attempts=number(Ledger.ATTEMPTS) or 0, ses_message_id=item.get(Ledger.SES_MESSAGE_ID, {}).get("S"),
+            claimed_at_ms=number(Ledger.CLAIMED_AT), sent_at_ms=number(Ledger.SENT_AT),
+            unknown_at_ms=number(Ledger.UNKNOWN_AT), lease_expires_at_ms=number(Ledger.LEASE_EXPIRES_AT),
+            expires_at_s=number(Ledger.EXPIRES_AT),
+            ses_message_ids=tuple(sorted(item.get(Ledger.SES_MESSAGE_IDS, {}).get("SS", []))),
+            ses_accepted_at_ms=number(Ledger.SES_ACCEPTED_AT), evidence_at_ms=number(Ledger.EVIDENCE_AT),
             outcomes=tuple(outcomes),
         )
 
@@ -64,7 +70,8 @@ class Record:
     def needs_a_decision(self, now_ms: int) -> bool:
         """UNKNOWN, or IN_FLIGHT with a lease its worker cannot still hold."""
         lease_over = self.lease_expires_at_ms is not None and self.lease_expires_at_ms < now_ms
-        return not self.expired(now_ms) and (self.status == "UNKNOWN" or (self.status == "IN_FLIGHT" and lease_over))
+        undecided = self.status == Status.UNKNOWN.value or (self.status == Status.IN_FLIGHT.value and lease_over)
+        return not self.expired(now_ms) and undecided
 
     @property
     def last_change_ms(self) -> int:
@@ -85,7 +92,7 @@ class LedgerView:
         self._now_ms = now_ms or (lambda: time.time_ns() // 1_000_000)
 
     def get(self, key: str) -> Record | None:
-        item = self._client.get_item(TableName=self._table, Key={"dedupeKey": {"S": key}}, ConsistentRead=True)
+        item = self._client.get_item(TableName=self._table, Key={Ledger.KEY: {"S": key}}, ConsistentRead=True)
         return Record.from_item(item["Item"]) if "Item" in item else None
 
     def needing_a_decision(self, on_page: Callable[[int], None] | None = None) -> list[Record]:
@@ -96,15 +103,16 @@ class LedgerView:
     def double_sends(self, on_page: Callable[[int], None] | None = None) -> list[Record]:
         """Keys SES's events show were sent twice, newest first."""
         now = self._now_ms()
-        request = {"FilterExpression": "attribute_exists(sesMessageIds)"}
+        request = {"FilterExpression": f"attribute_exists({Ledger.SES_MESSAGE_IDS})"}
         found = [r for r in self._scan(on_page, request) if r.double_send and not r.expired(now)]
         return sorted(found, key=lambda r: r.evidence_at_ms or r.last_change_ms, reverse=True)
 
     def _scan(self, on_page: Callable[[int], None] | None, filters: dict[str, Any] | None = None) -> Iterator[Record]:
         request: dict[str, Any] = {"TableName": self._table, **(filters or {
             "FilterExpression": "#s IN (:unknown, :in_flight)",
-            "ExpressionAttributeNames": {"#s": "status"},
-            "ExpressionAttributeValues": {":unknown": {"S": "UNKNOWN"}, ":in_flight": {"S": "IN_FLIGHT"}},
+            "ExpressionAttributeNames": {"#s": Ledger.STATUS},
+            "ExpressionAttributeValues": {":unknown": {"S": Status.UNKNOWN.value},
+                                          ":in_flight": {"S": Status.IN_FLIGHT.value}},
         })}
         scanned = 0
         while True:
@@ -131,25 +139,25 @@ class LedgerView:
                                "lease are resolved")
         condition: dict[str, Any] = {
             "ConditionExpression": "#o = :owner AND #s = :status",
-            "ExpressionAttributeNames": {"#o": "owner", "#s": "status"},
+            "ExpressionAttributeNames": {"#o": Ledger.OWNER, "#s": Ledger.STATUS},
         }
         values = {":owner": {"S": record.owner}, ":status": {"S": record.status}}
-        if record.status == "IN_FLIGHT":
-            condition["ConditionExpression"] += " AND leaseExpiresAt < :now"
+        if record.status == Status.IN_FLIGHT.value:
+            condition["ConditionExpression"] += f" AND {Ledger.LEASE_EXPIRES_AT} < :now"
             values[":now"] = {"N": str(now)}
         try:
             if sent:
                 self._client.update_item(
-                    TableName=self._table, Key={"dedupeKey": {"S": key}},
-                    UpdateExpression=(
-                        "SET #s = :sent, resolvedAt = :now_ms, resolvedBy = :operator REMOVE leaseExpiresAt"
-                    ),
-                    ExpressionAttributeValues={**values, ":sent": {"S": "SENT"}, ":now_ms": {"N": str(now)},
+                    TableName=self._table, Key={Ledger.KEY: {"S": key}},
+                    UpdateExpression=(f"SET #s = :sent, {Ledger.RESOLVED_AT} = :now_ms, "
+                                      f"{Ledger.RESOLVED_BY} = :operator REMOVE {Ledger.LEASE_EXPIRES_AT}"),
+                    ExpressionAttributeValues={**values, ":sent": {"S": Status.SENT.value},
+                                               ":now_ms": {"N": str(now)},
                                                ":operator": {"S": "operator"}},
                     **condition,
                 )
             else:
-                self._client.delete_item(TableName=self._table, Key={"dedupeKey": {"S": key}},
+                self._client.delete_item(TableName=self._table, Key={Ledger.KEY: {"S": key}},
                                          ExpressionAttributeValues=values, **condition)
         except ClientError as error:
             if error.response["Error"]["Code"] == "ConditionalCheckFailedException":

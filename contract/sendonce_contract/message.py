@@ -1,4 +1,4 @@
-"""The message contract: an SQS body parsed into an :class:`EmailJob`, or an :class:`InvalidMessage` saying why not.
+"""The message contract: an SQS body parsed into a :class:`ParsedJob`, or an :class:`InvalidMessage` saying why not.
 
 The JSON Schema in ``message.schema.json`` documents the same contract for producers.
 """
@@ -15,11 +15,13 @@ from typing import Any, NamedTuple
 from .address import InvalidAddress, Mailbox, find_control_character, parse_mailbox
 from .delivery import DeliveryPolicy
 from .key_tags import DEDUPE_KEY_TAG, KEY_CHUNK_TAG, MAX_JOB_TAGS, PIPELINE_TAG
+from .schema import DEDUPE_KEY
 
+DEDUPE_KEY_FIELD = DEDUPE_KEY
 MAX_KEY_BYTES = 1024
 MAX_RECIPIENTS = 50
 FIELDS = frozenset(
-    {"dedupeKey", "from", "to", "cc", "bcc", "replyTo", "subject", "html", "text", "template", "raw",
+    {DEDUPE_KEY_FIELD, "from", "to", "cc", "bcc", "replyTo", "subject", "html", "text", "template", "raw",
      "configurationSet", "tags", "delivery"}
 )
 TEMPLATE_FIELDS = frozenset({"name", "data"})
@@ -55,7 +57,7 @@ class RawContent(NamedTuple):
 Content = SimpleContent | TemplateContent | RawContent
 
 
-class EmailJob(NamedTuple):
+class ParsedJob(NamedTuple):
     """A parsed job: every value an SES request is built from was checked here, addresses included."""
 
     dedupe_key: str
@@ -71,7 +73,7 @@ class EmailJob(NamedTuple):
     delivery: DeliveryPolicy | None = None
 
 
-def parse_job(body: str, sqs_message_id: str) -> EmailJob:
+def parse_job(body: str, sqs_message_id: str) -> ParsedJob:
     """Parse an SQS body into a job; raises :class:`InvalidMessage` for anything the contract does not allow."""
     try:
         document = json.loads(body)
@@ -80,7 +82,7 @@ def parse_job(body: str, sqs_message_id: str) -> EmailJob:
     if not isinstance(document, dict):
         raise InvalidMessage(f"body must be a JSON object, got {type(document).__name__}")
     digest = payload_hash(document)  # first: it also refuses text that is not valid Unicode
-    key = document.get("dedupeKey")
+    key = document.get(DEDUPE_KEY_FIELD)
     if not isinstance(key, str) or not key:
         raise InvalidMessage("dedupeKey is required: a non-empty string naming the outcome, e.g. receipt:8891:u42")
     check_key(key)
@@ -135,7 +137,7 @@ def check_header_text(field_name: str, value: str) -> None:
         )
 
 
-def _parse_fields(document: dict[str, Any], key: str, digest: str) -> EmailJob:
+def _parse_fields(document: dict[str, Any], key: str, digest: str) -> ParsedJob:
     unknown = sorted(set(document) - FIELDS)
     if unknown:
         raise InvalidMessage(f"unknown fields {unknown}; allowed: {sorted(FIELDS)}")
@@ -155,7 +157,7 @@ def _parse_fields(document: dict[str, Any], key: str, digest: str) -> EmailJob:
     except ValueError:
         allowed = [p.value for p in DeliveryPolicy] + ["at-most-once", "at-least-once"]
         raise InvalidMessage(f"delivery must be one of {allowed}, got {delivery!r}") from None
-    return EmailJob(
+    return ParsedJob(
         dedupe_key=key,
         from_address=from_address,
         to=to,

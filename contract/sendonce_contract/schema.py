@@ -1,0 +1,120 @@
+"""The names every part of sendonce reads and writes: the dedupe ledger's attributes and statuses, the dead-letter
+queue's message attributes and reason codes, the outbox's attributes, and SES's event types.
+
+The consumer and the recorder write them, the producer writes the outbox, the operator command and the local
+report read them: each imports them from here, so none can spell one differently.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import NamedTuple
+
+# The job's field that names its key, and the partition key of the ledger and the outbox.
+DEDUPE_KEY = "dedupeKey"
+
+
+class Status(enum.Enum):
+    """A ledger record's ``status``."""
+
+    IN_FLIGHT = "IN_FLIGHT"  # claimed: a worker holds the lease and may be sending
+    SENT = "SENT"  # SES accepted it (the consumer's word or SES's own event)
+    UNKNOWN = "UNKNOWN"  # a worker died after its send may have left, and the policy is never to resend
+
+
+class Ledger:
+    """The dedupe table's item attributes: one item per dedupe key."""
+
+    KEY = DEDUPE_KEY
+    STATUS = "status"
+    OWNER = "owner"  # a token unique to one attempt: every write after a claim is conditional on it
+    LEASE_EXPIRES_AT = "leaseExpiresAt"  # epoch ms
+    EXPIRES_AT = "expiresAt"  # epoch s, the table's TTL attribute
+    PAYLOAD_HASH = "payloadHash"
+    ATTEMPTS = "attempts"
+    CLAIMED_AT = "claimedAt"  # epoch ms, like every *At below but expiresAt
+    SENT_AT = "sentAt"
+    UNKNOWN_AT = "unknownAt"
+    SES_MESSAGE_ID = "sesMessageId"
+    # Written by an operator's `sendonce resolve --sent`.
+    RESOLVED_AT = "resolvedAt"
+    RESOLVED_BY = "resolvedBy"
+    # Written by the recorder from SES's events.
+    SES_MESSAGE_IDS = "sesMessageIds"  # string set: every id SES reported for the key; two mean a double send
+    SES_ACCEPTED_AT = "sesAcceptedAt"  # mail.timestamp
+    EVIDENCE_AT = "evidenceAt"  # when the first event was recorded
+    DELIVERED_AT = "deliveredAt"
+    BOUNCED_AT = "bouncedAt"
+    COMPLAINED_AT = "complainedAt"
+    REJECTED_AT = "rejectedAt"
+    DELAYED_AT = "delayedAt"
+    RENDERING_FAILED_AT = "renderingFailedAt"
+    BOUNCE_TYPE = "bounceType"
+    BOUNCE_SUB_TYPE = "bounceSubType"
+    COMPLAINT_FEEDBACK_TYPE = "complaintFeedbackType"
+    REJECT_REASON = "rejectReason"
+    DELAY_TYPE = "delayType"
+    RENDERING_ERROR = "renderingError"
+
+
+class SesEventType(NamedTuple):
+    """One kind of SES event the recorder takes as evidence."""
+
+    name: str  # the record's eventType
+    detail_type: str  # EventBridge's detail-type for it
+    record_object: str  # the name of the event's own object in the record
+    time_attribute: str  # the ledger attribute that records when it happened
+    outcome_attributes: tuple[str, ...] = ()  # the ledger attributes that record what it says
+
+
+# Every event that proves SES accepted an email or says what became of it (SES Developer Guide, "Contents of event
+# data"; EventBridge's detail-types from "Monitoring email sending using Amazon EventBridge").
+SES_EVENT_TYPES = (
+    SesEventType("Send", "Email Sent", "send", Ledger.SES_ACCEPTED_AT),
+    SesEventType("Delivery", "Email Delivered", "delivery", Ledger.DELIVERED_AT),
+    SesEventType("Bounce", "Email Bounced", "bounce", Ledger.BOUNCED_AT, (Ledger.BOUNCE_TYPE, Ledger.BOUNCE_SUB_TYPE)),
+    SesEventType("Complaint", "Email Complaint Received", "complaint", Ledger.COMPLAINED_AT,
+                 (Ledger.COMPLAINT_FEEDBACK_TYPE,)),
+    SesEventType("Reject", "Email Rejected", "reject", Ledger.REJECTED_AT, (Ledger.REJECT_REASON,)),
+    SesEventType("DeliveryDelay", "Email Delivery Delayed", "deliveryDelay", Ledger.DELAYED_AT, (Ledger.DELAY_TYPE,)),
+    SesEventType("Rendering Failure", "Email Rendering Failed", "failure", Ledger.RENDERING_FAILED_AT,
+                 (Ledger.RENDERING_ERROR,)),
+)
+SES_EVENTS_BY_NAME = {event.name: event for event in SES_EVENT_TYPES}
+# Events that say nothing about whether an email went out.
+IGNORED_SES_EVENT_TYPES = frozenset({"Open", "Click", "Subscription"})
+
+
+class DeadLetter:
+    """The message attributes the consumer and the recorder attach to what they dead-letter."""
+
+    PREFIX = "sendonce."  # every attribute of ours; a redrive strips them to restore the original job
+    REASON_CODE = "sendonce.reasonCode"
+    REASON = "sendonce.reason"
+    SOURCE_MESSAGE_ID = "sendonce.sourceMessageId"
+    SOURCE_QUEUE = "sendonce.sourceQueue"
+    DEDUPE_KEY = "sendonce.dedupeKey"
+    RECEIVE_COUNT = "sendonce.receiveCount"
+    # On a delayed copy of a throttled job, not in the DLQ: how many times it was put back.
+    POSTPONEMENTS = "sendonce.postponements"
+
+
+class ReasonCode(enum.StrEnum):
+    """Why a message is in a dead-letter queue: what `sendonce dlq list` groups by and `redrive --reason` takes."""
+
+    INVALID_MESSAGE = "invalid-message"  # the job breaks the message contract: fix the producer
+    SES_REFUSED = "ses-refused"  # SES refused the email for good (a bad address, an unverified sender)
+    MAX_RECEIVES = "max-receives"  # the last receive the queue allows failed again
+    MALFORMED_EVENT = "malformed-event"  # the recorder could not read an SES event
+    # A message with none of our attributes: SQS moved it itself when maxReceiveCount was reached.
+    REDRIVEN_BY_SQS = "redrive: maxReceiveCount reached"
+
+
+class OutboxItem:
+    """The outbox table's item attributes, written by the producer's ``outbox_put`` and read by the relay."""
+
+    KEY = DEDUPE_KEY
+    JOB = "job"  # the SQS body, as the consumer parses it
+    CREATED_AT = "createdAt"  # epoch ms
+    EXPIRES_AT = "expiresAt"  # epoch s, the table's TTL attribute
+    GROUP_ID = "groupId"  # the FIFO message group, when the job queue is FIFO
