@@ -18,8 +18,8 @@ from sendonce_contract.schema import SES_EVENT_TYPES
 
 from .acknowledgements import acknowledge
 from .bundled_function import BundledFunction, FunctionOptions
+from .runtime_asset import RECORDER_HANDLER
 
-RECORDER_HANDLER = "sendonce_runtime.event_recorder.handler"
 # What SES publishes: every event that proves it accepted an email, or says what became of it.
 EVIDENCE_EVENTS = [ses.EmailSendingEvent.SEND, ses.EmailSendingEvent.DELIVERY, ses.EmailSendingEvent.BOUNCE,
                    ses.EmailSendingEvent.COMPLAINT, ses.EmailSendingEvent.REJECT,

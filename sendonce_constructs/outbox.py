@@ -20,8 +20,7 @@ from sendonce_contract.schema import OutboxItem
 
 from .acknowledgements import acknowledge
 from .bundled_function import BundledFunction, FunctionOptions
-
-RELAY_HANDLER = "sendonce_runtime.outbox_relay.handler"
+from .runtime_asset import RELAY_HANDLER
 
 
 class Outbox(Construct):

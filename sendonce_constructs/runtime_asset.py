@@ -18,7 +18,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from aws_cdk import aws_lambda as lambda_
 
+# The bundled functions' handlers.
 HANDLER = "sendonce_runtime.handler.handler"
+RECORDER_HANDLER = "sendonce_runtime.event_recorder.handler"
+RELAY_HANDLER = "sendonce_runtime.outbox_relay.handler"
 PACKAGES = ("sendonce_runtime", "sendonce_contract")
 SHIPPED_SUFFIXES = (".py", ".json")  # code and the message's JSON Schema; no bytecode, no typing markers
 

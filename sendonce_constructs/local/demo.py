@@ -13,6 +13,7 @@ from typing import IO, Any
 
 import boto3
 
+from ..runtime_asset import HANDLER, RECORDER_HANDLER
 from .cdk_cli import bootstrap_and_deploy
 from .emulator import LocalAws, local_aws
 from .emulator_gaps import apply_ttl, make_skipped_configuration_sets
@@ -32,8 +33,6 @@ from .stream_runner import StreamEventSourceRunner
 from .workload import SENDER, Workload, build_workload, enqueue
 
 SENDER_IDENTITY = "example.com"
-CONSUMER_HANDLER = "sendonce_runtime.handler.handler"
-RECORDER_HANDLER = "sendonce_runtime.event_recorder.handler"
 
 
 @dataclass(frozen=True)
@@ -107,7 +106,7 @@ def _deploy(options: DemoOptions, aws: LocalAws, cdk_out: Path, cdk_log: Path, s
     for note in notes:
         say(f"      emulator gap: {note}")
     functions = {c.function.handler: c for c in read_consumers(options.stack, cdk_out)}
-    consumer, recorder = functions[CONSUMER_HANDLER], functions[RECORDER_HANDLER]
+    consumer, recorder = functions[HANDLER], functions[RECORDER_HANDLER]
     boto3.client("sesv2").create_email_identity(EmailIdentity=SENDER_IDENTITY)
     deployed = Deployed(consumer, recorder, read_stream_functions(options.stack, cdk_out), table,
                         consumer.function.environment["SENDONCE_CONFIGURATION_SET"])
