@@ -27,7 +27,7 @@ from .bundled_function import BundledFunction, FunctionOptions
 from .evidence import SesEvidence
 from .monitoring import PipelineMetrics, build_alarms, build_dashboard
 from .outbox import Outbox
-from .props import PipelineProps, number, resolve_props, seconds
+from .props import PipelineProps, known, resolve_props, seconds
 from .runtime_asset import HANDLER
 
 DLQ_RETENTION = Duration.seconds(rules.DEAD_LETTER_RETENTION_S)  # the TTL rules count on this figure
@@ -334,7 +334,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             )
         if props.max_send_rate is not None:
             environment["SENDONCE_MAX_SEND_RATE"] = f"{props.max_send_rate:g}"
-        if number(props.max_receive_count) is not None:
+        if known(props.max_receive_count) is not None:
             environment["SENDONCE_MAX_RECEIVE_COUNT"] = str(props.max_receive_count)
         if self.evidence is not None and props.evidence_grace_period is not None:
             environment.update(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from aws_cdk import Duration, RemovalPolicy, Token
 from aws_cdk import aws_dynamodb as dynamodb
@@ -35,11 +36,11 @@ def seconds(duration: Duration | None) -> float | None:
     return duration.to_seconds()
 
 
-def number(value: float | None) -> float | None:
-    return None if value is None or Token.is_unresolved(value) else value
+Known = TypeVar("Known", str, float)
 
 
-def _name_of(value: str | None) -> str | None:
+def known(value: Known | None) -> Known | None:
+    """``value``, or None when it is absent or a token resolved only at deploy time (no rule can check it)."""
     return None if value is None or Token.is_unresolved(value) else value
 
 
@@ -162,9 +163,9 @@ def resolve_props(
             minimum_s = rules.outbox_minimum_dedupe_ttl_s(retention_period.to_seconds())
             dedupe_ttl = Duration.days(max(7, -(-int(minimum_s) // 86_400)))
     batching_window_s = seconds(max_batching_window) if max_batching_window else 0.0
-    if parallelism is None and number(batch_size) is not None:
+    if parallelism is None and known(batch_size) is not None:
         parallelism = min(batch_size, 10)
-    sender_name = _name_of(sender if isinstance(sender, str) else sender.email_identity_name)
+    sender_name = known(sender if isinstance(sender, str) else sender.email_identity_name)
 
     rules.check_function_timeout(seconds(function_timeout))
     if visibility_timeout is None and seconds(function_timeout) is not None and batching_window_s is not None:
@@ -172,25 +173,25 @@ def resolve_props(
             rules.minimum_visibility_timeout_s(function_timeout.to_seconds(), batching_window_s)
         )
     rules.check_visibility_timeout(seconds(visibility_timeout), seconds(function_timeout), batching_window_s)
-    rules.check_batching(number(batch_size), batching_window_s if max_batching_window else None, fifo)
-    rules.check_max_concurrency(number(max_concurrency))
-    rules.check_parallelism(number(parallelism), number(batch_size))
-    rules.check_max_send_rate(number(max_send_rate))
-    rules.check_send_rate(number(send_rate), max_send_rate is not None, number(max_concurrency),
+    rules.check_batching(known(batch_size), batching_window_s if max_batching_window else None, fifo)
+    rules.check_max_concurrency(known(max_concurrency))
+    rules.check_parallelism(known(parallelism), known(batch_size))
+    rules.check_max_send_rate(known(max_send_rate))
+    rules.check_send_rate(known(send_rate), max_send_rate is not None, known(max_concurrency),
                           max_concurrency is not None)
-    if send_rate is not None and max_concurrency is not None and number(send_rate) is not None \
-            and number(max_concurrency) is not None:
-        max_send_rate = send_rate / max_concurrency
-    low_max_receive_count = rules.check_max_receive_count(number(max_receive_count))
+    pipeline_rate, instances = known(send_rate), known(max_concurrency)
+    if pipeline_rate is not None and instances is not None:
+        max_send_rate = pipeline_rate / instances
+    low_max_receive_count = rules.check_max_receive_count(known(max_receive_count))
     rules.check_retention_period(seconds(retention_period))
     rules.check_dedupe_ttl(seconds(dedupe_ttl), seconds(retention_period))
     if outbox:
         rules.check_outbox_dedupe_ttl(seconds(dedupe_ttl), seconds(retention_period))
-    rules.check_memory_size(number(memory_size))
+    rules.check_memory_size(known(memory_size))
     if ses_events:
         evidence_grace_period = evidence_grace_period or DEFAULT_EVIDENCE_GRACE
         rules.check_evidence_grace_period(seconds(evidence_grace_period), seconds(visibility_timeout),
-                                          seconds(retention_period), number(max_receive_count))
+                                          seconds(retention_period), known(max_receive_count))
     elif evidence_grace_period is not None:
         rules.evidence_grace_period_without_events()
     if isinstance(sender, str):
@@ -205,7 +206,7 @@ def resolve_props(
         if schema is not None:
             rules.check_existing_table_keys(*schema)
     rules.check_encryption(encryption.name if encryption else None, encryption_key is not None)
-    rules.check_reserved_concurrency(number(reserved_concurrent_executions), number(max_concurrency))
+    rules.check_reserved_concurrency(known(reserved_concurrent_executions), known(max_concurrency))
     rules.check_vpc_choice(vpc is not None, [name for name, value in (("vpc_subnets", vpc_subnets),
                                                                       ("security_groups", security_groups))
                                              if value is not None])

@@ -198,6 +198,9 @@ def check_max_send_rate(max_send_rate: float | None) -> None:
         _fail(f"max_send_rate ({max_send_rate:g}) must be above 0 emails per second; leave it unset for no limit")
 
 
+MAX_PACE_PER_INSTANCE = 200  # emails a second one consumer instance can send (ten parallel sends of ~50 ms)
+
+
 def check_send_rate(send_rate: float | None, max_send_rate_given: bool, max_concurrency: float | None,
                     max_concurrency_given: bool) -> None:
     """The pipeline's rate is held by pacing each instance at send_rate / max_concurrency: that needs a cap on
@@ -217,9 +220,6 @@ def check_send_rate(send_rate: float | None, max_send_rate_given: bool, max_conc
         _fail(f"send_rate ({send_rate:g}/s) over max_concurrency ({max_concurrency:g}) is "
               f"{send_rate / max_concurrency:g} emails/s per instance, more than one instance sends "
               f"({MAX_PACE_PER_INSTANCE}/s at most); raise max_concurrency")
-
-
-MAX_PACE_PER_INSTANCE = 200  # emails a second one consumer instance can send (ten parallel sends of ~50 ms)
 
 
 def check_sender(sender: str) -> None:

@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sendonce_contract.message import DEDUPE_KEY_FIELD, InvalidMessage, parse_job
+from sendonce_contract.message import InvalidMessage, parse_job
+from sendonce_contract.schema import DEDUPE_KEY
 
 from .keys import normalise_address
 
@@ -47,7 +48,7 @@ class EmailJob:
             raise InvalidJob(f"{self.dedupe_key!r}: {error.reason}") from None
 
     def to_document(self) -> dict[str, Any]:
-        document: dict[str, Any] = {DEDUPE_KEY_FIELD: self.dedupe_key, "from": self.sender, "to": list(self.to)}
+        document: dict[str, Any] = {DEDUPE_KEY: self.dedupe_key, "from": self.sender, "to": list(self.to)}
         optional = {
             "cc": list(self.cc), "bcc": list(self.bcc), "replyTo": list(self.reply_to), "subject": self.subject,
             "html": self.html, "text": self.text, "raw": self.raw, "configurationSet": self.configuration_set,

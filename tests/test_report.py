@@ -60,3 +60,17 @@ def test_poison_missing_from_the_dlq_or_unexpected_mail_fails():
                    refused_keys_not_dead_lettered={"r": "UNKNOWN"}).ok
     assert not replace(CLEAN, unexpected_emails=1).ok
     assert "emails per key" in render_text(CLEAN)
+
+
+def test_a_job_dead_lettered_twice_counts_once_and_keyless_poison_counts_per_message(pipeline):
+    from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
+
+    from sendonce_constructs.local.report import _dead_letters
+
+    refused = job("k:refused", **{"from": "x@unverified.example.net"})
+    # Two copies of one refused job (a delayed copy and its original), and two distinct unreadable bodies.
+    pipeline.consumer().handle(event(sqs_record(refused), sqs_record(refused), sqs_record("{oops"),
+                                     sqs_record("{oops")), FakeContext(FakeClock()))
+    reasons, _, copies, keys = _dead_letters(pipeline.dead_letter_queue_url)
+    assert dict(reasons) == {"ses-refused": 1, "invalid-message": 2} and copies == 1
+    assert "k:refused" in keys

@@ -22,4 +22,8 @@ class DeliveryPolicy(enum.Enum):
 
     @classmethod
     def _missing_(cls, value: object) -> DeliveryPolicy | None:
-        return {"at-least-once": cls.RESEND_WITHOUT_EVIDENCE, "at-most-once": cls.NEVER_RESEND}.get(str(value))
+        return FORMER_VALUES.get(str(value))
+
+
+# The values before SES's events were the evidence, still accepted from a job's "delivery" field.
+FORMER_VALUES = {"at-least-once": DeliveryPolicy.RESEND_WITHOUT_EVIDENCE, "at-most-once": DeliveryPolicy.NEVER_RESEND}

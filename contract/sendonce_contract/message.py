@@ -13,15 +13,14 @@ import re
 from typing import Any, NamedTuple
 
 from .address import InvalidAddress, Mailbox, find_control_character, parse_mailbox
-from .delivery import DeliveryPolicy
+from .delivery import FORMER_VALUES, DeliveryPolicy
 from .key_tags import DEDUPE_KEY_TAG, KEY_CHUNK_TAG, MAX_JOB_TAGS, PIPELINE_TAG
 from .schema import DEDUPE_KEY
 
-DEDUPE_KEY_FIELD = DEDUPE_KEY
 MAX_KEY_BYTES = 1024
 MAX_RECIPIENTS = 50
 FIELDS = frozenset(
-    {DEDUPE_KEY_FIELD, "from", "to", "cc", "bcc", "replyTo", "subject", "html", "text", "template", "raw",
+    {DEDUPE_KEY, "from", "to", "cc", "bcc", "replyTo", "subject", "html", "text", "template", "raw",
      "configurationSet", "tags", "delivery"}
 )
 TEMPLATE_FIELDS = frozenset({"name", "data"})
@@ -82,7 +81,7 @@ def parse_job(body: str, sqs_message_id: str) -> ParsedJob:
     if not isinstance(document, dict):
         raise InvalidMessage(f"body must be a JSON object, got {type(document).__name__}")
     digest = payload_hash(document)  # first: it also refuses text that is not valid Unicode
-    key = document.get(DEDUPE_KEY_FIELD)
+    key = document.get(DEDUPE_KEY)
     if not isinstance(key, str) or not key:
         raise InvalidMessage("dedupeKey is required: a non-empty string naming the outcome, e.g. receipt:8891:u42")
     check_key(key)
@@ -155,7 +154,7 @@ def _parse_fields(document: dict[str, Any], key: str, digest: str) -> ParsedJob:
     try:
         policy = None if delivery is None else DeliveryPolicy(delivery)
     except ValueError:
-        allowed = [p.value for p in DeliveryPolicy] + ["at-most-once", "at-least-once"]
+        allowed = [p.value for p in DeliveryPolicy] + list(FORMER_VALUES)
         raise InvalidMessage(f"delivery must be one of {allowed}, got {delivery!r}") from None
     return ParsedJob(
         dedupe_key=key,
@@ -233,9 +232,7 @@ def _template(value: object) -> TemplateContent:
     unknown = sorted(set(value) - TEMPLATE_FIELDS)
     if unknown:
         raise InvalidMessage(f"unknown template fields {unknown}; allowed: ['data', 'name']")
-    name, data = value.get("name"), value.get("data", {})
-    _check_ses_name("template.name", name)
-    assert isinstance(name, str)
+    name, data = _check_ses_name("template.name", value.get("name")), value.get("data", {})
     if not isinstance(data, dict):
         raise InvalidMessage("template.data must be an object")
     return TemplateContent(name=name, data_json=json.dumps(data, separators=(",", ":"), ensure_ascii=False))

@@ -105,10 +105,7 @@ def run_burst(
     calls: Counter[str] = Counter()
     for (service, _), count in (REQUESTS.snapshot() - calls_before).items():
         calls[service] += count
-    per_key = Counter({key: 0 for key in workload.subject_to_key.values()})
-    for subject in sent_subjects():
-        if subject in workload.subject_to_key:
-            per_key[workload.subject_to_key[subject]] += 1
+    per_key = workload.emails_per_key(sent_subjects())
     span = accepted_at[-1] - accepted_at[0] if len(accepted_at) > 1 else 0.0
     return BurstReport(
         rate=rate, jobs=len(bodies), keys=len(per_key), pollers=source.max_concurrency,

@@ -12,8 +12,7 @@ from typing import Any
 import boto3
 
 from sendonce_contract.delivery import DeliveryPolicy
-from sendonce_contract.message import DEDUPE_KEY_FIELD
-from sendonce_contract.schema import DeadLetter, Ledger, ReasonCode, Status
+from sendonce_contract.schema import DEDUPE_KEY, DeadLetter, Ledger, ReasonCode, Status
 
 from ..ops.ledger_view import Record
 from .load import BurstReport
@@ -155,16 +154,11 @@ def build_report(
     residual: Residual | None = None,
     burst: BurstReport | None = None,
 ) -> Report:
-    residual_subjects = residual.workload.subject_to_key if residual else {}
-    per_key: Counter[str] = Counter({key: 0 for key in workload.subject_to_key.values()})
-    unexpected = 0
-    for message in sent_emails:
-        subject = getattr(message, "subject", "")
-        key = workload.subject_to_key.get(subject)
-        if key is not None:
-            per_key[key] += 1
-        elif subject not in residual_subjects and not (burst and subject in burst.subjects):
-            unexpected += 1
+    subjects = [getattr(message, "subject", "") for message in sent_emails]
+    per_key = workload.emails_per_key(subjects)
+    expected = {*workload.subject_to_key, *(residual.workload.subject_to_key if residual else ()),
+                *(burst.subjects if burst else ())}
+    unexpected = sum(1 for subject in subjects if subject not in expected)
     records = _ledger_records(table_name, list(per_key))
     statuses = {key: record.status for key, record in records.items()}
     dead, samples, copies, dead_keys = _dead_letters(dead_letter_queue_url)
@@ -285,7 +279,7 @@ def _key_in(body: str) -> str:
         document = json.loads(body)
     except ValueError:
         return ""
-    return str(document.get(DEDUPE_KEY_FIELD, "")) if isinstance(document, dict) else ""
+    return str(document.get(DEDUPE_KEY, "")) if isinstance(document, dict) else ""
 
 
 def render_text(report: Report) -> str:

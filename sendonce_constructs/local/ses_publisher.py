@@ -105,14 +105,15 @@ def _bare(address: str) -> str:
 
 
 def _mail(send: AcceptedSend, account: str, region: str) -> dict[str, Any]:
+    domain = _bare(send.source).rpartition("@")[2]
     tags: dict[str, list[str]] = {"ses:configuration-set": [send.configuration_set or ""],
-                                  "ses:from-domain": [_bare(send.source).rpartition("@")[2]],
+                                  "ses:from-domain": [domain],
                                   "ses:caller-identity": ["sendonce-consumer"]}
     for name, value in send.tags:
         tags.setdefault(name, []).append(value)
     return {
         "timestamp": _iso(send.accepted_at), "source": send.source,
-        "sourceArn": f"arn:aws:ses:{region}:{account}:identity/{_bare(send.source).rpartition('@')[2]}",
+        "sourceArn": f"arn:aws:ses:{region}:{account}:identity/{domain}",
         "sendingAccountId": account, "messageId": send.ses_message_id, "destination": list(send.destinations),
         "headersTruncated": False,
         "commonHeaders": {"from": [send.source], "to": list(send.destinations), "subject": send.subject},

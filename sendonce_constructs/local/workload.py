@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 SENDER = "Shop <receipts@example.com>"
@@ -26,6 +27,12 @@ class Workload:
     def add_outbox_order(self, key: str, subject: str) -> None:
         self.subject_to_key[subject] = key
         self.kinds["outbox_orders"] += 1
+
+    def emails_per_key(self, subjects: Iterable[str]) -> Counter[str]:
+        """How many of the emails SES accepted (named by their subjects) went to each of this workload's keys."""
+        per_key = Counter({key: 0 for key in self.subject_to_key.values()})
+        per_key.update(self.subject_to_key[subject] for subject in subjects if subject in self.subject_to_key)
+        return per_key
 
     @property
     def expected_dead_letters(self) -> int:
