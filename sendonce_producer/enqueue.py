@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from sendonce_contract.fifo import fifo_message_ids
 
 from .job import EmailJob
 
@@ -32,12 +33,12 @@ def _client(sqs: Any | None) -> Any:
 
 
 def message_request(job: EmailJob, queue_url: str, group_id: str | None = None) -> dict[str, Any]:
-    """The SendMessage fields for ``job``; FIFO queues get a group (the first recipient unless given) and a
-    deduplication id derived from the key, so SQS drops an exact re-send within its 5-minute window too."""
-    request: dict[str, Any] = {"MessageBody": job.to_message()}
+    """The SendMessage fields for ``job``; FIFO queues get the contract's group (the first recipient unless given)
+    and deduplication id (from the key), the same as the outbox relay gives them."""
+    body = job.to_message()
+    request: dict[str, Any] = {"MessageBody": body}
     if queue_url.endswith(".fifo"):
-        request["MessageGroupId"] = group_id or job.first_recipient
-        request["MessageDeduplicationId"] = hashlib.sha256(job.dedupe_key.encode("utf-8")).hexdigest()
+        request.update(fifo_message_ids(body, job.dedupe_key, group_id))
     return request
 
 

@@ -10,8 +10,6 @@ from typing import Any
 from sendonce_contract.message import InvalidMessage, parse_job
 from sendonce_contract.schema import DEDUPE_KEY
 
-from .keys import normalise_address
-
 
 class InvalidJob(ValueError):
     """The job breaks the message contract; raised in the producer, instead of a DLQ entry later."""
@@ -63,6 +61,3 @@ class EmailJob:
         """The SQS body the consumer expects."""
         return json.dumps(self.to_document(), separators=(",", ":"), ensure_ascii=False)
 
-    @property
-    def first_recipient(self) -> str:
-        return normalise_address(self.to[0])

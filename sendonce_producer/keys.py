@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sendonce_contract.address import InvalidAddress, parse_mailbox
+from sendonce_contract.fifo import bare_address
 from sendonce_contract.message import InvalidMessage, check_key
 
 SEPARATOR = ":"
@@ -20,7 +21,7 @@ def normalise_address(address: str) -> str:
         mailbox = parse_mailbox(address)
     except InvalidAddress as error:
         raise ValueError(f"recipient {address!r} is not a valid email address: it {error}") from None
-    return f"{mailbox.local_part}@{mailbox.domain.lower()}"
+    return bare_address(mailbox)
 
 
 def dedupe_key(*parts: str | int, recipient: str | None = None) -> str:

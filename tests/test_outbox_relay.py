@@ -41,3 +41,26 @@ def test_a_failed_call_reports_its_whole_chunk_and_fifo_gets_group_and_deduplica
         relay([stream_record(5)], sqs2, "q.fifo", fifo=True)
     [entry] = sent[0]["Entries"]
     assert entry["MessageGroupId"] == "order-5" and len(entry["MessageDeduplicationId"]) == 64
+
+
+def test_a_job_gets_the_same_fifo_group_and_deduplication_id_enqueued_or_relayed_from_the_outbox():
+    from sendonce_producer import EmailJob, outbox_put
+    from sendonce_producer.enqueue import message_request
+
+    job = EmailJob(dedupe_key="order-7:shipped", sender="shop@example.com", to=["Ada <Ada@Example.ORG>", "b@x.org"],
+                   subject="Shipped", text="On its way")
+    for group in (None, "order-7"):
+        values = outbox_put("outbox", job, group_id=group)["Update"]["ExpressionAttributeValues"]
+        image = {"dedupeKey": {"S": job.dedupe_key}, **{name[1:]: value for name, value in values.items()}}
+        sent: list = []
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        sqs.meta.events.register("before-parameter-build.sqs.SendMessageBatch",
+                                 lambda params, sent=sent, **_: sent.append(params))
+        with Stubber(sqs) as stub:
+            stub.add_response("send_message_batch", {"Successful": [], "Failed": []})
+            relay([{"eventName": "INSERT", "dynamodb": {"SequenceNumber": "1", "NewImage": image}}], sqs, "q.fifo",
+                  fifo=True)
+        [relayed] = sent[0]["Entries"]
+        enqueued = message_request(job, "q.fifo", group)
+        assert relayed["MessageGroupId"] == enqueued["MessageGroupId"] == (group or "Ada@example.org")
+        assert relayed["MessageDeduplicationId"] == enqueued["MessageDeduplicationId"]

@@ -7,11 +7,11 @@ source retries from there and nothing after it is skipped.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 from typing import Any
 
+from sendonce_contract.fifo import fifo_message_ids
 from sendonce_contract.schema import OutboxItem
 
 _lock = threading.Lock()
@@ -31,10 +31,10 @@ def _client() -> Any:
 
 def _entry(index: int, image: dict[str, Any], fifo: bool) -> dict[str, Any]:
     key = image[OutboxItem.KEY]["S"]
-    entry: dict[str, Any] = {"Id": str(index), "MessageBody": image[OutboxItem.JOB]["S"]}
+    body = image[OutboxItem.JOB]["S"]
+    entry: dict[str, Any] = {"Id": str(index), "MessageBody": body}
     if fifo:
-        entry["MessageGroupId"] = image.get(OutboxItem.GROUP_ID, {}).get("S") or key
-        entry["MessageDeduplicationId"] = hashlib.sha256(key.encode("utf-8")).hexdigest()
+        entry.update(fifo_message_ids(body, key, image.get(OutboxItem.GROUP_ID, {}).get("S")))
     return entry
 
 

@@ -1,0 +1,36 @@
+"""How a job is placed on a FIFO queue: one rule for every way a job gets there (``enqueue``, the outbox relay).
+
+The message group is the job's first recipient (its bare address, domain lower-cased), unless the producer names a
+group: one person's emails keep their order, and one slow or failing recipient never holds back another's. The
+deduplication id is the SHA-256 of the dedupe key, so SQS also drops an exact re-send within its 5-minute window.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from .address import Mailbox
+from .message import InvalidMessage, parse_job
+
+
+def bare_address(mailbox: Mailbox) -> str:
+    """``Ada <Ada@Example.org>`` is ``Ada@example.org``: domains are case-insensitive, local parts may not be."""
+    return f"{mailbox.local_part}@{mailbox.domain.lower()}"
+
+
+def deduplication_id(dedupe_key: str) -> str:
+    return hashlib.sha256(dedupe_key.encode("utf-8")).hexdigest()
+
+
+def fifo_message_ids(body: str, dedupe_key: str, group_id: str | None = None) -> dict[str, str]:
+    """``MessageGroupId`` and ``MessageDeduplicationId`` for the job ``body``.
+
+    A body the contract refuses (which the consumer will dead-letter with its reason) is grouped by its key: it
+    has no recipient to group by, and it must still be relayed rather than lost.
+    """
+    if group_id is None:
+        try:
+            group_id = bare_address(parse_job(body, sqs_message_id="").to[0])
+        except InvalidMessage:
+            group_id = dedupe_key
+    return {"MessageGroupId": group_id, "MessageDeduplicationId": deduplication_id(dedupe_key)}
