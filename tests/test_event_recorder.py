@@ -189,3 +189,22 @@ def test_the_longest_key_needs_six_chunks():
     tags = dict(key_tags(key))
     assert [n for n in tags if n.startswith("sendonce-k")][-1] == "sendonce-k5"
     assert key_from_tags({n: [v] for n, v in tags.items()}) == key
+
+
+def test_a_resend_whose_own_events_are_lost_is_a_double_when_the_first_emails_late_event_arrives(pipeline, recorder,
+                                                                                                   capsys):
+    from sendonce_constructs.ops.cli import main as sendonce
+    from sendonce_runtime.ledger import LedgerRecord
+
+    # The first worker died after SES accepted "ses-first"; its events came later than the grace period, so a
+    # takeover resent the key and recorded SES's answer "ses-resend", whose own events are then lost.
+    claim(recorder, "k:late")
+    dead = LedgerRecord.from_item(pipeline.ledger_item("k:late"))
+    assert recorder.ledger.take_over(dead, "takeover", recorder.clock.now_ms() + 60_000, "hash").won
+    assert recorder.ledger.mark_sent("k:late", "takeover", "ses-resend")
+    recorder.handle(sqs_records(ses_event("Send", "k:late", "ses-first"), ses_event("Delivery", "k:late", "ses-first")))
+    doubles = [line for line in lines(recorder) if line.get("DoubleSends")]
+    assert len(doubles) == 1 and doubles[0]["outcome"] == "double_send"
+    assert sendonce(["--json", "--table", pipeline.table_name, "doubles"]) == 0
+    [double] = json.loads(capsys.readouterr().out)
+    assert double["key"] == "k:late" and double["every_ses_message_id"] == ["ses-first", "ses-resend"]

@@ -3,7 +3,8 @@
 Each write is idempotent (a duplicated event changes nothing) and order-free (a Delivery seen before its Send
 confirms the send just as well): every attribute is set only if absent, and SES's message ids go into a string
 set. It never creates a record nor revives an expired one. Any event proves SES accepted that message id, so
-the record becomes SENT; a second distinct id on one key means a second email went out, and is reported.
+the record becomes SENT; a second distinct id on one key (among the reported ids and the one the consumer recorded
+from SES's answer) means a second email went out, and is reported.
 
 Attributes written (names from :class:`sendonce_contract.schema.Ledger`): the status (SENT), the SES message id
 (if none), the set of every id SES reported, when SES accepted it (mail.timestamp), when the first event was
@@ -86,10 +87,13 @@ class EvidenceLedger:
             old_item = error.response.get("Item")
             return Recorded(Verdict.EXPIRED_KEY if old_item else Verdict.UNKNOWN_KEY)
         old = response.get("Attributes", {})
-        known = set(old.get(Ledger.SES_MESSAGE_IDS, {}).get("SS", []))
+        reported = set(old.get(Ledger.SES_MESSAGE_IDS, {}).get("SS", []))
+        # The id the consumer recorded from SES's answer and the ids SES's events reported are one set: after a
+        # resend, the first email's late event meets the resend's id here even if the resend's own events are lost.
+        known = reported | {old[Ledger.SES_MESSAGE_ID]["S"]} if Ledger.SES_MESSAGE_ID in old else reported
         return Recorded(
             Verdict.RECORDED,
-            first_evidence=not known,
+            first_evidence=not reported,
             double_send=bool(known) and event.ses_message_id not in known,
             ses_message_ids=tuple(sorted(known | {event.ses_message_id})),
             was_status=old.get(Ledger.STATUS, {}).get("S"),

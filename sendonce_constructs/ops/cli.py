@@ -120,8 +120,8 @@ def _status(args: argparse.Namespace, view: LedgerView) -> int:
         ["forgotten at", _when(record.expires_at_s * 1000 if record.expires_at_s else None)],
         ["SES confirmed", (f"{_when(record.evidence_at_ms)} (accepted {_when(record.ses_accepted_at_ms)})"
                            if record.evidence_at_ms else "no event from SES yet")],
-        ["SES message ids", ", ".join(record.ses_message_ids) + ("  <- SENT TWICE" if record.double_send else "")
-         if record.ses_message_ids else "-"],
+        ["SES message ids", ", ".join(record.every_ses_message_id) + ("  <- SENT TWICE" if record.double_send else "")
+         if record.every_ses_message_id else "-"],
         *[[what, f"{_when(when)}" + (f" ({detail})" if detail else "")] for what, when, detail in record.outcomes],
     ]
     _say(args, record.as_dict(), f"{args.key}\n" + _table(["", ""], rows, header=False))
@@ -139,7 +139,7 @@ def _unknown(args: argparse.Namespace, view: LedgerView) -> int:
 
 def _doubles(args: argparse.Namespace, view: LedgerView) -> int:
     records = view.double_sends(on_page=_progress("scanned"))
-    rows = [[r.key, ", ".join(r.ses_message_ids), _when(r.evidence_at_ms)] for r in records]
+    rows = [[r.key, ", ".join(r.every_ses_message_id), _when(r.evidence_at_ms)] for r in records]
     _say(args, [r.as_dict() for r in records],
          _table(["key", "SES message ids", "first confirmed"], rows) if rows else "no key was sent twice")
     return 0

@@ -61,8 +61,15 @@ class Record:
 
     @property
     def double_send(self) -> bool:
-        """SES reported two emails for this key: the residual when its events for the first were lost."""
-        return len(self.ses_message_ids) >= 2
+        """Two emails went out for this key: SES reported two message ids, or reported one other than the id the
+        consumer recorded from SES's answer (the residual when events for one of them were lost)."""
+        return len(self.every_ses_message_id) >= 2
+
+    @property
+    def every_ses_message_id(self) -> tuple[str, ...]:
+        """The ids SES's events reported and the one the consumer recorded from SES's answer, as one set."""
+        recorded = {self.ses_message_id} if self.ses_message_id else set()
+        return tuple(sorted(set(self.ses_message_ids) | recorded))
 
     def expired(self, now_ms: int) -> bool:
         return self.expires_at_s is not None and self.expires_at_s * 1000 < now_ms
@@ -78,7 +85,8 @@ class Record:
         return max(v or 0 for v in (self.claimed_at_ms, self.sent_at_ms, self.unknown_at_ms))
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "every_ses_message_id": list(self.every_ses_message_id),
+                "double_send": self.double_send}
 
 
 class StateChanged(RuntimeError):
