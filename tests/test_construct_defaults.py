@@ -148,7 +148,7 @@ def test_overrides_reach_the_resources():
         retention_period=cdk.Duration.days(2),
         dedupe_ttl=cdk.Duration.days(3),
         visibility_timeout=cdk.Duration.minutes(10),
-        delivery=DeliveryPolicy.AT_LEAST_ONCE,
+        delivery=DeliveryPolicy.RESEND_WITHOUT_EVIDENCE,
     )
     function = only(template, "AWS::Lambda::Function")["Properties"]
     assert (function["MemorySize"], function["Architectures"], function["Runtime"]) == (512, ["x86_64"], "python3.12")

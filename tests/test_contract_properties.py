@@ -63,7 +63,7 @@ overrides = st.fixed_dictionaries(
         "configurationSet": st.just("transactional") | hostile_text,
         "tags": st.dictionaries(st.just("campaign") | hostile_text, st.just("spring-2026") | hostile_text,
                                 max_size=3),
-        "delivery": st.sampled_from(["at-most-once", "at-least-once", "exactly-once"]),
+        "delivery": st.sampled_from(["never-resend", "resend-without-evidence", "at-least-once", "exactly-once"]),
     },
 )
 bodies = overrides.map(lambda changes: {**VALID, **changes})

@@ -16,14 +16,14 @@ from sendonce_contract.delivery import DeliveryPolicy
 VISIBILITY_TIMEOUT_MS = 6 * 30_000  # the construct's default: the redelivery comes no sooner
 
 EXPECTED = {
-    (DeliveryPolicy.AT_MOST_ONCE, CrashPoint.BEFORE_CLAIM): (1, "SENT"),
-    (DeliveryPolicy.AT_MOST_ONCE, CrashPoint.AFTER_CLAIM): (0, "UNKNOWN"),
-    (DeliveryPolicy.AT_MOST_ONCE, CrashPoint.AFTER_SES_ACCEPTED): (1, "UNKNOWN"),
-    (DeliveryPolicy.AT_MOST_ONCE, CrashPoint.AFTER_SENT): (1, "SENT"),
-    (DeliveryPolicy.AT_LEAST_ONCE, CrashPoint.BEFORE_CLAIM): (1, "SENT"),
-    (DeliveryPolicy.AT_LEAST_ONCE, CrashPoint.AFTER_CLAIM): (1, "SENT"),
-    (DeliveryPolicy.AT_LEAST_ONCE, CrashPoint.AFTER_SES_ACCEPTED): (2, "SENT"),
-    (DeliveryPolicy.AT_LEAST_ONCE, CrashPoint.AFTER_SENT): (1, "SENT"),
+    (DeliveryPolicy.NEVER_RESEND, CrashPoint.BEFORE_CLAIM): (1, "SENT"),
+    (DeliveryPolicy.NEVER_RESEND, CrashPoint.AFTER_CLAIM): (0, "UNKNOWN"),
+    (DeliveryPolicy.NEVER_RESEND, CrashPoint.AFTER_SES_ACCEPTED): (1, "UNKNOWN"),
+    (DeliveryPolicy.NEVER_RESEND, CrashPoint.AFTER_SENT): (1, "SENT"),
+    (DeliveryPolicy.RESEND_WITHOUT_EVIDENCE, CrashPoint.BEFORE_CLAIM): (1, "SENT"),
+    (DeliveryPolicy.RESEND_WITHOUT_EVIDENCE, CrashPoint.AFTER_CLAIM): (1, "SENT"),
+    (DeliveryPolicy.RESEND_WITHOUT_EVIDENCE, CrashPoint.AFTER_SES_ACCEPTED): (2, "SENT"),
+    (DeliveryPolicy.RESEND_WITHOUT_EVIDENCE, CrashPoint.AFTER_SENT): (1, "SENT"),
 }
 
 
@@ -78,7 +78,7 @@ def test_worker_killed_mid_batch_while_sends_run_at_once(pipeline, policy, point
     assert response == {"batchItemFailures": []}
     for n in range(10):
         key, emails = f"batch:{n}", pipeline.emails_for(f"batch:{n}")
-        if policy is DeliveryPolicy.AT_MOST_ONCE:
+        if policy is DeliveryPolicy.NEVER_RESEND:
             assert emails <= 1
             assert emails == 1 or pipeline.status(key) == "UNKNOWN"
         else:

@@ -41,7 +41,7 @@ def test_template_and_raw_jobs_parse():
 
 
 def test_payload_hash_ignores_key_order_and_the_delivery_field():
-    a = parse(job("k", delivery="at-least-once"))
+    a = parse(job("k", delivery="resend-without-evidence"))
     b = parse_job(json.dumps(dict(reversed(list(job("k").items())))), "m")
     assert a.payload_hash == b.payload_hash
     assert parse(job("k", text="other")).payload_hash != a.payload_hash

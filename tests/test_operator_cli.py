@@ -94,7 +94,7 @@ def test_resolve_refuses_when_the_record_changed_underneath(pipeline):
     record_states(pipeline, clock)
     view = LedgerView(boto3.client("dynamodb"), pipeline.table_name)
     seen = view.get("k:stale")
-    # An at-least-once consumer takes the dead claim over between the operator's read and write.
+    # A resend-without-evidence consumer takes the dead claim over between the operator's read and write.
     ledger = pipeline.consumer(clock).processor._ledger
     assert ledger.take_over(ledger.claim("k:stale", "new", clock.now_ms() + 60_000, "h").existing, "new",
                             clock.now_ms() + 60_000, "h").won

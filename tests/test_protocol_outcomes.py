@@ -14,7 +14,7 @@ from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_runtime.outcome_log import OutcomeLog
 
 LEASE_EXPIRED_MS = 30_000 + 10_000 + 1  # past the invocation's deadline plus the lease margin
-NEVER = DeliveryPolicy.NEVER_RESEND  # the former at-most-once: with SES events off, what these tests are about
+NEVER = DeliveryPolicy.NEVER_RESEND  # with SES events off (the former at-most-once), what these tests are about
 
 
 
@@ -112,7 +112,7 @@ def test_expired_lease_at_most_once_marks_unknown_and_does_not_send(pipeline):
 def test_expired_lease_at_least_once_takes_over_and_sends(pipeline):
     clock = FakeClock()
     pipeline.consumer(clock).processor._ledger.claim("receipt:9:u1", "dead-worker", clock.now_ms() - 1, "h")
-    consumer = pipeline.consumer(clock, delivery=DeliveryPolicy.AT_LEAST_ONCE)
+    consumer = pipeline.consumer(clock, delivery=DeliveryPolicy.RESEND_WITHOUT_EVIDENCE)
     response = consumer.handle(event(sqs_record(job("receipt:9:u1"))), FakeContext(clock))
 
     assert response == {"batchItemFailures": []}
@@ -125,8 +125,8 @@ def test_expired_lease_at_least_once_takes_over_and_sends(pipeline):
 def test_message_delivery_field_overrides_the_deployed_policy(pipeline):
     clock = FakeClock()
     pipeline.consumer(clock).processor._ledger.claim("receipt:10:u1", "dead-worker", clock.now_ms() - 1, "h")
-    body = job("receipt:10:u1", delivery="at-least-once")
-    pipeline.consumer(clock, delivery=DeliveryPolicy.AT_MOST_ONCE).handle(event(sqs_record(body)), FakeContext(clock))
+    body = job("receipt:10:u1", delivery="resend-without-evidence")
+    pipeline.consumer(clock, delivery=DeliveryPolicy.NEVER_RESEND).handle(event(sqs_record(body)), FakeContext(clock))
     assert pipeline.emails_for("receipt:10:u1") == 1
 
 
@@ -220,7 +220,8 @@ def test_server_error_is_ambiguous_keeps_the_claim_and_at_most_once_sends_no_mor
     assert ses_faults.send_requests == 1
 
 
-@pytest.mark.parametrize(("policy", "emails"), [(DeliveryPolicy.AT_MOST_ONCE, 1), (DeliveryPolicy.AT_LEAST_ONCE, 2)])
+@pytest.mark.parametrize(("policy", "emails"),
+                         [(DeliveryPolicy.NEVER_RESEND, 1), (DeliveryPolicy.RESEND_WITHOUT_EVIDENCE, 2)])
 def test_connection_dropped_after_ses_accepted_is_ambiguous_and_the_policy_decides(
     pipeline, ses_faults, policy, emails
 ):
@@ -234,7 +235,7 @@ def test_connection_dropped_after_ses_accepted_is_ambiguous_and_the_policy_decid
     clock.advance(LEASE_EXPIRED_MS)
     pipeline.consumer(clock, delivery=policy).handle(event(record), FakeContext(clock))
     assert pipeline.emails_for("receipt:24:u1") == emails
-    assert pipeline.status("receipt:24:u1") == ("UNKNOWN" if policy is DeliveryPolicy.AT_MOST_ONCE else "SENT")
+    assert pipeline.status("receipt:24:u1") == ("UNKNOWN" if policy is DeliveryPolicy.NEVER_RESEND else "SENT")
 
 
 def test_ses_unreachable_is_a_definite_refusal_that_releases_the_claim(pipeline):
@@ -263,7 +264,8 @@ def test_changing_only_the_delivery_field_is_not_a_key_conflict(pipeline):
     consumer = pipeline.consumer()
     consumer.log = OutcomeLog(log)
     consumer.handle(event(sqs_record(job("receipt:27:u1"))), FakeContext(FakeClock()))
-    consumer.handle(event(sqs_record(job("receipt:27:u1", delivery="at-least-once"))), FakeContext(FakeClock()))
+    resend = job("receipt:27:u1", delivery="resend-without-evidence")
+    consumer.handle(event(sqs_record(resend)), FakeContext(FakeClock()))
     assert "keyConflict" not in json.loads(log.getvalue().splitlines()[-1])
 
 

@@ -123,7 +123,6 @@ def test_the_contract_s_event_types_are_ses_s_and_the_construct_s_policy_is_the_
         name: (detail_type, own) for name, (detail_type, own, _) in OWN_OBJECTS.items()}
     assert not IGNORED_SES_EVENT_TYPES & set(OWN_OBJECTS)
     assert ConstructPolicy is DeliveryPolicy
-    assert DeliveryPolicy("at-most-once") is DeliveryPolicy.NEVER_RESEND  # the names before SES's evidence
 
 
 # SES's own field names, which the ledger keeps for what an event says: the local SES and the event parser

@@ -104,7 +104,7 @@ def test_a_worker_killed_while_waiting_for_a_send_slot_leaves_no_claim_behind(pi
         consumer.handle(event(first, second), FakeContext(FakeClock(), budget_ms=60_000))
     assert pipeline.emails_per_key() == {"wait:1": 1}
     assert pipeline.ledger_item("wait:2") is None  # not claimed, so not lost to the crash window
-    redelivery = pipeline.consumer(parallelism=1)  # at-most-once, the default
+    redelivery = pipeline.consumer(parallelism=1)  # a later delivery of the same job
     assert redelivery.handle(event(second), FakeContext(FakeClock())) == {"batchItemFailures": []}
     assert pipeline.emails_for("wait:2") == 1
 

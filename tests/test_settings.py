@@ -10,14 +10,14 @@ from sendonce_runtime.settings import Settings, SettingsError
 
 def test_settings_come_from_the_constructs_environment():
     settings = Settings.from_env({
-        "SENDONCE_TABLE_NAME": "t", "SENDONCE_DLQ_URL": "u", "SENDONCE_DELIVERY": "at-least-once",
+        "SENDONCE_TABLE_NAME": "t", "SENDONCE_DLQ_URL": "u", "SENDONCE_DELIVERY": "resend-without-evidence",
         "SENDONCE_DEDUPE_TTL_SECONDS": "60", "SENDONCE_PARALLELISM": "4", "SENDONCE_FIFO": "true",
         "SENDONCE_CONFIGURATION_SET": "cs", "SENDONCE_SES_CONNECT_TIMEOUT_S": "0.5",
         "SENDONCE_SES_READ_TIMEOUT_S": "1", "SENDONCE_LEDGER_BUDGET_MS": "500", "SENDONCE_LEASE_MARGIN_MS": "6000",
         "SENDONCE_PIPELINE_NAME": "Shop/Receipts",
     })
     assert settings == Settings(
-        table_name="t", dead_letter_queue_url="u", delivery=DeliveryPolicy.AT_LEAST_ONCE, dedupe_ttl_s=60,
+        table_name="t", dead_letter_queue_url="u", delivery=DeliveryPolicy.RESEND_WITHOUT_EVIDENCE, dedupe_ttl_s=60,
         parallelism=4, fifo=True, configuration_set="cs", pipeline_name="Shop/Receipts", lease_margin_ms=6000,
         ses_connect_timeout_s=0.5, ses_read_timeout_s=1.0, ledger_budget_ms=500,
     )

@@ -13,7 +13,7 @@ import re
 from typing import Any, NamedTuple
 
 from .address import InvalidAddress, Mailbox, find_control_character, parse_mailbox
-from .delivery import FORMER_VALUES, DeliveryPolicy
+from .delivery import DeliveryPolicy
 from .key_tags import DEDUPE_KEY_TAG, KEY_CHUNK_TAG, MAX_JOB_TAGS, PIPELINE_TAG
 from .schema import DEDUPE_KEY
 
@@ -154,7 +154,7 @@ def _parse_fields(document: dict[str, Any], key: str, digest: str) -> ParsedJob:
     try:
         policy = None if delivery is None else DeliveryPolicy(delivery)
     except ValueError:
-        allowed = [p.value for p in DeliveryPolicy] + list(FORMER_VALUES)
+        allowed = [p.value for p in DeliveryPolicy]
         raise InvalidMessage(f"delivery must be one of {allowed}, got {delivery!r}") from None
     return ParsedJob(
         dedupe_key=key,
