@@ -91,6 +91,6 @@ class Outbox(Construct):
         """What ``outbox_put`` needs inside a TransactWriteItems: UpdateItem (the default, which never overwrites)
         and PutItem (``fail_if_exists``) on the outbox table, and its KMS key."""
         grant = self.table.grant(grantee, "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem")
-        if self.table.encryption_key is not None:
-            self.table.encryption_key.grant_encrypt_decrypt(grantee)
-        return grant
+        if self.table.encryption_key is None:
+            return grant
+        return grant.combine(self.table.encryption_key.grant_encrypt_decrypt(grantee))

@@ -232,11 +232,6 @@ def check_sender(sender: str) -> None:
     )
 
 
-def sender_domain(sender: str) -> str:
-    match = _ADDRESS.match(sender)
-    return match.group(1).lower() if match else sender.lower()
-
-
 def check_from_addresses(from_addresses: Sequence[str], sender: str | None) -> None:
     if not from_addresses:
         _fail("from_addresses must not be empty when given; leave it unset to allow any address of the sender")

@@ -50,3 +50,9 @@ def ses_faults(aws: LocalAws, pipeline: Pipeline) -> Iterator[SesFaultProxy]:
         yield proxy
     finally:
         proxy.stop()
+
+
+@pytest.fixture(params=[1, 10], ids=["parallelism-1", "parallelism-10"])
+def at_both_parallelisms(request: pytest.FixtureRequest, pipeline: Pipeline) -> None:
+    """Runs a test with a batch's records handled in turn and ten at once (``pytestmark = usefixtures(...)``)."""
+    pipeline.parallelism = request.param

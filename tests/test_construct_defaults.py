@@ -367,3 +367,14 @@ def test_grant_outbox_write_without_an_outbox_is_an_error():
     pipeline, _ = build()
     with pytest.raises(ValueError, match="needs outbox=True"):
         pipeline.grant_outbox_write(iam.Role(make_stack(), "R", assumed_by=iam.AccountRootPrincipal()))
+
+
+def test_the_outbox_write_grant_includes_the_customer_key():
+    stack = make_stack()
+    producer = iam.Role(stack, "Producer", assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"))
+    key = kms.Key(stack, "Key")
+    pipeline = SendOnceEmailQueue(stack, "Receipts", sender="example.com", outbox=True, encryption_key=key)
+    grant = pipeline.grant_outbox_write(producer)
+    assert grant.success
+    kms_statements = [s for s in grant.principal_statements if any(a.startswith("kms:") for a in s.actions)]
+    assert kms_statements, "the grant returned leaves out the KMS key it granted"

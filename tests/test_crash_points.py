@@ -26,12 +26,9 @@ EXPECTED = {
     (DeliveryPolicy.RESEND_WITHOUT_EVIDENCE, CrashPoint.AFTER_SENT): (1, "SENT"),
 }
 
+# Every guarantee here holds whether a batch's records run in turn or ten at once.
+pytestmark = pytest.mark.usefixtures("at_both_parallelisms")
 
-
-@pytest.fixture(autouse=True, params=[1, 10], ids=["parallelism-1", "parallelism-10"])
-def at_both_parallelisms(request, pipeline):
-    """Every guarantee here holds whether a batch's records run in turn or ten at once."""
-    pipeline.parallelism = request.param
 
 @pytest.mark.parametrize(("policy", "point"), list(EXPECTED), ids=lambda v: v.value)
 def test_worker_killed_then_message_redelivered(pipeline, policy, point):

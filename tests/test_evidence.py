@@ -32,10 +32,8 @@ EXPECTED = {
     (NEVER, Fault.SERVER_ERROR): (0, "UNKNOWN"),
 }
 
-
-@pytest.fixture(autouse=True, params=[1, 10], ids=["parallelism-1", "parallelism-10"])
-def at_both_parallelisms(request, pipeline):
-    pipeline.parallelism = request.param
+# Every guarantee here holds whether a batch's records run in turn or ten at once.
+pytestmark = pytest.mark.usefixtures("at_both_parallelisms")
 
 
 def break_once(pipeline, ses_faults, clock, policy, what, records, settings):

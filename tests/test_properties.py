@@ -27,12 +27,9 @@ steps = st.lists(
     max_size=12,
 )
 
+# Every guarantee here holds whether a batch's records run in turn or ten at once.
+pytestmark = pytest.mark.usefixtures("at_both_parallelisms")
 
-
-@pytest.fixture(autouse=True, params=[1, 10], ids=["parallelism-1", "parallelism-10"])
-def at_both_parallelisms(request, pipeline):
-    """Every guarantee here holds whether a batch's records run in turn or ten at once."""
-    pipeline.parallelism = request.param
 
 def run(pipeline, policy, plan):
     """Play the plan, then let SQS redeliver each key once more after every lease expired."""

@@ -16,12 +16,9 @@ from sendonce_runtime.outcome_log import OutcomeLog
 LEASE_EXPIRED_MS = 30_000 + 10_000 + 1  # past the invocation's deadline plus the lease margin
 NEVER = DeliveryPolicy.NEVER_RESEND  # with SES events off (the former at-most-once), what these tests are about
 
+# Every guarantee here holds whether a batch's records run in turn or ten at once.
+pytestmark = pytest.mark.usefixtures("at_both_parallelisms")
 
-
-@pytest.fixture(autouse=True, params=[1, 10], ids=["parallelism-1", "parallelism-10"])
-def at_both_parallelisms(request, pipeline):
-    """Every guarantee here holds whether a batch's records run in turn or ten at once."""
-    pipeline.parallelism = request.param
 
 def test_first_delivery_sends_once_and_records_sent(pipeline):
     consumer = pipeline.consumer()
