@@ -58,27 +58,37 @@ class Ledger:
 
 
 class SesEventType(NamedTuple):
-    """One kind of SES event the recorder takes as evidence."""
+    """One kind of SES event the recorder takes as evidence: everything every part needs to know of it."""
 
     name: str  # the record's eventType
     detail_type: str  # EventBridge's detail-type for it
     record_object: str  # the name of the event's own object in the record
     time_attribute: str  # the ledger attribute that records when it happened
-    outcome_attributes: tuple[str, ...] = ()  # the ledger attributes that record what it says
+    metric: str  # the recorder's count of these events
+    label: str | None  # what the operator command and the report call the outcome (None: Send is no outcome)
+    outcome_fields: tuple[tuple[str, str], ...] = ()  # (ledger attribute, SES's field in the event's own object)
+
+    @property
+    def outcome_attributes(self) -> tuple[str, ...]:
+        """The ledger attributes that record what the event says."""
+        return tuple(attribute for attribute, _ in self.outcome_fields)
 
 
 # Every event that proves SES accepted an email or says what became of it (SES Developer Guide, "Contents of event
 # data"; EventBridge's detail-types from "Monitoring email sending using Amazon EventBridge").
 SES_EVENT_TYPES = (
-    SesEventType("Send", "Email Sent", "send", Ledger.SES_ACCEPTED_AT),
-    SesEventType("Delivery", "Email Delivered", "delivery", Ledger.DELIVERED_AT),
-    SesEventType("Bounce", "Email Bounced", "bounce", Ledger.BOUNCED_AT, (Ledger.BOUNCE_TYPE, Ledger.BOUNCE_SUB_TYPE)),
-    SesEventType("Complaint", "Email Complaint Received", "complaint", Ledger.COMPLAINED_AT,
-                 (Ledger.COMPLAINT_FEEDBACK_TYPE,)),
-    SesEventType("Reject", "Email Rejected", "reject", Ledger.REJECTED_AT, (Ledger.REJECT_REASON,)),
-    SesEventType("DeliveryDelay", "Email Delivery Delayed", "deliveryDelay", Ledger.DELAYED_AT, (Ledger.DELAY_TYPE,)),
+    SesEventType("Send", "Email Sent", "send", Ledger.SES_ACCEPTED_AT, "SesSends", None),
+    SesEventType("Delivery", "Email Delivered", "delivery", Ledger.DELIVERED_AT, "Deliveries", "delivered"),
+    SesEventType("Bounce", "Email Bounced", "bounce", Ledger.BOUNCED_AT, "Bounces", "bounced",
+                 ((Ledger.BOUNCE_TYPE, "bounceType"), (Ledger.BOUNCE_SUB_TYPE, "bounceSubType"))),
+    SesEventType("Complaint", "Email Complaint Received", "complaint", Ledger.COMPLAINED_AT, "Complaints",
+                 "complained", ((Ledger.COMPLAINT_FEEDBACK_TYPE, "complaintFeedbackType"),)),
+    SesEventType("Reject", "Email Rejected", "reject", Ledger.REJECTED_AT, "Rejects", "rejected",
+                 ((Ledger.REJECT_REASON, "reason"),)),
+    SesEventType("DeliveryDelay", "Email Delivery Delayed", "deliveryDelay", Ledger.DELAYED_AT, "DeliveryDelays",
+                 "delayed", ((Ledger.DELAY_TYPE, "delayType"),)),
     SesEventType("Rendering Failure", "Email Rendering Failed", "failure", Ledger.RENDERING_FAILED_AT,
-                 (Ledger.RENDERING_ERROR,)),
+                 "RenderingFailures", "rendering failed", ((Ledger.RENDERING_ERROR, "errorMessage"),)),
 )
 SES_EVENTS_BY_NAME = {event.name: event for event in SES_EVENT_TYPES}
 # Events that say nothing about whether an email went out.

@@ -19,7 +19,7 @@ from typing import Any, TextIO
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from sendonce_contract.schema import Ledger, ReasonCode, Status
+from sendonce_contract.schema import SES_EVENTS_BY_NAME, Ledger, ReasonCode, Status
 
 from .clock import Clock, SystemClock
 from .dead_letter import DeadLetterQueue
@@ -29,9 +29,6 @@ from .ses_events import IgnoredEvent, MalformedEvent, SesEvent, parse_event
 from .settings import SettingsError
 from .sqs_record import SqsRecord
 
-# Metric names per event type, counted for every event recorded.
-EVENT_METRICS = {"Send": "SesSends", "Delivery": "Deliveries", "Bounce": "Bounces", "Complaint": "Complaints",
-                 "Reject": "Rejects", "DeliveryDelay": "DeliveryDelays", "Rendering Failure": "RenderingFailures"}
 VERDICT_METRICS = {Verdict.UNKNOWN_KEY: "UnknownKeyEvents", Verdict.EXPIRED_KEY: "ExpiredKeyEvents"}
 
 
@@ -118,7 +115,7 @@ class EventRecorder:
             return
         line = _line(event, "double_send" if recorded.double_send else "recorded")
         line.update(wasStatus=recorded.was_status, sesMessageIds=list(recorded.ses_message_ids))
-        counts = ["EvidenceEvents", EVENT_METRICS[event.event_type]]
+        counts = ["EvidenceEvents", SES_EVENTS_BY_NAME[event.event_type].metric]
         latency = None
         if recorded.first_evidence:
             counts.append("SendsConfirmed")

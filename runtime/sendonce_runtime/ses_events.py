@@ -12,7 +12,10 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from sendonce_contract.key_tags import key_from_tags, pipeline_of
-from sendonce_contract.schema import IGNORED_SES_EVENT_TYPES, SES_EVENTS_BY_NAME, Ledger
+from sendonce_contract.schema import IGNORED_SES_EVENT_TYPES, SES_EVENTS_BY_NAME
+
+# Bounded: a rendering error quotes the template, and an item must stay far below DynamoDB's 400 KB.
+OUTCOME_VALUE_MAX = 512
 
 
 class MalformedEvent(ValueError):
@@ -71,18 +74,8 @@ def parse_event(body: str) -> SesEvent:
 
 
 def _outcome(event_type: str, own: dict[str, Any]) -> dict[str, str]:
-    if event_type == "Bounce":
-        return {Ledger.BOUNCE_TYPE: str(own.get("bounceType", "")),
-                Ledger.BOUNCE_SUB_TYPE: str(own.get("bounceSubType", ""))}
-    if event_type == "Complaint":
-        return {Ledger.COMPLAINT_FEEDBACK_TYPE: str(own.get("complaintFeedbackType", ""))}
-    if event_type == "Reject":
-        return {Ledger.REJECT_REASON: str(own.get("reason", ""))}
-    if event_type == "DeliveryDelay":
-        return {Ledger.DELAY_TYPE: str(own.get("delayType", ""))}
-    if event_type == "Rendering Failure":
-        return {Ledger.RENDERING_ERROR: str(own.get("errorMessage", ""))[:512]}
-    return {}
+    return {attribute: str(own.get(field, ""))[:OUTCOME_VALUE_MAX]
+            for attribute, field in SES_EVENTS_BY_NAME[event_type].outcome_fields}
 
 
 def _ms(value: object, what: str) -> int:

@@ -12,8 +12,6 @@ from botocore.exceptions import ClientError
 from sendonce_contract.schema import SES_EVENT_TYPES, Ledger, Status
 
 # What each SES event says became of an email, as `sendonce status` shows it.
-OUTCOME_LABELS = {"Delivery": "delivered", "Bounce": "bounced", "Complaint": "complained", "Reject": "rejected",
-                  "DeliveryDelay": "delayed", "Rendering Failure": "rendering failed"}
 
 
 @dataclass(frozen=True)
@@ -43,9 +41,9 @@ class Record:
             return str(item.get(name, {}).get("S", ""))
 
         outcomes = sorted(
-            ((OUTCOME_LABELS[event.name], number(event.time_attribute),
+            ((event.label, number(event.time_attribute),
               "/".join(text(name) for name in event.outcome_attributes))
-             for event in SES_EVENT_TYPES if event.name in OUTCOME_LABELS and event.time_attribute in item),
+             for event in SES_EVENT_TYPES if event.label is not None and event.time_attribute in item),
             key=lambda outcome: outcome[1] or 0,
         )
         return cls(
