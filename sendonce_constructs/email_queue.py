@@ -386,6 +386,14 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             grant = grant.combine(key.grant_encrypt_decrypt(grantee))
         return grant
 
+    def grant_status_read(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` (an application) read what became of its emails with ``sendonce_producer.status``:
+        ``dynamodb:GetItem`` on the dedupe table, and decrypting with the table's customer key if it has one."""
+        grant = self.table.grant(grantee, "dynamodb:GetItem")
+        if self.table.encryption_key is None:
+            return grant
+        return grant.combine(self.table.encryption_key.grant_decrypt(grantee))
+
     def grant_enqueue(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` (a producer) send jobs to the queue, including the KMS use a customer key needs."""
         return self.queue.grant_send_messages(grantee)

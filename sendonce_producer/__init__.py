@@ -1,4 +1,5 @@
-"""The producer side of sendonce: build dedupe keys, validate jobs, enqueue them, or write them to an outbox.
+"""The producer side of sendonce: build dedupe keys, validate jobs, enqueue them or write them to an outbox, and
+read what became of each email.
 
 Needs boto3 only: install ``sendonce-producer`` in an app server; it never imports aws-cdk-lib.
 """
@@ -7,5 +8,8 @@ from .enqueue import EnqueueFailure, enqueue, enqueue_many
 from .job import EmailJob, InvalidJob
 from .keys import dedupe_key
 from .outbox import outbox_put
+from .pipeline import Pipeline
+from .status import EmailRecord, SesOutcome, status
 
-__all__ = ["EmailJob", "EnqueueFailure", "InvalidJob", "dedupe_key", "enqueue", "enqueue_many", "outbox_put"]
+__all__ = ["EmailJob", "EmailRecord", "EnqueueFailure", "InvalidJob", "Pipeline", "SesOutcome", "dedupe_key", "enqueue",
+           "enqueue_many", "outbox_put", "status"]

@@ -12,9 +12,9 @@ from typing import Any
 import boto3
 
 from sendonce_contract.delivery import DeliveryPolicy
+from sendonce_contract.record import EmailRecord
 from sendonce_contract.schema import DEDUPE_KEY, DeadLetter, Ledger, ReasonCode, Status
 
-from ..ops.ledger_view import Record
 from .load import BurstReport
 from .workload import Workload
 
@@ -212,14 +212,14 @@ def _residual(residual: Residual, sent_emails: list[Any], table_name: str) -> Re
     )
 
 
-def _delivery_outcomes(records: Iterable[Record]) -> dict[str, int]:
+def _delivery_outcomes(records: Iterable[EmailRecord]) -> dict[str, int]:
     outcomes: Counter[str] = Counter()
     for record in records:
         outcomes.update(f"{what} ({detail})" if detail else what for what, _, detail in record.outcomes)
     return dict(sorted(outcomes.items()))
 
 
-def _confirmation_ms(records: Iterable[Record]) -> dict[str, int]:
+def _confirmation_ms(records: Iterable[EmailRecord]) -> dict[str, int]:
     waits = sorted(r.evidence_at_ms - r.ses_accepted_at_ms for r in records
                    if r.evidence_at_ms is not None and r.ses_accepted_at_ms is not None)
     if not waits:
@@ -227,16 +227,16 @@ def _confirmation_ms(records: Iterable[Record]) -> dict[str, int]:
     return {"p50": waits[len(waits) // 2], "p90": waits[int(len(waits) * 0.9)], "max": waits[-1]}
 
 
-def _ledger_records(table_name: str, keys: list[str]) -> dict[str, Record]:
+def _ledger_records(table_name: str, keys: list[str]) -> dict[str, EmailRecord]:
     """The ledger records of ``keys``, read as the operator command reads them."""
     dynamodb: Any = boto3.client("dynamodb")
-    records: dict[str, Record] = {}
+    records: dict[str, EmailRecord] = {}
     for start in range(0, len(keys), 100):
         request = {table_name: {"Keys": [{Ledger.KEY: {"S": k}} for k in keys[start : start + 100]]}}
         while request:
             response = dynamodb.batch_get_item(RequestItems=request)
             for item in response["Responses"].get(table_name, []):
-                record = Record.from_item(item)
+                record = EmailRecord.from_item(item)
                 records[record.key] = record
             request = response.get("UnprocessedKeys") or {}
     return records

@@ -1,0 +1,40 @@
+"""One deployed pipeline, bound once: its job queue, its dedupe table and its outbox, for an application to use."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sendonce_contract.record import EmailRecord
+
+from .enqueue import EnqueueFailure, enqueue, enqueue_many
+from .job import EmailJob
+from .outbox import outbox_put
+from .status import status
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """The names come from the construct (``queue.queue_url``, ``table.table_name``, ``outbox_table.table_name``,
+    passed to the application as environment) or from ``sendonce info``. Clients default to boto3's."""
+
+    queue_url: str
+    table_name: str
+    outbox_table_name: str | None = None
+    sqs: Any | None = None
+    dynamodb: Any | None = None
+
+    def enqueue(self, job: EmailJob, *, group_id: str | None = None) -> str:
+        return enqueue(self.queue_url, job, group_id=group_id, sqs=self.sqs)
+
+    def enqueue_many(self, jobs: Sequence[EmailJob]) -> list[EnqueueFailure]:
+        return enqueue_many(self.queue_url, jobs, sqs=self.sqs)
+
+    def status(self, key: str) -> EmailRecord | None:
+        return status(self.table_name, key, dynamodb=self.dynamodb)
+
+    def outbox_put(self, job: EmailJob, *, group_id: str | None = None, fail_if_exists: bool = False) -> dict[str, Any]:
+        if self.outbox_table_name is None:
+            raise ValueError("this Pipeline has no outbox_table_name: deploy with outbox=True and pass its table name")
+        return outbox_put(self.outbox_table_name, job, group_id=group_id, fail_if_exists=fail_if_exists)
