@@ -371,10 +371,10 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         return self.outbox.grant_write(grantee)
 
     def grant_operate(self, grantee: iam.IGrantable) -> iam.Grant:
-        """What the `sendonce` command needs: read and resolve dedupe records, read, redrive and move dead letters,
-        find the pipeline in its stack, and the customer keys its data is under."""
+        """What the `sendonce` command needs: read, resolve and cancel dedupe records, read, redrive and move dead
+        letters, find the pipeline in its stack, and the customer keys its data is under."""
         grant = self.table.grant(grantee, "dynamodb:GetItem", "dynamodb:Scan", "dynamodb:UpdateItem",
-                                 "dynamodb:DeleteItem")
+                                 "dynamodb:DeleteItem", "dynamodb:PutItem")
         grant = grant.combine(self.dead_letter_queue.grant_consume_messages(grantee))
         grant = grant.combine(self.dead_letter_queue.grant(grantee, "sqs:StartMessageMoveTask",
                                                            "sqs:ListMessageMoveTasks"))
@@ -393,6 +393,14 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         if self.table.encryption_key is None:
             return grant
         return grant.combine(self.table.encryption_key.grant_decrypt(grantee))
+
+    def grant_cancel(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` cancel emails with ``sendonce_producer.cancel``: ``dynamodb:PutItem`` on the dedupe table
+        (the tombstone, conditional on no live record) and the table's customer key if it has one."""
+        grant = self.table.grant(grantee, "dynamodb:PutItem")
+        if self.table.encryption_key is None:
+            return grant
+        return grant.combine(self.table.encryption_key.grant_encrypt_decrypt(grantee))
 
     def grant_enqueue(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` (a producer) send jobs to the queue, including the KMS use a customer key needs."""

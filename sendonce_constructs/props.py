@@ -21,6 +21,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 
 from sendonce_contract.delivery import DeliveryPolicy
+from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S
 
 from . import rules
 
@@ -158,10 +159,10 @@ def resolve_props(
     max_receive_count = 5 if max_receive_count is None else max_receive_count
     retention_period = retention_period or Duration.days(4)
     if dedupe_ttl is None:
-        dedupe_ttl = Duration.days(7)
+        dedupe_ttl = Duration.seconds(DEFAULT_DEDUPE_TTL_S)
         if outbox and seconds(retention_period) is not None:
             minimum_s = rules.outbox_minimum_dedupe_ttl_s(retention_period.to_seconds())
-            dedupe_ttl = Duration.days(max(7, -(-int(minimum_s) // 86_400)))
+            dedupe_ttl = Duration.days(max(DEFAULT_DEDUPE_TTL_S // 86_400, -(-int(minimum_s) // 86_400)))
     batching_window_s = seconds(max_batching_window) if max_batching_window else 0.0
     if parallelism is None and known(batch_size) is not None:
         parallelism = min(batch_size, 10)

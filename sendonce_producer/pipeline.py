@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sendonce_contract.record import EmailRecord
+from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S
 
+from .cancel import Cancellation, cancel
 from .enqueue import EnqueueFailure, enqueue, enqueue_many
 from .job import EmailJob
 from .outbox import outbox_put
@@ -17,11 +19,13 @@ from .status import status
 @dataclass(frozen=True)
 class Pipeline:
     """The names come from the construct (``queue.queue_url``, ``table.table_name``, ``outbox_table.table_name``,
-    passed to the application as environment) or from ``sendonce info``. Clients default to boto3's."""
+    passed to the application as environment) or from ``sendonce info``; ``dedupe_ttl_s`` is the construct's
+    ``dedupe_ttl`` if you changed it (how long a cancelled key stays cancelled). Clients default to boto3's."""
 
     queue_url: str
     table_name: str
     outbox_table_name: str | None = None
+    dedupe_ttl_s: int = DEFAULT_DEDUPE_TTL_S
     sqs: Any | None = None
     dynamodb: Any | None = None
 
@@ -33,6 +37,9 @@ class Pipeline:
 
     def status(self, key: str) -> EmailRecord | None:
         return status(self.table_name, key, dynamodb=self.dynamodb)
+
+    def cancel(self, key: str) -> Cancellation:
+        return cancel(self.table_name, key, dedupe_ttl_s=self.dedupe_ttl_s, dynamodb=self.dynamodb)
 
     def outbox_put(self, job: EmailJob, *, group_id: str | None = None, fail_if_exists: bool = False) -> dict[str, Any]:
         if self.outbox_table_name is None:

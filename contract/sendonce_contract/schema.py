@@ -12,6 +12,9 @@ from typing import NamedTuple
 
 # The job's field that names its key, and the partition key of the ledger and the outbox.
 DEDUPE_KEY = "dedupeKey"
+# How long a key is remembered unless the construct's dedupe_ttl says otherwise: a cancelled key stays cancelled
+# at least this long.
+DEFAULT_DEDUPE_TTL_S = 7 * 86_400
 
 
 class Status(enum.Enum):
@@ -20,6 +23,7 @@ class Status(enum.Enum):
     IN_FLIGHT = "IN_FLIGHT"  # claimed: a worker holds the lease and may be sending
     SENT = "SENT"  # SES accepted it (the consumer's word or SES's own event)
     UNKNOWN = "UNKNOWN"  # a worker died after its send may have left, and the policy is never to resend
+    CANCELLED = "CANCELLED"  # the application took the email back before any worker claimed it: never sent
 
 
 class Ledger:
@@ -36,6 +40,7 @@ class Ledger:
     SENT_AT = "sentAt"
     UNKNOWN_AT = "unknownAt"
     SES_MESSAGE_ID = "sesMessageId"
+    CANCELLED_AT = "cancelledAt"  # written by the application's cancel, with the CANCELLED status
     # Written by an operator's `sendonce resolve --sent`.
     RESOLVED_AT = "resolvedAt"
     RESOLVED_BY = "resolvedBy"

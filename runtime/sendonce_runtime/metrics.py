@@ -18,6 +18,7 @@ OUTCOME_METRICS: dict[Outcome, tuple[str, ...]] = {
     Outcome.SENT: ("EmailsSent",),
     Outcome.SENT_UNRECORDED: ("EmailsSent", "SentUnrecorded"),
     Outcome.DUPLICATE: ("DuplicatesSkipped",),
+    Outcome.CANCELLED: ("Cancelled",),
     Outcome.MARKED_UNKNOWN: ("UnknownRecords",),
     Outcome.INVALID_MESSAGE: ("PoisonMessages",),
     Outcome.REFUSED: ("SesRefusals",),

@@ -11,6 +11,7 @@ class Outcome(enum.Enum):
     SENT = "sent"
     SENT_UNRECORDED = "sent_unrecorded"  # SES accepted, but the ledger write failed: acked, never resent
     DUPLICATE = "duplicate"
+    CANCELLED = "cancelled"  # the application cancelled the key before any worker claimed it: never sent
     MARKED_UNKNOWN = "marked_unknown"
     INVALID_MESSAGE = "invalid_message"
     REFUSED = "refused"
@@ -35,7 +36,7 @@ class Outcome(enum.Enum):
 
 
 _ACKNOWLEDGED = frozenset(
-    {Outcome.SENT, Outcome.SENT_UNRECORDED, Outcome.DUPLICATE, Outcome.MARKED_UNKNOWN,
+    {Outcome.SENT, Outcome.SENT_UNRECORDED, Outcome.DUPLICATE, Outcome.CANCELLED, Outcome.MARKED_UNKNOWN,
      Outcome.INVALID_MESSAGE, Outcome.REFUSED, Outcome.RECEIVES_EXHAUSTED}
 )
 

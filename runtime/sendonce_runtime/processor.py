@@ -131,6 +131,9 @@ class RecordProcessor:
         deadline: Deadline,
     ) -> RecordResult | None:
         """Decide on a key someone else holds; None means the state moved on, so claim again."""
+        if existing.status is Status.CANCELLED:
+            return RecordResult(record.message_id, Outcome.CANCELLED, job.dedupe_key,
+                                reason="the application cancelled this email before it was sent")
         conflict = existing.payload_hash != job.payload_hash
         if conflict:
             LOGGER.warning("key %s seen again with a different payload; not sending it twice", job.dedupe_key)

@@ -13,7 +13,8 @@ from typing import Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
 
-from sendonce_contract.schema import Status
+from sendonce_contract.cancellation import refused, tombstone_request, written
+from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S, Status
 
 from .dead_letters import DeadLetters
 from .ledger_view import LedgerView, StateChanged
@@ -35,6 +36,10 @@ def _parser() -> argparse.ArgumentParser:
     commands.add_parser("unknown", help="what SES's events did not settle: UNKNOWN records and IN_FLIGHT records "
                         "whose lease expired, newest first")
     commands.add_parser("doubles", help="keys SES's events show were sent twice, with both SES message ids")
+    cancel = commands.add_parser("cancel", help="take back a key's email before any worker claims it")
+    cancel.add_argument("key")
+    cancel.add_argument("--dedupe-ttl-days", type=float, default=DEFAULT_DEDUPE_TTL_S / 86_400,
+                        help="how long it stays cancelled: the pipeline's dedupe_ttl (default %(default)g days)")
     resolve = commands.add_parser("resolve", help="decide an UNKNOWN (or dead IN_FLIGHT) record")
     decision = resolve.add_mutually_exclusive_group(required=True)
     decision.add_argument("--sent", action="store_true", help="you confirmed it was delivered: record it SENT")
@@ -83,6 +88,8 @@ def _run(args: argparse.Namespace, pipeline: Pipeline) -> int:
         return _unknown(args, LedgerView(boto3.client("dynamodb"), pipeline.need("table")))
     if args.command == "doubles":
         return _doubles(args, LedgerView(boto3.client("dynamodb"), pipeline.need("table")))
+    if args.command == "cancel":
+        return _cancel(args, pipeline.need("table"))
     if args.command == "resolve":
         view = LedgerView(boto3.client("dynamodb"), pipeline.need("table"))
         before = view.resolve(args.key, sent=args.sent)
@@ -126,6 +133,23 @@ def _status(args: argparse.Namespace, view: LedgerView) -> int:
     ]
     _say(args, record.as_dict(), f"{args.key}\n" + _table(["", ""], rows, header=False))
     return 0
+
+
+def _cancel(args: argparse.Namespace, table: str) -> int:
+    outcome = None
+    while outcome is None:
+        request = tombstone_request(table, args.key, time.time_ns() // 1_000_000, int(args.dedupe_ttl_days * 86_400))
+        try:
+            boto3.client("dynamodb").put_item(**request)
+            outcome = written(request)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            existing: dict[str, Any] | None = error.response.get("Item")  # type: ignore[assignment]
+            outcome = refused(existing) if existing else None  # deleted in between (a released claim): again
+    _say(args, {"key": args.key, "cancelled": outcome.cancelled, "status": outcome.record.status},
+         outcome.explanation)
+    return 0 if outcome.cancelled else 1
 
 
 def _unknown(args: argparse.Namespace, view: LedgerView) -> int:

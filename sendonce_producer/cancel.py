@@ -1,0 +1,39 @@
+"""Take an email back before it is sent (see :mod:`sendonce_contract.cancellation` for the guarantee)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from sendonce_contract.cancellation import Cancellation, refused, tombstone_request, written
+from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S
+
+__all__ = ["Cancellation", "cancel"]
+
+
+def cancel(table_name: str, key: str, *, dedupe_ttl_s: int = DEFAULT_DEDUPE_TTL_S,
+           dynamodb: Any | None = None) -> Cancellation:
+    """Cancel the email of ``key``: ``cancelled`` says whether it was in time, ``explanation`` says it in words.
+
+    Pass the pipeline's ``dedupe_ttl`` in seconds if you changed it: the key stays cancelled that long, as long as
+    a copy of its job may still arrive. Cancelling a cancelled key reports it cancelled. Grant the caller with
+    ``SendOnceEmailQueue.grant_cancel(role)``.
+    """
+    if dynamodb is None:
+        import boto3
+
+        dynamodb = boto3.client("dynamodb")
+    while True:
+        request = tombstone_request(table_name, key, time.time_ns() // 1_000_000, dedupe_ttl_s)
+        try:
+            dynamodb.put_item(**request)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            existing: dict[str, Any] | None = error.response.get("Item")  # type: ignore[assignment]
+            if existing:  # else it was deleted in between (a released claim): write again
+                return refused(existing)
+            continue
+        return written(request)
