@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from sendonce_contract.message import InvalidMessage, parse_job
@@ -35,6 +36,7 @@ class EmailJob:
     configuration_set: str | None = None
     tags: Mapping[str, str] = field(default_factory=dict)
     delivery: str | None = None
+    send_at: datetime | None = None  # not sent before this time (timezone-aware), at most dedupe_ttl ahead
 
     def __post_init__(self) -> None:
         for name in ("to", "cc", "bcc", "reply_to"):
@@ -51,6 +53,7 @@ class EmailJob:
             "cc": list(self.cc), "bcc": list(self.bcc), "replyTo": list(self.reply_to), "subject": self.subject,
             "html": self.html, "text": self.text, "raw": self.raw, "configurationSet": self.configuration_set,
             "tags": dict(self.tags), "delivery": self.delivery,
+            "sendAt": None if self.send_at is None else self.send_at.isoformat(),
         }
         document.update({k: v for k, v in optional.items() if v not in (None, [], {})})
         if self.template is not None:

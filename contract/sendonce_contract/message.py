@@ -10,6 +10,7 @@ import binascii
 import hashlib
 import json
 import re
+from datetime import datetime
 from typing import Any, NamedTuple
 
 from .address import InvalidAddress, Mailbox, find_control_character, parse_mailbox
@@ -21,8 +22,10 @@ MAX_KEY_BYTES = 1024
 MAX_RECIPIENTS = 50
 FIELDS = frozenset(
     {DEDUPE_KEY, "from", "to", "cc", "bcc", "replyTo", "subject", "html", "text", "template", "raw",
-     "configurationSet", "tags", "delivery"}
+     "configurationSet", "tags", "delivery", "sendAt"}
 )
+# Fields that say how or when to send, not what: a copy of a job differing only in these is the same email.
+NOT_CONTENT = frozenset({"delivery", "sendAt"})
 TEMPLATE_FIELDS = frozenset({"name", "data"})
 _TAG_PART = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 # SES's rule for template and configuration set names.
@@ -70,6 +73,7 @@ class ParsedJob(NamedTuple):
     configuration_set: str | None = None
     tags: tuple[tuple[str, str], ...] = ()
     delivery: DeliveryPolicy | None = None
+    send_at_ms: int | None = None  # not to be claimed before this time (epoch ms)
 
 
 def parse_job(body: str, sqs_message_id: str) -> ParsedJob:
@@ -97,8 +101,8 @@ def parse_job(body: str, sqs_message_id: str) -> ParsedJob:
 
 
 def payload_hash(document: dict[str, Any]) -> str:
-    """What the job says, independent of key order; the delivery policy is not content."""
-    content = {k: v for k, v in document.items() if k != "delivery"}
+    """What the job says, independent of key order; how and when to send it are not content."""
+    content = {k: v for k, v in document.items() if k not in NOT_CONTENT}
     canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     try:
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
@@ -167,8 +171,26 @@ def _parse_fields(document: dict[str, Any], key: str, digest: str) -> ParsedJob:
         configuration_set=configuration_set,
         tags=_tags(document.get("tags")),
         delivery=policy,
+        send_at_ms=_send_at(document.get("sendAt")),
         payload_hash=digest,
     )
+
+
+def _send_at(value: object) -> int | None:
+    """An RFC 3339 time with its offset (``2026-12-24T09:00:00Z``); a time in the past means now."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise InvalidMessage(f"sendAt must be an RFC 3339 time string such as 2026-12-24T09:00:00Z, got {value!r}")
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        raise InvalidMessage(f"sendAt {_preview(value)} is not an RFC 3339 time such as 2026-12-24T09:00:00Z"
+                             ) from None
+    if moment.tzinfo is None or "T" not in value.upper():
+        raise InvalidMessage(f"sendAt {_preview(value)} needs a date, a time and an offset (Z or +01:00): a time "
+                             "without its offset means a different instant in each time zone")
+    return int(moment.timestamp() * 1000)
 
 
 def _address(value: object, field_name: str, *, required: bool = False) -> Mailbox:

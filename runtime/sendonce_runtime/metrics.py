@@ -27,6 +27,7 @@ OUTCOME_METRICS: dict[Outcome, tuple[str, ...]] = {
     Outcome.THROTTLED: ("SesThrottles",),
     Outcome.QUOTA_EXHAUSTED: ("SesThrottles", "QuotaExhausted"),
     Outcome.PACED: ("Paced",),
+    Outcome.SCHEDULED: ("Scheduled",),
     Outcome.RECEIVES_EXHAUSTED: ("ReceivesExhausted",),
     Outcome.AMBIGUOUS: ("AmbiguousSends",),
     Outcome.DEADLINE: ("DeadlineDeferrals",),

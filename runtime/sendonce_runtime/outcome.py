@@ -22,6 +22,7 @@ class Outcome(enum.Enum):
     THROTTLED = "throttled"
     QUOTA_EXHAUSTED = "quota_exhausted"  # SES's daily quota: the job waits about ten minutes
     PACED = "paced"  # the pipeline's send rate left no send slot in this invocation: not claimed, back shortly
+    SCHEDULED = "scheduled"  # the job's sendAt is ahead: not claimed, back as a delayed copy (at most 15 minutes)
     AMBIGUOUS = "ambiguous"
     DEADLINE = "deadline"
     GROUP_BLOCKED = "group_blocked"

@@ -75,6 +75,8 @@ class RecordProcessor:
                 "set are the evidence each email was sent once; drop the field (or deploy with ses_events=False)",
                 job.dedupe_key,
             )
+        if job.send_at_ms is not None and job.send_at_ms > self._clock.now_ms():
+            return self._schedule(record, job, job.send_at_ms - self._clock.now_ms())
         policy = job.delivery or self._settings.delivery
         # The send slot is taken before the claim, so nothing waits between claiming a key and sending it: a
         # worker killed while waiting leaves no claim behind, and the key is not lost to the crash window.
@@ -87,6 +89,22 @@ class RecordProcessor:
         if self._send_rate is not None and result.outcome not in _SENT_OR_TRIED:
             self._send_rate.refund()
         return result
+
+    def _schedule(self, record: SqsRecord, job: ParsedJob, wait_ms: int) -> RecordResult:
+        """Not claimed before its time: the job waits as delayed copies, so the key stays free to cancel."""
+        if self._settings.fifo:
+            return self._dead_letter(
+                record, Outcome.INVALID_MESSAGE, ReasonCode.INVALID_MESSAGE,
+                "sendAt is refused on a FIFO queue: a waiting job would hold back every later job of its message "
+                "group; schedule on a standard queue, or enqueue the job when it is due", job.dedupe_key)
+        if wait_ms > self._settings.dedupe_ttl_s * 1000:
+            return self._dead_letter(
+                record, Outcome.INVALID_MESSAGE, ReasonCode.INVALID_MESSAGE,
+                f"sendAt is {wait_ms / 86_400_000:.1f} days ahead; this pipeline remembers a key (and a cancel) "
+                f"for dedupe_ttl ({self._settings.dedupe_ttl_s / 86_400:g} days): schedule at most that far ahead, "
+                "or raise dedupe_ttl", job.dedupe_key)
+        return RecordResult(record.message_id, Outcome.SCHEDULED, job.dedupe_key, reason="waiting for its sendAt",
+                            retry_after_s=-(-wait_ms // 1000))
 
     def _claim_and_settle(
         self, record: SqsRecord, job: ParsedJob, policy: DeliveryPolicy, deadline: Deadline

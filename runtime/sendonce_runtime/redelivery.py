@@ -13,6 +13,8 @@ reason, never silently, when that budget is spent.
   that worker's lease ends), by when it has usually finished and this copy is a duplicate. On a FIFO queue the
   message becomes visible again when the lease ends.
 - SES's daily quota exhausted: the same, delayed about ten minutes, as SES's documentation advises.
+- A job whose ``sendAt`` is ahead: a delayed copy for the time left, at most SQS's 15 minutes a copy, as often as
+  it takes; nothing is claimed meanwhile, so the key can still be cancelled.
 - A record that would fail on the last receive its queue allows is dead-lettered with the reason, instead of
   moved by SQS with none.
 """
@@ -35,7 +37,8 @@ SQS_MAX_DELAY_S = 900
 THROTTLE_BASE_DELAY_S = 2.0
 QUOTA_DELAY_S = 600.0  # "wait for an interval of up to 10 minutes" (SES, errors related to sending quotas)
 # Outcomes whose job comes back as a delayed copy on a standard queue.
-POSTPONED = frozenset({Outcome.THROTTLED, Outcome.QUOTA_EXHAUSTED, Outcome.PACED, Outcome.IN_FLIGHT_ELSEWHERE})
+POSTPONED = frozenset({Outcome.THROTTLED, Outcome.QUOTA_EXHAUSTED, Outcome.PACED, Outcome.IN_FLIGHT_ELSEWHERE,
+                       Outcome.SCHEDULED})
 
 
 class Redelivery:
@@ -63,6 +66,8 @@ class Redelivery:
             delay_s = self.postponement_s(result.outcome, record.postponements)
             if result.outcome is Outcome.IN_FLIGHT_ELSEWHERE and result.retry_after_s is not None:
                 delay_s = min(delay_s, result.retry_after_s)
+            if result.outcome is Outcome.SCHEDULED and result.retry_after_s is not None:
+                delay_s = min(SQS_MAX_DELAY_S, result.retry_after_s)  # each copy waits at most 15 minutes
             counted = record.postponements + (result.outcome in (Outcome.THROTTLED, Outcome.QUOTA_EXHAUSTED))
             if not self._fifo and self._send_copy(record, delay_s, counted):
                 return result._replace(postponed_s=delay_s)

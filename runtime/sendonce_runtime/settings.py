@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from sendonce_contract.delivery import DeliveryPolicy
+from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S
 
 # The most calls besides the send one record makes in a row: claim, release after a refusal, dead-letter send.
 LEDGER_CALLS_PER_RECORD = 3
@@ -21,7 +22,7 @@ class Settings:
     table_name: str
     dead_letter_queue_url: str
     delivery: DeliveryPolicy = DeliveryPolicy.RESEND_WITHOUT_EVIDENCE
-    dedupe_ttl_s: int = 7 * 24 * 3600
+    dedupe_ttl_s: int = DEFAULT_DEDUPE_TTL_S
     parallelism: int = 1
     fifo: bool = False
     configuration_set: str | None = None
