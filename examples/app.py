@@ -3,7 +3,9 @@
 import os
 
 import aws_cdk as cdk
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_sqs as sqs
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 from constructs import Construct
 
@@ -30,6 +32,18 @@ class ReceiptsStack(cdk.Stack):
         checkout = iam.Role(self, "CheckoutService", assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"))
         receipts.grant_enqueue(checkout)
         receipts.grant_outbox_write(checkout)
+        receipts.grant_status_read(checkout)
+
+        # The app hears which receipts bounced or drew a complaint (e.g. to flag the address on the account).
+        unreadable = sqs.Queue(self, "UndeliverableReceiptsDlq", enforce_ssl=True,
+                               retention_period=cdk.Duration.days(14))
+        cdk.Validations.of(unreadable).acknowledge(cdk.Acknowledgment(
+            id="Serverless-SQSRedrivePolicy", reason="It is the dead-letter queue: a queue behind it would hide them."))
+        undeliverable = sqs.Queue(self, "UndeliverableReceipts", enforce_ssl=True,
+                                  dead_letter_queue=sqs.DeadLetterQueue(queue=unreadable, max_receive_count=5))
+        receipts.on_outcome("Undeliverable", targets.SqsQueue(undeliverable, dead_letter_queue=unreadable),
+                            outcomes=["bounced", "complained"])
+        cdk.CfnOutput(self, "UndeliverableReceiptsUrl", value=undeliverable.queue_url)
 
 
 def build_app() -> cdk.App:

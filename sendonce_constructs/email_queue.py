@@ -8,6 +8,7 @@ from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -27,11 +28,13 @@ from .bundled_function import BundledFunction, FunctionOptions
 from .evidence import SesEvidence
 from .monitoring import PipelineMetrics, build_alarms, build_dashboard
 from .outbox import Outbox
+from .outcome_events import OutcomeEvents
 from .props import PipelineProps, known, resolve_props, seconds
 from .runtime_asset import HANDLER
 
 DLQ_RETENTION = Duration.seconds(rules.DEAD_LETTER_RETENTION_S)  # the TTL rules count on this figure
 LOW_MAX_RECEIVE_COUNT_WARNING = "@sendonce/SendOnceEmailQueue:maxReceiveCountBelowFive"
+OUTCOME_EVENTS_SKIPPED_WARNING = "@sendonce/SendOnceEmailQueue:outcomeEventsNeedATableStream"
 # The consumer's DynamoDB calls, and nothing more: the claim, the completion and the release.
 DEDUPE_TABLE_ACTIONS = ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
 
@@ -102,6 +105,10 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         Default True.
     :param dead_letter_queue: bring your own dead-letter queue (of the job queue's kind; keep its retention at 14
         days, which the dedupe_ttl rules assume). Default one the construct makes.
+    :param outcome_events: publish each transition of a key (sent, delivered, bounced, complained, ..., cancelled)
+        to EventBridge for the application, read from the dedupe table's stream; see ``on_outcome``. Default on,
+        unless ``existing_table`` has no stream (then off, with a warning); True there fails synth.
+    :param outcome_bus: the event bus outcome events go to. Default the account's default bus.
     """
 
     def __init__(
@@ -153,6 +160,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         log_removal_policy: RemovalPolicy | None = None,
         enabled: bool = True,
         dead_letter_queue: sqs.IQueue | None = None,
+        outcome_events: bool | None = None,
+        outcome_bus: events.IEventBus | None = None,
     ) -> None:
         super().__init__(scope, id)
         props = resolve_props(
@@ -170,13 +179,19 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             vpc=vpc, vpc_subnets=vpc_subnets, security_groups=security_groups,
             reserved_concurrent_executions=reserved_concurrent_executions, log_level=log_level,
             queue_removal_policy=queue_removal_policy, log_removal_policy=log_removal_policy, enabled=enabled,
-            dead_letter_queue=dead_letter_queue,
+            dead_letter_queue=dead_letter_queue, outcome_events=outcome_events, outcome_bus=outcome_bus,
         )
         if props.low_max_receive_count:
             Validations.of(self).add_warning(
                 LOW_MAX_RECEIVE_COUNT_WARNING,
                 f"max_receive_count ({props.max_receive_count}) is below 5: a message throttled or briefly in flight "
                 "elsewhere a few times lands in the dead-letter queue unsent; AWS recommends 5 or more",
+            )
+        if props.outcome_events_skipped:
+            Validations.of(self).add_warning(
+                OUTCOME_EVENTS_SKIPPED_WARNING,
+                "outcome_events are off: existing_table has no stream to read them from; enable a stream with "
+                "NEW_AND_OLD_IMAGES (and pass its stream ARN) to hear each email's fate, or set outcome_events=False",
             )
         self.delivery = props.delivery
         self.fifo = props.fifo
@@ -188,10 +203,13 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         self.evidence = self._build_evidence(props, function_options)
         self._build_consumer(props, function_options)
         self.outbox = self._build_outbox(props, function_options)
+        self.outcome_events = self._build_outcome_events(props, function_options)
         self._build_outputs()
         self.alarms: dict[str, cloudwatch.Alarm] = (
             build_alarms(self, self, props.oldest_message_alarm_threshold, props.alarm_topic) if props.alarms else {}
         )
+        if props.alarms and self.outcome_events is not None:
+            self.alarms["OutcomeEventFailures"] = self.outcome_events.failures_alarm(props.alarm_topic)
         self.dashboard: cloudwatch.Dashboard | None = (
             build_dashboard(self, self, self.alarms) if props.dashboard else None
         )
@@ -239,6 +257,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             deletion_protection=props.deletion_protection,
             encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED if props.encryption_key else None,
             encryption_key=props.encryption_key,
+            # Outcome events are read from it: each write's before and after images.
+            stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES if props.outcome_events else None,
         )
         # The queues' and table's key, and an existing table's own key: without it every claim is AccessDenied.
         self._data_keys = [props.encryption_key] if props.encryption_key is not None else []
@@ -299,6 +319,22 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             return None
         return Outbox(self, "Outbox", queue=self.queue, fifo=props.fifo, function_options=function_options,
                       encryption_key=props.encryption_key, removal_policy=props.table_removal_policy)
+
+    def _build_outcome_events(self, props: PipelineProps,
+                              function_options: FunctionOptions) -> OutcomeEvents | None:
+        if not props.outcome_events:
+            return None
+        return OutcomeEvents(self, "OutcomeEvents", table=self.table, bus=props.outcome_bus,
+                             pipeline_tag=self.node.addr, pipeline_name=self.pipeline_name,
+                             function_options=function_options, encryption_key=props.encryption_key)
+
+    def on_outcome(self, id: str, target: events.IRuleTarget | None = None,
+                   outcomes: Sequence[str] | None = None) -> events.Rule:
+        """A rule matching this pipeline's outcome events, like ``bucket.on_cloud_trail_event``: ``outcomes`` names
+        the transitions wanted (``"bounced"``, ``"complained"``, ...; all when None); ``target`` receives them."""
+        if self.outcome_events is None:
+            raise ValueError("on_outcome needs outcome_events=True on the SendOnceEmailQueue")
+        return self.outcome_events.rule(self, id, [target] if target else [], outcomes)
 
     def _build_outputs(self) -> None:
         # What `sendonce --stack NAME` reads to find this pipeline; the description says which pipeline and part.

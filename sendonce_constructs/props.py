@@ -13,6 +13,7 @@ from typing import TypeVar
 from aws_cdk import Duration, RemovalPolicy, Token
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_events as events
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -104,6 +105,9 @@ class PipelineProps:
     log_removal_policy: RemovalPolicy
     enabled: bool
     dead_letter_queue: sqs.IQueue | None
+    outcome_events: bool
+    outcome_events_skipped: bool  # left off by default: the existing table has no stream (a warning says so)
+    outcome_bus: events.IEventBus | None
     low_max_receive_count: bool  # below AWS's recommended 5: a warning the user may acknowledge
 
 
@@ -153,6 +157,8 @@ def resolve_props(
     log_removal_policy: RemovalPolicy | None,
     enabled: bool,
     dead_letter_queue: sqs.IQueue | None,
+    outcome_events: bool | None,
+    outcome_bus: events.IEventBus | None,
 ) -> PipelineProps:
     function_timeout = function_timeout or Duration.seconds(30)
     batch_size = 10 if batch_size is None else batch_size
@@ -213,6 +219,8 @@ def resolve_props(
                                              if value is not None])
     if dead_letter_queue is not None:
         rules.check_dead_letter_queue(_fifo_of(dead_letter_queue), fifo)
+    table_has_stream = None if existing_table is None else existing_table.table_stream_arn is not None
+    outcome_events_on = rules.check_outcome_events(outcome_events, outcome_bus is not None, table_has_stream)
 
     return PipelineProps(
         sender=sender, sender_name=sender_name, from_addresses=from_addresses, configuration_set=configuration_set,
@@ -235,7 +243,9 @@ def resolve_props(
         log_level=log_level or lambda_.ApplicationLogLevel.INFO,
         queue_removal_policy=queue_removal_policy or RemovalPolicy.RETAIN,
         log_removal_policy=log_removal_policy or RemovalPolicy.DESTROY, enabled=enabled,
-        dead_letter_queue=dead_letter_queue, low_max_receive_count=low_max_receive_count,
+        dead_letter_queue=dead_letter_queue, outcome_events=outcome_events_on,
+        outcome_events_skipped=outcome_events is None and not outcome_events_on, outcome_bus=outcome_bus,
+        low_max_receive_count=low_max_receive_count,
     )
 
 

@@ -332,6 +332,19 @@ def evidence_grace_period_without_events() -> None:
           "for; drop evidence_grace_period or turn ses_events on")
 
 
+def check_outcome_events(outcome_events: bool | None, bus_given: bool, existing_table_has_stream: bool | None) -> bool:
+    """Whether outcome events are on. ``outcome_events`` None is the default: on, unless the existing table has no
+    stream to read them from (then off, with a warning); ``existing_table_has_stream`` is None with no such table."""
+    if bus_given and outcome_events is False:
+        _fail("outcome_bus was given with outcome_events=False: no outcome event is published; drop outcome_bus or "
+              "turn outcome_events on")
+    if outcome_events and existing_table_has_stream is False:
+        _fail("outcome_events=True needs a stream on existing_table, and it has none: enable a stream with "
+              "NEW_AND_OLD_IMAGES on the table (pass an imported table with its stream ARN, "
+              "Table.from_table_attributes(..., table_stream_arn=...)), or leave outcome_events unset")
+    return outcome_events is not False and existing_table_has_stream is not False
+
+
 def check_reserved_concurrency(reserved: float | None, max_concurrency: float | None) -> None:
     if reserved is None:
         return

@@ -21,13 +21,14 @@ def build(stack: cdk.Stack | None = None, **props: Any) -> tuple[SendOnceEmailQu
     return pipeline, Template.from_stack(stack)
 
 
-EVIDENCE_PART = "SesEvidence"  # the SES evidence part's resources, tested on their own in test_ses_evidence_construct
+# Parts tested on their own (test_ses_evidence_construct, test_outcome_events): their resources are left out here.
+OWN_PARTS = ("SesEvidence", "OutcomeEvents")
 
 
 def pipeline_resources(template: Template, resource_type: str, match: dict[str, Any] | None = None) -> dict:
-    """The job pipeline's own resources of a type: the SES evidence part's are left out."""
+    """The job pipeline's own resources of a type: the SES evidence and outcome event parts' are left out."""
     found = template.find_resources(resource_type, match or None)
-    return {name: resource for name, resource in found.items() if EVIDENCE_PART not in name}
+    return {name: resource for name, resource in found.items() if not any(part in name for part in OWN_PARTS)}
 
 
 def only(template: Template, resource_type: str, **match: Any) -> dict[str, Any]:
@@ -57,6 +58,6 @@ def evidence_statements(template: Template) -> list[dict[str, Any]]:
     """The policy statements of the SES evidence part (the recorder's role)."""
     return [
         statement
-        for name, policy in template.find_resources("AWS::IAM::Policy").items() if EVIDENCE_PART in name
+        for name, policy in template.find_resources("AWS::IAM::Policy").items() if "SesEvidence" in name
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]
     ]

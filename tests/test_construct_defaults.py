@@ -43,7 +43,7 @@ def test_dead_letter_queue_keeps_messages_fourteen_days_encrypted():
 def test_every_queue_refuses_requests_without_tls():
     _, template = build()
     policies = template.find_resources("AWS::SQS::QueuePolicy")
-    assert len(policies) == 4  # the job queue and its DLQ, the SES evidence queue and its DLQ
+    assert len(policies) == 5  # the job queue and its DLQ, the SES evidence queue and its DLQ, outcome failures
     for policy in policies.values():
         statements = policy["Properties"]["PolicyDocument"]["Statement"]
         assert {"Bool": {"aws:SecureTransport": "false"}} in [s.get("Condition") for s in statements
@@ -311,10 +311,12 @@ def test_logical_ids_are_pinned():
         for kind in ("AWS::SQS::Queue", "AWS::DynamoDB::Table", "AWS::Lambda::Function")
     }
     assert ids == {
-        "AWS::SQS::Queue": ["ReceiptsDeadLetterQueue2FBEE237", "ReceiptsQueue4CA61331",
-                            "ReceiptsSesEvidenceDeadLetterQueueD25CC1D6", "ReceiptsSesEvidenceQueue73BD6BE9"],
+        "AWS::SQS::Queue": ["ReceiptsDeadLetterQueue2FBEE237", "ReceiptsOutcomeEventsFailures401EEFE5",
+                            "ReceiptsQueue4CA61331", "ReceiptsSesEvidenceDeadLetterQueueD25CC1D6",
+                            "ReceiptsSesEvidenceQueue73BD6BE9"],
         "AWS::DynamoDB::Table": ["ReceiptsDedupeTable97CEC35F"],
-        "AWS::Lambda::Function": ["ReceiptsConsumer2A19002C", "ReceiptsSesEvidenceRecorder8527EFB3"],
+        "AWS::Lambda::Function": ["ReceiptsConsumer2A19002C", "ReceiptsOutcomeEventsPublisherF6800E42",
+                                  "ReceiptsSesEvidenceRecorder8527EFB3"],
     }
 
 
@@ -341,8 +343,8 @@ def test_outbox_adds_a_streamed_table_and_a_relay_to_the_job_queue():
     [relay] = [f for f in template.find_resources("AWS::Lambda::Function").values()
                if f["Properties"]["Handler"] == "sendonce_runtime.outbox_relay.handler"]
     assert relay["Properties"]["Environment"]["Variables"]["SENDONCE_QUEUE_URL"]["Ref"].startswith("ReceiptsQueue")
-    [mapping] = [m["Properties"] for m in template.find_resources("AWS::Lambda::EventSourceMapping").values()
-                 if "StartingPosition" in m["Properties"]]
+    [mapping] = [m["Properties"] for name, m in template.find_resources("AWS::Lambda::EventSourceMapping").items()
+                 if "StartingPosition" in m["Properties"] and name.startswith("ReceiptsOutboxRelay")]
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     assert mapping["BisectBatchOnFunctionError"] is True
     assert "OnFailure" in mapping["DestinationConfig"]

@@ -1,0 +1,107 @@
+"""The events an application hears about each key: one per transition of its ledger record.
+
+A transition is read from one write's before and after images (the ledger table's stream): the conditional write
+that made it is what decides it happened, so a duplicated or reordered SES event, which changes nothing, publishes
+nothing. Each event's ``eventId`` is derived from the key, the transition and what distinguishes it (the SES
+message id for a second email), so a retried publish carries the same id: dedupe on it.
+
+Pure functions over DynamoDB's attribute-value images: the bundled publisher and the local demo both use them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from .schema import SES_EVENT_TYPES, Ledger, Status
+
+SOURCE = "sendonce"
+Image = Mapping[str, Any]
+
+
+class OutcomeType(NamedTuple):
+    transition: str  # the detail's "transition"
+    detail_type: str  # EventBridge's detail-type
+
+
+SENT = OutcomeType("sent", "Email Sent")
+UNKNOWN = OutcomeType("unknown", "Email Unknown")
+CANCELLED = OutcomeType("cancelled", "Email Cancelled")
+SENT_TWICE = OutcomeType("sent-twice", "Email Sent Twice")
+# One per SES outcome the recorder writes, named as SES's own EventBridge detail-types are, from the one table.
+SES_OUTCOMES = {event.name: OutcomeType(event.label.replace(" ", "-"), event.detail_type)
+                for event in SES_EVENT_TYPES if event.label is not None}
+OUTCOME_TYPES = (SENT, *SES_OUTCOMES.values(), UNKNOWN, SENT_TWICE, CANCELLED)
+BY_TRANSITION = {outcome.transition: outcome for outcome in OUTCOME_TYPES}
+
+
+class OutcomeEvent(NamedTuple):
+    outcome: OutcomeType
+    detail: dict[str, Any]
+
+    def entry(self, bus: str) -> dict[str, Any]:
+        """A PutEvents entry."""
+        return {"Source": SOURCE, "DetailType": self.outcome.detail_type, "EventBusName": bus,
+                "Detail": json.dumps(self.detail, separators=(",", ":"), sort_keys=True)}
+
+
+def _text(image: Image, name: str) -> str | None:
+    value = image.get(name, {}).get("S")
+    return None if value is None else str(value)
+
+
+def _number(image: Image, name: str) -> int | None:
+    value = image.get(name, {}).get("N")
+    return None if value is None else int(value)
+
+
+def _ids(image: Image) -> set[str]:
+    reported = set(image.get(Ledger.SES_MESSAGE_IDS, {}).get("SS", []))
+    recorded = _text(image, Ledger.SES_MESSAGE_ID)
+    return reported | ({recorded} if recorded else set())
+
+
+def event_id(key: str, transition: str, discriminator: str = "") -> str:
+    return hashlib.sha256(f"{key}\x00{transition}\x00{discriminator}".encode()).hexdigest()
+
+
+def transitions(old: Image | None, new: Image | None, pipeline: str) -> list[OutcomeEvent]:
+    """The outcome events one write made: ``old`` and ``new`` are the item before and after (None when absent).
+
+    A removed item (TTL, a released claim) is no outcome. Never raises for an image it does not understand: an
+    attribute it does not know is ignored, as a newer writer's would be.
+    """
+    if not new or Ledger.KEY not in new:
+        return []
+    old = old or {}
+    key = str(new[Ledger.KEY]["S"])
+    status, was = _text(new, Ledger.STATUS), _text(old, Ledger.STATUS)
+    ids = _ids(new)
+    base = {"dedupeKey": key, "pipeline": pipeline, "status": status, "sesMessageIds": sorted(ids)}
+    found: list[OutcomeEvent] = []
+
+    def add(outcome: OutcomeType, at_ms: int | None, discriminator: str = "",
+            fields: Mapping[str, str | None] | None = None) -> None:
+        found.append(OutcomeEvent(outcome, {**base, "transition": outcome.transition, "at": at_ms,
+                                            "eventId": event_id(key, outcome.transition, discriminator),
+                                            **(fields or {})}))
+
+    if status != was:
+        if status == Status.SENT.value:
+            add(SENT, _number(new, Ledger.SENT_AT) or _number(new, Ledger.SES_ACCEPTED_AT)
+                or _number(new, Ledger.EVIDENCE_AT))
+        elif status == Status.UNKNOWN.value:
+            add(UNKNOWN, _number(new, Ledger.UNKNOWN_AT))
+        elif status == Status.CANCELLED.value:
+            add(CANCELLED, _number(new, Ledger.CANCELLED_AT))
+    for event in SES_EVENT_TYPES:
+        if event.label is None or event.time_attribute not in new or event.time_attribute in old:
+            continue
+        fields = {name: _text(new, name) for name in event.outcome_attributes}
+        add(SES_OUTCOMES[event.name], _number(new, event.time_attribute), fields=fields)
+    new_ids = ids - _ids(old)
+    if len(ids) >= 2 and new_ids:
+        add(SENT_TWICE, _number(new, Ledger.EVIDENCE_AT), ",".join(sorted(ids)))
+    return found
