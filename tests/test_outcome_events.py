@@ -133,7 +133,7 @@ class FailingBus:
         self.failures = failures
         self.entries: list[dict] = []
 
-    def put_events(self, Entries: list[dict]) -> dict:  # noqa: N803 - boto3's own parameter name
+    def put_events(self, Entries: list[dict]) -> dict:
         if self.failures:
             self.failures -= 1
             return {"FailedEntryCount": len(Entries), "Entries": [{"ErrorCode": "InternalFailure"}] * len(Entries)}
@@ -185,7 +185,7 @@ def test_on_outcome_matches_this_pipelines_chosen_outcomes_only():
                  if name.startswith("ReceiptsBouncesAndComplaints")]
     assert pattern == {"source": ["sendonce"], "detail-type": ["Email Bounced", "Email Complaint Received"],
                        "detail": {"pipeline": [pipeline.node.addr]}}
-    with pytest.raises(ValueError, match="'bouncd'.*choose from"):
+    with pytest.raises(ValueError, match=r"'bouncd'.*choose from"):
         pipeline.on_outcome("Typo", outcomes=["bouncd"])
 
 
