@@ -201,9 +201,9 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         self._build_table(props)
         function_options = self._function_options(props)
         self.evidence = self._build_evidence(props, function_options)
+        self.outcome_events = self._build_outcome_events(props, function_options)
         self._build_consumer(props, function_options)
         self.outbox = self._build_outbox(props, function_options)
-        self.outcome_events = self._build_outcome_events(props, function_options)
         self._build_outputs()
         self.alarms: dict[str, cloudwatch.Alarm] = (
             build_alarms(self, self, props.oldest_message_alarm_threshold, props.alarm_topic) if props.alarms else {}
@@ -312,6 +312,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         self.table.grant(self.function, *DEDUPE_TABLE_ACTIONS)
         self.dead_letter_queue.grant_send_messages(self.function)
         self.queue.grant_send_messages(self.function)  # a throttled job's delayed copy
+        if self.outcome_events is not None:
+            self.outcome_events.bus.grant_put_events_to(self.function)  # Email Dead-Lettered
         self._grant_ses(props, configuration_set_name)
 
     def _build_outbox(self, props: PipelineProps, function_options: FunctionOptions) -> Outbox | None:
@@ -372,6 +374,9 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             environment["SENDONCE_MAX_SEND_RATE"] = f"{props.max_send_rate:g}"
         if known(props.max_receive_count) is not None:
             environment["SENDONCE_MAX_RECEIVE_COUNT"] = str(props.max_receive_count)
+        if self.outcome_events is not None:
+            environment.update(SENDONCE_OUTCOME_BUS=self.outcome_events.bus.event_bus_name,
+                               SENDONCE_PIPELINE_TAG=self.node.addr)
         if self.evidence is not None and props.evidence_grace_period is not None:
             environment.update(
                 SENDONCE_EVIDENCE_GRACE_MS=str(int(props.evidence_grace_period.to_milliseconds())),

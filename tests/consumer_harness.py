@@ -113,6 +113,7 @@ class Pipeline:
             boto3.client("sqs", config=ledger_config(settings)),
             clock,
             OutcomeLog(io.StringIO()),
+            boto3.client("events") if settings.outcome_bus else None,
         )
 
     def evidence_settings(self, grace_ms: int = 60_000, **overrides: Any) -> dict[str, Any]:

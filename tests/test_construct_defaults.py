@@ -87,6 +87,7 @@ def test_consumer_function_defaults():
         "SENDONCE_CONFIGURATION_SET": {"Ref": "ReceiptsSesEvidenceConfigurationSetA0A72AAC"},
         "SENDONCE_EVIDENCE_GRACE_MS": "300000",
         "SENDONCE_PIPELINE_TAG": pipeline.node.addr,
+        "SENDONCE_OUTCOME_BUS": "default",
         "SENDONCE_QUEUE_URL": {"Ref": "ReceiptsQueue4CA61331"},
     }
 

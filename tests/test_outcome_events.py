@@ -24,6 +24,7 @@ from sendonce_constructs.errors import SendOnceConfigurationError
 from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_contract.outcome_events import SOURCE
 from sendonce_producer import cancel
+from sendonce_runtime.outcome_log import OutcomeLog
 from sendonce_runtime.outcome_publisher import OutcomePublisher, PublisherSettings
 
 SIMULATOR = "simulator.amazonses.com"
@@ -199,3 +200,26 @@ def test_outcome_events_need_a_stream_on_an_existing_table():
     with pytest.raises(SendOnceConfigurationError, match="outcome_bus was given with outcome_events=False"):
         SendOnceEmailQueue(stack, "Bus", sender="example.com", outcome_events=False,
                            outcome_bus=events.EventBus(stack, "AppBus"))
+
+
+def test_a_keyed_job_moved_to_the_dlq_is_an_outcome_event_with_its_reason(pipeline, subscribed):
+    clock = FakeClock()
+    consumer = pipeline.consumer(clock, outcome_bus="default", pipeline_tag=PIPELINE_TAG)
+    refused = job("k:refused", **{"from": "x@unverified.example.net"})
+    consumer.handle(event(sqs_record(refused), sqs_record("{not json")), FakeContext(clock))
+    heard = subscribed()
+    [dead] = [e for e in heard if e["detail"]["transition"] == "dead-lettered"]
+    assert dead["detail-type"] == "Email Dead-Lettered" and dead["detail"]["dedupeKey"] == "k:refused"
+    assert dead["detail"]["reasonCode"] == "ses-refused" and dead["detail"]["reason"]
+    assert len(pipeline.dead_letters()) == 2  # the keyless one has no key to tell the app about
+
+
+def test_dead_lettered_events_that_cannot_be_published_are_counted_and_never_fail_the_batch(pipeline):
+    clock = FakeClock()
+    consumer = pipeline.consumer(clock, outcome_bus="default", pipeline_tag=PIPELINE_TAG, pipeline_name="T/R")
+    consumer.dead_letter_events._client = FailingBus(failures=99)
+    consumer.log = OutcomeLog(log := io.StringIO(), pipeline="T/R")
+    refused = job("k:refused-2", **{"from": "x@unverified.example.net"})
+    assert consumer.handle(event(sqs_record(refused)), FakeContext(clock)) == {"batchItemFailures": []}
+    note = json.loads(log.getvalue().splitlines()[-1])
+    assert note["outcome"] == "outcome_events_failed" and note["OutcomeEventsFailed"] == 1

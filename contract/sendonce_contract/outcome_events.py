@@ -29,11 +29,13 @@ class OutcomeType(NamedTuple):
 SENT = OutcomeType("sent", "Email Sent")
 UNKNOWN = OutcomeType("unknown", "Email Unknown")
 CANCELLED = OutcomeType("cancelled", "Email Cancelled")
+# Not a ledger transition: the consumer publishes it when it moves a keyed job to the DLQ.
+DEAD_LETTERED = OutcomeType("dead-lettered", "Email Dead-Lettered")
 SENT_TWICE = OutcomeType("sent-twice", "Email Sent Twice")
 # One per SES outcome the recorder writes, named as SES's own EventBridge detail-types are, from the one table.
 SES_OUTCOMES = {event.name: OutcomeType(event.label.replace(" ", "-"), event.detail_type)
                 for event in SES_EVENT_TYPES if event.label is not None}
-OUTCOME_TYPES = (SENT, *SES_OUTCOMES.values(), UNKNOWN, SENT_TWICE, CANCELLED)
+OUTCOME_TYPES = (SENT, *SES_OUTCOMES.values(), UNKNOWN, SENT_TWICE, CANCELLED, DEAD_LETTERED)
 BY_TRANSITION = {outcome.transition: outcome for outcome in OUTCOME_TYPES}
 
 
@@ -65,6 +67,15 @@ def _ids(image: Image) -> set[str]:
 
 def event_id(key: str, transition: str, discriminator: str = "") -> str:
     return hashlib.sha256(f"{key}\x00{transition}\x00{discriminator}".encode()).hexdigest()
+
+
+def dead_lettered(key: str, pipeline: str, reason_code: str, reason: str | None, source_message_id: str,
+                  at_ms: int) -> OutcomeEvent:
+    """The event for a keyed job the consumer moved to the dead-letter queue; one per message moved."""
+    return OutcomeEvent(DEAD_LETTERED, {
+        "dedupeKey": key, "pipeline": pipeline, "transition": DEAD_LETTERED.transition, "at": at_ms,
+        "reasonCode": reason_code, "reason": reason, "sourceMessageId": source_message_id,
+        "eventId": event_id(key, DEAD_LETTERED.transition, source_message_id)})
 
 
 def transitions(old: Image | None, new: Image | None, pipeline: str) -> list[OutcomeEvent]:

@@ -63,6 +63,10 @@ def dynamodb(settings: Settings) -> DynamoDBClient:
     return _shared("dynamodb", ledger_config(settings))  # type: ignore[no-any-return]
 
 
+def events(settings: Settings) -> Any:
+    return _shared("events", ledger_config(settings))
+
+
 def sqs(settings: Settings) -> SQSClient:
     return _shared("sqs", ledger_config(settings))  # type: ignore[no-any-return]
 

@@ -10,6 +10,7 @@ from . import aws_clients
 from .batch import run_batch
 from .clock import Clock, Deadline, LambdaContext, SystemClock
 from .dead_letter import DeadLetterQueue
+from .dead_letter_events import DeadLetterEvents
 from .ledger import DedupeLedger
 from .outcome_log import OutcomeLog
 from .processor import RecordProcessor
@@ -32,17 +33,20 @@ class Consumer:
         processor: RecordProcessor,
         log: OutcomeLog | None = None,
         redelivery: Redelivery | None = None,
+        dead_letter_events: DeadLetterEvents | None = None,
     ) -> None:
         self.settings = settings
         self.processor = processor
         self.log = log or OutcomeLog(pipeline=settings.pipeline_name)
         self.redelivery = redelivery
+        self.dead_letter_events = dead_letter_events
 
     @classmethod
     def from_settings(cls, settings: Settings, clock: Clock | None = None, log: OutcomeLog | None = None) -> Consumer:
         """The consumer a Lambda execution environment keeps: shared clients, the system clock."""
         return cls.from_clients(
-            settings, aws_clients.dynamodb(settings), aws_clients.ses(settings), aws_clients.sqs(settings), clock, log
+            settings, aws_clients.dynamodb(settings), aws_clients.ses(settings), aws_clients.sqs(settings), clock, log,
+            aws_clients.events(settings) if settings.outcome_bus else None,
         )
 
     @classmethod
@@ -54,6 +58,7 @@ class Consumer:
         sqs: Any,
         clock: Clock | None = None,
         log: OutcomeLog | None = None,
+        events: Any = None,
     ) -> Consumer:
         clock = clock or SystemClock()
         dead_letters = DeadLetterQueue(sqs, settings.dead_letter_queue_url, settings.fifo)
@@ -66,7 +71,11 @@ class Consumer:
             SendRateLimiter(settings.max_send_rate) if settings.max_send_rate else None,
         )
         redelivery = Redelivery(sqs, settings.queue_url, settings.fifo, dead_letters, settings.max_receive_count)
-        return cls(settings, processor, log, redelivery)
+        dead_letter_events = (
+            DeadLetterEvents(events, settings.outcome_bus, settings.pipeline_tag, clock)
+            if events is not None and settings.outcome_bus and settings.pipeline_tag else None
+        )
+        return cls(settings, processor, log, redelivery, dead_letter_events)
 
     def handle(self, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         deadline = Deadline(context)
@@ -81,6 +90,10 @@ class Consumer:
             return result
 
         results = run_batch(records, process, self.settings.parallelism, self.settings.fifo)
+        if self.dead_letter_events is not None:
+            unpublished = self.dead_letter_events.publish(results, deadline)
+            if unpublished:
+                self.log.note("outcome_events_failed", "OutcomeEventsFailed", unpublished)
         return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in results if r.redeliver]}
 
 

@@ -52,6 +52,7 @@ class RecordResult(NamedTuple):
     key_conflict: bool = False
     retry_after_s: int | None = None  # redeliver after this long, not after the whole visibility timeout
     postponed_s: int | None = None  # a delayed copy of the job comes back after this long; this one is done
+    dead_letter_reason: str | None = None  # the reason code, when the message went to the DLQ
 
     @property
     def redeliver(self) -> bool:

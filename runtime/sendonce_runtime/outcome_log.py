@@ -11,7 +11,7 @@ from typing import TextIO
 
 from sendonce_contract.schema import Ledger
 
-from .metrics import emf_fields
+from .metrics import emf_document, emf_fields
 from .outcome import RecordResult
 
 
@@ -23,6 +23,14 @@ class OutcomeLog:
         self._stream = stream
         self._pipeline = pipeline
         self._lock = threading.Lock()
+
+    def note(self, outcome: str, count_name: str, count: int) -> None:
+        """A line about the batch, not a record (``count`` of ``count_name``), e.g. outcome events not published."""
+        line: dict[str, object] = {"level": "WARN", "logger": "sendonce", "outcome": outcome}
+        if self._pipeline is not None:
+            line.update(emf_document(self._pipeline, [count_name], {}, time.time_ns() // 1_000_000))
+        line[count_name] = count
+        self._emit(line)
 
     def write(self, result: RecordResult, receive_count: int, latency_ms: float = 0.0) -> None:
         line: dict[str, object] = {
@@ -43,6 +51,9 @@ class OutcomeLog:
             line["postponedSeconds"] = result.postponed_s
         if self._pipeline is not None:
             line.update(emf_fields(result, self._pipeline, latency_ms, time.time_ns() // 1_000_000))
+        self._emit(line)
+
+    def _emit(self, line: dict[str, object]) -> None:
         text = json.dumps(line, ensure_ascii=False) + "\n"
         stream = self._stream or sys.stdout
         with self._lock:

@@ -224,7 +224,8 @@ class RecordProcessor:
         attempt: int | None = None,
     ) -> RecordResult:
         if self._dead_letters.send(record, reason_code, reason, key):
-            return RecordResult(record.message_id, outcome, key, attempt=attempt, reason=reason)
+            return RecordResult(record.message_id, outcome, key, attempt=attempt, reason=reason,
+                                dead_letter_reason=reason_code.value)
         return RecordResult(record.message_id, Outcome.DEAD_LETTER_FAILED, key, attempt=attempt,
                             reason=f"could not move to the DLQ ({reason})")
 

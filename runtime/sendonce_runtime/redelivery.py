@@ -118,5 +118,6 @@ class Redelivery:
         reason = (f"received {record.receive_count} times, the queue's max_receive_count; the last attempt was "
                   f"{result.outcome.value}: {result.reason or 'no reason given'}")
         if self._dead_letters.send(record, ReasonCode.MAX_RECEIVES, reason, result.dedupe_key):
-            return result._replace(outcome=Outcome.RECEIVES_EXHAUSTED, reason=reason)
+            return result._replace(outcome=Outcome.RECEIVES_EXHAUSTED, reason=reason,
+                                   dead_letter_reason=ReasonCode.MAX_RECEIVES.value)
         return result

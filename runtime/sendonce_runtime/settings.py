@@ -40,6 +40,7 @@ class Settings:
     pipeline_tag: str | None = None  # tags every email, so the pipeline's event rule matches its events only
     queue_url: str | None = None  # the job queue: a delayed copy of a throttled job, an earlier redelivery
     max_receive_count: int | None = None  # the queue's; the last receive dead-letters a failure with its reason
+    outcome_bus: str | None = None  # where Email Dead-Lettered events go (None: outcome events are off)
 
     @property
     def ledger_call_timeouts_s(self) -> tuple[float, float]:
@@ -81,6 +82,7 @@ class Settings:
                 queue_url=env.get("SENDONCE_QUEUE_URL") or None,
                 max_receive_count=int(env["SENDONCE_MAX_RECEIVE_COUNT"]) if env.get("SENDONCE_MAX_RECEIVE_COUNT")
                 else None,
+                outcome_bus=env.get("SENDONCE_OUTCOME_BUS") or None,
             )
         except ValueError as error:
             raise SettingsError(f"invalid sendonce setting: {error}") from error
