@@ -109,6 +109,9 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         to EventBridge for the application, read from the dedupe table's stream; see ``on_outcome``. Default on,
         unless ``existing_table`` has no stream (then off, with a warning); True there fails synth.
     :param outcome_bus: the event bus outcome events go to. Default the account's default bus.
+    :param suppression_reasons: the configuration set's own suppression list reasons (bounces, complaints or both).
+        Default the account's. Only for the configuration set the construct makes.
+    :param disable_suppression_list: send even to addresses on the account's suppression list. Default False.
     """
 
     def __init__(
@@ -162,6 +165,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         dead_letter_queue: sqs.IQueue | None = None,
         outcome_events: bool | None = None,
         outcome_bus: events.IEventBus | None = None,
+        suppression_reasons: ses.SuppressionReasons | None = None,
+        disable_suppression_list: bool = False,
     ) -> None:
         super().__init__(scope, id)
         props = resolve_props(
@@ -180,6 +185,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             reserved_concurrent_executions=reserved_concurrent_executions, log_level=log_level,
             queue_removal_policy=queue_removal_policy, log_removal_policy=log_removal_policy, enabled=enabled,
             dead_letter_queue=dead_letter_queue, outcome_events=outcome_events, outcome_bus=outcome_bus,
+            suppression_reasons=suppression_reasons, disable_suppression_list=disable_suppression_list,
         )
         if props.low_max_receive_count:
             Validations.of(self).add_warning(
@@ -279,6 +285,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             return None
         return SesEvidence(
             self, "SesEvidence", table=self.table, configuration_set=props.configuration_set,
+            suppression_reasons=props.suppression_reasons, disable_suppression_list=props.disable_suppression_list,
             pipeline_tag=self.node.addr, pipeline_name=self.pipeline_name, function_options=function_options,
             queue_encryption=props.queue_encryption, encryption_key=props.encryption_key,
         )

@@ -36,6 +36,8 @@ class SesEvidence(Construct):
         *,
         table: dynamodb.ITable,
         configuration_set: str | ses.IConfigurationSet | None,
+        suppression_reasons: ses.SuppressionReasons | None,
+        disable_suppression_list: bool,
         pipeline_tag: str,
         pipeline_name: str,
         function_options: FunctionOptions,
@@ -44,7 +46,9 @@ class SesEvidence(Construct):
     ) -> None:
         super().__init__(scope, id)
         if configuration_set is None:
-            self.configuration_set: ses.IConfigurationSet = ses.ConfigurationSet(self, "ConfigurationSet")
+            self.configuration_set: ses.IConfigurationSet = ses.ConfigurationSet(
+                self, "ConfigurationSet", suppression_reasons=suppression_reasons,
+                disable_suppression_list=disable_suppression_list or None)
         elif isinstance(configuration_set, str):
             self.configuration_set = ses.ConfigurationSet.from_configuration_set_name(
                 self, "UserConfigurationSet", configuration_set)

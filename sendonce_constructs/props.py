@@ -105,6 +105,8 @@ class PipelineProps:
     log_removal_policy: RemovalPolicy
     enabled: bool
     dead_letter_queue: sqs.IQueue | None
+    suppression_reasons: ses.SuppressionReasons | None
+    disable_suppression_list: bool
     outcome_events: bool
     outcome_events_skipped: bool  # left off by default: the existing table has no stream (a warning says so)
     outcome_bus: events.IEventBus | None
@@ -159,6 +161,8 @@ def resolve_props(
     dead_letter_queue: sqs.IQueue | None,
     outcome_events: bool | None,
     outcome_bus: events.IEventBus | None,
+    suppression_reasons: ses.SuppressionReasons | None,
+    disable_suppression_list: bool,
 ) -> PipelineProps:
     function_timeout = function_timeout or Duration.seconds(30)
     batch_size = 10 if batch_size is None else batch_size
@@ -219,6 +223,8 @@ def resolve_props(
                                              if value is not None])
     if dead_letter_queue is not None:
         rules.check_dead_letter_queue(_fifo_of(dead_letter_queue), fifo)
+    rules.check_suppression(suppression_reasons is not None, disable_suppression_list,
+                            ses_events and configuration_set is None)
     table_has_stream = None if existing_table is None else existing_table.table_stream_arn is not None
     outcome_events_on = rules.check_outcome_events(outcome_events, outcome_bus is not None, table_has_stream)
 
@@ -243,7 +249,8 @@ def resolve_props(
         log_level=log_level or lambda_.ApplicationLogLevel.INFO,
         queue_removal_policy=queue_removal_policy or RemovalPolicy.RETAIN,
         log_removal_policy=log_removal_policy or RemovalPolicy.DESTROY, enabled=enabled,
-        dead_letter_queue=dead_letter_queue, outcome_events=outcome_events_on,
+        dead_letter_queue=dead_letter_queue, suppression_reasons=suppression_reasons,
+        disable_suppression_list=disable_suppression_list, outcome_events=outcome_events_on,
         outcome_events_skipped=outcome_events is None and not outcome_events_on, outcome_bus=outcome_bus,
         low_max_receive_count=low_max_receive_count,
     )

@@ -332,6 +332,16 @@ def evidence_grace_period_without_events() -> None:
           "for; drop evidence_grace_period or turn ses_events on")
 
 
+def check_suppression(reasons_given: bool, disabled: bool, construct_makes_the_set: bool) -> None:
+    if reasons_given and disabled:
+        _fail("suppression_reasons and disable_suppression_list=True were both given: a disabled list suppresses "
+              "nothing; drop one of them")
+    if (reasons_given or disabled) and not construct_makes_the_set:
+        _fail("suppression_reasons and disable_suppression_list shape the configuration set this construct makes, "
+              "and it makes none when configuration_set is given or ses_events=False; set suppression on your own "
+              "configuration set instead, or drop configuration_set")
+
+
 def check_outcome_events(outcome_events: bool | None, bus_given: bool, existing_table_has_stream: bool | None) -> bool:
     """Whether outcome events are on. ``outcome_events`` None is the default: on, unless the existing table has no
     stream to read them from (then off, with a warning); ``existing_table_has_stream`` is None with no such table."""

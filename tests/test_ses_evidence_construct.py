@@ -121,3 +121,23 @@ def test_the_rule_and_the_local_publisher_use_the_contract_s_tag_and_event_types
         published = eventbridge_event(record, "123456789012", "us-east-1")
         assert published["detail-type"] == event.detail_type
         assert parse_event(json.dumps(published)).event_type == event.name
+
+
+def test_the_configuration_sets_suppression_reasons_are_a_prop_defaulting_to_the_accounts():
+    from aws_cdk import aws_ses as ses
+
+    from sendonce_constructs.errors import SendOnceConfigurationError
+
+    def suppression(**props):
+        _, template = build(**props)
+        [config] = template.find_resources("AWS::SES::ConfigurationSet").values()
+        return config.get("Properties", {}).get("SuppressionOptions")
+
+    assert suppression() is None  # the account's own setting applies
+    assert suppression(suppression_reasons=ses.SuppressionReasons.BOUNCES_ONLY) == {
+        "SuppressedReasons": ["BOUNCE"]}
+    assert suppression(disable_suppression_list=True) == {"SuppressedReasons": []}
+    with pytest.raises(SendOnceConfigurationError, match="both given"):
+        build(suppression_reasons=ses.SuppressionReasons.COMPLAINTS_ONLY, disable_suppression_list=True)
+    with pytest.raises(SendOnceConfigurationError, match="makes none when configuration_set is given"):
+        build(configuration_set="mine", suppression_reasons=ses.SuppressionReasons.COMPLAINTS_ONLY)
