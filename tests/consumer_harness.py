@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -190,3 +191,13 @@ def create_pipeline(aws: Any, fifo: bool = False) -> Pipeline:
     url = boto3.client("sqs").create_queue(QueueName=f"jobs-dlq{suffix}", Attributes=attributes)["QueueUrl"]
     boto3.client("sesv2").create_email_identity(EmailIdentity=SENDER_DOMAIN)
     return Pipeline(aws=aws, table_name="dedupe", dead_letter_queue_url=url)
+
+
+def run_at_once(steps: list[Any], bound_s: float = 60) -> None:
+    """Start every step in its own thread at the same moment (a barrier), and wait for all of them."""
+    start = threading.Barrier(len(steps))
+    threads = [threading.Thread(target=lambda step=step: (start.wait(), step())) for step in steps]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(bound_s)

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import io
 import json
-import threading
 import uuid
 
 import aws_cdk as cdk
 import boto3
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
-from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
+from consumer_harness import FakeClock, FakeContext, event, job, run_at_once, sqs_record
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -84,12 +83,7 @@ def test_cancel_against_concurrent_consumers_never_sends_after_a_successful_canc
     work = [lambda: deliver(pipeline, key) for _ in range(copies)]
     work.insert(min(cancel_at, copies), cancel_it)
     if threaded:
-        start = threading.Barrier(len(work))
-        threads = [threading.Thread(target=lambda step=step: (start.wait(), step())) for step in work]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(60)
+        run_at_once(work)
     else:
         for step in work:
             step()

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import io
 import json
-import threading
 import uuid
 from datetime import UTC, datetime
 
 import boto3
 import pytest
-from consumer_harness import FakeClock, FakeContext, create_pipeline, event, job, sqs_record
+from consumer_harness import FakeClock, FakeContext, create_pipeline, event, job, run_at_once, sqs_record
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -137,12 +136,7 @@ def test_copies_of_a_scheduled_job_racing_a_cancel_send_once_or_never(pipeline, 
     steps = phases[0] + phases[1]
     if cancel_at is not None:
         steps.insert(min(cancel_at, len(steps)), lambda: outcomes.append(cancel(pipeline.table_name, key)))
-    start = threading.Barrier(len(steps))
-    threads = [threading.Thread(target=lambda step=step: (start.wait(), step())) for step in steps]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
+    run_at_once(steps)
     deliver(now + HOUR_MS)()  # SQS brings back whatever a live lease held off
     cancelled = bool(outcomes) and outcomes[0].cancelled
     assert pipeline.emails_for(key) == (0 if cancelled else 1)
