@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack, Validations
+from aws_cdk import Aspects, CfnOutput, Duration, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_ec2 as ec2
@@ -13,6 +13,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_ses as ses
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
@@ -25,7 +26,9 @@ from . import rules, ses_permissions
 from .acknowledgements import acknowledge
 from .bundled_function import BundledFunction, FunctionOptions
 from .evidence import SesEvidence
+from .key_secret import build_key_secret
 from .monitoring import PipelineMetrics, build_alarms, build_dashboard
+from .network import VpcEgressCheck
 from .outbox import Outbox
 from .props import PipelineProps, known, resolve_props, seconds
 from .runtime_asset import HANDLER
@@ -102,6 +105,12 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         Default True.
     :param dead_letter_queue: bring your own dead-letter queue (of the job queue's kind; keep its retention at 14
         days, which the dedupe_ttl rules assume). Default one the construct makes.
+    :param key_privacy: outside the job body, a key travels as its HMAC-SHA256 under a secret the construct keeps
+        in Secrets Manager (``key_secret``): the ledger, SES's tags and events, logs and the DLQ's attributes never
+        carry its text. Default False: switching an existing pipeline forgets every key it recorded (see README).
+    :param allowed_recipients: the only addresses and domains this pipeline may send to (``SES_MAILBOX_SIMULATOR``
+        for SES's simulator): a job naming any other recipient goes to the DLQ (``recipient-not-allowed``), unsent.
+        For staging stages. Default none (every recipient allowed).
     """
 
     def __init__(
@@ -153,6 +162,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         log_removal_policy: RemovalPolicy | None = None,
         enabled: bool = True,
         dead_letter_queue: sqs.IQueue | None = None,
+        key_privacy: bool = False,
+        allowed_recipients: Sequence[str] | None = None,
     ) -> None:
         super().__init__(scope, id)
         props = resolve_props(
@@ -170,7 +181,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             vpc=vpc, vpc_subnets=vpc_subnets, security_groups=security_groups,
             reserved_concurrent_executions=reserved_concurrent_executions, log_level=log_level,
             queue_removal_policy=queue_removal_policy, log_removal_policy=log_removal_policy, enabled=enabled,
-            dead_letter_queue=dead_letter_queue,
+            dead_letter_queue=dead_letter_queue, key_privacy=key_privacy, allowed_recipients=allowed_recipients,
         )
         if props.low_max_receive_count:
             Validations.of(self).add_warning(
@@ -184,10 +195,15 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         self.pipeline_name = self.node.path
         self._build_queues(props)
         self._build_table(props)
+        self.key_secret: secretsmanager.ISecret | None = (
+            build_key_secret(self, props.encryption_key) if props.key_privacy else None)
+        if props.vpc is not None:
+            Aspects.of(self).add(VpcEgressCheck(self, props.vpc, props.vpc_subnets))
         function_options = self._function_options(props)
         self.evidence = self._build_evidence(props, function_options)
         self._build_consumer(props, function_options)
         self.outbox = self._build_outbox(props, function_options)
+        self._dedupe_ttl_s = seconds(props.dedupe_ttl)
         self._build_outputs()
         self.alarms: dict[str, cloudwatch.Alarm] = (
             build_alarms(self, self, props.oldest_message_alarm_threshold, props.alarm_topic) if props.alarms else {}
@@ -292,6 +308,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         self.table.grant(self.function, *DEDUPE_TABLE_ACTIONS)
         self.dead_letter_queue.grant_send_messages(self.function)
         self.queue.grant_send_messages(self.function)  # a throttled job's delayed copy
+        if self.key_secret is not None:
+            self.key_secret.grant_read(self.function)
         self._grant_ses(props, configuration_set_name)
 
     def _build_outbox(self, props: PipelineProps, function_options: FunctionOptions) -> Outbox | None:
@@ -306,6 +324,13 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
                                        ("QueueUrl", self.queue.queue_url, "queue"),
                                        ("DeadLetterQueueUrl", self.dead_letter_queue.queue_url, "dlq")):
             CfnOutput(self, output_id, value=value, description=f"sendonce:{self.pipeline_name}:{part}")
+        # What `sendonce dlq redrive` reads to skip jobs whose key is forgotten, and `sendonce status` to digest a key.
+        if self._dedupe_ttl_s is not None:
+            CfnOutput(self, "DedupeTtlSeconds", value=str(int(self._dedupe_ttl_s)),
+                      description=f"sendonce:{self.pipeline_name}:dedupe-ttl")
+        if self.key_secret is not None:
+            CfnOutput(self, "KeySecretArn", value=self.key_secret.secret_arn,
+                      description=f"sendonce:{self.pipeline_name}:key-secret")
         if self.outbox is not None:
             CfnOutput(self, "OutboxTableName", value=self.outbox.table.table_name,
                       description=f"sendonce:{self.pipeline_name}:outbox")
@@ -323,6 +348,10 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         }
         if configuration_set_name is not None:
             environment["SENDONCE_CONFIGURATION_SET"] = configuration_set_name
+        if self.key_secret is not None:
+            environment["SENDONCE_KEY_SECRET_ARN"] = self.key_secret.secret_arn
+        if props.allowed_recipients is not None:
+            environment["SENDONCE_ALLOWED_RECIPIENTS"] = props.allowed_recipients.to_env()
         timeout_s = seconds(props.function_timeout)
         if timeout_s is not None:
             budget = rules.consumer_time_budget(timeout_s)
@@ -384,6 +413,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             resource_arns=[Stack.of(self).stack_id]))
         for key in self._data_keys:
             grant = grant.combine(key.grant_encrypt_decrypt(grantee))
+        if self.key_secret is not None:  # to digest the clear key an operator types
+            grant = grant.combine(self.key_secret.grant_read(grantee))
         return grant
 
     def grant_enqueue(self, grantee: iam.IGrantable) -> iam.Grant:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from aws_cdk import Duration, RemovalPolicy, Token
+from aws_cdk import Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
@@ -20,6 +20,7 @@ from aws_cdk import aws_ses as ses
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 
+from sendonce_contract.allowed_recipients import AllowedRecipients
 from sendonce_contract.delivery import DeliveryPolicy
 
 from . import rules
@@ -104,6 +105,8 @@ class PipelineProps:
     enabled: bool
     dead_letter_queue: sqs.IQueue | None
     low_max_receive_count: bool  # below AWS's recommended 5: a warning the user may acknowledge
+    key_privacy: bool = False  # keys travel as their keyed digest outside the job body
+    allowed_recipients: AllowedRecipients | None = None  # a stage's only recipients; None allows every one
 
 
 def resolve_props(
@@ -152,6 +155,8 @@ def resolve_props(
     log_removal_policy: RemovalPolicy | None,
     enabled: bool,
     dead_letter_queue: sqs.IQueue | None,
+    key_privacy: bool = False,
+    allowed_recipients: Sequence[str] | None = None,
 ) -> PipelineProps:
     function_timeout = function_timeout or Duration.seconds(30)
     batch_size = 10 if batch_size is None else batch_size
@@ -212,6 +217,9 @@ def resolve_props(
                                              if value is not None])
     if dead_letter_queue is not None:
         rules.check_dead_letter_queue(_fifo_of(dead_letter_queue), fifo)
+        rules.check_dead_letter_queue_retention(_retention_of(dead_letter_queue))
+    rules.check_template_names([name for name in template_names or [] if known(name) is not None])
+    allowed = rules.check_allowed_recipients(allowed_recipients)
 
     return PipelineProps(
         sender=sender, sender_name=sender_name, from_addresses=from_addresses, configuration_set=configuration_set,
@@ -234,7 +242,8 @@ def resolve_props(
         log_level=log_level or lambda_.ApplicationLogLevel.INFO,
         queue_removal_policy=queue_removal_policy or RemovalPolicy.RETAIN,
         log_removal_policy=log_removal_policy or RemovalPolicy.DESTROY, enabled=enabled,
-        dead_letter_queue=dead_letter_queue, low_max_receive_count=low_max_receive_count,
+        dead_letter_queue=dead_letter_queue, low_max_receive_count=low_max_receive_count, key_privacy=key_privacy,
+        allowed_recipients=allowed,
     )
 
 
@@ -244,10 +253,35 @@ def _fifo_of(queue: sqs.IQueue) -> bool | None:
     return fifo if isinstance(fifo, bool) else None
 
 
-def _key_schema(table: dynamodb.ITable) -> tuple[list[tuple[str, str]], list[str]] | None:
-    """The key attributes of a table defined in this app; None for an imported one, whose schema CDK cannot see."""
-    schema_v2 = getattr(table, "schema_v2", None)
-    if schema_v2 is None:
+def _retention_of(queue: sqs.IQueue) -> float | None:
+    """How long a queue defined in this app keeps messages (SQS's default 4 days when unset); None for an imported
+    queue or a token."""
+    cfn = queue.node.default_child if isinstance(queue, sqs.Queue) else None
+    if not isinstance(cfn, sqs.CfnQueue):
         return None
-    schema = schema_v2()
-    return ([(a.name, a.type.name) for a in schema.partition_keys], [a.name for a in schema.sort_keys])
+    retention = cfn.message_retention_period
+    if retention is None:
+        return float(SQS_DEFAULT_RETENTION_S)
+    return float(retention) if known(float(retention)) is not None else None
+
+
+SQS_DEFAULT_RETENTION_S = 345_600
+_ATTRIBUTE_TYPES = {"S": "STRING", "N": "NUMBER", "B": "BINARY"}
+
+
+def _key_schema(table: dynamodb.ITable) -> tuple[list[tuple[str, str]], list[str]] | None:
+    """The key attributes of a table defined in this app (a ``Table`` or a ``TableV2``); None for an imported one,
+    whose schema CDK cannot see."""
+    schema_v2 = getattr(table, "schema_v2", None)
+    if schema_v2 is not None:
+        schema = schema_v2()
+        return ([(a.name, a.type.name) for a in schema.partition_keys], [a.name for a in schema.sort_keys])
+    cfn = table.node.default_child if isinstance(table, dynamodb.TableV2) else None
+    if not isinstance(cfn, dynamodb.CfnGlobalTable):
+        return None
+    # TableV2 exposes no schema: its L1 holds the key schema, and the attribute types as a lazy list.
+    definitions = Stack.of(table).resolve(cfn.attribute_definitions) or []
+    types = {d["attributeName"]: _ATTRIBUTE_TYPES.get(d["attributeType"], d["attributeType"]) for d in definitions}
+    keys = [(k.attribute_name, k.key_type) for k in cfn.key_schema]  # type: ignore[union-attr]
+    return ([(name, types.get(name, "?")) for name, kind in keys if kind == "HASH"],
+            [name for name, kind in keys if kind == "RANGE"])

@@ -26,7 +26,7 @@ FIELDS = frozenset(
 TEMPLATE_FIELDS = frozenset({"name", "data"})
 _TAG_PART = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 # SES's rule for template and configuration set names.
-_SES_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+SES_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 class InvalidMessage(ValueError):
@@ -116,13 +116,14 @@ def check_key(key: str) -> None:
     if size > MAX_KEY_BYTES:
         raise InvalidMessage(f"dedupeKey is {size} bytes; the limit is {MAX_KEY_BYTES}")
     if key != key.strip():
-        raise InvalidMessage(f"dedupeKey {_preview(key)} starts or ends with white space")
+        raise InvalidMessage(f"dedupeKey {preview(key)} starts or ends with white space")
     control = next((f"U+{ord(c):04X}" for c in key if ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F), None)
     if control is not None:
-        raise InvalidMessage(f"dedupeKey {_preview(key)} contains a control character ({control})")
+        raise InvalidMessage(f"dedupeKey {preview(key)} contains a control character ({control})")
 
 
-def _preview(value: str, limit: int = 80) -> str:
+def preview(value: str, limit: int = 80) -> str:
+    """How a reason quotes a value: its repr, cut at ``limit`` characters."""
     return repr(value if len(value) <= limit else value[:limit] + "...")
 
 
@@ -177,7 +178,7 @@ def _address(value: object, field_name: str, *, required: bool = False) -> Mailb
     try:
         return parse_mailbox(value)
     except InvalidAddress as error:
-        raise InvalidMessage(f"{field_name} {_preview(value)} is not a valid email address: it {error}") from None
+        raise InvalidMessage(f"{field_name} {preview(value)} is not a valid email address: it {error}") from None
 
 
 def _addresses(value: object, field_name: str) -> tuple[Mailbox, ...]:
@@ -190,7 +191,7 @@ def _addresses(value: object, field_name: str) -> tuple[Mailbox, ...]:
 
 
 def _check_ses_name(field_name: str, value: object) -> str:
-    if not isinstance(value, str) or not _SES_NAME.match(value):
+    if not isinstance(value, str) or not SES_NAME.match(value):
         raise InvalidMessage(
             f"{field_name} {value!r} must be 1-64 letters, digits, underscores or hyphens (SES's rule for names)"
         )

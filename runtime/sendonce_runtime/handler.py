@@ -10,6 +10,7 @@ from . import aws_clients
 from .batch import run_batch
 from .clock import Clock, Deadline, LambdaContext, SystemClock
 from .dead_letter import DeadLetterQueue
+from .key_privacy import PrivateKeys
 from .ledger import DedupeLedger
 from .outcome_log import OutcomeLog
 from .processor import RecordProcessor
@@ -42,7 +43,8 @@ class Consumer:
     def from_settings(cls, settings: Settings, clock: Clock | None = None, log: OutcomeLog | None = None) -> Consumer:
         """The consumer a Lambda execution environment keeps: shared clients, the system clock."""
         return cls.from_clients(
-            settings, aws_clients.dynamodb(settings), aws_clients.ses(settings), aws_clients.sqs(settings), clock, log
+            settings, aws_clients.dynamodb(settings), aws_clients.ses(settings), aws_clients.sqs(settings), clock, log,
+            aws_clients.secrets(settings) if settings.key_secret_id else None,
         )
 
     @classmethod
@@ -54,6 +56,7 @@ class Consumer:
         sqs: Any,
         clock: Clock | None = None,
         log: OutcomeLog | None = None,
+        secrets: Any = None,
     ) -> Consumer:
         clock = clock or SystemClock()
         dead_letters = DeadLetterQueue(sqs, settings.dead_letter_queue_url, settings.fifo)
@@ -64,6 +67,7 @@ class Consumer:
             dead_letters,
             clock,
             SendRateLimiter(settings.max_send_rate) if settings.max_send_rate else None,
+            PrivateKeys(secrets, settings.key_secret_id) if settings.key_secret_id else None,
         )
         redelivery = Redelivery(sqs, settings.queue_url, settings.fifo, dead_letters, settings.max_receive_count)
         return cls(settings, processor, log, redelivery)

@@ -27,6 +27,7 @@ OUTCOME_METRICS: dict[Outcome, tuple[str, ...]] = {
     Outcome.QUOTA_EXHAUSTED: ("SesThrottles", "QuotaExhausted"),
     Outcome.PACED: ("Paced",),
     Outcome.RECEIVES_EXHAUSTED: ("ReceivesExhausted",),
+    Outcome.RECIPIENT_NOT_ALLOWED: ("RecipientsNotAllowed",),
     Outcome.AMBIGUOUS: ("AmbiguousSends",),
     Outcome.DEADLINE: ("DeadlineDeferrals",),
     Outcome.GROUP_BLOCKED: ("GroupBlocked",),

@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from sendonce_contract import allowed_recipients as allowed
 from sendonce_contract.delivery import DeliveryPolicy
 
 # The most calls besides the send one record makes in a row: claim, release after a refusal, dead-letter send.
@@ -39,6 +40,8 @@ class Settings:
     pipeline_tag: str | None = None  # tags every email, so the pipeline's event rule matches its events only
     queue_url: str | None = None  # the job queue: a delayed copy of a throttled job, an earlier redelivery
     max_receive_count: int | None = None  # the queue's; the last receive dead-letters a failure with its reason
+    key_secret_id: str | None = None  # key_privacy: the secret whose HMAC of each key stands for it
+    allowed_recipients: allowed.AllowedRecipients | None = None  # a stage's only recipients; None allows all
 
     @property
     def ledger_call_timeouts_s(self) -> tuple[float, float]:
@@ -80,6 +83,8 @@ class Settings:
                 queue_url=env.get("SENDONCE_QUEUE_URL") or None,
                 max_receive_count=int(env["SENDONCE_MAX_RECEIVE_COUNT"]) if env.get("SENDONCE_MAX_RECEIVE_COUNT")
                 else None,
+                key_secret_id=env.get("SENDONCE_KEY_SECRET_ARN") or None,
+                allowed_recipients=allowed.from_env(env.get("SENDONCE_ALLOWED_RECIPIENTS")),
             )
         except ValueError as error:
             raise SettingsError(f"invalid sendonce setting: {error}") from error

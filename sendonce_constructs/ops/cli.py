@@ -7,6 +7,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,6 +17,7 @@ from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionEr
 from sendonce_contract.schema import Status
 
 from .dead_letters import DeadLetters
+from .key_lookup import ledger_key
 from .ledger_view import LedgerView, StateChanged
 from .locate import LocateError, Pipeline, locate
 
@@ -28,6 +30,10 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--table", help="the dedupe table name")
     where.add_argument("--queue", help="the job queue URL")
     where.add_argument("--dlq", help="the dead-letter queue URL")
+    where.add_argument("--dedupe-ttl", type=int, metavar="SECONDS", help="the pipeline's dedupe_ttl (read from "
+                       "--stack), for `dlq redrive`")
+    where.add_argument("--key-secret", metavar="ARN", help="with key_privacy: the secret that digests keys (read "
+                       "from --stack)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     commands = parser.add_subparsers(dest="command", required=True)
     status = commands.add_parser("status", help="one key's record")
@@ -45,6 +51,8 @@ def _parser() -> argparse.ArgumentParser:
     redrive = dlq.add_parser("redrive", help="send messages back to the job queue")
     redrive.add_argument("--reason", help="only messages with this reason code (see `dlq list`)")
     redrive.add_argument("--limit", type=int, help="at most this many")
+    redrive.add_argument("--force", action="store_true", help="also redrive jobs dead-lettered longer ago than "
+                         "dedupe_ttl, whose key may be forgotten (each may be sent again)")
     return parser
 
 
@@ -52,6 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         pipeline = locate(boto3.client("cloudformation"), args.stack, args.pipeline, args.table, args.queue, args.dlq)
+        pipeline = replace(pipeline, dedupe_ttl_s=args.dedupe_ttl or pipeline.dedupe_ttl_s,
+                           key_secret=args.key_secret or pipeline.key_secret)
+        if hasattr(args, "key"):
+            args.key = ledger_key(pipeline, args.key)
         return _run(args, pipeline)
     except (LocateError, StateChanged, ValueError) as error:
         _error(str(error))
@@ -98,10 +110,16 @@ def _run(args: argparse.Namespace, pipeline: Pipeline) -> int:
         _say(args, [vars(g) for g in groups], _table(["reason", "count", "sample keys", "sample"], rows)
              if rows else "the dead-letter queue is empty")
         return 0
-    result = dead.redrive(args.reason, args.limit, on_progress=_progress("moved"))
+    result = dead.redrive(args.reason, args.limit, on_progress=_progress("moved"), dedupe_ttl_s=pipeline.dedupe_ttl_s,
+                          force=args.force)
     text = (f"started SQS message-move task {result.native_task}" if result.native_task else
             f"moved {result.moved} messages back to the job queue; {result.skipped} left in the DLQ")
-    _say(args, vars(result), text + (f"\n{result.note}" if result.note else ""))
+    if result.forgotten:
+        rows = [[f.message_id, f.dedupe_key or "-", f.reason_code, f"{f.age_days:g}"] for f in result.forgotten]
+        text += (f"\nskipped {len(result.forgotten)} dead-lettered longer ago than dedupe_ttl "
+                 f"({pipeline.dedupe_ttl_s} s): their key may be forgotten, so each could be sent again; check them, "
+                 "then --force\n" + _table(["message id", "key", "reason", "days in DLQ"], rows))
+    _say(args, asdict(result), text + (f"\n{result.note}" if result.note else ""))
     return 0
 
 
