@@ -52,7 +52,7 @@ class Mailbox(NamedTuple):
 
 
 # Anything shaped like an address in free text (SES's refusal messages name the addresses they refuse).
-_ADDRESS_IN_TEXT = re.compile(r"""[^\s<>()\[\],;:"'@]+@[^\s<>()\[\],;:"'@]+""")
+_ADDRESS_IN_TEXT = re.compile(r"""[^\s<>()\[\],;:"']+@[^\s<>()\[\],;:"']*|@[^\s<>()\[\],;:"']+""")
 REDACTED_ADDRESS = "<address>"
 
 
