@@ -6,10 +6,14 @@ from __future__ import annotations
 import json
 import logging
 
+import aws_cdk as cdk
 import boto3
 import pytest
+from aws_cdk import aws_iam as iam
+from aws_cdk.assertions import Match, Template
 from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
 
+from sendonce_constructs import SendOnceEmailQueue
 from sendonce_constructs.local.ses_publisher import SEND_LOG
 from sendonce_constructs.ops.cli import main as sendonce
 from sendonce_contract.key_digest import key_digest
@@ -135,3 +139,60 @@ def test_log_lines_never_carry_addresses_subjects_or_bodies(pipeline):
     assert len(log.splitlines()) == 3
     for text in ("example.org", "shop@", "Receipt k:", "secret body"):
         assert text not in log, text
+
+
+def private_stack():
+    stack = cdk.Stack(cdk.App(), "Private")
+    pipeline = SendOnceEmailQueue(stack, "Receipts", sender="example.com", key_privacy=True)
+    operator = iam.Role(stack, "Operator", assumed_by=iam.AccountRootPrincipal())
+    pipeline.grant_operate(operator)
+    return stack, pipeline
+
+
+def test_the_construct_keeps_the_secret_and_grants_it_to_the_consumer_and_the_operator_only():
+    stack, pipeline = private_stack()
+    template = Template.from_stack(stack)
+    [(secret_id, secret)] = template.find_resources("AWS::SecretsManager::Secret").items()
+    assert secret["DeletionPolicy"] == "Retain" and secret["Properties"]["GenerateSecretString"]["PasswordLength"] == 64
+    readers = {name for name, policy in template.find_resources("AWS::IAM::Policy").items()
+               if "secretsmanager:GetSecretValue" in json.dumps(policy)}
+    assert readers == {next(name for name in readers if name.startswith("ReceiptsConsumerRole")),
+                       next(name for name in readers if name.startswith("OperatorDefaultPolicy"))}
+    assert len(readers) == 2  # the recorder never needs it: it reads the digest from SES's tags
+    consumer = template.find_resources("AWS::Lambda::Function", {"Properties": {"Description": Match.string_like_regexp(
+        "sendonce consumer")}})
+    variables = next(iter(consumer.values()))["Properties"]["Environment"]["Variables"]
+    assert variables["SENDONCE_KEY_SECRET_ARN"] == {"Ref": secret_id}
+    outputs = {o["Description"]: o["Value"] for o in template.to_json()["Outputs"].values()}
+    assert outputs["sendonce:Private/Receipts:key-secret"] == {"Ref": secret_id}
+    assert outputs["sendonce:Private/Receipts:dedupe-ttl"] == "604800"
+    assert pipeline.key_secret is not None
+
+
+def test_without_key_privacy_there_is_no_secret():
+    stack = cdk.Stack(cdk.App(), "Clear")
+    pipeline = SendOnceEmailQueue(stack, "Receipts", sender="example.com")
+    Template.from_stack(stack).resource_count_is("AWS::SecretsManager::Secret", 0)
+    assert pipeline.key_secret is None
+
+
+def test_the_secret_and_its_grants_deploy_to_the_emulator_and_the_operator_finds_them(aws, capsys):
+    stack, _ = private_stack()
+    template = Template.from_stack(stack).to_json()
+    for resource in template["Resources"].values():  # code assets live in the bootstrap bucket: inline a stub
+        if resource["Type"] == "AWS::Lambda::Function":
+            resource["Properties"]["Code"] = {"ZipFile": "def handler(event, context): pass"}
+    template.pop("Rules", None)
+    template.pop("Parameters", None)
+    cloudformation = boto3.client("cloudformation")
+    cloudformation.create_stack(StackName="Private", TemplateBody=json.dumps(template),
+                                Capabilities=["CAPABILITY_IAM"])
+    resources = cloudformation.describe_stack_resources(StackName="Private")["StackResources"]
+    [secret] = [r for r in resources if r.get("ResourceType") == "AWS::SecretsManager::Secret"]
+    value = boto3.client("secretsmanager").get_secret_value(SecretId=secret["PhysicalResourceId"])["SecretString"]
+    assert len(value) == 64 and value.isalnum()
+    table = next(r["PhysicalResourceId"] for r in resources if r.get("ResourceType") == "AWS::DynamoDB::Table")
+    boto3.client("dynamodb").put_item(TableName=table, Item={
+        "dedupeKey": {"S": key_digest(value.encode(), KEY)}, "status": {"S": "SENT"}})
+    assert sendonce(["--stack", "Private", "--json", "status", KEY]) == 0  # the stack names the secret
+    assert json.loads(capsys.readouterr().out)["status"] == "SENT"
