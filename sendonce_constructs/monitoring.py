@@ -140,7 +140,7 @@ def build_alarms(
 ) -> dict[str, cloudwatch.Alarm]:
     """Five alarms (seven with SES events), each a thing an operator must look at; all notify ``topic``."""
     one_minute = Duration.minutes(1)
-    specs = {
+    specs: dict[str, tuple[cloudwatch.Metric | cloudwatch.MathExpression, float, str]] = {
         "DeadLetterQueueNotEmpty": (
             pipeline.metric_dead_letter_queue_depth(period=one_minute), 1,
             "Jobs in the dead-letter queue: malformed, refused by SES, or failed maxReceiveCount times. "

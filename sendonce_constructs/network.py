@@ -6,6 +6,8 @@ It runs as an aspect, when the app is synthesized, so endpoints added after the 
 
 from __future__ import annotations
 
+from typing import Any
+
 import jsii
 from aws_cdk import IAspect, Stack, Validations
 from aws_cdk import aws_ec2 as ec2
@@ -34,7 +36,7 @@ def has_endpoint(vpc: ec2.IVpc) -> bool:
                for node in root.node.find_all())
 
 
-def _selection_args(selection: ec2.SubnetSelection | None) -> dict[str, object]:
+def _selection_args(selection: ec2.SubnetSelection | None) -> dict[str, Any]:
     if selection is None:
         return {}
     names = ("availability_zones", "one_per_az", "subnet_filters", "subnet_group_name", "subnets", "subnet_type")

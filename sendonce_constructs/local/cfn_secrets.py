@@ -60,7 +60,7 @@ def teach_cloudformation_secrets() -> None:
             return self.arn
 
         @classmethod
-        def create_from_cloudformation_json(  # type: ignore[misc]
+        def create_from_cloudformation_json(
             cls, resource_name: str, cloudformation_json: dict[str, Any], account_id: str, region_name: str,
             **kwargs: Any,
         ) -> CfnSecret:
@@ -73,14 +73,14 @@ def teach_cloudformation_secrets() -> None:
             return cls(json.loads(created)["ARN"], name, account_id, region_name)
 
         @classmethod
-        def update_from_cloudformation_json(  # type: ignore[misc]
+        def update_from_cloudformation_json(
             cls, original_resource: CfnSecret, new_resource_name: str, cloudformation_json: dict[str, Any],
             account_id: str, region_name: str,
         ) -> CfnSecret:
             return original_resource  # the value is kept: a new one would forget every key digested under it
 
         @classmethod
-        def delete_from_cloudformation_json(  # type: ignore[misc]
+        def delete_from_cloudformation_json(
             cls, resource_name: str, cloudformation_json: dict[str, Any], account_id: str, region_name: str,
         ) -> None:
             return None  # the construct retains the secret (RemovalPolicy.RETAIN), as CloudFormation then does
