@@ -11,8 +11,8 @@ import pytest
 from botocore.stub import Stubber
 from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
 
-from sendonce_constructs.ops.cli import main as sendonce
 from sendonce_constructs.ops import dead_letters as dead_letters_module
+from sendonce_constructs.ops.cli import main as sendonce
 from sendonce_constructs.ops.dead_letters import DeadLetters
 from sendonce_constructs.ops.ledger_view import LedgerView, StateChanged
 from sendonce_contract.delivery import DeliveryPolicy
