@@ -17,7 +17,7 @@ from sendonce_contract.key_digest import KeyDigester
 from sendonce_contract.message import InvalidMessage, ParsedJob, preview
 from sendonce_contract.schema import DEDUPE_KEY
 
-REDACTED_KEY = "<dedupeKey>"
+REDACTED_KEY = f"<{DEDUPE_KEY}>"  # stands for the key text a reason quoted
 
 
 class KeySecretUnavailable(RuntimeError):
