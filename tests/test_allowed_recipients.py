@@ -3,10 +3,13 @@ the job to the DLQ with `recipient-not-allowed` and nothing is sent. Emails are 
 
 from __future__ import annotations
 
+import importlib.util
 import re
+from pathlib import Path
 
 import aws_cdk as cdk
 import pytest
+from aws_cdk.assertions import Template
 from construct_support import build
 from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
 
@@ -14,6 +17,7 @@ from sendonce_constructs import SES_MAILBOX_SIMULATOR, SendOnceConfigurationErro
 from sendonce_contract.allowed_recipients import parse_entries
 from sendonce_contract.schema import ReasonCode
 
+ROOT = Path(__file__).resolve().parents[1]
 STAGING = parse_entries([SES_MAILBOX_SIMULATOR, "qa@example.com", "staging.example.org"])
 
 
@@ -81,3 +85,14 @@ def test_without_the_prop_every_recipient_is_allowed():
 def test_a_bad_allowed_recipients_fails_synth_with_the_fix(value, message):
     with pytest.raises(SendOnceConfigurationError, match=re.escape(message)):
         build(allowed_recipients=value)
+
+
+def test_the_example_app_deploys_a_staging_stage_that_emails_the_simulator_and_the_team_only():
+    spec = importlib.util.spec_from_file_location("example_app", ROOT / "examples" / "app.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for context, expected in (({"stage": "staging"}, "qa.example.com simulator.amazonses.com"), ({}, None)):
+        stack = module.build_app(context).node.find_child("SendOnceExample")
+        pipeline = stack.node.find_child("Receipts")
+        variables = consumer_variables(pipeline, Template.from_stack(stack))
+        assert variables.get("SENDONCE_ALLOWED_RECIPIENTS") == expected
