@@ -32,7 +32,8 @@ def test_quick_bench_writes_every_section_with_figures(tmp_path: Path):
 
 def test_the_key_privacy_section_runs_alone_and_replaces_only_itself(tmp_path: Path):
     out = tmp_path / "BENCHMARKS.md"
-    out.write_text("# Benchmarks\n## 10. Before\n\nkept\n## 11. Key privacy: the cost of a private key per email\n\nold\n")
+    out.write_text("# Benchmarks\n## 10. Before\n\nkept\n"
+                   "## 11. Key privacy: the cost of a private key per email\n\nold\n")
     for _ in range(2):  # a second run replaces the section rather than adding another
         subprocess.run([sys.executable, str(ROOT / "bench" / "run.py"), "--quick", "--only", "key-privacy", "--out",
                         str(out)], check=True, capture_output=True, timeout=300)
