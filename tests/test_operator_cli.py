@@ -261,6 +261,20 @@ def test_a_stack_is_found_by_its_outputs_or_its_resources(aws, capsys):
         assert "never seen" in capsys.readouterr().out
 
 
+def test_the_stack_outputs_give_the_dedupe_ttl_and_the_key_secret(aws):
+    from sendonce_constructs.ops.locate import locate
+
+    cloudformation = boto3.client("cloudformation")
+    outputs = {"T": {"Value": {"Ref": "ReceiptsDedupeTable1"}, "Description": "sendonce:Shop/Receipts:table"},
+               "Ttl": {"Value": "86400", "Description": "sendonce:Shop/Receipts:dedupe-ttl"},
+               "Key": {"Value": "arn:aws:secretsmanager:us-east-1:123456789012:secret:keys-AbCdEf",
+                       "Description": "sendonce:Shop/Receipts:key-secret"}}
+    cloudformation.create_stack(StackName="Private", TemplateBody=json.dumps(dict(TEMPLATE_WITH_OUTPUTS,
+                                                                                  Outputs=outputs)))
+    found = locate(cloudformation, "Private", None, None, None, None)
+    assert found.dedupe_ttl_s == 86_400 and found.key_secret.endswith(":secret:keys-AbCdEf")
+
+
 def test_a_wrong_stack_or_a_missing_table_is_a_clear_error(aws, capsys):
     assert sendonce(["--stack", "NoSuchStack", "status", "k"]) == 2
     assert "stack 'NoSuchStack' not found" in capsys.readouterr().err
