@@ -8,8 +8,11 @@ import re
 
 import pytest
 from consumer_harness import job
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from sendonce_contract.address import InvalidAddress, Mailbox, parse_mailbox
+from sendonce_contract.address import InvalidAddress, Mailbox, parse_mailbox, redact_addresses
+from sendonce_contract.idna2008 import InvalidLabel, to_ascii_label
 from sendonce_contract.message import InvalidMessage, parse_job
 from sendonce_producer import EmailJob, InvalidJob, dedupe_key
 from sendonce_runtime.ses_sender import build_request
@@ -237,3 +240,31 @@ def test_the_producer_shares_the_parser():
         dedupe_key(" order-1")
     with pytest.raises(ValueError, match="not a valid email address: it has no '@'"):
         dedupe_key("order-1", recipient="nobody")
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(min_size=1, max_size=20))
+def test_every_accepted_domain_label_follows_idna_2008_and_round_trips(label):
+    try:
+        ascii_label = to_ascii_label(label)
+    except InvalidLabel as error:
+        assert str(error)  # refused with a reason
+        return
+    assert ascii_label.isascii() and 1 <= len(ascii_label) <= 63
+    assert not ascii_label.startswith("-") and not ascii_label.endswith("-")
+    if ascii_label[:4].lower() == "xn--":
+        decoded = ascii_label[4:].lower().encode("ascii").decode("punycode")
+        assert not decoded.isascii() and decoded == label.lower()
+        assert to_ascii_label(ascii_label) == ascii_label  # the A-label is accepted as it is
+    else:
+        assert ascii_label[2:4] != "--" and ascii_label == label
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["ada", "a.b+tag", "o'neil", "x_y"]), st.sampled_from(["example.org", "Bücher.example",
+                                                                                "臺網中心.tw", "sub.example.co.uk"]),
+       st.sampled_from(["{a}", "Ada <{a}>", "refused: {a}.", "{a}, {a}", "({a})", "'{a}'"]))
+def test_redaction_leaves_no_address_a_reason_could_quote(local, domain, form):
+    address = parse_mailbox(f"{local}@{domain}").address
+    text = redact_addresses(form.format(a=address))
+    assert address not in text and "@" not in text
