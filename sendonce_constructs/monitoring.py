@@ -71,6 +71,10 @@ class PipelineMetrics:
         """Jobs put back because send_rate left no send slot in the invocation."""
         return self.metric("Paced", **options)
 
+    def metric_recipients_not_allowed(self, **options: Any) -> cloudwatch.Metric:
+        """Jobs refused to the DLQ because a recipient is outside allowed_recipients (a staging stage)."""
+        return self.metric("RecipientsNotAllowed", **options)
+
     def metric_double_sends(self, **options: Any) -> cloudwatch.Metric:
         """Keys for which SES reported a second email: the residual when SES's events for the first were lost."""
         return self.metric("DoubleSends", **options)

@@ -16,6 +16,7 @@ from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs
 from sendonce_constructs import SendOnceEmailQueue
 from sendonce_constructs.local.ses_publisher import SEND_LOG
 from sendonce_constructs.ops.cli import main as sendonce
+from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_contract.key_digest import key_digest
 
 # The playbook's own example: the key carries an address.
@@ -34,7 +35,7 @@ def digest(key: str) -> str:
 
 
 def private(pipeline, clock, secret_arn, **overrides):
-    return pipeline.consumer(clock, key_secret_id=secret_arn, **pipeline.evidence_settings(), **overrides)
+    return pipeline.consumer(clock, key_secret_id=secret_arn, **pipeline.evidence_settings(**overrides))
 
 
 def everything_written(pipeline, consumer) -> str:
@@ -116,6 +117,17 @@ def test_the_operator_types_the_clear_key(pipeline, secret_arn, capsys):
     assert "SENT" in capsys.readouterr().out
     assert sendonce(["--table", pipeline.table_name, "status", KEY]) == 0  # without the secret: not found
     assert "never seen" in capsys.readouterr().out
+
+
+def test_the_operator_resolves_a_private_key_by_its_clear_text(pipeline, secret_arn, capsys):
+    clock = FakeClock()
+    consumer = private(pipeline, clock, secret_arn, delivery=DeliveryPolicy.NEVER_RESEND, evidence_grace_ms=None)
+    consumer.processor._ledger.claim(digest(KEY), "dead-worker", clock.now_ms() - 1, "h")
+    consumer.handle(event(sqs_record(job(KEY))), FakeContext(clock))  # a dead worker's claim: UNKNOWN
+    assert pipeline.status(digest(KEY)) == "UNKNOWN"
+    assert sendonce(["--table", pipeline.table_name, "--key-secret", secret_arn, "resolve", KEY, "--sent"]) == 0
+    assert "was UNKNOWN; recorded SENT" in capsys.readouterr().out
+    assert pipeline.status(digest(KEY)) == "SENT" and pipeline.emails_for(KEY) == 0
 
 
 def test_ses_refusal_texts_lose_their_addresses_in_the_dlq_and_the_log(pipeline):

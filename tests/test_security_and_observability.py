@@ -181,6 +181,7 @@ def test_metric_helpers_name_the_consumers_emf_metrics():
         "AmbiguousSends": pipeline.metric_ambiguous_sends(), "KeyConflicts": pipeline.metric_key_conflicts(),
         "PoisonMessages": pipeline.metric_poison_messages(), "SesThrottles": pipeline.metric_ses_throttles(),
         "SesRefusals": pipeline.metric_ses_refusals(), "RecordLatency": pipeline.metric_record_latency(),
+        "RecipientsNotAllowed": pipeline.metric_recipients_not_allowed(),
     }
     from sendonce_runtime.metrics import ALL_COUNTS
 
