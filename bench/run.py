@@ -631,7 +631,8 @@ def render_key_privacy(figures: dict[str, Any]) -> str:
         f"What `key_privacy` adds to the consumer per email, measured on {figures['emails']} parsed jobs in this "
         "process (CPU time): the key and the body's hash each digested with HMAC-SHA256 under the secret, whose "
         "keyed state is computed once. The secret itself is one Secrets Manager `GetSecretValue` per execution "
-        f"environment (read {figures['secret_reads']} time(s) here), not per email.",
+        f"environment (read {figures['secret_reads']} time(s) here), not per email. "
+        "`make bench ARGS=\"--only key-privacy\"` reruns this section alone.",
         "",
         f"- CPU per email: **{cpu.show(2)} µs** (parsing the same job: {parse.show(1)} µs; the consumer spends "
         "about 3 ms of CPU per record in all, section 2)",
