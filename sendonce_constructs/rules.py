@@ -405,6 +405,6 @@ def vpc_without_egress_warning(subnets: Sequence[str]) -> str:
     """The warning for functions placed in subnets with no route out and no VPC endpoint in the VPC."""
     return (f"vpc_subnets select {', '.join(subnets) or 'no subnet'} with no route to the internet (isolated or "
             "public subnets: a function gets no public address) and the VPC has no endpoint: every call to "
-            "DynamoDB, SQS and SES would time out and no email would be sent; select PRIVATE_WITH_EGRESS subnets, "
-            "or add VPC endpoints (DynamoDB gateway, SQS and SES interface endpoints), or acknowledge this warning "
-            "if routes are made outside this app")
+            "DynamoDB, SQS and SES (and Secrets Manager with key_privacy) would time out and no email would be sent; "
+            "select PRIVATE_WITH_EGRESS subnets, or add VPC endpoints (a DynamoDB gateway endpoint, SQS, SES and "
+            "Secrets Manager interface endpoints), or acknowledge this warning if routes are made outside this app")
