@@ -58,8 +58,8 @@ class PrivateKeys:
         named a valid one, and the reason with the key's text taken out (a reason may quote an invalid key)."""
         reason = error.reason
         text = _key_text(body)
-        if text:
-            reason = reason.replace(preview(text), REDACTED_KEY).replace(text, REDACTED_KEY)
+        if text:  # the contract quotes a key only as preview() does (a bare replace would garble short keys)
+            reason = reason.replace(preview(text), REDACTED_KEY)
         return (self.digest(error.dedupe_key) if error.dedupe_key else None), reason
 
 
