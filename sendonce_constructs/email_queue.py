@@ -203,8 +203,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         self.evidence = self._build_evidence(props, function_options)
         self._build_consumer(props, function_options)
         self.outbox = self._build_outbox(props, function_options)
-        self._dedupe_ttl_s = seconds(props.dedupe_ttl)
-        self._build_outputs()
+        self._build_outputs(props)
         self.alarms: dict[str, cloudwatch.Alarm] = (
             build_alarms(self, self, props.oldest_message_alarm_threshold, props.alarm_topic) if props.alarms else {}
         )
@@ -318,15 +317,16 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         return Outbox(self, "Outbox", queue=self.queue, fifo=props.fifo, function_options=function_options,
                       encryption_key=props.encryption_key, removal_policy=props.table_removal_policy)
 
-    def _build_outputs(self) -> None:
+    def _build_outputs(self, props: PipelineProps) -> None:
         # What `sendonce --stack NAME` reads to find this pipeline; the description says which pipeline and part.
         for output_id, value, part in (("DedupeTableName", self.table.table_name, "table"),
                                        ("QueueUrl", self.queue.queue_url, "queue"),
                                        ("DeadLetterQueueUrl", self.dead_letter_queue.queue_url, "dlq")):
             CfnOutput(self, output_id, value=value, description=f"sendonce:{self.pipeline_name}:{part}")
         # What `sendonce dlq redrive` reads to skip jobs whose key is forgotten, and `sendonce status` to digest a key.
-        if self._dedupe_ttl_s is not None:
-            CfnOutput(self, "DedupeTtlSeconds", value=str(int(self._dedupe_ttl_s)),
+        dedupe_ttl_s = seconds(props.dedupe_ttl)
+        if dedupe_ttl_s is not None:
+            CfnOutput(self, "DedupeTtlSeconds", value=str(int(dedupe_ttl_s)),
                       description=f"sendonce:{self.pipeline_name}:dedupe-ttl")
         if self.key_secret is not None:
             CfnOutput(self, "KeySecretArn", value=self.key_secret.secret_arn,
