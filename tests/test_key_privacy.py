@@ -67,6 +67,7 @@ def test_a_private_key_is_sent_once_and_only_its_digest_leaves_the_job_body(pipe
     assert not any(name.startswith("sendonce-k0") for name, _ in send.tags)
     written = everything_written(pipeline, consumer) + caplog.text
     assert "order-1042" not in written and "ada@example.org" not in written
+    assert SECRET not in written and SECRET not in repr(consumer.processor._private_keys._digester())
     assert digest(KEY) in consumer.log._stream.getvalue()
 
 
