@@ -114,6 +114,8 @@ def test_the_operator_types_the_clear_key(pipeline, secret_arn, capsys):
     assert sendonce([*where, "--json", "status", KEY]) == 0
     shown = json.loads(capsys.readouterr().out)
     assert shown["status"] == "SENT" and shown["key"] == digest(KEY)
+    assert sendonce([*where, "status", KEY]) == 0
+    assert capsys.readouterr().out.startswith(f"{KEY} ({digest(KEY)})\n")  # what the operator typed, and its digest
     assert sendonce([*where, "status", digest(KEY)]) == 0  # a digest from a listing is taken as it is
     assert "SENT" in capsys.readouterr().out
     assert sendonce(["--table", pipeline.table_name, "status", KEY]) == 0  # without the secret: not found

@@ -62,8 +62,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         pipeline = locate(boto3.client("cloudformation"), args.stack, args.pipeline, args.table, args.queue, args.dlq)
         pipeline = replace(pipeline, dedupe_ttl_s=args.dedupe_ttl or pipeline.dedupe_ttl_s,
                            key_secret=args.key_secret or pipeline.key_secret)
-        if hasattr(args, "key"):
-            args.key = ledger_key(pipeline, args.key)
+        if hasattr(args, "key"):  # with key_privacy the record's key is the digest; people read what they typed
+            args.key, args.shown_key = ledger_key(pipeline, args.key), args.key
+            if args.key != args.shown_key:
+                args.shown_key += f" ({args.key})"
         return _run(args, pipeline)
     except (LocateError, StateChanged, ValueError) as error:
         _error(str(error))
@@ -101,7 +103,7 @@ def _run(args: argparse.Namespace, pipeline: Pipeline) -> int:
         done = "recorded SENT" if args.sent else "released: the next delivery of this job sends it"
         hint = "" if args.sent else " (a job acknowledged as UNKNOWN is no longer queued: re-enqueue it)"
         _say(args, {"key": args.key, "was": before.status, "now": Status.SENT.value if args.sent else "absent"},
-             f"{args.key}: was {before.status}; {done}{hint}")
+             f"{args.shown_key}: was {before.status}; {done}{hint}")
         return 0
     dead = DeadLetters(boto3.client("sqs"), pipeline.need("dlq"), pipeline.queue_url)
     if args.dlq_command == "list":
@@ -128,7 +130,7 @@ def _status(args: argparse.Namespace, view: LedgerView) -> int:
     now = time.time_ns() // 1_000_000
     if record is None or record.expired(now):
         state = "never seen" if record is None else "expired (counts as never seen; the next delivery sends it)"
-        _say(args, {"key": args.key, "status": None, "note": state}, f"{args.key}: {state}")
+        _say(args, {"key": args.key, "status": None, "note": state}, f"{args.shown_key}: {state}")
         return 0
     rows = [
         ["status", record.status], ["attempts", str(record.attempts)],
@@ -142,7 +144,7 @@ def _status(args: argparse.Namespace, view: LedgerView) -> int:
          if record.ses_message_ids else "-"],
         *[[what, f"{_when(when)}" + (f" ({detail})" if detail else "")] for what, when, detail in record.outcomes],
     ]
-    _say(args, record.as_dict(), f"{args.key}\n" + _table(["", ""], rows, header=False))
+    _say(args, record.as_dict(), f"{args.shown_key}\n" + _table(["", ""], rows, header=False))
     return 0
 
 
