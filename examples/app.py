@@ -1,4 +1,8 @@
-"""An app with one SendOnceEmailQueue: `npx cdk synth` or `npx cdk deploy` from the repository root."""
+"""An app with one SendOnceEmailQueue: `npx cdk synth` or `npx cdk deploy` from the repository root.
+
+`-c stage=staging` deploys it as a staging stage: it may email SES's mailbox simulator and the team's QA domain
+only, so a job copied from production cannot reach a customer (it goes to the DLQ as `recipient-not-allowed`).
+"""
 
 import os
 
@@ -9,12 +13,16 @@ from aws_cdk import aws_sqs as sqs
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 from constructs import Construct
 
-from sendonce_constructs import SendOnceEmailQueue
+from sendonce_constructs import SES_MAILBOX_SIMULATOR, SendOnceEmailQueue
+
+# Who a non-production stage may email: SES's mailbox simulator (success@, bounce@, complaint@ ...) and the team.
+STAGING_RECIPIENTS = [SES_MAILBOX_SIMULATOR, "qa.example.com"]
 
 
 class ReceiptsStack(cdk.Stack):
     def __init__(self, scope: Construct, id: str, **kwargs: object) -> None:
         super().__init__(scope, id, **kwargs)
+        staging = self.node.try_get_context("stage") == "staging"
 
         receipts = SendOnceEmailQueue(
             self,
@@ -27,6 +35,7 @@ class ReceiptsStack(cdk.Stack):
             send_rate=float(self.node.try_get_context("sendRate") or 14),
             outbox=True,
             evidence_grace_period=cdk.Duration.seconds(int(self.node.try_get_context("evidenceGraceSeconds") or 300)),
+            allowed_recipients=STAGING_RECIPIENTS if staging else None,
         )
 
         checkout = iam.Role(self, "CheckoutService", assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"))
@@ -46,8 +55,8 @@ class ReceiptsStack(cdk.Stack):
         cdk.CfnOutput(self, "UndeliverableReceiptsUrl", value=undeliverable.queue_url)
 
 
-def build_app() -> cdk.App:
-    app = cdk.App()
+def build_app(context: dict[str, str] | None = None) -> cdk.App:
+    app = cdk.App(context=context)
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), ServerlessChecks(app))
     env = None
     if os.environ.get("CDK_DEFAULT_ACCOUNT") and os.environ.get("CDK_DEFAULT_REGION"):

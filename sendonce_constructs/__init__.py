@@ -9,13 +9,14 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from sendonce_contract.allowed_recipients import MAILBOX_SIMULATOR as SES_MAILBOX_SIMULATOR
 from sendonce_contract.delivery import DeliveryPolicy
 
 if TYPE_CHECKING:
     from .email_queue import SendOnceEmailQueue
     from .errors import SendOnceConfigurationError
 
-__all__ = ["DeliveryPolicy", "SendOnceConfigurationError", "SendOnceEmailQueue"]
+__all__ = ["SES_MAILBOX_SIMULATOR", "DeliveryPolicy", "SendOnceConfigurationError", "SendOnceEmailQueue"]
 _HOMES = {
     "SendOnceConfigurationError": ".errors",
     "SendOnceEmailQueue": ".email_queue",

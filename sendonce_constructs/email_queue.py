@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack, Validations
+from aws_cdk import Aspects, CfnOutput, Duration, RemovalPolicy, Stack, Validations
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_ec2 as ec2
@@ -14,6 +14,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_ses as ses
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
@@ -26,7 +27,9 @@ from . import rules, ses_permissions
 from .acknowledgements import acknowledge
 from .bundled_function import BundledFunction, FunctionOptions
 from .evidence import SesEvidence
+from .key_secret import build_key_secret
 from .monitoring import PipelineMetrics, build_alarms, build_dashboard
+from .network import VpcEgressCheck
 from .outbox import Outbox
 from .outcome_events import OutcomeEvents
 from .props import PipelineProps, known, resolve_props, seconds
@@ -112,6 +115,12 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     :param suppression_reasons: the configuration set's own suppression list reasons (bounces, complaints or both).
         Default the account's. Only for the configuration set the construct makes.
     :param disable_suppression_list: send even to addresses on the account's suppression list. Default False.
+    :param key_privacy: outside the job body, a key travels as its HMAC-SHA256 under a secret the construct keeps
+        in Secrets Manager (``key_secret``): the ledger, SES's tags and events, logs and the DLQ's attributes never
+        carry its text. Default False: switching an existing pipeline forgets every key it recorded (see README).
+    :param allowed_recipients: the only addresses and domains this pipeline may send to (``SES_MAILBOX_SIMULATOR``
+        for SES's simulator): a job naming any other recipient goes to the DLQ (``recipient-not-allowed``), unsent.
+        For staging stages. Default none (every recipient allowed).
     """
 
     def __init__(
@@ -167,6 +176,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         outcome_bus: events.IEventBus | None = None,
         suppression_reasons: ses.SuppressionReasons | None = None,
         disable_suppression_list: bool = False,
+        key_privacy: bool = False,
+        allowed_recipients: Sequence[str] | None = None,
     ) -> None:
         super().__init__(scope, id)
         props = resolve_props(
@@ -186,6 +197,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             queue_removal_policy=queue_removal_policy, log_removal_policy=log_removal_policy, enabled=enabled,
             dead_letter_queue=dead_letter_queue, outcome_events=outcome_events, outcome_bus=outcome_bus,
             suppression_reasons=suppression_reasons, disable_suppression_list=disable_suppression_list,
+            key_privacy=key_privacy, allowed_recipients=allowed_recipients,
         )
         if props.low_max_receive_count:
             Validations.of(self).add_warning(
@@ -205,12 +217,16 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         self.pipeline_name = self.node.path
         self._build_queues(props)
         self._build_table(props)
+        self.key_secret: secretsmanager.ISecret | None = (
+            build_key_secret(self, props.encryption_key) if props.key_privacy else None)
+        if props.vpc is not None:
+            Aspects.of(self).add(VpcEgressCheck(self, props.vpc, props.vpc_subnets))
         function_options = self._function_options(props)
         self.evidence = self._build_evidence(props, function_options)
         self.outcome_events = self._build_outcome_events(props, function_options)
         self._build_consumer(props, function_options)
         self.outbox = self._build_outbox(props, function_options)
-        self._build_outputs()
+        self._build_outputs(props)
         self.alarms: dict[str, cloudwatch.Alarm] = (
             build_alarms(self, self, props.oldest_message_alarm_threshold, props.alarm_topic) if props.alarms else {}
         )
@@ -321,6 +337,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         self.queue.grant_send_messages(self.function)  # a throttled job's delayed copy
         if self.outcome_events is not None:
             self.outcome_events.bus.grant_put_events_to(self.function)  # Email Dead-Lettered
+        if self.key_secret is not None:
+            self.key_secret.grant_read(self.function)
         self._grant_ses(props, configuration_set_name)
 
     def _build_outbox(self, props: PipelineProps, function_options: FunctionOptions) -> Outbox | None:
@@ -345,12 +363,20 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             raise ValueError("on_outcome needs outcome_events=True on the SendOnceEmailQueue")
         return self.outcome_events.rule(self, id, [target] if target else [], outcomes)
 
-    def _build_outputs(self) -> None:
+    def _build_outputs(self, props: PipelineProps) -> None:
         # What `sendonce --stack NAME` reads to find this pipeline; the description says which pipeline and part.
         for output_id, value, part in (("DedupeTableName", self.table.table_name, "table"),
                                        ("QueueUrl", self.queue.queue_url, "queue"),
                                        ("DeadLetterQueueUrl", self.dead_letter_queue.queue_url, "dlq")):
             CfnOutput(self, output_id, value=value, description=f"sendonce:{self.pipeline_name}:{part}")
+        # What `sendonce dlq redrive` reads to skip jobs whose key is forgotten, and `sendonce status` to digest a key.
+        dedupe_ttl_s = seconds(props.dedupe_ttl)
+        if dedupe_ttl_s is not None:
+            CfnOutput(self, "DedupeTtlSeconds", value=str(int(dedupe_ttl_s)),
+                      description=f"sendonce:{self.pipeline_name}:dedupe-ttl")
+        if self.key_secret is not None:
+            CfnOutput(self, "KeySecretArn", value=self.key_secret.secret_arn,
+                      description=f"sendonce:{self.pipeline_name}:key-secret")
         if self.outbox is not None:
             CfnOutput(self, "OutboxTableName", value=self.outbox.table.table_name,
                       description=f"sendonce:{self.pipeline_name}:outbox")
@@ -368,6 +394,10 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         }
         if configuration_set_name is not None:
             environment["SENDONCE_CONFIGURATION_SET"] = configuration_set_name
+        if self.key_secret is not None:
+            environment["SENDONCE_KEY_SECRET_ARN"] = self.key_secret.secret_arn
+        if props.allowed_recipients is not None:
+            environment["SENDONCE_ALLOWED_RECIPIENTS"] = props.allowed_recipients.to_env()
         timeout_s = seconds(props.function_timeout)
         if timeout_s is not None:
             budget = rules.consumer_time_budget(timeout_s)
@@ -432,20 +462,28 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             resource_arns=[Stack.of(self).stack_id]))
         for key in self._data_keys:
             grant = grant.combine(key.grant_encrypt_decrypt(grantee))
+        if self.key_secret is not None:  # to digest the clear key an operator types
+            grant = grant.combine(self.key_secret.grant_read(grantee))
         return grant
 
     def grant_status_read(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` (an application) read what became of its emails with ``sendonce_producer.status``:
-        ``dynamodb:GetItem`` on the dedupe table, and decrypting with the table's customer key if it has one."""
-        grant = self.table.grant(grantee, "dynamodb:GetItem")
+        ``dynamodb:GetItem`` on the dedupe table, decrypting with the table's customer key if it has one, and reading
+        the key secret with ``key_privacy``."""
+        grant = self._grant_key_secret(self.table.grant(grantee, "dynamodb:GetItem"), grantee)
         if self.table.encryption_key is None:
             return grant
         return grant.combine(self.table.encryption_key.grant_decrypt(grantee))
 
+    def _grant_key_secret(self, grant: iam.Grant, grantee: iam.IGrantable) -> iam.Grant:
+        # With key_privacy, status and cancel digest the clear key with the pipeline's secret.
+        return grant if self.key_secret is None else grant.combine(self.key_secret.grant_read(grantee))
+
     def grant_cancel(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` cancel emails with ``sendonce_producer.cancel``: ``dynamodb:PutItem`` on the dedupe table
-        (the tombstone, conditional on no live record) and the table's customer key if it has one."""
-        grant = self.table.grant(grantee, "dynamodb:PutItem")
+        (the tombstone, conditional on no live record), the table's customer key if it has one, and the key secret
+        with ``key_privacy``."""
+        grant = self._grant_key_secret(self.table.grant(grantee, "dynamodb:PutItem"), grantee)
         if self.table.encryption_key is None:
             return grant
         return grant.combine(self.table.encryption_key.grant_encrypt_decrypt(grantee))

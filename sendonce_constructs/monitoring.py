@@ -18,6 +18,17 @@ from .evidence import SesEvidence
 
 NAMESPACE = "sendonce"  # the consumer's Embedded Metric Format namespace
 DIMENSION = "Pipeline"
+# Reputation. SES reviews an account at a 5% bounce rate and a 0.1% complaint rate (and may pause sending at 10% and
+# 0.5%); it asks senders to stay below 2% bounces. The alarms fire at 2% and 0.05%: early enough to act (clean a
+# list, stop a campaign) while the account's rates, which every pipeline of the account shares, are still below
+# review. The rates are per email SES accepted for this pipeline, over a window long enough to be a rate rather than
+# noise, and only once the window holds REPUTATION_MIN_EMAILS emails (1 bounce in 10 emails is no reputation).
+BOUNCE_RATE_ALARM_PERCENT = 2.0
+COMPLAINT_RATE_ALARM_PERCENT = 0.05
+SES_REVIEW_BOUNCE_PERCENT = 5.0
+SES_REVIEW_COMPLAINT_PERCENT = 0.1
+REPUTATION_WINDOW = Duration.hours(6)
+REPUTATION_MIN_EMAILS = 200
 
 
 class PipelineMetrics:
@@ -60,6 +71,10 @@ class PipelineMetrics:
         """Jobs put back because send_rate left no send slot in the invocation."""
         return self.metric("Paced", **options)
 
+    def metric_recipients_not_allowed(self, **options: Any) -> cloudwatch.Metric:
+        """Jobs refused to the DLQ because a recipient is outside allowed_recipients (a staging stage)."""
+        return self.metric("RecipientsNotAllowed", **options)
+
     def metric_double_sends(self, **options: Any) -> cloudwatch.Metric:
         """Keys for which SES reported a second email: the residual when SES's events for the first were lost."""
         return self.metric("DoubleSends", **options)
@@ -93,6 +108,25 @@ class PipelineMetrics:
     def metric_ses_refusals(self, **options: Any) -> cloudwatch.Metric:
         return self.metric("SesRefusals", **options)
 
+    def metric_bounce_rate(self, window: Duration = REPUTATION_WINDOW) -> cloudwatch.MathExpression:
+        """Bounces per email SES accepted for this pipeline, in percent, over ``window`` (from the recorder's counts
+        of SES's Bounce and Send events; 0 while the window holds fewer than REPUTATION_MIN_EMAILS emails)."""
+        return self._rate("Bounces", "Bounce rate (%)", window)
+
+    def metric_complaint_rate(self, window: Duration = REPUTATION_WINDOW) -> cloudwatch.MathExpression:
+        """Complaints per email SES accepted for this pipeline, in percent, over ``window``."""
+        return self._rate("Complaints", "Complaint rate (%)", window)
+
+    def _rate(self, events: str, label: str, window: Duration) -> cloudwatch.MathExpression:
+        if self.evidence is None:
+            raise ValueError(f"the {label.lower()} is counted from SES's events: it needs ses_events=True")
+        return cloudwatch.MathExpression(
+            expression=f"IF(sends >= {REPUTATION_MIN_EMAILS}, 100 * {events.lower()} / sends, 0)",
+            using_metrics={events.lower(): self.metric(events, period=window),
+                           "sends": self.metric("SesSends", period=window)},
+            label=label, period=window,
+        )
+
     def metric_record_latency(self, **options: Any) -> cloudwatch.Metric:
         options.setdefault("statistic", "p90")
         return self.metric("RecordLatency", **options)
@@ -110,7 +144,7 @@ def build_alarms(
 ) -> dict[str, cloudwatch.Alarm]:
     """Five alarms (seven with SES events), each a thing an operator must look at; all notify ``topic``."""
     one_minute = Duration.minutes(1)
-    specs = {
+    specs: dict[str, tuple[cloudwatch.Metric | cloudwatch.MathExpression, float, str]] = {
         "DeadLetterQueueNotEmpty": (
             pipeline.metric_dead_letter_queue_depth(period=one_minute), 1,
             "Jobs in the dead-letter queue: malformed, refused by SES, or failed maxReceiveCount times. "
@@ -146,6 +180,18 @@ def build_alarms(
         specs["EvidenceDeadLetterQueueNotEmpty"] = (
             pipeline.metric_evidence_dead_letter_queue_depth(period=one_minute), 1,
             f"SES events the recorder could not read or record ({DeadLetter.REASON} on each message).",
+        )
+        specs["BounceRate"] = (
+            pipeline.metric_bounce_rate(), BOUNCE_RATE_ALARM_PERCENT,
+            f"This pipeline's bounce rate reached {BOUNCE_RATE_ALARM_PERCENT:g}% over "
+            f"{REPUTATION_WINDOW.to_human_string()} (SES reviews the account at {SES_REVIEW_BOUNCE_PERCENT:g}%): "
+            "stop sending to addresses that bounced, check where the addresses come from.",
+        )
+        specs["ComplaintRate"] = (
+            pipeline.metric_complaint_rate(), COMPLAINT_RATE_ALARM_PERCENT,
+            f"This pipeline's complaint rate reached {COMPLAINT_RATE_ALARM_PERCENT:g}% over "
+            f"{REPUTATION_WINDOW.to_human_string()} (SES reviews the account at {SES_REVIEW_COMPLAINT_PERCENT:g}%): "
+            "recipients mark these emails as spam; check what is sent and to whom.",
         )
     alarms = {}
     for name, (metric, threshold, description) in specs.items():
@@ -183,6 +229,14 @@ def build_dashboard(pipeline: PipelineMetrics, scope: Construct, alarms: dict[st
                                right=[pipeline.metric_dead_letter_queue_depth()]),
         cloudwatch.GraphWidget(title="Record latency (p90, ms)", width=12, left=[pipeline.metric_record_latency()]),
     )
+    if pipeline.evidence is not None:
+        dashboard.add_widgets(cloudwatch.GraphWidget(
+            title="Reputation (% of emails, SES reviews at 5% bounces, 0.1% complaints)", width=24,
+            left=[pipeline.metric_bounce_rate()], right=[pipeline.metric_complaint_rate()],
+            left_annotations=[cloudwatch.HorizontalAnnotation(value=BOUNCE_RATE_ALARM_PERCENT, label="bounce alarm")],
+            right_annotations=[cloudwatch.HorizontalAnnotation(value=COMPLAINT_RATE_ALARM_PERCENT,
+                                                               label="complaint alarm")],
+        ))
     if alarms:
         dashboard.add_widgets(cloudwatch.AlarmStatusWidget(title="Alarms", width=24, alarms=list(alarms.values())))
     return dashboard

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from aws_cdk import Duration, RemovalPolicy, Token
+from aws_cdk import Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_events as events
@@ -21,6 +21,7 @@ from aws_cdk import aws_ses as ses
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 
+from sendonce_contract.allowed_recipients import AllowedRecipients
 from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S
 
@@ -111,6 +112,8 @@ class PipelineProps:
     outcome_events_skipped: bool  # left off by default: the existing table has no stream (a warning says so)
     outcome_bus: events.IEventBus | None
     low_max_receive_count: bool  # below AWS's recommended 5: a warning the user may acknowledge
+    key_privacy: bool = False  # keys travel as their keyed digest outside the job body
+    allowed_recipients: AllowedRecipients | None = None  # a stage's only recipients; None allows every one
 
 
 def resolve_props(
@@ -163,6 +166,8 @@ def resolve_props(
     outcome_bus: events.IEventBus | None,
     suppression_reasons: ses.SuppressionReasons | None,
     disable_suppression_list: bool,
+    key_privacy: bool = False,
+    allowed_recipients: Sequence[str] | None = None,
 ) -> PipelineProps:
     function_timeout = function_timeout or Duration.seconds(30)
     batch_size = 10 if batch_size is None else batch_size
@@ -223,10 +228,13 @@ def resolve_props(
                                              if value is not None])
     if dead_letter_queue is not None:
         rules.check_dead_letter_queue(_fifo_of(dead_letter_queue), fifo)
+        rules.check_dead_letter_queue_retention(_retention_of(dead_letter_queue))
     rules.check_suppression(suppression_reasons is not None, disable_suppression_list,
                             ses_events and configuration_set is None)
     table_has_stream = None if existing_table is None else existing_table.table_stream_arn is not None
     outcome_events_on = rules.check_outcome_events(outcome_events, outcome_bus is not None, table_has_stream)
+    rules.check_template_names([name for name in template_names or [] if known(name) is not None])
+    allowed = rules.check_allowed_recipients(allowed_recipients)
 
     return PipelineProps(
         sender=sender, sender_name=sender_name, from_addresses=from_addresses, configuration_set=configuration_set,
@@ -252,7 +260,7 @@ def resolve_props(
         dead_letter_queue=dead_letter_queue, suppression_reasons=suppression_reasons,
         disable_suppression_list=disable_suppression_list, outcome_events=outcome_events_on,
         outcome_events_skipped=outcome_events is None and not outcome_events_on, outcome_bus=outcome_bus,
-        low_max_receive_count=low_max_receive_count,
+        low_max_receive_count=low_max_receive_count, key_privacy=key_privacy, allowed_recipients=allowed,
     )
 
 
@@ -262,10 +270,35 @@ def _fifo_of(queue: sqs.IQueue) -> bool | None:
     return fifo if isinstance(fifo, bool) else None
 
 
-def _key_schema(table: dynamodb.ITable) -> tuple[list[tuple[str, str]], list[str]] | None:
-    """The key attributes of a table defined in this app; None for an imported one, whose schema CDK cannot see."""
-    schema_v2 = getattr(table, "schema_v2", None)
-    if schema_v2 is None:
+def _retention_of(queue: sqs.IQueue) -> float | None:
+    """How long a queue defined in this app keeps messages (SQS's default 4 days when unset); None for an imported
+    queue or a token."""
+    cfn = queue.node.default_child if isinstance(queue, sqs.Queue) else None
+    if not isinstance(cfn, sqs.CfnQueue):
         return None
-    schema = schema_v2()
-    return ([(a.name, a.type.name) for a in schema.partition_keys], [a.name for a in schema.sort_keys])
+    retention = cfn.message_retention_period
+    if retention is None:
+        return float(SQS_DEFAULT_RETENTION_S)
+    return float(retention) if known(float(retention)) is not None else None
+
+
+SQS_DEFAULT_RETENTION_S = 345_600
+_ATTRIBUTE_TYPES = {"S": "STRING", "N": "NUMBER", "B": "BINARY"}
+
+
+def _key_schema(table: dynamodb.ITable) -> tuple[list[tuple[str, str]], list[str]] | None:
+    """The key attributes of a table defined in this app (a ``Table`` or a ``TableV2``); None for an imported one,
+    whose schema CDK cannot see."""
+    schema_v2 = getattr(table, "schema_v2", None)
+    if schema_v2 is not None:
+        schema = schema_v2()
+        return ([(a.name, a.type.name) for a in schema.partition_keys], [a.name for a in schema.sort_keys])
+    cfn = table.node.default_child if isinstance(table, dynamodb.TableV2) else None
+    if not isinstance(cfn, dynamodb.CfnGlobalTable):
+        return None
+    # TableV2 exposes no schema: its L1 holds the key schema, and the attribute types as a lazy list.
+    definitions = Stack.of(table).resolve(cfn.attribute_definitions) or []
+    types = {d["attributeName"]: _ATTRIBUTE_TYPES.get(d["attributeType"], d["attributeType"]) for d in definitions}
+    keys = [(k.attribute_name, k.key_type) for k in cfn.key_schema]  # type: ignore[union-attr]
+    return ([(name, types.get(name, "?")) for name, kind in keys if kind == "HASH"],
+            [name for name, kind in keys if kind == "RANGE"])

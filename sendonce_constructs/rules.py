@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from sendonce_contract.allowed_recipients import AllowedRecipients, InvalidEntry, parse_entries
+from sendonce_contract.message import SES_NAME
 from sendonce_contract.schema import Ledger
 
 from .errors import SendOnceConfigurationError
@@ -378,3 +380,49 @@ def check_dead_letter_queue(fifo_given: bool | None, fifo: bool) -> None:
     if fifo_given is not None and fifo_given != fifo:
         _fail(f"dead_letter_queue is {'' if fifo_given else 'not '}a FIFO queue while fifo is {fifo}: SQS redrives "
               "only between queues of one kind; give a dead-letter queue of the job queue's kind")
+
+
+def check_dead_letter_queue_retention(retention_s: float | None) -> None:
+    """``retention_s``: how long the dead-letter queue given keeps a message; None when CDK cannot tell."""
+    if retention_s is not None and retention_s < DEAD_LETTER_RETENTION_S:
+        _fail(f"dead_letter_queue keeps messages {_s(retention_s)}; it must keep them {DEAD_LETTER_RETENTION_S} s "
+              "(14 days, SQS's longest): a job dead-lettered is a job not sent, and the dedupe_ttl rules count on "
+              "it waiting that long for a redrive; create it with retention_period=Duration.days(14)")
+
+
+def check_template_names(template_names: Sequence[str]) -> None:
+    for name in template_names:
+        if not SES_NAME.match(name):
+            _fail(f"template_names entry {name!r} is not an SES template name: SES names are 1-64 letters, digits, "
+                  "underscores or hyphens, so no job could use it and the grant would name no template; rename "
+                  "the template or fix the entry")
+
+
+def check_allowed_recipients(entries: Sequence[str] | None) -> AllowedRecipients | None:
+    """A stage's recipients: each a bare address or a domain. None (the default) allows every recipient."""
+    if entries is None:
+        return None
+    if isinstance(entries, str):
+        _fail(f"allowed_recipients ({entries!r}) must be a list of addresses and domains, not one string; write "
+              f"allowed_recipients=[{entries!r}]")
+    if not entries:
+        _fail("allowed_recipients is empty: every job would be refused; list the addresses or domains this stage "
+              "may send to (for example [SES_MAILBOX_SIMULATOR]), or leave it unset to allow every recipient")
+    try:
+        return parse_entries(entries)
+    except InvalidEntry as error:
+        _fail(f"allowed_recipients entry {error}; each entry is a bare address (qa@example.com) or a domain "
+              "(example.com); fix or drop the entry")
+    return None
+
+
+VPC_WITHOUT_EGRESS_WARNING = "@sendonce/SendOnceEmailQueue:vpcSubnetsWithoutEgress"
+
+
+def vpc_without_egress_warning(subnets: Sequence[str]) -> str:
+    """The warning for functions placed in subnets with no route out and no VPC endpoint in the VPC."""
+    return (f"vpc_subnets select {', '.join(subnets) or 'no subnet'} with no route to the internet (isolated or "
+            "public subnets: a function gets no public address) and the VPC has no endpoint: every call to "
+            "DynamoDB, SQS and SES (and Secrets Manager with key_privacy) would time out and no email would be sent; "
+            "select PRIVATE_WITH_EGRESS subnets, or add VPC endpoints (a DynamoDB gateway endpoint, SQS, SES and "
+            "Secrets Manager interface endpoints), or acknowledge this warning if routes are made outside this app")

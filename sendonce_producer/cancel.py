@@ -10,17 +10,20 @@ from botocore.exceptions import ClientError
 from sendonce_contract.cancellation import Cancellation, refused, tombstone_request, written
 from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S
 
+from .private_keys import ledger_key
+
 __all__ = ["Cancellation", "cancel"]
 
 
-def cancel(table_name: str, key: str, *, dedupe_ttl_s: int = DEFAULT_DEDUPE_TTL_S,
-           dynamodb: Any | None = None) -> Cancellation:
+def cancel(table_name: str, key: str, *, dedupe_ttl_s: int = DEFAULT_DEDUPE_TTL_S, key_secret_arn: str | None = None,
+           dynamodb: Any | None = None, secretsmanager: Any | None = None) -> Cancellation:
     """Cancel the email of ``key``: ``cancelled`` says whether it was in time, ``explanation`` says it in words.
 
     Pass the pipeline's ``dedupe_ttl`` in seconds if you changed it: the key stays cancelled that long, as long as
     a copy of its job may still arrive. Cancelling a cancelled key reports it cancelled. Grant the caller with
-    ``SendOnceEmailQueue.grant_cancel(role)``.
+    ``SendOnceEmailQueue.grant_cancel(role)``. With the pipeline's ``key_privacy``, pass its ``key_secret`` ARN.
     """
+    key = ledger_key(key, key_secret_arn, secretsmanager)
     if dynamodb is None:
         import boto3
 

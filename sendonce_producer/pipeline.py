@@ -20,12 +20,14 @@ from .status import status
 class Pipeline:
     """The names come from the construct (``queue.queue_url``, ``table.table_name``, ``outbox_table.table_name``,
     passed to the application as environment) or from ``sendonce info``; ``dedupe_ttl_s`` is the construct's
-    ``dedupe_ttl`` if you changed it (how long a cancelled key stays cancelled). Clients default to boto3's."""
+    ``dedupe_ttl`` if you changed it (how long a cancelled key stays cancelled); ``key_secret_arn`` is its
+    ``key_secret`` with ``key_privacy``. Clients default to boto3's."""
 
     queue_url: str
     table_name: str
     outbox_table_name: str | None = None
     dedupe_ttl_s: int = DEFAULT_DEDUPE_TTL_S
+    key_secret_arn: str | None = None  # the construct's key_secret, with key_privacy
     sqs: Any | None = None
     dynamodb: Any | None = None
 
@@ -36,10 +38,11 @@ class Pipeline:
         return enqueue_many(self.queue_url, jobs, sqs=self.sqs)
 
     def status(self, key: str) -> EmailRecord | None:
-        return status(self.table_name, key, dynamodb=self.dynamodb)
+        return status(self.table_name, key, key_secret_arn=self.key_secret_arn, dynamodb=self.dynamodb)
 
     def cancel(self, key: str) -> Cancellation:
-        return cancel(self.table_name, key, dedupe_ttl_s=self.dedupe_ttl_s, dynamodb=self.dynamodb)
+        return cancel(self.table_name, key, dedupe_ttl_s=self.dedupe_ttl_s, key_secret_arn=self.key_secret_arn,
+                      dynamodb=self.dynamodb)
 
     def outbox_put(self, job: EmailJob, *, group_id: str | None = None, fail_if_exists: bool = False) -> dict[str, Any]:
         if self.outbox_table_name is None:

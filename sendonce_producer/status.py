@@ -13,6 +13,8 @@ from typing import Any
 from sendonce_contract.record import EmailRecord, SesOutcome
 from sendonce_contract.schema import Ledger
 
+from .private_keys import ledger_key
+
 __all__ = ["EmailRecord", "SesOutcome", "status"]
 
 
@@ -24,10 +26,13 @@ def _client(dynamodb: Any | None) -> Any:
     return boto3.client("dynamodb")
 
 
-def status(table_name: str, key: str, *, dynamodb: Any | None = None) -> EmailRecord | None:
+def status(table_name: str, key: str, *, key_secret_arn: str | None = None, dynamodb: Any | None = None,
+           secretsmanager: Any | None = None) -> EmailRecord | None:
     """The record of ``key``, or None when the pipeline never claimed it or has forgotten it (past ``dedupe_ttl``,
-    when the next delivery of its job would send it again). A strongly consistent read."""
-    item = _client(dynamodb).get_item(TableName=table_name, Key={Ledger.KEY: {"S": key}}, ConsistentRead=True)
+    when the next delivery of its job would send it again). A strongly consistent read. With the pipeline's
+    ``key_privacy``, pass its ``key_secret`` ARN: the record's key is then the digest."""
+    stored = ledger_key(key, key_secret_arn, secretsmanager)
+    item = _client(dynamodb).get_item(TableName=table_name, Key={Ledger.KEY: {"S": stored}}, ConsistentRead=True)
     if "Item" not in item:
         return None
     record = EmailRecord.from_item(item["Item"])

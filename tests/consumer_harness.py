@@ -114,7 +114,8 @@ class Pipeline:
             boto3.client("sqs", config=ledger_config(settings)),
             clock,
             OutcomeLog(io.StringIO()),
-            boto3.client("events") if settings.outcome_bus else None,
+            events=boto3.client("events") if settings.outcome_bus else None,
+            secrets=boto3.client("secretsmanager", config=ledger_config(settings)) if settings.key_secret_id else None,
         )
 
     def evidence_settings(self, grace_ms: int = 60_000, **overrides: Any) -> dict[str, Any]:

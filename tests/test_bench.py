@@ -9,7 +9,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ["## 1. AWS calls per record", "## 2. Throughput", "## 3. Cold start", "## 4. The Lambda asset",
-            "## 5. Synth time", "## 6. Dedupe table cost", "## 7. Per instance", "## 8. SES events as evidence"]
+            "## 5. Synth time", "## 6. Dedupe table cost", "## 7. Per instance", "## 8. SES events as evidence",
+            "## 11. Key privacy"]
 
 
 def test_quick_bench_writes_every_section_with_figures(tmp_path: Path):
@@ -27,3 +28,16 @@ def test_quick_bench_writes_every_section_with_figures(tmp_path: Path):
     # With SES events on: two events per email (Send, Delivery), one recorder write each, batched by ten.
     assert "| recorder UpdateItem calls | 2.00 |" in text and "| SES events | 2.00 |" in text
     assert "| DynamoDB write request units | 4.00 (without events: 2.00) |" in text
+
+
+def test_the_key_privacy_section_runs_alone_and_replaces_only_itself(tmp_path: Path):
+    out = tmp_path / "BENCHMARKS.md"
+    out.write_text("# Benchmarks\n## 10. Before\n\nkept\n"
+                   "## 11. Key privacy: the cost of a private key per email\n\nold\n")
+    for _ in range(2):  # a second run replaces the section rather than adding another
+        subprocess.run([sys.executable, str(ROOT / "bench" / "run.py"), "--quick", "--only", "key-privacy", "--out",
+                        str(out)], check=True, capture_output=True, timeout=300)
+    text = out.read_text()
+    assert text.count("## 11. Key privacy") == 1 and "old" not in text and "## 10. Before\n\nkept\n" in text
+    assert re.search(r"CPU per email: \*\*[\d.]+ \([\d.]+ to [\d.]+\) µs\*\*", text)
+    assert "| order-1042:shipped:ada@example.org | 34 | 69 | 120 | 81 |" in text

@@ -326,9 +326,10 @@ def test_outputs_publish_the_table_and_queues_for_the_operator_command():
     outputs = template.to_json()["Outputs"]
     ours = [o for o in outputs.values() if o["Description"].startswith("sendonce:")]
     by_part = {o["Description"].rsplit(":", 1)[-1]: o for o in ours}
-    assert set(by_part) == {"table", "queue", "dlq"}
+    assert set(by_part) == {"table", "queue", "dlq", "dedupe-ttl"}  # and "key-secret" with key_privacy
     assert all(o["Description"].startswith("sendonce:Test/Receipts:") for o in by_part.values())
     assert by_part["table"]["Value"]["Ref"].startswith("ReceiptsDedupeTable")
+    assert by_part["dedupe-ttl"]["Value"] == "604800"  # what `dlq redrive` compares a dead letter's age with
 
 
 def test_outbox_adds_a_streamed_table_and_a_relay_to_the_job_queue():

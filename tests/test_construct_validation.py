@@ -7,6 +7,7 @@ import re
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Annotations, Match
@@ -14,6 +15,7 @@ from construct_support import build, make_stack
 
 from sendonce_constructs import SendOnceConfigurationError, SendOnceEmailQueue
 from sendonce_constructs.email_queue import LOW_MAX_RECEIVE_COUNT_WARNING
+from sendonce_constructs.rules import VPC_WITHOUT_EGRESS_WARNING
 
 S = cdk.Duration.seconds
 
@@ -201,3 +203,89 @@ def test_send_rate_paces_each_instance_at_its_share():
     _, template = build(send_rate=14, max_concurrency=5)
     env = only(template, "AWS::Lambda::Function")["Properties"]["Environment"]["Variables"]
     assert env["SENDONCE_MAX_SEND_RATE"] == "2.8"
+
+
+def test_an_existing_table_v2_with_another_key_fails_synth_with_the_fix():
+    stack = make_stack()
+    table = dynamodb.TableV2(stack, "Mine",
+                             partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING))
+    with pytest.raises(SendOnceConfigurationError, match=re.escape(
+        "existing_table has partition key 'id' (STRING): the dedupe ledger reads and writes items keyed by "
+        "'dedupeKey' (STRING) alone"
+    )):
+        build(stack, existing_table=table)
+
+
+def test_an_existing_table_v2_with_a_sort_key_fails_and_with_the_right_key_is_accepted():
+    stack = make_stack()
+    key = dynamodb.Attribute(name="dedupeKey", type=dynamodb.AttributeType.STRING)
+    sorted_table = dynamodb.TableV2(stack, "Sorted", partition_key=key,
+                                    sort_key=dynamodb.Attribute(name="at", type=dynamodb.AttributeType.NUMBER))
+    with pytest.raises(SendOnceConfigurationError,
+                       match=re.escape("partition key 'dedupeKey' (STRING) and sort key 'at'")):
+        SendOnceEmailQueue(stack, "SortedPipeline", sender="example.com", existing_table=sorted_table)
+    right = dynamodb.TableV2(stack, "Right", partition_key=key)
+    assert SendOnceEmailQueue(stack, "Receipts", sender="example.com", existing_table=right).table is right
+
+
+def test_a_dead_letter_queue_keeping_less_than_14_days_fails_synth_with_the_fix():
+    stack = make_stack()
+    short = sqs.Queue(stack, "Short", retention_period=cdk.Duration.days(4))
+    with pytest.raises(SendOnceConfigurationError, match=re.escape(
+        "dead_letter_queue keeps messages 345600 s; it must keep them 1209600 s (14 days, SQS's longest)"
+    )) as error:
+        build(stack, dead_letter_queue=short)
+    assert "create it with retention_period=Duration.days(14)" in str(error.value)
+    unset = sqs.Queue(stack, "Unset")  # SQS's default is 4 days
+    with pytest.raises(SendOnceConfigurationError, match="dead_letter_queue keeps messages 345600 s"):
+        SendOnceEmailQueue(stack, "Other", sender="example.com", dead_letter_queue=unset)
+    kept = sqs.Queue(stack, "Kept", retention_period=cdk.Duration.days(14))
+    assert SendOnceEmailQueue(stack, "Kept14", sender="example.com", dead_letter_queue=kept).dead_letter_queue is kept
+
+
+def test_an_imported_dead_letter_queue_is_not_checked():
+    stack = make_stack()
+    imported = sqs.Queue.from_queue_arn(stack, "Imported", "arn:aws:sqs:us-east-1:123456789012:mine")
+    build(stack, dead_letter_queue=imported)
+
+
+@pytest.mark.parametrize("name", ["bad name!", "a" * 65, "", "receipt.v2"])
+def test_template_names_follow_ses_naming_rule(name):
+    with pytest.raises(SendOnceConfigurationError, match=re.escape(
+        f"template_names entry {name!r} is not an SES template name: SES names are 1-64 letters, digits, "
+        "underscores or hyphens"
+    )) as error:
+        build(template_names=["receipt", name])
+    assert "rename the template or fix the entry" in str(error.value)
+
+
+def isolated_vpc(stack: cdk.Stack) -> ec2.Vpc:
+    return ec2.Vpc(stack, "Vpc", subnet_configuration=[
+        ec2.SubnetConfiguration(name="isolated", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)])
+
+
+def test_a_vpc_whose_subnets_have_no_egress_and_no_endpoint_warns_with_an_acknowledgeable_id():
+    stack = make_stack()
+    build(stack, vpc=isolated_vpc(stack))
+    ack = re.escape(f"[ack: Annotation::{VPC_WITHOUT_EGRESS_WARNING}]")
+    Annotations.from_stack(stack).has_warning("/Test/Receipts", Match.string_like_regexp(
+        r"vpc_subnets select isolatedSubnet1, isolatedSubnet2 with no route to the internet.*VPC endpoints.*" + ack))
+
+
+def test_the_vpc_warning_can_be_acknowledged():
+    stack = make_stack()
+    pipeline = SendOnceEmailQueue(stack, "Receipts", sender="example.com", vpc=isolated_vpc(stack))
+    cdk.Validations.of(pipeline).acknowledge(cdk.Acknowledgment(
+        id=f"Annotation::{VPC_WITHOUT_EGRESS_WARNING}", reason="a transit gateway routes these subnets"))
+    assert Annotations.from_stack(stack).find_warning("*", Match.any_value()) == []
+
+
+def test_a_vpc_endpoint_added_later_or_subnets_with_egress_do_not_warn():
+    stack = make_stack()
+    vpc = isolated_vpc(stack)
+    SendOnceEmailQueue(stack, "Receipts", sender="example.com", vpc=vpc)
+    vpc.add_gateway_endpoint("DynamoDb", service=ec2.GatewayVpcEndpointAwsService.DYNAMODB)
+    assert Annotations.from_stack(stack).find_warning("*", Match.any_value()) == []
+    stack = make_stack()
+    build(stack, vpc=ec2.Vpc(stack, "Vpc", nat_gateways=1))
+    assert Annotations.from_stack(stack).find_warning("*", Match.any_value()) == []

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import io
 import json
+import time
 
 import boto3
 import pytest
 from botocore.stub import Stubber
 from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
 
+from sendonce_constructs.ops import dead_letters as dead_letters_module
 from sendonce_constructs.ops.cli import main as sendonce
 from sendonce_constructs.ops.dead_letters import DeadLetters
 from sendonce_constructs.ops.ledger_view import LedgerView, StateChanged
@@ -20,13 +22,17 @@ from sendonce_contract.delivery import DeliveryPolicy
 def ops(pipeline):
     sqs = boto3.client("sqs")
     queue_url = sqs.create_queue(QueueName="jobs")["QueueUrl"]
-    where = ["--table", pipeline.table_name, "--queue", queue_url, "--dlq", pipeline.dead_letter_queue_url]
+    where = ["--table", pipeline.table_name, "--queue", queue_url, "--dlq", pipeline.dead_letter_queue_url,
+             "--dedupe-ttl", str(DEDUPE_TTL_S)]
 
     def run(*args: str, capsys=None) -> tuple[int, str]:
         code = sendonce([*where, *args])
         return code, capsys.readouterr().out if capsys else ""
 
     return run, queue_url
+
+
+DEDUPE_TTL_S = 7 * 86_400
 
 
 def record_states(pipeline, clock):
@@ -136,7 +142,7 @@ def test_dlq_redrive_by_reason_moves_only_those(pipeline, ops, capsys):
 def test_dlq_redrive_of_everything_falls_back_to_copying_where_there_is_no_move_task(pipeline, ops, capsys):
     run, _ = ops
     dead_letter_some(pipeline)
-    code, out = run("dlq", "redrive", capsys=capsys)
+    code, out = run("dlq", "redrive", "--force", capsys=capsys)
     assert code == 0 and "moved 5 messages" in out and "no message-move task" in out
     assert pipeline.dead_letters() == []
 
@@ -149,7 +155,7 @@ def test_dlq_redrive_of_everything_uses_the_sqs_message_move_task_on_aws():
     stub.add_response("start_message_move_task", {"TaskHandle": "task-1"},
                       {"SourceArn": "arn:aws:sqs:us-east-1:1:dlq", "DestinationArn": "arn:aws:sqs:us-east-1:1:jobs"})
     with stub:
-        result = DeadLetters(sqs, "https://sqs/1/dlq", "https://sqs/1/jobs").redrive()
+        result = DeadLetters(sqs, "https://sqs/1/dlq", "https://sqs/1/jobs").redrive(force=True)
     assert result.native_task == "task-1"
 
 
@@ -168,16 +174,67 @@ def test_a_redrive_killed_between_copy_and_delete_loses_nothing_and_sends_once(p
         raise KeyboardInterrupt("operator's laptop closed")
 
     with pytest.raises(KeyboardInterrupt):
-        dead.redrive(limit=1, after_copy=killed)
+        dead.redrive(limit=1, after_copy=killed, dedupe_ttl_s=DEDUPE_TTL_S)
     # The killed redrive's hold on the DLQ message runs out, as it would after 30 s.
     sqs.change_message_visibility(QueueUrl=pipeline.dead_letter_queue_url, ReceiptHandle=held[0], VisibilityTimeout=0)
-    assert dead.redrive(limit=1).moved == 1
+    assert dead.redrive(limit=1, dedupe_ttl_s=DEDUPE_TTL_S).moved == 1
     jobs = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10)["Messages"]
     assert len(jobs) == 2  # the copy made before the kill, and the second redrive's
     consumer = pipeline.consumer(clock)
     for message in jobs:
         consumer.handle(event(sqs_record(message["Body"])), FakeContext(clock))
     assert pipeline.emails_for("k:redriven") == 1
+
+
+def dead_letter_times(pipeline) -> list[int]:
+    """When SQS stamped each message now in the DLQ (read from the emulator, without receiving them)."""
+    from moto.sqs.models import sqs_backends
+
+    backend = sqs_backends[pipeline.aws.account_id][pipeline.aws.region]
+    queue = backend.queues[pipeline.dead_letter_queue_url.rsplit("/", 1)[-1]]
+    return [int(message.sent_timestamp) for message in queue._messages]
+
+
+def operator_clock_at(monkeypatch, now_ms: int) -> None:
+    monkeypatch.setattr(dead_letters_module, "_now_ms", lambda: now_ms)
+
+
+def test_dlq_redrive_skips_and_lists_jobs_dead_lettered_longer_ago_than_dedupe_ttl(pipeline, ops, capsys,
+                                                                                  monkeypatch):
+    run, queue_url = ops
+    dead_letter_some(pipeline)
+    oldest_fresh_ms = max(dead_letter_times(pipeline)) + 1
+    while time.time_ns() // 1_000_000 < oldest_fresh_ms:  # the clock moves on by a millisecond at most
+        pass
+    boto3.client("sqs").send_message(QueueUrl=pipeline.dead_letter_queue_url, MessageBody=json.dumps(job("k:fresh")))
+    # The operator redrives when the fresh one is exactly dedupe_ttl old: the five before it are older.
+    operator_clock_at(monkeypatch, max(dead_letter_times(pipeline)) + DEDUPE_TTL_S * 1000)
+    code, out = run("dlq", "redrive", capsys=capsys)
+    assert code == 0 and "skipped 5 dead-lettered longer ago than dedupe_ttl (604800 s)" in out, out
+    assert "then --force" in out and "k:refused0" in out and "ses-refused" in out and "days in DLQ" in out
+    assert "moved 1 messages" in out
+    moved = boto3.client("sqs").receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10)["Messages"]
+    assert [json.loads(m["Body"])["dedupeKey"] for m in moved] == ["k:fresh"]
+    assert len(pipeline.dead_letters()) == 5  # left where they were
+
+
+def test_dlq_redrive_force_moves_the_forgotten_too(pipeline, ops, capsys, monkeypatch):
+    run, _ = ops
+    dead_letter_some(pipeline)
+    operator_clock_at(monkeypatch, max(dead_letter_times(pipeline)) + 8 * 86_400_000)
+    code, out = run("--json", "dlq", "redrive", "--force", capsys=capsys)
+    assert code == 0 and json.loads(out)["moved"] == 5 and json.loads(out)["forgotten"] == []
+    assert pipeline.dead_letters() == []
+
+
+def test_dlq_redrive_without_a_known_dedupe_ttl_is_refused_in_one_line(pipeline, capsys):
+    dead_letter_some(pipeline)
+    queue_url = boto3.client("sqs").create_queue(QueueName="jobs")["QueueUrl"]
+    code = sendonce(["--queue", queue_url, "--dlq", pipeline.dead_letter_queue_url, "dlq", "redrive"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "pass --stack or --dedupe-ttl SECONDS, or --force" in err
+    assert len(pipeline.dead_letters()) == 5
 
 
 TEMPLATE_WITH_OUTPUTS = {
@@ -202,6 +259,20 @@ def test_a_stack_is_found_by_its_outputs_or_its_resources(aws, capsys):
     for stack in ("WithOutputs", "ResourcesOnly"):
         assert sendonce(["--stack", stack, "status", "k:any"]) == 0
         assert "never seen" in capsys.readouterr().out
+
+
+def test_the_stack_outputs_give_the_dedupe_ttl_and_the_key_secret(aws):
+    from sendonce_constructs.ops.locate import locate
+
+    cloudformation = boto3.client("cloudformation")
+    outputs = {"T": {"Value": {"Ref": "ReceiptsDedupeTable1"}, "Description": "sendonce:Shop/Receipts:table"},
+               "Ttl": {"Value": "86400", "Description": "sendonce:Shop/Receipts:dedupe-ttl"},
+               "Key": {"Value": "arn:aws:secretsmanager:us-east-1:123456789012:secret:keys-AbCdEf",
+                       "Description": "sendonce:Shop/Receipts:key-secret"}}
+    cloudformation.create_stack(StackName="Private", TemplateBody=json.dumps(dict(TEMPLATE_WITH_OUTPUTS,
+                                                                                  Outputs=outputs)))
+    found = locate(cloudformation, "Private", None, None, None, None)
+    assert found.dedupe_ttl_s == 86_400 and found.key_secret.endswith(":secret:keys-AbCdEf")
 
 
 def test_a_wrong_stack_or_a_missing_table_is_a_clear_error(aws, capsys):

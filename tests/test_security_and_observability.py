@@ -39,7 +39,7 @@ def everything_on_stack() -> cdk.Stack:
         configuration_set="transactional", template_names=["receipt"], allow_raw_messages=True,
         tracing=lambda_.Tracing.ACTIVE, fifo=True, encryption_key=key, deletion_protection=True,
         alarm_topic=sns.Topic(stack, "Alarms", enforce_ssl=True, master_key=key), dashboard=True,
-        max_concurrency=4, outbox=True,
+        max_concurrency=4, outbox=True, key_privacy=True, allowed_recipients=["simulator.amazonses.com"],
     )
     return stack
 
@@ -110,13 +110,45 @@ def test_default_alarms_watch_the_dlqs_the_oldest_message_unknown_records_double
     alarms = {name: a["Properties"] for name, a in template.find_resources("AWS::CloudWatch::Alarm").items()}
     by_metric = {a.get("MetricName"): a for a in alarms.values()}
     assert set(by_metric) == {"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage",
-                              "UnknownRecords", "DoubleSends", "QuotaExhausted", "Errors"}
-    assert len(alarms) == 8  # both dead-letter queues, and the outcome publisher's failures
+                              "UnknownRecords", "DoubleSends", "QuotaExhausted", "Errors", None}
+    # both dead-letter queues, the outcome publisher's failures, the bounce and complaint rates (metric math)
+    assert len(alarms) == 10
     assert by_metric["DoubleSends"]["Threshold"] == 1
     assert by_metric["ApproximateAgeOfOldestMessage"]["Threshold"] == 900
     assert by_metric["UnknownRecords"]["Namespace"] == "sendonce"
     assert by_metric["UnknownRecords"]["Dimensions"] == [{"Name": "Pipeline", "Value": "SendOnceExample/Receipts"}]
     assert all(a["TreatMissingData"] == "notBreaching" and "AlarmActions" not in a for a in alarms.values())
+
+
+def test_bounce_and_complaint_rates_alarm_below_ses_review_thresholds_from_the_recorders_counts():
+    template = Template.from_stack(example_stack())
+    alarms = {name: a["Properties"] for name, a in template.find_resources("AWS::CloudWatch::Alarm").items()}
+    rates = {name.split("Receipts")[1].split("Rate")[0]: alarm for name, alarm in alarms.items() if "Rate" in name}
+    assert set(rates) == {"Bounce", "Complaint"}
+    assert rates["Bounce"]["Threshold"] == 2.0 < 5.0  # SES reviews an account at 5% bounces
+    assert rates["Complaint"]["Threshold"] == 0.05 < 0.1  # ... and at 0.1% complaints
+    for events, alarm in (("Bounces", rates["Bounce"]), ("Complaints", rates["Complaint"])):
+        expression = next(m for m in alarm["Metrics"] if "Expression" in m)
+        assert expression["Expression"] == f"IF(sends >= 200, 100 * {events.lower()} / sends, 0)"
+        stats = {m["Id"]: m["MetricStat"] for m in alarm["Metrics"] if "MetricStat" in m}
+        assert {s["Metric"]["MetricName"] for s in stats.values()} == {events, "SesSends"}
+        assert all(s["Period"] == 6 * 3600 and s["Stat"] == "Sum" for s in stats.values())
+        assert all(s["Metric"]["Dimensions"] == [{"Name": "Pipeline", "Value": "SendOnceExample/Receipts"}]
+                   for s in stats.values())
+    # The recorder counts what the rates divide: one name each, from the event types it records.
+    from sendonce_runtime.event_recorder import EVENT_METRICS
+
+    assert {EVENT_METRICS["Bounce"], EVENT_METRICS["Complaint"], EVENT_METRICS["Send"]} == {
+        "Bounces", "Complaints", "SesSends"}
+
+
+def test_the_dashboard_draws_the_reputation_rates():
+    stack = cdk.Stack(cdk.App(), "Board")
+    SendOnceEmailQueue(stack, "Receipts", sender="example.com", dashboard=True)
+    body = json.dumps(only(Template.from_stack(stack), "AWS::CloudWatch::Dashboard")["Properties"]["DashboardBody"])
+    assert "Reputation" in body and "100 * bounces / sends" in body and "100 * complaints / sends" in body
+    with pytest.raises(ValueError, match="needs ses_events=True"):
+        SendOnceEmailQueue(stack, "NoEvents", sender="example.com", ses_events=False).metric_bounce_rate()
 
 
 def test_alarm_topic_receives_every_alarm_and_thresholds_are_props():
@@ -126,9 +158,9 @@ def test_alarm_topic_receives_every_alarm_and_thresholds_are_props():
                                   oldest_message_alarm_threshold=cdk.Duration.minutes(5))
     template = Template.from_stack(stack)
     alarms = [a["Properties"] for a in template.find_resources("AWS::CloudWatch::Alarm").values()]
-    assert len(alarms) == 8 == len(pipeline.alarms)
+    assert len(alarms) == 10 == len(pipeline.alarms)
     assert all(a["AlarmActions"] == [{"Ref": stack.get_logical_id(topic.node.default_child)}] for a in alarms)
-    assert {a["Threshold"] for a in alarms if a["MetricName"] == "ApproximateAgeOfOldestMessage"} == {300}
+    assert {a["Threshold"] for a in alarms if a.get("MetricName") == "ApproximateAgeOfOldestMessage"} == {300}
 
 
 def test_alarms_can_be_turned_off_and_a_dashboard_on():
@@ -150,6 +182,7 @@ def test_metric_helpers_name_the_consumers_emf_metrics():
         "AmbiguousSends": pipeline.metric_ambiguous_sends(), "KeyConflicts": pipeline.metric_key_conflicts(),
         "PoisonMessages": pipeline.metric_poison_messages(), "SesThrottles": pipeline.metric_ses_throttles(),
         "SesRefusals": pipeline.metric_ses_refusals(), "RecordLatency": pipeline.metric_record_latency(),
+        "RecipientsNotAllowed": pipeline.metric_recipients_not_allowed(),
     }
     from sendonce_runtime.metrics import ALL_COUNTS
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from sendonce_contract.allowed_recipients import parse_entries
 from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_runtime.settings import Settings, SettingsError
 
@@ -32,3 +33,15 @@ def test_missing_table_or_dlq_is_a_deployment_error():
 def test_an_unknown_policy_is_refused():
     with pytest.raises(SettingsError, match="invalid sendonce setting"):
         Settings.from_env({"SENDONCE_TABLE_NAME": "t", "SENDONCE_DLQ_URL": "u", "SENDONCE_DELIVERY": "maybe"})
+
+
+def test_key_privacy_and_allowed_recipients_come_from_the_environment():
+    base = {"SENDONCE_TABLE_NAME": "t", "SENDONCE_DLQ_URL": "u"}
+    settings = Settings.from_env({**base, "SENDONCE_KEY_SECRET_ARN": "arn:secret",
+                                  "SENDONCE_ALLOWED_RECIPIENTS": "qa@example.com simulator.amazonses.com"})
+    assert settings.key_secret_id == "arn:secret"
+    assert settings.allowed_recipients == parse_entries(["qa@example.com", "simulator.amazonses.com"])
+    production = Settings.from_env(base)
+    assert production.key_secret_id is None and production.allowed_recipients is None
+    with pytest.raises(SettingsError, match="invalid sendonce setting: 'qa@' is not an address"):
+        Settings.from_env({**base, "SENDONCE_ALLOWED_RECIPIENTS": "qa@"})

@@ -2,10 +2,11 @@
 
 Accepted: ``local@domain`` or ``Display Name <local@domain>`` (the name as words, or as a quoted string).
 The local part is a dot-atom (RFC 5322 section 3.4.1) of at most 64 octets; the domain is host names of letters,
-digits and hyphens, at least two labels, at most 253 octets, with internationalised labels sent as punycode; the
-whole address is at most 254 octets (RFC 5321's path limit). Refused, each with its own reason: lists of
-addresses in one string, group syntax, comments, quoted local parts, domain literals, a non-ASCII local part
-(SES has no SMTPUTF8) and control characters. A non-ASCII display name is sent RFC 2047-encoded, as SES requires.
+digits and hyphens, at least two labels, at most 253 octets, with internationalised labels checked by IDNA 2008's
+rules and sent as punycode (``idna2008``); the whole address is at most 254 octets (RFC 5321's path limit).
+Refused, each with its own reason: lists of addresses in one string, group syntax, comments, quoted local parts,
+domain literals, a non-ASCII local part (SES has no SMTPUTF8) and control characters. A non-ASCII display name
+is sent RFC 2047-encoded, as SES requires.
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ import base64
 import re
 from typing import NamedTuple
 
+from .idna2008 import InvalidLabel, check_top_level, to_ascii_label
+
 MAX_LOCAL_OCTETS = 64
 MAX_DOMAIN_OCTETS = 253
 MAX_ADDRESS_OCTETS = 254
 MAX_DISPLAY_NAME_CHARS = 256
 _ATEXT = r"A-Za-z0-9!#$%&'*+/=?^_`{|}~\-"
 _DOT_ATOM = re.compile(rf"^[{_ATEXT}]+(\.[{_ATEXT}]+)*$")
-_LABEL = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
 # A display name needs no quotes when it is words of atext (and dots, as RFC 5322's obsolete phrase allows).
 _BARE_NAME = re.compile(rf"^[{_ATEXT}.]+( [{_ATEXT}.]+)*$")
 _QUOTED_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
@@ -47,6 +49,16 @@ class Mailbox(NamedTuple):
         if not self.display_name:
             return self.address
         return f"{_display_name_for_header(self.display_name)} <{self.address}>"
+
+
+# Anything shaped like an address in free text (SES's refusal messages name the addresses they refuse).
+_ADDRESS_IN_TEXT = re.compile(r"""[^\s<>()\[\],;:"']+@[^\s<>()\[\],;:"']*|@[^\s<>()\[\],;:"']+""")
+REDACTED_ADDRESS = "<address>"
+
+
+def redact_addresses(text: str) -> str:
+    """``text`` with every address-shaped word replaced, so that it can go to a log line or a DLQ attribute."""
+    return _ADDRESS_IN_TEXT.sub(REDACTED_ADDRESS, text)
 
 
 def find_control_character(text: str) -> str | None:
@@ -172,8 +184,10 @@ def _ascii_domain(domain: str) -> str:
     ascii_labels = [_ascii_label(label) for label in labels]
     if len(ascii_labels) < 2:
         raise InvalidAddress(f"has the domain {domain!r}, which is not a fully qualified host name")
-    if ascii_labels[-1].isdigit():
-        raise InvalidAddress(f"has the domain {domain!r}, whose top-level label is all digits")
+    try:
+        check_top_level(ascii_labels[-1])
+    except InvalidLabel as error:
+        raise InvalidAddress(f"has the domain {domain!r}, whose top-level label {error}") from None
     ascii_domain = ".".join(ascii_labels)
     if len(ascii_domain) > MAX_DOMAIN_OCTETS:
         raise InvalidAddress(f"has a domain of {len(ascii_domain)} octets; the limit is {MAX_DOMAIN_OCTETS}")
@@ -181,19 +195,10 @@ def _ascii_domain(domain: str) -> str:
 
 
 def _ascii_label(label: str) -> str:
-    if not label.isascii():
-        import encodings.idna  # only for internationalised domains: it costs a cold start a few milliseconds
-
-        try:
-            label = encodings.idna.ToASCII(label).decode("ascii")
-        except UnicodeError:
-            raise InvalidAddress(f"has the domain label {label!r}, not a valid internationalised name") from None
-    if not _LABEL.match(label):
-        raise InvalidAddress(
-            f"has the domain label {label!r}: labels are 1-63 letters, digits or hyphens, not starting or ending "
-            "with a hyphen"
-        )
-    return label
+    try:
+        return to_ascii_label(label)
+    except InvalidLabel as error:
+        raise InvalidAddress(f"has the domain label {label!r}: {error}") from None
 
 
 def _display_name_for_header(name: str) -> str:

@@ -31,9 +31,8 @@ class Cancellation(NamedTuple):
     @property
     def explanation(self) -> str:
         if self.cancelled:
-            return f"{self.record.key}: cancelled; no email will be sent for it"
-        why = _TOO_LATE.get(self.record.status, self.record.status)
-        return f"{self.record.key}: too late to cancel: {why}"
+            return "cancelled; no email will be sent for it"
+        return f"too late to cancel: {_TOO_LATE.get(self.record.status, self.record.status)}"
 
 
 def tombstone_request(table_name: str, key: str, now_ms: int, dedupe_ttl_s: int) -> dict[str, Any]:

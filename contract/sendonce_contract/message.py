@@ -29,7 +29,7 @@ NOT_CONTENT = frozenset({"delivery", "sendAt"})
 TEMPLATE_FIELDS = frozenset({"name", "data"})
 _TAG_PART = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 # SES's rule for template and configuration set names.
-_SES_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+SES_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 class InvalidMessage(ValueError):
@@ -120,13 +120,14 @@ def check_key(key: str) -> None:
     if size > MAX_KEY_BYTES:
         raise InvalidMessage(f"dedupeKey is {size} bytes; the limit is {MAX_KEY_BYTES}")
     if key != key.strip():
-        raise InvalidMessage(f"dedupeKey {_preview(key)} starts or ends with white space")
+        raise InvalidMessage(f"dedupeKey {preview(key)} starts or ends with white space")
     control = next((f"U+{ord(c):04X}" for c in key if ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F), None)
     if control is not None:
-        raise InvalidMessage(f"dedupeKey {_preview(key)} contains a control character ({control})")
+        raise InvalidMessage(f"dedupeKey {preview(key)} contains a control character ({control})")
 
 
-def _preview(value: str, limit: int = 80) -> str:
+def preview(value: str, limit: int = 80) -> str:
+    """How a reason quotes a value: its repr, cut at ``limit`` characters."""
     return repr(value if len(value) <= limit else value[:limit] + "...")
 
 
@@ -185,10 +186,10 @@ def _send_at(value: object) -> int | None:
     try:
         moment = datetime.fromisoformat(value)
     except ValueError:
-        raise InvalidMessage(f"sendAt {_preview(value)} is not an RFC 3339 time such as 2026-12-24T09:00:00Z"
+        raise InvalidMessage(f"sendAt {preview(value)} is not an RFC 3339 time such as 2026-12-24T09:00:00Z"
                              ) from None
     if moment.tzinfo is None or "T" not in value.upper():
-        raise InvalidMessage(f"sendAt {_preview(value)} needs a date, a time and an offset (Z or +01:00): a time "
+        raise InvalidMessage(f"sendAt {preview(value)} needs a date, a time and an offset (Z or +01:00): a time "
                              "without its offset means a different instant in each time zone")
     return int(moment.timestamp() * 1000)
 
@@ -199,7 +200,7 @@ def _address(value: object, field_name: str, *, required: bool = False) -> Mailb
     try:
         return parse_mailbox(value)
     except InvalidAddress as error:
-        raise InvalidMessage(f"{field_name} {_preview(value)} is not a valid email address: it {error}") from None
+        raise InvalidMessage(f"{field_name} {preview(value)} is not a valid email address: it {error}") from None
 
 
 def _addresses(value: object, field_name: str) -> tuple[Mailbox, ...]:
@@ -212,7 +213,7 @@ def _addresses(value: object, field_name: str) -> tuple[Mailbox, ...]:
 
 
 def _check_ses_name(field_name: str, value: object) -> str:
-    if not isinstance(value, str) or not _SES_NAME.match(value):
+    if not isinstance(value, str) or not SES_NAME.match(value):
         raise InvalidMessage(
             f"{field_name} {value!r} must be 1-64 letters, digits, underscores or hyphens (SES's rule for names)"
         )

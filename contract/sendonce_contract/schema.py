@@ -121,6 +121,7 @@ class ReasonCode(enum.StrEnum):
     SES_REFUSED = "ses-refused"  # SES refused the email for good (a bad address, an unverified sender)
     MAX_RECEIVES = "max-receives"  # the last receive the queue allows failed again
     MALFORMED_EVENT = "malformed-event"  # the recorder could not read an SES event
+    RECIPIENT_NOT_ALLOWED = "recipient-not-allowed"  # a recipient outside the stage's allowed_recipients: not sent
     # A message with none of our attributes: SQS moved it itself when maxReceiveCount was reached.
     REDRIVEN_BY_SQS = "redrive: maxReceiveCount reached"
 

@@ -70,3 +70,7 @@ def events(settings: Settings) -> Any:
 def sqs(settings: Settings) -> SQSClient:
     return _shared("sqs", ledger_config(settings))  # type: ignore[no-any-return]
 
+
+def secrets(settings: Settings) -> Any:
+    """key_privacy's secret, read once per execution environment: the ledger's timeouts, no SDK retry."""
+    return _shared("secretsmanager", ledger_config(settings))

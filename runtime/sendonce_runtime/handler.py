@@ -11,6 +11,7 @@ from .batch import run_batch
 from .clock import Clock, Deadline, LambdaContext, SystemClock
 from .dead_letter import DeadLetterQueue
 from .dead_letter_events import DeadLetterEvents
+from .key_privacy import PrivateKeys
 from .ledger import DedupeLedger
 from .outcome_log import OutcomeLog
 from .processor import RecordProcessor
@@ -46,7 +47,8 @@ class Consumer:
         """The consumer a Lambda execution environment keeps: shared clients, the system clock."""
         return cls.from_clients(
             settings, aws_clients.dynamodb(settings), aws_clients.ses(settings), aws_clients.sqs(settings), clock, log,
-            aws_clients.events(settings) if settings.outcome_bus else None,
+            events=aws_clients.events(settings) if settings.outcome_bus else None,
+            secrets=aws_clients.secrets(settings) if settings.key_secret_id else None,
         )
 
     @classmethod
@@ -59,6 +61,7 @@ class Consumer:
         clock: Clock | None = None,
         log: OutcomeLog | None = None,
         events: Any = None,
+        secrets: Any = None,
     ) -> Consumer:
         clock = clock or SystemClock()
         dead_letters = DeadLetterQueue(sqs, settings.dead_letter_queue_url, settings.fifo)
@@ -69,6 +72,7 @@ class Consumer:
             dead_letters,
             clock,
             SendRateLimiter(settings.max_send_rate) if settings.max_send_rate else None,
+            PrivateKeys(secrets, settings.key_secret_id) if settings.key_secret_id else None,
         )
         redelivery = Redelivery(sqs, settings.queue_url, settings.fifo, dead_letters, settings.max_receive_count)
         dead_letter_events = (

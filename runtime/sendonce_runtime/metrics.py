@@ -29,6 +29,7 @@ OUTCOME_METRICS: dict[Outcome, tuple[str, ...]] = {
     Outcome.PACED: ("Paced",),
     Outcome.SCHEDULED: ("Scheduled",),
     Outcome.RECEIVES_EXHAUSTED: ("ReceivesExhausted",),
+    Outcome.RECIPIENT_NOT_ALLOWED: ("RecipientsNotAllowed",),
     Outcome.AMBIGUOUS: ("AmbiguousSends",),
     Outcome.DEADLINE: ("DeadlineDeferrals",),
     Outcome.GROUP_BLOCKED: ("GroupBlocked",),

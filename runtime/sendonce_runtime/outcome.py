@@ -16,6 +16,7 @@ class Outcome(enum.Enum):
     INVALID_MESSAGE = "invalid_message"
     REFUSED = "refused"
     RECEIVES_EXHAUSTED = "receives_exhausted"  # dead-lettered with its last reason, before SQS moved it with none
+    RECIPIENT_NOT_ALLOWED = "recipient_not_allowed"  # outside allowed_recipients: dead-lettered, nothing sent
     # Reported as batch item failures: SQS delivers them again after the visibility timeout.
     IN_FLIGHT_ELSEWHERE = "in_flight_elsewhere"
     AWAITING_EVIDENCE = "awaiting_evidence"  # a dead worker's send: back when the grace period for SES's events ends
@@ -38,7 +39,7 @@ class Outcome(enum.Enum):
 
 _ACKNOWLEDGED = frozenset(
     {Outcome.SENT, Outcome.SENT_UNRECORDED, Outcome.DUPLICATE, Outcome.CANCELLED, Outcome.MARKED_UNKNOWN,
-     Outcome.INVALID_MESSAGE, Outcome.REFUSED, Outcome.RECEIVES_EXHAUSTED}
+     Outcome.INVALID_MESSAGE, Outcome.REFUSED, Outcome.RECEIVES_EXHAUSTED, Outcome.RECIPIENT_NOT_ALLOWED}
 )
 
 

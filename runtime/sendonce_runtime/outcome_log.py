@@ -9,6 +9,7 @@ import threading
 import time
 from typing import TextIO
 
+from sendonce_contract.address import redact_addresses
 from sendonce_contract.schema import Ledger
 
 from .metrics import emf_document, emf_fields
@@ -44,7 +45,8 @@ class OutcomeLog:
             "receiveCount": receive_count,
         }
         if result.reason:
-            line["reason"] = result.reason
+            # A reason can quote what it refused (an invalid address): a log line never carries an address.
+            line["reason"] = redact_addresses(result.reason)
         if result.key_conflict:
             line["keyConflict"] = True
         if result.postponed_s is not None:

@@ -13,6 +13,7 @@ from sendonce_contract.schema import ReasonCode, Status
 
 from .clock import Clock, Deadline
 from .dead_letter import DeadLetterQueue
+from .key_privacy import PrivateKeys
 from .ledger import Claim, DedupeLedger, LedgerRecord
 from .outcome import Outcome, RecordResult
 from .send_rate import SendRateLimiter
@@ -40,6 +41,7 @@ class RecordProcessor:
         dead_letters: DeadLetterQueue,
         clock: Clock,
         send_rate: SendRateLimiter | None = None,
+        private_keys: PrivateKeys | None = None,
     ) -> None:
         self._settings = settings
         self._ledger = ledger
@@ -47,6 +49,7 @@ class RecordProcessor:
         self._dead_letters = dead_letters
         self._clock = clock
         self._send_rate = send_rate
+        self._private_keys = private_keys
 
     def process(self, record: SqsRecord, deadline: Deadline) -> RecordResult:
         """Never raises for one record's sake: anything unexpected is a redelivery, not a lost batch."""
@@ -64,8 +67,19 @@ class RecordProcessor:
         try:
             job = parse_job(record.body, record.message_id)
         except InvalidMessage as error:
-            return self._dead_letter(record, Outcome.INVALID_MESSAGE, ReasonCode.INVALID_MESSAGE, error.reason,
-                                     error.dedupe_key)
+            key, reason = error.dedupe_key, error.reason
+            if self._private_keys is not None:
+                key, reason = self._private_keys.invalid(record.body, error)
+            return self._dead_letter(record, Outcome.INVALID_MESSAGE, ReasonCode.INVALID_MESSAGE, reason, key)
+        if self._private_keys is not None:
+            job = self._private_keys.job(job)  # from here on the key is its digest, everywhere
+        allowed = self._settings.allowed_recipients
+        refused = allowed.refused((("to", job.to), ("cc", job.cc), ("bcc", job.bcc))) if allowed else []
+        if refused:
+            return self._dead_letter(
+                record, Outcome.RECIPIENT_NOT_ALLOWED, ReasonCode.RECIPIENT_NOT_ALLOWED,
+                f"{', '.join(refused)} not in the pipeline's allowed_recipients: this stage sends to those only; "
+                "nothing was sent", job.dedupe_key)
         if self._settings.evidence_grace_ms is not None and job.configuration_set not in (
             None, self._settings.configuration_set
         ):

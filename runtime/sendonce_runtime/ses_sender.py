@@ -17,6 +17,7 @@ from botocore.exceptions import (
     ParamValidationError,
 )
 
+from sendonce_contract.address import redact_addresses
 from sendonce_contract.key_tags import PIPELINE_TAG, key_tags
 from sendonce_contract.message import ParsedJob, RawContent, SimpleContent, TemplateContent
 
@@ -120,7 +121,7 @@ class SesSender:
         except (ConnectTimeoutError, EndpointConnectionError) as error:
             return Refused(retryable=True, code=type(error).__name__, reason=str(error))
         except ParamValidationError as error:
-            return Refused(retryable=False, code="ParamValidationError", reason=str(error))
+            return Refused(retryable=False, code="ParamValidationError", reason=redact_addresses(str(error)))
         except BotoCoreError as error:
             return Ambiguous(reason=f"{type(error).__name__}: {error}")
         return Accepted(ses_message_id=str(response["MessageId"]))
@@ -129,7 +130,8 @@ class SesSender:
 def classify_client_error(error: ClientError) -> SendOutcome:
     details = error.response.get("Error", {})
     code = str(details.get("Code", "Unknown"))
-    reason = f"{code}: {details.get('Message', '')}".strip()
+    # SES's messages can name the addresses refused: this reason goes to the DLQ and the log, so they are taken out.
+    reason = redact_addresses(f"{code}: {details.get('Message', '')}".strip())
     status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
     if code in RETRYABLE_CODES or status == 429:
         return Refused(retryable=True, code=code, reason=reason, quota=QUOTA_MESSAGE in reason)

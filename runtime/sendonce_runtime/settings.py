@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from sendonce_contract import allowed_recipients as allowed
 from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S
 
@@ -41,6 +42,8 @@ class Settings:
     queue_url: str | None = None  # the job queue: a delayed copy of a throttled job, an earlier redelivery
     max_receive_count: int | None = None  # the queue's; the last receive dead-letters a failure with its reason
     outcome_bus: str | None = None  # where Email Dead-Lettered events go (None: outcome events are off)
+    key_secret_id: str | None = None  # key_privacy: the secret whose HMAC of each key stands for it
+    allowed_recipients: allowed.AllowedRecipients | None = None  # a stage's only recipients; None allows all
 
     @property
     def ledger_call_timeouts_s(self) -> tuple[float, float]:
@@ -83,6 +86,8 @@ class Settings:
                 max_receive_count=int(env["SENDONCE_MAX_RECEIVE_COUNT"]) if env.get("SENDONCE_MAX_RECEIVE_COUNT")
                 else None,
                 outcome_bus=env.get("SENDONCE_OUTCOME_BUS") or None,
+                key_secret_id=env.get("SENDONCE_KEY_SECRET_ARN") or None,
+                allowed_recipients=allowed.from_env(env.get("SENDONCE_ALLOWED_RECIPIENTS")),
             )
         except ValueError as error:
             raise SettingsError(f"invalid sendonce setting: {error}") from error

@@ -31,6 +31,7 @@ from moto.dynamodb.models.table import Table
 from moto.server import ThreadedMotoServer
 from moto.sqs.models import Queue
 
+from .cfn_secrets import teach_cloudformation_secrets
 from .moto_patches import wrap_once
 from .ses_limits import SES_RATE, limit_ses_sends
 from .ses_publisher import SEND_LOG, record_ses_sends
@@ -116,6 +117,7 @@ class LocalAws:
         record_ses_sends()
         limit_ses_sends()  # outermost: a throttled send never reaches SES's log
         count_requests()
+        teach_cloudformation_secrets()
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request drowns the output
         # moto names each CloudFormation type it skips; callers say which gaps matter to them.
         logging.getLogger("moto").setLevel(logging.ERROR)

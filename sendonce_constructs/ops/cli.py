@@ -7,6 +7,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,6 +18,7 @@ from sendonce_contract.cancellation import refused, tombstone_request, written
 from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S, Status
 
 from .dead_letters import DeadLetters
+from .key_lookup import ledger_key
 from .ledger_view import LedgerView, StateChanged
 from .locate import LocateError, Pipeline, locate
 
@@ -29,6 +31,10 @@ def _parser() -> argparse.ArgumentParser:
     where.add_argument("--table", help="the dedupe table name")
     where.add_argument("--queue", help="the job queue URL")
     where.add_argument("--dlq", help="the dead-letter queue URL")
+    where.add_argument("--dedupe-ttl", type=int, metavar="SECONDS", help="the pipeline's dedupe_ttl (read from "
+                       "--stack), for `dlq redrive`")
+    where.add_argument("--key-secret", metavar="ARN", help="with key_privacy: the secret that digests keys (read "
+                       "from --stack)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     commands = parser.add_subparsers(dest="command", required=True)
     status = commands.add_parser("status", help="one key's record")
@@ -50,6 +56,8 @@ def _parser() -> argparse.ArgumentParser:
     redrive = dlq.add_parser("redrive", help="send messages back to the job queue")
     redrive.add_argument("--reason", help="only messages with this reason code (see `dlq list`)")
     redrive.add_argument("--limit", type=int, help="at most this many")
+    redrive.add_argument("--force", action="store_true", help="also redrive jobs dead-lettered longer ago than "
+                         "dedupe_ttl, whose key may be forgotten (each may be sent again)")
     return parser
 
 
@@ -57,6 +65,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         pipeline = locate(boto3.client("cloudformation"), args.stack, args.pipeline, args.table, args.queue, args.dlq)
+        pipeline = replace(pipeline, dedupe_ttl_s=args.dedupe_ttl or pipeline.dedupe_ttl_s,
+                           key_secret=args.key_secret or pipeline.key_secret)
+        if hasattr(args, "key"):  # with key_privacy the record's key is the digest; people read what they typed
+            args.key, args.shown_key = ledger_key(pipeline, args.key), args.key
+            if args.key != args.shown_key:
+                args.shown_key += f" ({args.key})"
         return _run(args, pipeline)
     except (LocateError, StateChanged, ValueError) as error:
         _error(str(error))
@@ -96,7 +110,7 @@ def _run(args: argparse.Namespace, pipeline: Pipeline) -> int:
         done = "recorded SENT" if args.sent else "released: the next delivery of this job sends it"
         hint = "" if args.sent else " (a job acknowledged as UNKNOWN is no longer queued: re-enqueue it)"
         _say(args, {"key": args.key, "was": before.status, "now": Status.SENT.value if args.sent else "absent"},
-             f"{args.key}: was {before.status}; {done}{hint}")
+             f"{args.shown_key}: was {before.status}; {done}{hint}")
         return 0
     dead = DeadLetters(boto3.client("sqs"), pipeline.need("dlq"), pipeline.queue_url)
     if args.dlq_command == "list":
@@ -105,10 +119,16 @@ def _run(args: argparse.Namespace, pipeline: Pipeline) -> int:
         _say(args, [vars(g) for g in groups], _table(["reason", "count", "sample keys", "sample"], rows)
              if rows else "the dead-letter queue is empty")
         return 0
-    result = dead.redrive(args.reason, args.limit, on_progress=_progress("moved"))
+    result = dead.redrive(args.reason, args.limit, on_progress=_progress("moved"), dedupe_ttl_s=pipeline.dedupe_ttl_s,
+                          force=args.force)
     text = (f"started SQS message-move task {result.native_task}" if result.native_task else
             f"moved {result.moved} messages back to the job queue; {result.skipped} left in the DLQ")
-    _say(args, vars(result), text + (f"\n{result.note}" if result.note else ""))
+    if result.forgotten:
+        rows = [[f.message_id, f.dedupe_key or "-", f.reason_code, f"{f.age_days:g}"] for f in result.forgotten]
+        text += (f"\nskipped {len(result.forgotten)} dead-lettered longer ago than dedupe_ttl "
+                 f"({pipeline.dedupe_ttl_s} s): their key may be forgotten, so each could be sent again; check them, "
+                 "then --force\n" + _table(["message id", "key", "reason", "days in DLQ"], rows))
+    _say(args, asdict(result), text + (f"\n{result.note}" if result.note else ""))
     return 0
 
 
@@ -117,7 +137,7 @@ def _status(args: argparse.Namespace, view: LedgerView) -> int:
     now = time.time_ns() // 1_000_000
     if record is None or record.expired(now):
         state = "never seen" if record is None else "expired (counts as never seen; the next delivery sends it)"
-        _say(args, {"key": args.key, "status": None, "note": state}, f"{args.key}: {state}")
+        _say(args, {"key": args.key, "status": None, "note": state}, f"{args.shown_key}: {state}")
         return 0
     rows = [
         ["status", record.status], ["attempts", str(record.attempts)],
@@ -131,7 +151,7 @@ def _status(args: argparse.Namespace, view: LedgerView) -> int:
          if record.every_ses_message_id else "-"],
         *[[what, f"{_when(when)}" + (f" ({detail})" if detail else "")] for what, when, detail in record.outcomes],
     ]
-    _say(args, record.as_dict(), f"{args.key}\n" + _table(["", ""], rows, header=False))
+    _say(args, record.as_dict(), f"{args.shown_key}\n" + _table(["", ""], rows, header=False))
     return 0
 
 
@@ -148,7 +168,7 @@ def _cancel(args: argparse.Namespace, table: str) -> int:
             existing: dict[str, Any] | None = error.response.get("Item")  # type: ignore[assignment]
             outcome = refused(existing) if existing else None  # deleted in between (a released claim): again
     _say(args, {"key": args.key, "cancelled": outcome.cancelled, "status": outcome.record.status},
-         outcome.explanation)
+         f"{args.shown_key}: {outcome.explanation}")
     return 0 if outcome.cancelled else 1
 
 

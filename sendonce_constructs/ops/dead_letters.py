@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,12 +23,45 @@ class ReasonGroup:
     sample_keys: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class ForgottenJob:
+    """A dead letter older than dedupe_ttl: a record of its key written before it was dead-lettered has expired, so
+    a redrive could send it again."""
+
+    message_id: str
+    dedupe_key: str | None
+    reason_code: str
+    age_days: float
+
+
 @dataclass
 class RedriveResult:
     moved: int = 0
     skipped: int = 0
     native_task: str | None = None  # the SQS message-move task handle, when the whole DLQ moved natively
     note: str | None = None
+    forgotten: list[ForgottenJob] = field(default_factory=list)  # skipped: past dedupe_ttl (without force)
+
+
+class DedupeTtlUnknown(ValueError):
+    """A safe redrive needs the pipeline's dedupe_ttl."""
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def forgotten(message: dict[str, Any], dedupe_ttl_s: int, now_ms: int) -> ForgottenJob | None:
+    """The message as a :class:`ForgottenJob` when it has been in the DLQ longer than ``dedupe_ttl_s``. Its age
+    counts from SQS's ``SentTimestamp``: when the consumer dead-lettered it, or, for a job SQS moved itself, when
+    it was first enqueued (SQS keeps that time across a redrive)."""
+    sent_ms = int(message.get("Attributes", {}).get("SentTimestamp", now_ms))
+    age_ms = now_ms - sent_ms
+    if age_ms <= dedupe_ttl_s * 1000:
+        return None
+    attributes = message.get("MessageAttributes", {})
+    return ForgottenJob(message["MessageId"], attributes.get(DeadLetter.DEDUPE_KEY, {}).get("StringValue"),
+                        reason_code(message), round(age_ms / 86_400_000, 2))
 
 
 def reason_code(message: dict[str, Any]) -> str:
@@ -89,11 +123,21 @@ class DeadLetters:
         limit: int | None = None,
         on_progress: Callable[[int], None] | None = None,
         after_copy: Callable[[dict[str, Any]], None] | None = None,
+        dedupe_ttl_s: int | None = None,
+        force: bool = False,
     ) -> RedriveResult:
-        """Send DLQ messages back to the job queue: all of them through SQS's message-move task, or those with
-        ``reason`` (up to ``limit``) by copy-then-delete. ``after_copy`` runs between a copy and its delete."""
+        """Send DLQ messages back to the job queue: those with ``reason`` (up to ``limit``) by copy-then-delete,
+        skipping (and listing) those in the DLQ longer than ``dedupe_ttl_s``, whose key may be forgotten; with
+        ``force``, all of them, through SQS's message-move task when no filter is given. ``after_copy`` runs between
+        a copy and its delete."""
         if self._queue is None:
             raise ValueError("redrive needs the job queue: pass --queue or --stack")
+        if not force:
+            if dedupe_ttl_s is None:
+                raise DedupeTtlUnknown(
+                    "redrive skips jobs whose key the ledger may have forgotten, and needs the pipeline's "
+                    "dedupe_ttl for it: pass --stack or --dedupe-ttl SECONDS, or --force to redrive them all")
+            return self._copy_then_delete(reason, limit, on_progress, after_copy, dedupe_ttl_s)
         if reason is None and limit is None:
             native = self._native_move()
             if native.native_task is not None:
@@ -124,13 +168,20 @@ class DeadLetters:
         limit: int | None,
         on_progress: Callable[[int], None] | None,
         after_copy: Callable[[dict[str, Any]], None] | None,
+        dedupe_ttl_s: int | None = None,
     ) -> RedriveResult:
         result = RedriveResult()
         fifo = self._dlq.endswith(".fifo")
         messages = self._receive_all(None)
         passed_over = []
+        now_ms = _now_ms()
         for message in messages:
             if (reason is not None and reason_code(message) != reason) or (limit is not None and result.moved >= limit):
+                passed_over.append(message)
+                continue
+            old = forgotten(message, dedupe_ttl_s, now_ms) if dedupe_ttl_s is not None else None
+            if old is not None:
+                result.forgotten.append(old)
                 passed_over.append(message)
                 continue
             self._sqs.send_message(**_copy_of(message, self._queue, fifo))  # type: ignore[arg-type]

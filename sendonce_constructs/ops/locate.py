@@ -12,7 +12,8 @@ OUTPUT_PREFIX = "sendonce:"
 PARTS = ("table", "queue", "dlq")
 # What each part's logical id contains, for stacks whose outputs the endpoint does not return.
 LOGICAL_MARKERS = {"table": ("AWS::DynamoDB::Table", "DedupeTable"), "queue": ("AWS::SQS::Queue", "Queue"),
-                   "dlq": ("AWS::SQS::Queue", "DeadLetterQueue")}
+                   "dlq": ("AWS::SQS::Queue", "DeadLetterQueue"),
+                   "key-secret": ("AWS::SecretsManager::Secret", "KeySecret")}
 
 
 class LocateError(LookupError):
@@ -24,6 +25,8 @@ class Pipeline:
     table: str | None
     queue_url: str | None
     dead_letter_queue_url: str | None
+    dedupe_ttl_s: int | None = None  # the stack's dedupe_ttl: `dlq redrive` skips jobs whose key is forgotten
+    key_secret: str | None = None  # with key_privacy: the secret that digests a clear key into the record's key
 
     def need(self, part: str) -> str:
         value = {"table": self.table, "queue": self.queue_url, "dlq": self.dead_letter_queue_url}[part]
@@ -38,7 +41,9 @@ def locate(cloudformation: Any, stack: str | None, pipeline: str | None, table: 
     found: dict[str, str] = {}
     if stack:
         found = _from_outputs(cloudformation, stack, pipeline) or _from_resources(cloudformation, stack, pipeline)
-    return Pipeline(table or found.get("table"), queue or found.get("queue"), dlq or found.get("dlq"))
+    ttl = found.get("dedupe-ttl")
+    return Pipeline(table or found.get("table"), queue or found.get("queue"), dlq or found.get("dlq"),
+                    int(ttl) if ttl and ttl.isdigit() else None, found.get("key-secret"))
 
 
 def _from_outputs(cloudformation: Any, stack: str, pipeline: str | None) -> dict[str, str]:
