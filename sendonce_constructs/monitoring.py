@@ -12,7 +12,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from sendonce_contract.schema import DeadLetter
+from sendonce_contract.schema import SES_EVENTS_BY_NAME, DeadLetter
 
 from .evidence import SesEvidence
 
@@ -111,11 +111,11 @@ class PipelineMetrics:
     def metric_bounce_rate(self, window: Duration = REPUTATION_WINDOW) -> cloudwatch.MathExpression:
         """Bounces per email SES accepted for this pipeline, in percent, over ``window`` (from the recorder's counts
         of SES's Bounce and Send events; 0 while the window holds fewer than REPUTATION_MIN_EMAILS emails)."""
-        return self._rate("Bounces", "Bounce rate (%)", window)
+        return self._rate(SES_EVENTS_BY_NAME["Bounce"].metric, "Bounce rate (%)", window)
 
     def metric_complaint_rate(self, window: Duration = REPUTATION_WINDOW) -> cloudwatch.MathExpression:
         """Complaints per email SES accepted for this pipeline, in percent, over ``window``."""
-        return self._rate("Complaints", "Complaint rate (%)", window)
+        return self._rate(SES_EVENTS_BY_NAME["Complaint"].metric, "Complaint rate (%)", window)
 
     def _rate(self, events: str, label: str, window: Duration) -> cloudwatch.MathExpression:
         if self.evidence is None:
@@ -123,7 +123,7 @@ class PipelineMetrics:
         return cloudwatch.MathExpression(
             expression=f"IF(sends >= {REPUTATION_MIN_EMAILS}, 100 * {events.lower()} / sends, 0)",
             using_metrics={events.lower(): self.metric(events, period=window),
-                           "sends": self.metric("SesSends", period=window)},
+                           "sends": self.metric(SES_EVENTS_BY_NAME["Send"].metric, period=window)},
             label=label, period=window,
         )
 

@@ -135,10 +135,10 @@ def test_bounce_and_complaint_rates_alarm_below_ses_review_thresholds_from_the_r
         assert all(s["Period"] == 6 * 3600 and s["Stat"] == "Sum" for s in stats.values())
         assert all(s["Metric"]["Dimensions"] == [{"Name": "Pipeline", "Value": "SendOnceExample/Receipts"}]
                    for s in stats.values())
-    # The recorder counts what the rates divide: one name each, from the event types it records.
-    from sendonce_runtime.event_recorder import EVENT_METRICS
+    # The recorder counts what the rates divide: one name each, from the contract's one table of event types.
+    from sendonce_contract.schema import SES_EVENTS_BY_NAME
 
-    assert {EVENT_METRICS["Bounce"], EVENT_METRICS["Complaint"], EVENT_METRICS["Send"]} == {
+    assert {SES_EVENTS_BY_NAME[name].metric for name in ("Bounce", "Complaint", "Send")} == {
         "Bounces", "Complaints", "SesSends"}
 
 
