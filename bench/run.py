@@ -32,6 +32,7 @@ sys.path[:0] = [str(ROOT / "runtime"), str(ROOT / "bench"), str(ROOT)]
 
 import boto3  # noqa: E402
 import consumers  # noqa: E402
+import lifecycle  # noqa: E402
 
 SENDER = "Shop <receipts@example.com>"
 DELAYS_MS = {"dynamodb": 5.0, "sesv2": 60.0, "sqs": 5.0, "other": 5.0}  # one round trip each, in region
@@ -48,10 +49,12 @@ class Plan:
     evidence_emails: int
     burst_factor: int  # the burst is this many times SES's rate
     privacy_emails: int = 20_000
+    outcome_emails: int = 500
+    scheduled_hours: int = 24
 
 
 QUICK = Plan(records=60, repeats=2, workers=(1, 4), import_runs=5, synth_runs=1, latency_batches=3,
-             evidence_emails=20, burst_factor=10, privacy_emails=2_000)
+             evidence_emails=20, burst_factor=10, privacy_emails=2_000, outcome_emails=50, scheduled_hours=2)
 FULL = Plan(records=400, repeats=5, workers=(1, 2, 4, 8), import_runs=21, synth_runs=3, latency_batches=20,
             evidence_emails=200, burst_factor=50)
 
@@ -666,8 +669,14 @@ def write_section(out: Path, heading: str, text: str) -> None:
     out.write_text(report)
 
 
-SECTIONS = {"key-privacy": (KEY_PRIVACY_SECTION, lambda plan: render_key_privacy(
-    key_privacy_costs(plan.privacy_emails, plan.repeats)))}
+SECTIONS = {
+    "key-privacy": (KEY_PRIVACY_SECTION, lambda plan: render_key_privacy(
+        key_privacy_costs(plan.privacy_emails, plan.repeats))),
+    "outcome-events": (lifecycle.OUTCOME_SECTION, lambda plan: lifecycle.render_outcome_events(
+        lifecycle.outcome_event_costs(plan.outcome_emails))),
+    "scheduled": (lifecycle.SCHEDULED_SECTION, lambda plan: lifecycle.render_scheduled(
+        lifecycle.scheduled_costs(plan.scheduled_hours))),
+}
 
 
 def versions() -> str:
@@ -753,10 +762,12 @@ def run(plan: Plan, command: str) -> str:
     burst = burst_scenario(plan.burst_factor)
     print("key privacy...", file=sys.stderr)
     privacy = render_key_privacy(key_privacy_costs(plan.privacy_emails, plan.repeats))
+    print("outcome events and scheduled emails...", file=sys.stderr)
+    lifecycle_sections = "".join(section(plan) for name, (_, section) in SECTIONS.items() if name != "key-privacy")
     return (render(plan, command, calls, rates, cpus, ratios, imports, files, zipped, synth, item)
             + render_latency(plan, latency, DELAYS_MS) + render_evidence(evidence)
             + render_burst(burst, plan.burst_factor) + render_floor(floor, DELAYS_MS, plan.latency_batches)
-            + privacy)
+            + privacy + lifecycle_sections)
 
 
 def render(plan: Plan, command: str, calls: dict[str, dict[str, dict[str, int]]],

@@ -7,10 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ["## 1. AWS calls per record", "## 2. Throughput", "## 3. Cold start", "## 4. The Lambda asset",
             "## 5. Synth time", "## 6. Dedupe table cost", "## 7. Per instance", "## 8. SES events as evidence",
-            "## 11. Key privacy"]
+            "## 11. Key privacy", "## 12. Outcome events", "## 13. A scheduled email"]
 
 
 def test_quick_bench_writes_every_section_with_figures(tmp_path: Path):
@@ -41,3 +43,14 @@ def test_the_key_privacy_section_runs_alone_and_replaces_only_itself(tmp_path: P
     assert text.count("## 11. Key privacy") == 1 and "old" not in text and "## 10. Before\n\nkept\n" in text
     assert re.search(r"CPU per email: \*\*[\d.]+ \([\d.]+ to [\d.]+\) µs\*\*", text)
     assert "| order-1042:shipped:ada@example.org | 34 | 69 | 120 | 81 |" in text
+
+
+@pytest.mark.slow
+def test_the_outcome_event_and_scheduled_email_sections_count_what_they_cost(tmp_path: Path):
+    out = tmp_path / "BENCHMARKS.md"
+    for section in ("outcome-events", "scheduled"):
+        subprocess.run([sys.executable, str(ROOT / "bench" / "run.py"), "--quick", "--only", section, "--out",
+                        str(out)], check=True, capture_output=True, text=True, timeout=300)
+    text = out.read_text()
+    assert "outcome events per email: **2.00**" in text  # Send, and Delivery or Bounce, for each ordinary email
+    assert "SendMessage calls per hour of waiting: **4.00**" in text  # one copy every 15 minutes

@@ -1,0 +1,233 @@
+"""What an email's life after the send costs: its outcome events, and waiting for a ``sendAt``.
+
+Both run the real code against the embedded emulator in this process (moto's server over HTTP), count the AWS
+requests made, and price them on paper. ``make bench ARGS="--only outcome-events"`` or ``--only scheduled`` reruns
+one section alone.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import boto3
+
+OUTCOME_SECTION = "## 12. Outcome events: cost per email"
+SCHEDULED_SECTION = "## 13. A scheduled email: cost per hour of waiting"
+EVENTS_PRICE_PER_MILLION = 1.00  # EventBridge custom events put on a bus (us-east-1; check current pricing)
+SQS_PRICE_PER_MILLION = 0.40  # standard queue requests, first tier
+LAMBDA_REQUEST_PRICE_PER_MILLION = 0.20
+COPY_DELAY_S = 900  # SQS's longest message delay: a waiting job is copied this often
+
+
+class _Counting:
+    """A boto3 client whose calls are counted by operation."""
+
+    def __init__(self, client: Any, counts: Counter[str]) -> None:
+        self._client, self._counts = client, counts
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._client, name)
+        if not callable(method) or name.startswith("_") or name == "meta":
+            return method
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self._counts[name] += 1
+            return method(*args, **kwargs)
+
+        return counted
+
+
+@contextmanager
+def _emulator() -> Iterator[Any]:
+    """The embedded emulator, with this process's AWS environment pointing at it while the section runs."""
+    from sendonce_constructs.local.emulator import LocalAws
+
+    aws = LocalAws().start()
+    saved = dict(os.environ)
+    os.environ.update(aws.environment)
+    try:
+        yield aws
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        aws.stop()
+
+
+def _table(name: str, stream: bool) -> None:
+    spec = {"StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}} if stream else {}
+    boto3.client("dynamodb").create_table(
+        TableName=name, KeySchema=[{"AttributeName": "dedupeKey", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "dedupeKey", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST",
+        **spec)
+
+
+def _job(key: str, to: str, **extra: Any) -> str:
+    return json.dumps({"dedupeKey": key, "from": "Shop <receipts@example.com>", "to": [to], "subject": "Receipt",
+                       "text": "Thanks", **extra})
+
+
+def _record(body: str, n: int) -> dict[str, Any]:
+    return {"messageId": f"m-{n}", "body": body, "attributes": {"ApproximateReceiveCount": "1"},
+            "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:jobs"}
+
+
+class _Context:
+    def get_remaining_time_in_millis(self) -> int:
+        return 60_000
+
+
+def outcome_event_costs(emails: int) -> dict[str, Any]:
+    """Ordinary first sends (90% delivered, 10% bounced) with SES's events recorded, then the table's stream read
+    and handed to the outcome publisher in batches of 100, as its event source would."""
+    from sendonce_constructs.local.ses_publisher import EventFaults, SesEventPublisher, as_sqs_records
+    from sendonce_runtime.event_recorder import EventLog, EventRecorder, RecorderSettings
+    from sendonce_runtime.handler import Consumer
+    from sendonce_runtime.outcome_log import OutcomeLog
+    from sendonce_runtime.outcome_publisher import OutcomePublisher, PublisherSettings
+    from sendonce_runtime.settings import Settings
+
+    with _emulator() as aws:
+        _table("ledger", stream=True)
+        sqs, ses = boto3.client("sqs"), boto3.client("sesv2")
+        dlq = sqs.create_queue(QueueName="dlq")["QueueUrl"]
+        ses.create_email_identity(EmailIdentity="example.com")
+        ses.create_configuration_set(ConfigurationSetName="bench")
+        settings = Settings(table_name="ledger", dead_letter_queue_url=dlq, configuration_set="bench",
+                            pipeline_tag="bench", evidence_grace_ms=60_000, parallelism=10)
+        consumer = Consumer.from_clients(settings, boto3.client("dynamodb"), ses, sqs, log=OutcomeLog(io.StringIO()))
+        recorder = EventRecorder.from_clients(RecorderSettings("ledger", dlq, "bench"), boto3.client("dynamodb"),
+                                              sqs, log=EventLog(io.StringIO()))
+
+        def deliver(events: list[dict[str, Any]]) -> None:
+            recorder.handle({"Records": as_sqs_records(events)})
+
+        publisher_ses = SesEventPublisher(["bench"], deliver, aws.account_id, aws.region,
+                                          EventFaults(delay_s=0, outcome_delay_s=0), 0)
+        bodies = [_job(f"k:{n}", "bounce@simulator.amazonses.com" if n % 10 == 0 else f"user{n}@example.org")
+                  for n in range(emails)]
+        for start in range(0, emails, 10):
+            consumer.handle({"Records": [_record(b, start + i) for i, b in enumerate(bodies[start:start + 10])]},
+                            _Context())
+        publisher_ses.pump(float("inf"))
+        streams = boto3.client("dynamodbstreams")
+        arn = boto3.client("dynamodb").describe_table(TableName="ledger")["Table"]["LatestStreamArn"]
+        records: list[dict[str, Any]] = []
+        for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
+            iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard["ShardId"],
+                                                  ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+            while iterator:
+                page = streams.get_records(ShardIterator=iterator, Limit=1000)
+                records += page["Records"]
+                iterator = page.get("NextShardIterator") if page["Records"] else None
+        calls: Counter[str] = Counter()
+        events = _Counting(boto3.client("events"), calls)
+        publisher = OutcomePublisher(PublisherSettings("default", "bench"), events, log=io.StringIO())
+        started, invocations = time.thread_time(), 0  # this thread: the emulator answers from its own threads
+        transitions: Counter[str] = Counter()
+        for start in range(0, len(records), 100):
+            batch = [{**r, "dynamodb": {**r["dynamodb"]}} for r in records[start:start + 100]]
+            for item in batch:
+                for outcome in publisher._outcomes(item):
+                    transitions[outcome.outcome.transition] += 1
+            publisher.handle({"Records": batch})
+            invocations += 1
+        cpu_ms = (time.thread_time() - started) * 1000
+    published = sum(transitions.values())
+    return {"emails": emails, "stream_records": len(records), "events": published, "transitions": transitions,
+            "put_events": calls["put_events"], "invocations": invocations, "cpu_ms": cpu_ms}
+
+
+def render_outcome_events(figures: dict[str, Any]) -> str:
+    emails = figures["emails"]
+    per_email = figures["events"] / emails
+    invocations = figures["invocations"] / emails
+    dollars = per_email * EVENTS_PRICE_PER_MILLION + invocations * LAMBDA_REQUEST_PRICE_PER_MILLION
+    shown = ", ".join(f"{name} {count}" for name, count in sorted(figures["transitions"].items()))
+    return "\n".join([
+        OUTCOME_SECTION,
+        "",
+        f"{emails} first sends (a tenth to SES's bounce simulator) with SES's events recorded; the dedupe table's "
+        f"stream then read and handed to the bundled publisher in batches of 100, as its event source does. "
+        "`make bench ARGS=\"--only outcome-events\"` reruns this section alone.",
+        "",
+        f"- stream records per email: {figures['stream_records'] / emails:.2f} (the claim, the completion and one "
+        "write per SES event)",
+        f"- outcome events per email: **{per_email:.2f}** ({shown})",
+        f"- PutEvents calls per email: {figures['put_events'] / emails:.2f} (ten events a call); publisher "
+        f"invocations per email: {invocations:.3f}; publisher CPU per email: {figures['cpu_ms'] / emails:.2f} ms",
+        f"- on paper, per million emails: ${per_email * EVENTS_PRICE_PER_MILLION:.2f} of EventBridge events "
+        f"(${EVENTS_PRICE_PER_MILLION:.2f} per million) + ${invocations * LAMBDA_REQUEST_PRICE_PER_MILLION:.2f} of "
+        f"Lambda requests = **${dollars:.2f}**, plus the publisher's Lambda duration; Lambda reads a DynamoDB "
+        "stream at no charge",
+        "",
+    ])
+
+
+def scheduled_costs(hours: int) -> dict[str, Any]:
+    """One job scheduled ``hours`` ahead, handled on each delivery with the clock moved to when its copy would
+    come back, until it is sent: the consumer's own SQS calls, counted."""
+    from sendonce_runtime.handler import Consumer
+    from sendonce_runtime.outcome_log import OutcomeLog
+    from sendonce_runtime.settings import Settings
+
+    class Clock:
+        now = time.time_ns() // 1_000_000
+
+        def now_ms(self) -> int:
+            return Clock.now
+
+    with _emulator() as aws:
+        _table("ledger", stream=False)
+        sqs = boto3.client("sqs")
+        jobs = sqs.create_queue(QueueName="jobs")["QueueUrl"]  # the copies wait here, delayed
+        dlq = sqs.create_queue(QueueName="dlq")["QueueUrl"]
+        boto3.client("sesv2").create_email_identity(EmailIdentity="example.com")
+        calls: Counter[str] = Counter()
+        settings = Settings(table_name="ledger", dead_letter_queue_url=dlq, queue_url=jobs, max_receive_count=5)
+        clock = Clock()
+        due = datetime.fromtimestamp((clock.now + hours * 3_600_000) / 1000, UTC).isoformat()
+        body = _job("k:later", "ada@example.org", sendAt=due)
+        consumer = Consumer.from_clients(settings, boto3.client("dynamodb"), boto3.client("sesv2"),
+                                         _Counting(sqs, calls), clock, OutcomeLog(io.StringIO()))
+        deliveries = 0
+        while True:  # SQS would hand back each copy when its delay ends: deliver the job again then
+            deliveries += 1
+            copies_before = calls["send_message"]
+            consumer.handle({"Records": [_record(body, deliveries)]}, _Context())
+            if calls["send_message"] == copies_before:
+                break
+            Clock.now += COPY_DELAY_S * 1000
+        sent = len(aws.sent_emails())
+    return {"hours": hours, "deliveries": deliveries, "send_message": calls["send_message"], "sent": sent}
+
+
+def render_scheduled(figures: dict[str, Any]) -> str:
+    hours = figures["hours"]
+    copies_per_hour = figures["send_message"] / hours
+    # Each copy is one SendMessage (the consumer's), and one receive and one delete by the event source, at worst
+    # one each when the queue holds nothing else to share a batch with.
+    requests_per_hour = 3 * copies_per_hour
+    return "\n".join([
+        SCHEDULED_SECTION,
+        "",
+        f"One job with `sendAt` {hours} hours ahead, delivered again each time its delayed copy would come back "
+        "(SQS delays a message at most 15 minutes), until it was sent. `make bench ARGS=\"--only scheduled\"` "
+        "reruns this section alone.",
+        "",
+        f"- deliveries until sent: {figures['deliveries']}; emails sent: {figures['sent']}; receives spent: none "
+        "(each copy is a new message)",
+        f"- the consumer's SendMessage calls per hour of waiting: **{copies_per_hour:.2f}**; with the event "
+        f"source's receive and delete for each copy, at most {requests_per_hour:.0f} SQS requests an hour",
+        f"- on paper: at most ${requests_per_hour * SQS_PRICE_PER_MILLION:.2f} per million scheduled emails per "
+        f"hour of waiting (${SQS_PRICE_PER_MILLION:.2f} per million requests; a receive or delete shared by a "
+        "batch of ten costs a tenth), and one consumer invocation per copy at worst",
+        "",
+    ])
