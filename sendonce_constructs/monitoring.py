@@ -12,12 +12,12 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from sendonce_contract.schema import METRIC_DIMENSION as DIMENSION
+from sendonce_contract.schema import METRIC_NAMESPACE as NAMESPACE
 from sendonce_contract.schema import SES_EVENTS_BY_NAME, DeadLetter
 
 from .evidence import SesEvidence
 
-NAMESPACE = "sendonce"  # the consumer's Embedded Metric Format namespace
-DIMENSION = "Pipeline"
 # Reputation. SES reviews an account at a 5% bounce rate and a 0.1% complaint rate (and may pause sending at 10% and
 # 0.5%); it asks senders to stay below 2% bounces. The alarms fire at 2% and 0.05%: early enough to act (clean a
 # list, stop a campaign) while the account's rates, which every pipeline of the account shares, are still below

@@ -17,6 +17,11 @@ DEDUPE_KEY = "dedupeKey"
 DEFAULT_DEDUPE_TTL_S = 7 * 86_400
 
 
+# The metrics every bundled function writes (Embedded Metric Format) and the construct's alarms read.
+METRIC_NAMESPACE = "sendonce"
+METRIC_DIMENSION = "Pipeline"  # its value is the construct's path
+
+
 class Status(enum.Enum):
     """A ledger record's ``status``."""
 

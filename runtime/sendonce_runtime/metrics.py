@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .outcome import Outcome, RecordResult
+from sendonce_contract.schema import METRIC_DIMENSION as DIMENSION
+from sendonce_contract.schema import METRIC_NAMESPACE as NAMESPACE
 
-NAMESPACE = "sendonce"
-DIMENSION = "Pipeline"
+from .outcome import Outcome, RecordResult
 
 OUTCOME_METRICS: dict[Outcome, tuple[str, ...]] = {
     Outcome.SENT: ("EmailsSent",),
