@@ -16,6 +16,7 @@ from constructs import Construct
 from sendonce_contract.key_tags import PIPELINE_TAG
 from sendonce_contract.schema import SES_EVENT_TYPES
 
+from . import rules
 from .acknowledgements import acknowledge
 from .bundled_function import BundledFunction, FunctionOptions
 from .runtime_asset import RECORDER_HANDLER
@@ -70,8 +71,9 @@ class SesEvidence(Construct):
         self._build_recorder(table, pipeline_tag, pipeline_name, function_options)
 
     def _build_queues(self, encryption: sqs.QueueEncryption, key: kms.IKey | None) -> None:
-        self.dead_letter_queue = sqs.Queue(self, "DeadLetterQueue", retention_period=Duration.days(14),
-                                           encryption=encryption, encryption_master_key=key, enforce_ssl=True)
+        self.dead_letter_queue = sqs.Queue(
+            self, "DeadLetterQueue", retention_period=Duration.seconds(rules.DEAD_LETTER_RETENTION_S),
+            encryption=encryption, encryption_master_key=key, enforce_ssl=True)
         acknowledge(self.dead_letter_queue, "Serverless-SQSRedrivePolicy",
                     "This is the evidence queue's dead-letter queue: a queue behind it would hide failed events.")
         self.queue = sqs.Queue(

@@ -18,6 +18,7 @@ from constructs import Construct
 
 from sendonce_contract.schema import OutboxItem
 
+from . import rules
 from .acknowledgements import acknowledge
 from .bundled_function import BundledFunction, FunctionOptions
 from .runtime_asset import RELAY_HANDLER
@@ -54,7 +55,7 @@ class Outbox(Construct):
         self.failures = sqs.Queue(
             self,
             "RelayFailures",
-            retention_period=Duration.days(14),
+            retention_period=Duration.seconds(rules.DEAD_LETTER_RETENTION_S),
             encryption=sqs.QueueEncryption.KMS if encryption_key else sqs.QueueEncryption.SQS_MANAGED,
             encryption_master_key=encryption_key,
             enforce_ssl=True,

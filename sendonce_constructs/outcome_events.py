@@ -22,6 +22,7 @@ from constructs import Construct
 
 from sendonce_contract.outcome_events import BY_TRANSITION, OUTCOME_TYPES, SOURCE
 
+from . import rules
 from .acknowledgements import acknowledge
 from .bundled_function import BundledFunction, FunctionOptions
 from .runtime_asset import OUTCOME_HANDLER
@@ -48,7 +49,7 @@ class OutcomeEvents(Construct):
         self.pipeline_tag = pipeline_tag
         # Where a batch of stream records goes once the publisher gave up on it: its stream position, to replay.
         self.failures = sqs.Queue(
-            self, "Failures", retention_period=Duration.days(14),
+            self, "Failures", retention_period=Duration.seconds(rules.DEAD_LETTER_RETENTION_S),
             encryption=sqs.QueueEncryption.KMS if encryption_key else sqs.QueueEncryption.SQS_MANAGED,
             encryption_master_key=encryption_key, enforce_ssl=True,
         )

@@ -157,7 +157,7 @@ def check_dedupe_ttl(dedupe_ttl_s: float | None, retention_period_s: float | Non
 
 
 OUTBOX_STREAM_RETENTION_S = 86_400
-DEAD_LETTER_RETENTION_S = 14 * 86_400
+DEAD_LETTER_RETENTION_S = SQS_MAX_RETENTION_S
 
 
 def outbox_minimum_dedupe_ttl_s(retention_period_s: float) -> float:
