@@ -135,7 +135,7 @@ def outcome_event_costs(emails: int) -> dict[str, Any]:
         for start in range(0, len(records), 100):
             batch = [{**r, "dynamodb": {**r["dynamodb"]}} for r in records[start:start + 100]]
             for item in batch:
-                for outcome in publisher._outcomes(item):
+                for outcome in publisher.outcomes(item):
                     transitions[outcome.outcome.transition] += 1
             publisher.handle({"Records": batch})
             invocations += 1

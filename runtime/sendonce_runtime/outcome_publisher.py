@@ -53,7 +53,7 @@ class OutcomePublisher:
 
     def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
         records = event.get("Records", [])
-        pending = [(r["dynamodb"]["SequenceNumber"], e) for r in records for e in self._outcomes(r)]
+        pending = [(r["dynamodb"]["SequenceNumber"], e) for r in records for e in self.outcomes(r)]
         failed = self._publish(pending)
         published = len(pending) - len(failed)
         self._write({"level": "WARN" if failed else "INFO", "logger": "sendonce.outcomes", "records": len(records),
@@ -65,7 +65,8 @@ class OutcomePublisher:
         first = min((sequence for sequence, _ in failed), key=int, default=None)
         return {"batchItemFailures": [] if first is None else [{"itemIdentifier": first}]}
 
-    def _outcomes(self, record: dict[str, Any]) -> list[OutcomeEvent]:
+    def outcomes(self, record: dict[str, Any]) -> list[OutcomeEvent]:
+        """The outcome events one stream record carries."""
         images = record.get("dynamodb", {})
         return transitions(images.get("OldImage"), images.get("NewImage"), self.settings.pipeline_tag)
 
