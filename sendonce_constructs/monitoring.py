@@ -60,6 +60,10 @@ class PipelineMetrics:
         """Jobs put back because send_rate left no send slot in the invocation."""
         return self.metric("Paced", **options)
 
+    def metric_contract_too_new(self, **options: Any) -> cloudwatch.Metric:
+        """Jobs put back because they name a newer job contract version than the deployed consumer knows."""
+        return self.metric("ContractTooNew", **options)
+
     def metric_double_sends(self, **options: Any) -> cloudwatch.Metric:
         """Keys for which SES reported a second email: the residual when SES's events for the first were lost."""
         return self.metric("DoubleSends", **options)
@@ -108,7 +112,7 @@ class PipelineMetrics:
 def build_alarms(
     pipeline: PipelineMetrics, scope: Construct, oldest_message_threshold: Duration, topic: sns.ITopic | None
 ) -> dict[str, cloudwatch.Alarm]:
-    """Five alarms (seven with SES events), each a thing an operator must look at; all notify ``topic``."""
+    """Six alarms (eight with SES events), each a thing an operator must look at; all notify ``topic``."""
     one_minute = Duration.minutes(1)
     specs = {
         "DeadLetterQueueNotEmpty": (
@@ -131,6 +135,11 @@ def build_alarms(
             pipeline.metric_quota_exhausted(period=one_minute), 1,
             "SES's 24-hour sending quota is used up: jobs are waiting (delayed copies, about ten minutes each), none "
             "is dead-lettered. Raise the quota with SES, or let the window pass.",
+        ),
+        "ContractTooNew": (
+            pipeline.metric_contract_too_new(period=one_minute), 1,
+            "Producers send jobs of a newer contract version than this consumer knows: the jobs wait (delayed "
+            "copies, about five minutes each), none is dead-lettered. Upgrade the construct (the consumer) first.",
         ),
         "FunctionErrors": (
             pipeline.function.metric_errors(period=one_minute, statistic="Sum"), 1,

@@ -110,8 +110,8 @@ def test_default_alarms_watch_the_dlqs_the_oldest_message_unknown_records_double
     alarms = {name: a["Properties"] for name, a in template.find_resources("AWS::CloudWatch::Alarm").items()}
     by_metric = {a.get("MetricName"): a for a in alarms.values()}
     assert set(by_metric) == {"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage",
-                              "UnknownRecords", "DoubleSends", "QuotaExhausted", "Errors"}
-    assert len(alarms) == 7  # both dead-letter queues
+                              "UnknownRecords", "DoubleSends", "QuotaExhausted", "ContractTooNew", "Errors"}
+    assert len(alarms) == 8  # both dead-letter queues
     assert by_metric["DoubleSends"]["Threshold"] == 1
     assert by_metric["ApproximateAgeOfOldestMessage"]["Threshold"] == 900
     assert by_metric["UnknownRecords"]["Namespace"] == "sendonce"
@@ -126,7 +126,7 @@ def test_alarm_topic_receives_every_alarm_and_thresholds_are_props():
                                   oldest_message_alarm_threshold=cdk.Duration.minutes(5))
     template = Template.from_stack(stack)
     alarms = [a["Properties"] for a in template.find_resources("AWS::CloudWatch::Alarm").values()]
-    assert len(alarms) == 7 == len(pipeline.alarms)
+    assert len(alarms) == 8 == len(pipeline.alarms)
     assert all(a["AlarmActions"] == [{"Ref": stack.get_logical_id(topic.node.default_child)}] for a in alarms)
     assert {a["Threshold"] for a in alarms if a["MetricName"] == "ApproximateAgeOfOldestMessage"} == {300}
 

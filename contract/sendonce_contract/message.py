@@ -17,11 +17,16 @@ from .delivery import FORMER_VALUES, DeliveryPolicy
 from .key_tags import DEDUPE_KEY_TAG, KEY_CHUNK_TAG, MAX_JOB_TAGS, PIPELINE_TAG
 from .schema import DEDUPE_KEY
 
+# The job contract's version this parser knows. A job names the lowest version that can carry it in ``VERSION_FIELD``
+# (absent means 1, the contract of every release before the field existed): a consumer meeting a newer one puts the
+# job back until it is upgraded, instead of dead-lettering fields it does not know yet.
+CONTRACT_VERSION = 1
+VERSION_FIELD = "contractVersion"
 MAX_KEY_BYTES = 1024
 MAX_RECIPIENTS = 50
 FIELDS = frozenset(
     {DEDUPE_KEY, "from", "to", "cc", "bcc", "replyTo", "subject", "html", "text", "template", "raw",
-     "configurationSet", "tags", "delivery"}
+     "configurationSet", "tags", "delivery", VERSION_FIELD}
 )
 TEMPLATE_FIELDS = frozenset({"name", "data"})
 _TAG_PART = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
@@ -35,6 +40,17 @@ class InvalidMessage(ValueError):
     def __init__(self, reason: str, dedupe_key: str | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.dedupe_key = dedupe_key
+
+
+class ContractTooNew(Exception):
+    """The job names a contract version newer than this parser's: an upgraded producer ran ahead of its consumer.
+    Not a bad job: it waits for the consumer's upgrade."""
+
+    def __init__(self, version: int, dedupe_key: str | None) -> None:
+        super().__init__(f"the job's {VERSION_FIELD} is {version}; this consumer knows {CONTRACT_VERSION} and older: "
+                         "upgrade the consumer (the construct) before its producers")
+        self.version = version
         self.dedupe_key = dedupe_key
 
 
@@ -73,7 +89,8 @@ class ParsedJob(NamedTuple):
 
 
 def parse_job(body: str, sqs_message_id: str) -> ParsedJob:
-    """Parse an SQS body into a job; raises :class:`InvalidMessage` for anything the contract does not allow."""
+    """Parse an SQS body into a job; raises :class:`InvalidMessage` for anything the contract does not allow, and
+    :class:`ContractTooNew` for a job of a newer contract version (checked first: its other fields may be new)."""
     try:
         document = json.loads(body)
     except (ValueError, RecursionError) as error:
@@ -82,6 +99,9 @@ def parse_job(body: str, sqs_message_id: str) -> ParsedJob:
         raise InvalidMessage(f"body must be a JSON object, got {type(document).__name__}")
     digest = payload_hash(document)  # first: it also refuses text that is not valid Unicode
     key = document.get(DEDUPE_KEY)
+    version = contract_version(document)
+    if version > CONTRACT_VERSION:
+        raise ContractTooNew(version, key if isinstance(key, str) and key else None)
     if not isinstance(key, str) or not key:
         raise InvalidMessage("dedupeKey is required: a non-empty string naming the outcome, e.g. receipt:8891:u42")
     check_key(key)
@@ -96,9 +116,18 @@ def parse_job(body: str, sqs_message_id: str) -> ParsedJob:
         raise InvalidMessage(error.reason, dedupe_key=key) from None
 
 
+def contract_version(document: dict[str, Any]) -> int:
+    """The job's contract version: its ``contractVersion``, a positive integer, or 1 when absent."""
+    version = document.get(VERSION_FIELD, 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise InvalidMessage(f"{VERSION_FIELD} must be a positive integer, got {version!r}")
+    return version
+
+
 def payload_hash(document: dict[str, Any]) -> str:
-    """What the job says, independent of key order; the delivery policy is not content."""
-    content = {k: v for k, v in document.items() if k != "delivery"}
+    """What the job says, independent of key order; the delivery policy and the contract version are not content
+    (a job written with ``contractVersion: 1`` and one without it are the same email)."""
+    content = {k: v for k, v in document.items() if k not in ("delivery", VERSION_FIELD)}
     canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     try:
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

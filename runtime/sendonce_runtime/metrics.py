@@ -26,6 +26,7 @@ OUTCOME_METRICS: dict[Outcome, tuple[str, ...]] = {
     Outcome.THROTTLED: ("SesThrottles",),
     Outcome.QUOTA_EXHAUSTED: ("SesThrottles", "QuotaExhausted"),
     Outcome.PACED: ("Paced",),
+    Outcome.CONTRACT_TOO_NEW: ("ContractTooNew",),
     Outcome.RECEIVES_EXHAUSTED: ("ReceivesExhausted",),
     Outcome.AMBIGUOUS: ("AmbiguousSends",),
     Outcome.DEADLINE: ("DeadlineDeferrals",),

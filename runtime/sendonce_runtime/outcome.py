@@ -21,6 +21,7 @@ class Outcome(enum.Enum):
     THROTTLED = "throttled"
     QUOTA_EXHAUSTED = "quota_exhausted"  # SES's daily quota: the job waits about ten minutes
     PACED = "paced"  # the pipeline's send rate left no send slot in this invocation: not claimed, back shortly
+    CONTRACT_TOO_NEW = "contract_too_new"  # a job of a newer contract version: put back until the consumer is upgraded
     AMBIGUOUS = "ambiguous"
     DEADLINE = "deadline"
     GROUP_BLOCKED = "group_blocked"

@@ -8,7 +8,7 @@ import uuid
 from botocore.exceptions import BotoCoreError, ClientError
 
 from sendonce_contract.delivery import DeliveryPolicy
-from sendonce_contract.message import InvalidMessage, ParsedJob, parse_job
+from sendonce_contract.message import ContractTooNew, InvalidMessage, ParsedJob, parse_job
 from sendonce_contract.schema import ReasonCode, Status
 
 from .clock import Clock, Deadline
@@ -66,6 +66,8 @@ class RecordProcessor:
         except InvalidMessage as error:
             return self._dead_letter(record, Outcome.INVALID_MESSAGE, ReasonCode.INVALID_MESSAGE, error.reason,
                                      error.dedupe_key)
+        except ContractTooNew as error:
+            return RecordResult(record.message_id, Outcome.CONTRACT_TOO_NEW, error.dedupe_key, reason=str(error))
         if self._settings.evidence_grace_ms is not None and job.configuration_set not in (
             None, self._settings.configuration_set
         ):
