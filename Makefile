@@ -6,15 +6,18 @@ export PATH := $(CURDIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 export CDK_DISABLE_VERSION_CHECK := 1
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 
-.PHONY: setup test lint demo synth bench clean
+.PHONY: setup test lint demo synth bench clean dist docs integ test-compat
+# Every distribution, each built from its own folder: `make dist` writes their wheels and sdists to $(DIST).
+DISTRIBUTIONS := contract producer .
+DIST ?= dist
 
 setup: $(VENV)/.installed node_modules/.installed
 
-$(VENV)/.installed: pyproject.toml contract/pyproject.toml
+$(VENV)/.installed: pyproject.toml contract/pyproject.toml producer/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("sendonce needs Python 3.11 or newer") if sys.version_info < (3, 11) else None'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ./contract -e '.[dev]'
+	$(PY) -m pip install --quiet -e ./contract -e ./producer -e '.[dev]'
 	@touch $@
 
 node_modules/.installed: package.json package-lock.json
@@ -25,7 +28,7 @@ test: setup
 	$(PY) -m pytest
 
 lint: setup
-	$(PY) -m ruff check contract sendonce_constructs sendonce_producer runtime tests examples bench
+	$(PY) -m ruff check contract sendonce_constructs producer runtime tests examples bench
 	$(PY) -m mypy
 
 synth: setup
@@ -36,6 +39,11 @@ demo: setup
 
 bench: setup
 	$(PY) bench/run.py $(ARGS)
+
+# Each sdist first, then its wheel built from that sdist (as pip does from the index).
+dist: setup
+	@for project in $(DISTRIBUTIONS); do $(PY) -m build --no-isolation --outdir $(DIST) $$project >/dev/null || exit 1; done
+	@ls $(DIST)
 
 clean:
 	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache build dist
