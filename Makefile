@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 export CDK_DISABLE_VERSION_CHECK := 1
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 
-.PHONY: setup test lint demo synth bench clean dist docs integ test-compat
+.PHONY: setup test lint demo synth bench clean dist docs integ integ-snapshot test-compat
 # Every distribution, each built from its own folder: `make dist` writes their wheels and sdists to $(DIST).
 DISTRIBUTIONS := contract producer .
 DIST ?= dist
@@ -28,7 +28,7 @@ test: setup
 	$(PY) -m pytest
 
 lint: setup
-	$(PY) -m ruff check contract sendonce_constructs producer runtime tests examples bench
+	$(PY) -m ruff check contract sendonce_constructs producer runtime tests examples bench integ
 	$(PY) -m mypy
 
 synth: setup
@@ -39,6 +39,14 @@ demo: setup
 
 bench: setup
 	$(PY) bench/run.py $(ARGS)
+
+# The integration test on real AWS, in your account and region (it says what it costs); SENDER is an SES identity
+# verified there. `make integ-snapshot` rewrites the snapshot `make test` compares (no AWS).
+integ: setup
+	@$(PY) integ/run.py $(SENDER)
+
+integ-snapshot: setup
+	@$(PY) integ/run.py snapshot
 
 # Each sdist first, then its wheel built from that sdist (as pip does from the index).
 dist: setup
