@@ -16,6 +16,7 @@ from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionEr
 from sendonce_contract.schema import Status
 
 from .dead_letters import DeadLetters
+from .latency import LatencyProbe, describe
 from .ledger_view import LedgerView, StateChanged
 from .locate import LocateError, Pipeline, locate
 
@@ -45,7 +46,19 @@ def _parser() -> argparse.ArgumentParser:
     redrive = dlq.add_parser("redrive", help="send messages back to the job queue")
     redrive.add_argument("--reason", help="only messages with this reason code (see `dlq list`)")
     redrive.add_argument("--limit", type=int, help="at most this many")
+    latency = commands.add_parser("latency", help="measure SES's event latency in this account: send probe emails "
+                                  "to SES's mailbox simulator through the pipeline, report p50/p99 from send to event")
+    latency.add_argument("--from", dest="sender", required=True,
+                         help="the probes' From address, one the pipeline may send from")
+    latency.add_argument("--count", type=_positive, default=20, help="probe emails to send (default 20)")
+    latency.add_argument("--timeout", type=_positive, default=600, help="seconds to wait for events (default 600)")
     return parser
+
+
+def _positive(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive whole number")
+    return int(value)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -83,6 +96,12 @@ def _run(args: argparse.Namespace, pipeline: Pipeline) -> int:
         return _unknown(args, LedgerView(boto3.client("dynamodb"), pipeline.need("table")))
     if args.command == "doubles":
         return _doubles(args, LedgerView(boto3.client("dynamodb"), pipeline.need("table")))
+    if args.command == "latency":
+        probe = LatencyProbe(boto3.client("sqs"), boto3.client("dynamodb"), pipeline.need("queue"),
+                             pipeline.need("table"))
+        report = probe.measure(args.sender, args.count, args.timeout)
+        _say(args, report.as_dict(), describe(report))
+        return 0 if not report.missing else 1
     if args.command == "resolve":
         view = LedgerView(boto3.client("dynamodb"), pipeline.need("table"))
         before = view.resolve(args.key, sent=args.sent)
