@@ -48,6 +48,15 @@ integ: setup
 integ-snapshot: setup
 	@$(PY) integ/run.py snapshot
 
+# The API reference of what users import, from the docstrings; any warning fails it.
+API_PACKAGES := sendonce_constructs sendonce_producer sendonce_contract
+DOCS ?= build/docs
+docs: setup
+	@mkdir -p $(dir $(DOCS)) && rm -rf $(DOCS)
+	@$(PY) -m pdoc --docformat restructuredtext -o $(DOCS) $(API_PACKAGES) >$(DOCS).log 2>&1 || { cat $(DOCS).log; exit 1; }
+	@if grep '^Warn' $(DOCS).log; then echo "make docs: fix the warnings above"; exit 1; fi
+	@echo "API reference: $(DOCS)/index.html"
+
 # Each sdist first, then its wheel built from that sdist (as pip does from the index).
 dist: setup
 	@for project in $(DISTRIBUTIONS); do $(PY) -m build --no-isolation --outdir $(DIST) $$project >/dev/null || exit 1; done

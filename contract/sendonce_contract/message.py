@@ -3,8 +3,7 @@
 The JSON Schema in ``message.schema.json`` documents the same contract for producers.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: ParsedJob's field types stay objects, which the API reference resolves.
 import base64
 import binascii
 import hashlib
