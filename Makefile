@@ -57,10 +57,28 @@ docs: setup
 	@if grep '^Warn' $(DOCS).log; then echo "make docs: fix the warnings above"; exit 1; fi
 	@echo "API reference: $(DOCS)/index.html"
 
+# The construct tests on the oldest aws-cdk-lib the project claims (the lower bound in pyproject.toml), in a
+# second virtualenv; `make test` runs everything on the newest.
+COMPAT_VENV := .venv-compat
+COMPAT_CDK := $(shell sed -n 's/^ *"aws-cdk-lib>=\([0-9.]*\),.*/\1/p' pyproject.toml)
+COMPAT_TESTS := tests/test_construct_defaults.py tests/test_construct_props.py tests/test_construct_validation.py \
+	tests/test_ses_evidence_construct.py tests/test_security_and_observability.py
+test-compat: $(COMPAT_VENV)/.installed node_modules/.installed
+	$(COMPAT_VENV)/bin/python -c 'import importlib.metadata as m; print("aws-cdk-lib", m.version("aws-cdk-lib"))'
+	$(COMPAT_VENV)/bin/python -m pytest -q $(COMPAT_TESTS)
+
+$(COMPAT_VENV)/.installed: pyproject.toml contract/pyproject.toml producer/pyproject.toml
+	$(PYTHON) -m venv $(COMPAT_VENV)
+	$(COMPAT_VENV)/bin/python -m pip install --quiet --upgrade pip
+	echo "aws-cdk-lib==$(COMPAT_CDK)" > $(COMPAT_VENV)/constraints.txt
+	$(COMPAT_VENV)/bin/python -m pip install --quiet -c $(COMPAT_VENV)/constraints.txt -e ./contract -e ./producer \
+		-e '.[dev]'
+	@touch $@
+
 # Each sdist first, then its wheel built from that sdist (as pip does from the index).
 dist: setup
 	@for project in $(DISTRIBUTIONS); do $(PY) -m build --no-isolation --outdir $(DIST) $$project >/dev/null || exit 1; done
 	@ls $(DIST)
 
 clean:
-	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache build dist
+	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache build dist $(COMPAT_VENV)
