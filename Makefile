@@ -6,15 +6,18 @@ export PATH := $(CURDIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 export CDK_DISABLE_VERSION_CHECK := 1
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 
-.PHONY: setup test lint demo synth bench clean
+.PHONY: setup test lint demo synth bench clean dist docs integ integ-snapshot test-compat
+# Every distribution, each built from its own folder: `make dist` writes their wheels and sdists to $(DIST).
+DISTRIBUTIONS := contract producer .
+DIST ?= dist
 
 setup: $(VENV)/.installed node_modules/.installed
 
-$(VENV)/.installed: pyproject.toml contract/pyproject.toml
+$(VENV)/.installed: pyproject.toml contract/pyproject.toml producer/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit("sendonce needs Python 3.11 or newer") if sys.version_info < (3, 11) else None'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ./contract -e '.[dev]'
+	$(PY) -m pip install --quiet -e ./contract -e ./producer -e '.[dev]'
 	@touch $@
 
 node_modules/.installed: package.json package-lock.json
@@ -25,7 +28,7 @@ test: setup
 	$(PY) -m pytest
 
 lint: setup
-	$(PY) -m ruff check contract sendonce_constructs sendonce_producer runtime tests examples bench
+	$(PY) -m ruff check contract sendonce_constructs producer runtime tests examples bench integ
 	$(PY) -m mypy
 
 synth: setup
@@ -37,5 +40,45 @@ demo: setup
 bench: setup
 	$(PY) bench/run.py $(ARGS)
 
+# The integration test on real AWS, in your account and region (it says what it costs); SENDER is an SES identity
+# verified there. `make integ-snapshot` rewrites the snapshot `make test` compares (no AWS).
+integ: setup
+	@$(PY) integ/run.py $(SENDER)
+
+integ-snapshot: setup
+	@$(PY) integ/run.py snapshot
+
+# The API reference of what users import, from the docstrings; any warning fails it.
+API_PACKAGES := sendonce_constructs sendonce_producer sendonce_contract
+DOCS ?= build/docs
+docs: setup
+	@mkdir -p $(dir $(DOCS)) && rm -rf $(DOCS)
+	@$(PY) -m pdoc --docformat restructuredtext -o $(DOCS) $(API_PACKAGES) >$(DOCS).log 2>&1 || { cat $(DOCS).log; exit 1; }
+	@if grep '^Warn' $(DOCS).log; then echo "make docs: fix the warnings above"; exit 1; fi
+	@echo "API reference: $(DOCS)/index.html"
+
+# The construct tests on the oldest aws-cdk-lib the project claims (the lower bound in pyproject.toml), in a
+# second virtualenv; `make test` runs everything on the newest.
+COMPAT_VENV := .venv-compat
+COMPAT_CDK := $(shell sed -n 's/^ *"aws-cdk-lib>=\([0-9.]*\),.*/\1/p' pyproject.toml)
+COMPAT_TESTS := tests/test_construct_defaults.py tests/test_construct_props.py tests/test_construct_validation.py \
+	tests/test_ses_evidence_construct.py tests/test_security_and_observability.py
+test-compat: $(COMPAT_VENV)/.installed node_modules/.installed
+	$(COMPAT_VENV)/bin/python -c 'import importlib.metadata as m; print("aws-cdk-lib", m.version("aws-cdk-lib"))'
+	$(COMPAT_VENV)/bin/python -m pytest -q $(COMPAT_TESTS)
+
+$(COMPAT_VENV)/.installed: pyproject.toml contract/pyproject.toml producer/pyproject.toml
+	$(PYTHON) -m venv $(COMPAT_VENV)
+	$(COMPAT_VENV)/bin/python -m pip install --quiet --upgrade pip
+	echo "aws-cdk-lib==$(COMPAT_CDK)" > $(COMPAT_VENV)/constraints.txt
+	$(COMPAT_VENV)/bin/python -m pip install --quiet -c $(COMPAT_VENV)/constraints.txt -e ./contract -e ./producer \
+		-e '.[dev]'
+	@touch $@
+
+# Each sdist first, then its wheel built from that sdist (as pip does from the index).
+dist: setup
+	@for project in $(DISTRIBUTIONS); do $(PY) -m build --no-isolation --outdir $(DIST) $$project >/dev/null || exit 1; done
+	@ls $(DIST)
+
 clean:
-	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache build dist
+	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache build dist $(COMPAT_VENV)

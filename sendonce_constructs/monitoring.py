@@ -74,6 +74,9 @@ class PipelineMetrics:
     def metric_recipients_not_allowed(self, **options: Any) -> cloudwatch.Metric:
         """Jobs refused to the DLQ because a recipient is outside allowed_recipients (a staging stage)."""
         return self.metric("RecipientsNotAllowed", **options)
+    def metric_contract_too_new(self, **options: Any) -> cloudwatch.Metric:
+        """Jobs put back because they name a newer job contract version than the deployed consumer knows."""
+        return self.metric("ContractTooNew", **options)
 
     def metric_double_sends(self, **options: Any) -> cloudwatch.Metric:
         """Keys for which SES reported a second email: the residual when SES's events for the first were lost."""
@@ -142,7 +145,7 @@ class PipelineMetrics:
 def build_alarms(
     pipeline: PipelineMetrics, scope: Construct, oldest_message_threshold: Duration, topic: sns.ITopic | None
 ) -> dict[str, cloudwatch.Alarm]:
-    """Five alarms (seven with SES events), each a thing an operator must look at; all notify ``topic``."""
+    """Six alarms (eight with SES events), each a thing an operator must look at; all notify ``topic``."""
     one_minute = Duration.minutes(1)
     specs: dict[str, tuple[cloudwatch.Metric | cloudwatch.MathExpression, float, str]] = {
         "DeadLetterQueueNotEmpty": (
@@ -165,6 +168,11 @@ def build_alarms(
             pipeline.metric_quota_exhausted(period=one_minute), 1,
             "SES's 24-hour sending quota is used up: jobs are waiting (delayed copies, about ten minutes each), none "
             "is dead-lettered. Raise the quota with SES, or let the window pass.",
+        ),
+        "ContractTooNew": (
+            pipeline.metric_contract_too_new(period=one_minute), 1,
+            "Producers send jobs of a newer contract version than this consumer knows: the jobs wait (delayed "
+            "copies, about five minutes each), none is dead-lettered. Upgrade the construct (the consumer) first.",
         ),
         "FunctionErrors": (
             pipeline.function.metric_errors(period=one_minute, statistic="Sum"), 1,

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from sendonce_constructs.runtime_asset import runtime_asset_dir
 from sendonce_contract.message import parse_job
+from sendonce_contract.release import __version__
 from sendonce_producer import EmailJob, InvalidJob, dedupe_key, enqueue, enqueue_many, outbox_put
 from sendonce_runtime.outbox_relay import relay
 
@@ -230,7 +231,7 @@ def test_the_producer_distribution_carries_the_producer_only_and_never_imports_t
     archive = zipfile.ZipFile(wheel)
     metadata = archive.read(next(n for n in archive.namelist() if n.endswith("METADATA"))).decode()
     requires = [line for line in metadata.splitlines() if line.startswith("Requires-Dist")]
-    assert requires == ["Requires-Dist: boto3>=1.35", "Requires-Dist: sendonce-contract==0.1.0"]
+    assert requires == ["Requires-Dist: boto3>=1.35", f"Requires-Dist: sendonce-contract=={__version__}"]
     packages = {name.split("/")[0] for name in archive.namelist() if not name.split("/")[0].endswith(".dist-info")}
     assert packages == {"sendonce_producer"}  # the contract comes as a dependency; no Lambda handler
     check = ("import sys, sendonce_producer; assert not [m for m in sys.modules if m.startswith('aws_cdk')]; "

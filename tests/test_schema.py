@@ -130,7 +130,7 @@ def test_the_contract_s_event_types_are_ses_s_and_the_construct_s_policy_is_the_
 SES_FIELD_NAMES = {"bounceType", "bounceSubType", "complaintFeedbackType", "delayType"}
 # Raw job documents, malformed ones included, are the local workload's test input: it spells the job's key field.
 RAW_JOBS = {Path("sendonce_constructs/local/workload.py")}
-SCANNED = [ROOT / "runtime" / "sendonce_runtime", ROOT / "sendonce_producer", ROOT / "sendonce_constructs"]
+SCANNED = [ROOT / "runtime" / "sendonce_runtime", ROOT / "producer" / "sendonce_producer", ROOT / "sendonce_constructs"]
 
 
 def _literals(path: Path) -> list[tuple[int, str]]:

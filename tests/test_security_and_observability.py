@@ -110,9 +110,9 @@ def test_default_alarms_watch_the_dlqs_the_oldest_message_unknown_records_double
     alarms = {name: a["Properties"] for name, a in template.find_resources("AWS::CloudWatch::Alarm").items()}
     by_metric = {a.get("MetricName"): a for a in alarms.values()}
     assert set(by_metric) == {"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage",
-                              "UnknownRecords", "DoubleSends", "QuotaExhausted", "Errors", None}
+                              "UnknownRecords", "DoubleSends", "QuotaExhausted", "ContractTooNew", "Errors", None}
     # both dead-letter queues, the outcome publisher's failures, the bounce and complaint rates (metric math)
-    assert len(alarms) == 10
+    assert len(alarms) == 11
     assert by_metric["DoubleSends"]["Threshold"] == 1
     assert by_metric["ApproximateAgeOfOldestMessage"]["Threshold"] == 900
     assert by_metric["UnknownRecords"]["Namespace"] == "sendonce"
@@ -158,7 +158,7 @@ def test_alarm_topic_receives_every_alarm_and_thresholds_are_props():
                                   oldest_message_alarm_threshold=cdk.Duration.minutes(5))
     template = Template.from_stack(stack)
     alarms = [a["Properties"] for a in template.find_resources("AWS::CloudWatch::Alarm").values()]
-    assert len(alarms) == 10 == len(pipeline.alarms)
+    assert len(alarms) == 11 == len(pipeline.alarms)
     assert all(a["AlarmActions"] == [{"Ref": stack.get_logical_id(topic.node.default_child)}] for a in alarms)
     assert {a["Threshold"] for a in alarms if a.get("MetricName") == "ApproximateAgeOfOldestMessage"} == {300}
 

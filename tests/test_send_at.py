@@ -51,6 +51,8 @@ def test_send_at_is_an_rfc3339_time_with_its_offset_and_is_not_content():
     made = EmailJob(dedupe_key="k:at", sender="shop@example.com", to=["ada@example.org"], subject="s", text="t",
                     send_at=datetime(2026, 12, 24, 8, tzinfo=UTC))
     assert json.loads(made.to_message())["sendAt"] == "2026-12-24T08:00:00+00:00"
+    # sendAt came with contract version 2: a consumer of version 1 puts such a job back instead of dead-lettering it
+    assert json.loads(made.to_message())["contractVersion"] == 2
 
 
 def test_a_job_waits_for_its_send_at_as_delayed_copies_without_a_claim_or_a_receive_spent(pipeline, jobs):

@@ -3,8 +3,7 @@
 The JSON Schema in ``message.schema.json`` documents the same contract for producers.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: ParsedJob's field types stay objects, which the API reference resolves.
 import base64
 import binascii
 import hashlib
@@ -18,14 +17,22 @@ from .delivery import DeliveryPolicy
 from .key_tags import DEDUPE_KEY_TAG, KEY_CHUNK_TAG, MAX_JOB_TAGS, PIPELINE_TAG
 from .schema import DEDUPE_KEY
 
+# The job contract's version this parser knows. A job names the lowest version that can carry it in ``VERSION_FIELD``
+# (absent means 1, the contract of every release before the field existed): a consumer meeting a newer one puts the
+# job back until it is upgraded, instead of dead-lettering fields it does not know yet.
+CONTRACT_VERSION = 2
+VERSION_FIELD = "contractVersion"
+# The version that brought each field after the first: a job using one names at least that version.
+FIELD_VERSIONS = {"sendAt": 2}
 MAX_KEY_BYTES = 1024
 MAX_RECIPIENTS = 50
 FIELDS = frozenset(
     {DEDUPE_KEY, "from", "to", "cc", "bcc", "replyTo", "subject", "html", "text", "template", "raw",
-     "configurationSet", "tags", "delivery", "sendAt"}
+     "configurationSet", "tags", "delivery", "sendAt", VERSION_FIELD}
 )
-# Fields that say how or when to send, not what: a copy of a job differing only in these is the same email.
-NOT_CONTENT = frozenset({"delivery", "sendAt"})
+# Fields that say how or when to send, or in which contract version, not what: a copy of a job differing only in
+# these is the same email (one written with ``contractVersion: 1`` and one without it, too).
+NOT_CONTENT = frozenset({"delivery", "sendAt", VERSION_FIELD})
 TEMPLATE_FIELDS = frozenset({"name", "data"})
 _TAG_PART = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 # SES's rule for template and configuration set names.
@@ -38,6 +45,17 @@ class InvalidMessage(ValueError):
     def __init__(self, reason: str, dedupe_key: str | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.dedupe_key = dedupe_key
+
+
+class ContractTooNew(Exception):
+    """The job names a contract version newer than this parser's: an upgraded producer ran ahead of its consumer.
+    Not a bad job: it waits for the consumer's upgrade."""
+
+    def __init__(self, version: int, dedupe_key: str | None) -> None:
+        super().__init__(f"the job's {VERSION_FIELD} is {version}; this consumer knows {CONTRACT_VERSION} and older: "
+                         "upgrade the consumer (the construct) before its producers")
+        self.version = version
         self.dedupe_key = dedupe_key
 
 
@@ -77,7 +95,8 @@ class ParsedJob(NamedTuple):
 
 
 def parse_job(body: str, sqs_message_id: str) -> ParsedJob:
-    """Parse an SQS body into a job; raises :class:`InvalidMessage` for anything the contract does not allow."""
+    """Parse an SQS body into a job; raises :class:`InvalidMessage` for anything the contract does not allow, and
+    :class:`ContractTooNew` for a job of a newer contract version (checked first: its other fields may be new)."""
     try:
         document = json.loads(body)
     except (ValueError, RecursionError) as error:
@@ -86,6 +105,9 @@ def parse_job(body: str, sqs_message_id: str) -> ParsedJob:
         raise InvalidMessage(f"body must be a JSON object, got {type(document).__name__}")
     digest = payload_hash(document)  # first: it also refuses text that is not valid Unicode
     key = document.get(DEDUPE_KEY)
+    version = contract_version(document)
+    if version > CONTRACT_VERSION:
+        raise ContractTooNew(version, key if isinstance(key, str) and key else None)
     if not isinstance(key, str) or not key:
         raise InvalidMessage("dedupeKey is required: a non-empty string naming the outcome, e.g. receipt:8891:u42")
     check_key(key)
@@ -100,8 +122,23 @@ def parse_job(body: str, sqs_message_id: str) -> ParsedJob:
         raise InvalidMessage(error.reason, dedupe_key=key) from None
 
 
+def lowest_version(document: dict[str, Any]) -> int:
+    """The lowest contract version that can carry ``document``: what a producer writes as its ``contractVersion``
+    (and leaves out when it is 1, so a consumer that predates the field still reads the job)."""
+    return max((FIELD_VERSIONS.get(name, 1) for name in document), default=1)
+
+
+def contract_version(document: dict[str, Any]) -> int:
+    """The job's contract version: its ``contractVersion``, a positive integer, or 1 when absent."""
+    version = document.get(VERSION_FIELD, 1)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise InvalidMessage(f"{VERSION_FIELD} must be a positive integer, got {version!r}")
+    return version
+
+
 def payload_hash(document: dict[str, Any]) -> str:
-    """What the job says, independent of key order; how and when to send it are not content."""
+    """What the job says, independent of key order; how, when and in which contract version to send it are not
+    content."""
     content = {k: v for k, v in document.items() if k not in NOT_CONTENT}
     canonical = json.dumps(content, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     try:

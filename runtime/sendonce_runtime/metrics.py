@@ -28,6 +28,7 @@ OUTCOME_METRICS: dict[Outcome, tuple[str, ...]] = {
     Outcome.QUOTA_EXHAUSTED: ("SesThrottles", "QuotaExhausted"),
     Outcome.PACED: ("Paced",),
     Outcome.SCHEDULED: ("Scheduled",),
+    Outcome.CONTRACT_TOO_NEW: ("ContractTooNew",),
     Outcome.RECEIVES_EXHAUSTED: ("ReceivesExhausted",),
     Outcome.RECIPIENT_NOT_ALLOWED: ("RecipientsNotAllowed",),
     Outcome.AMBIGUOUS: ("AmbiguousSends",),

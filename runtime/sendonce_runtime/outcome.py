@@ -24,6 +24,7 @@ class Outcome(enum.Enum):
     QUOTA_EXHAUSTED = "quota_exhausted"  # SES's daily quota: the job waits about ten minutes
     PACED = "paced"  # the pipeline's send rate left no send slot in this invocation: not claimed, back shortly
     SCHEDULED = "scheduled"  # the job's sendAt is ahead: not claimed, back as a delayed copy (at most 15 minutes)
+    CONTRACT_TOO_NEW = "contract_too_new"  # a job of a newer contract version: put back until the consumer is upgraded
     AMBIGUOUS = "ambiguous"
     DEADLINE = "deadline"
     GROUP_BLOCKED = "group_blocked"

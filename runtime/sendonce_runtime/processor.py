@@ -8,7 +8,7 @@ import uuid
 from botocore.exceptions import BotoCoreError, ClientError
 
 from sendonce_contract.delivery import DeliveryPolicy
-from sendonce_contract.message import InvalidMessage, ParsedJob, parse_job
+from sendonce_contract.message import ContractTooNew, InvalidMessage, ParsedJob, parse_job
 from sendonce_contract.schema import ReasonCode, Status
 
 from .clock import Clock, Deadline
@@ -71,6 +71,11 @@ class RecordProcessor:
             if self._private_keys is not None:
                 key, reason = self._private_keys.invalid(record.body, error)
             return self._dead_letter(record, Outcome.INVALID_MESSAGE, ReasonCode.INVALID_MESSAGE, reason, key)
+        except ContractTooNew as error:
+            too_new_key = error.dedupe_key
+            if self._private_keys is not None and too_new_key is not None:
+                too_new_key = self._private_keys.digest(too_new_key)
+            return RecordResult(record.message_id, Outcome.CONTRACT_TOO_NEW, too_new_key, reason=str(error))
         if self._private_keys is not None:
             job = self._private_keys.job(job)  # from here on the key is its digest, everywhere
         allowed = self._settings.allowed_recipients

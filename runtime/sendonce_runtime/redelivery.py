@@ -15,6 +15,8 @@ reason, never silently, when that budget is spent.
 - SES's daily quota exhausted: the same, delayed about ten minutes, as SES's documentation advises.
 - A job whose ``sendAt`` is ahead: a delayed copy for the time left, at most SQS's 15 minutes a copy, as often as
   it takes; nothing is claimed meanwhile, so the key can still be cancelled.
+- A job of a newer contract version than this consumer knows (a producer upgraded before its consumer): the same,
+  delayed about five minutes, the time a deploy takes, so a rolling upgrade never dead-letters a job.
 - A record that would fail on the last receive its queue allows is dead-lettered with the reason, instead of
   moved by SQS with none.
 """
@@ -36,9 +38,10 @@ SQS_MAX_VISIBILITY_S = 43_200
 SQS_MAX_DELAY_S = 900
 THROTTLE_BASE_DELAY_S = 2.0
 QUOTA_DELAY_S = 600.0  # "wait for an interval of up to 10 minutes" (SES, errors related to sending quotas)
+CONTRACT_TOO_NEW_DELAY_S = 300.0  # about the time a deploy of the upgraded consumer takes
 # Outcomes whose job comes back as a delayed copy on a standard queue.
 POSTPONED = frozenset({Outcome.THROTTLED, Outcome.QUOTA_EXHAUSTED, Outcome.PACED, Outcome.IN_FLIGHT_ELSEWHERE,
-                       Outcome.SCHEDULED})
+                       Outcome.SCHEDULED, Outcome.CONTRACT_TOO_NEW})
 
 
 class Redelivery:
@@ -82,6 +85,8 @@ class Redelivery:
         """Full jitter over a doubling delay, so a burst's throttled jobs spread out instead of coming back at once."""
         if outcome is Outcome.QUOTA_EXHAUSTED:
             return int(QUOTA_DELAY_S * (1 + 0.5 * self._random.random()))
+        if outcome is Outcome.CONTRACT_TOO_NEW:
+            return int(CONTRACT_TOO_NEW_DELAY_S * (1 + 0.5 * self._random.random()))
         if outcome is Outcome.PACED:
             return 1 + int(2 * self._random.random() + 0.5)
         if outcome is Outcome.IN_FLIGHT_ELSEWHERE:

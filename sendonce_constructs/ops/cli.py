@@ -19,6 +19,7 @@ from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S, Status
 
 from .dead_letters import DeadLetters
 from .key_lookup import ledger_key
+from .latency import LatencyProbe, describe
 from .ledger_view import LedgerView, StateChanged
 from .locate import LocateError, Pipeline, locate
 
@@ -58,7 +59,19 @@ def _parser() -> argparse.ArgumentParser:
     redrive.add_argument("--limit", type=int, help="at most this many")
     redrive.add_argument("--force", action="store_true", help="also redrive jobs dead-lettered longer ago than "
                          "dedupe_ttl, whose key may be forgotten (each may be sent again)")
+    latency = commands.add_parser("latency", help="measure SES's event latency in this account: send probe emails "
+                                  "to SES's mailbox simulator through the pipeline, report p50/p99 from send to event")
+    latency.add_argument("--from", dest="sender", required=True,
+                         help="the probes' From address, one the pipeline may send from")
+    latency.add_argument("--count", type=_positive, default=20, help="probe emails to send (default 20)")
+    latency.add_argument("--timeout", type=_positive, default=600, help="seconds to wait for events (default 600)")
     return parser
+
+
+def _positive(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a positive whole number")
+    return int(value)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -104,6 +117,12 @@ def _run(args: argparse.Namespace, pipeline: Pipeline) -> int:
         return _doubles(args, LedgerView(boto3.client("dynamodb"), pipeline.need("table")))
     if args.command == "cancel":
         return _cancel(args, pipeline.need("table"))
+    if args.command == "latency":
+        probe = LatencyProbe(boto3.client("sqs"), boto3.client("dynamodb"), pipeline.need("queue"),
+                             pipeline.need("table"))
+        report = probe.measure(args.sender, args.count, args.timeout)
+        _say(args, report.as_dict(), describe(report))
+        return 0 if not report.missing else 1
     if args.command == "resolve":
         view = LedgerView(boto3.client("dynamodb"), pipeline.need("table"))
         before = view.resolve(args.key, sent=args.sent)

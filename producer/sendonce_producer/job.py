@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sendonce_contract.message import InvalidMessage, parse_job
+from sendonce_contract.message import VERSION_FIELD, InvalidMessage, lowest_version, parse_job
 from sendonce_contract.schema import DEDUPE_KEY
 
 
@@ -58,6 +58,9 @@ class EmailJob:
         document.update({k: v for k, v in optional.items() if v not in (None, [], {})})
         if self.template is not None:
             document["template"] = {"name": self.template, "data": dict(self.template_data or {})}
+        version = lowest_version(document)
+        if version > 1:  # a consumer too old for a field puts the job back instead of dead-lettering it
+            document[VERSION_FIELD] = version
         return document
 
     def to_message(self) -> str:
