@@ -147,7 +147,7 @@ def _roll_back(stack: Any, kind: str, previous: tuple[Any, dict[str, Any], dict[
     stack.status = "UPDATE_ROLLBACK_COMPLETE"
 
 
-def _with_template_parameters(original: Any) -> property:
+def _with_template_parameters(original: Any) -> Any:
     getter: Callable[[Any], dict[str, Any]] = original.fget
 
     @functools.wraps(getter)
@@ -177,8 +177,8 @@ def _fifo_names(original: Any) -> Any:
 
 def _register_alarm_model() -> None:
     from moto.cloudformation import parsing
-    from moto.core.common_models import CloudFormationModel
     from moto.cloudwatch.models import cloudwatch_backends
+    from moto.core.common_models import CloudFormationModel
 
     if "AWS::CloudWatch::Alarm" in parsing.get_model_map():
         return
@@ -209,7 +209,7 @@ def _register_alarm_model() -> None:
             return str(self.alarm.alarm_arn)
 
         @classmethod
-        def create_from_cloudformation_json(  # type: ignore[override]
+        def create_from_cloudformation_json(
             cls, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **kwargs: Any,
         ) -> CloudWatchAlarm:
             p = cloudformation_json.get("Properties", {})
@@ -225,7 +225,7 @@ def _register_alarm_model() -> None:
             return cls(alarm)
 
         @classmethod
-        def update_from_cloudformation_json(  # type: ignore[override]
+        def update_from_cloudformation_json(
             cls, original_resource: Any, new_resource_name: str, cloudformation_json: Any, account_id: str,
             region_name: str,
         ) -> CloudWatchAlarm:
