@@ -12,7 +12,13 @@ import threading
 from pathlib import Path
 
 import boto3
-from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    EndpointConnectionError,
+    NoCredentialsError,
+    NoRegionError,
+)
 
 from .cdk_cli import CdkCliError, cdk_executable
 from .run_command import RunRefused
@@ -57,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
         return _run(args)
     except (LocalCliError, CdkCliError, StackNotFound, RunRefused) as error:
         return _error(str(error))
+    except NoRegionError:
+        return _error("no AWS region: point this shell at an emulator with the exports `sendonce-local serve` "
+                      "prints (they set AWS_REGION)")
     except NoCredentialsError:
         return _error("no AWS credentials found: point this shell at an emulator with the exports "
                       "`sendonce-local serve` prints")

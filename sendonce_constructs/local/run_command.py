@@ -192,9 +192,10 @@ class RunOptions:
     bound_s: float = 3600
 
 
-def run(options: RunOptions, out: IO[str] = sys.stdout, stop: threading.Event | None = None) -> Summary:
+def run(options: RunOptions, out: IO[str] | None = None, stop: threading.Event | None = None) -> Summary:
     """Poll the stack's queues and streams until ``stop`` is set (SIGINT/SIGTERM), or, with ``until_drained``,
     until every queue stayed empty for a moment; then print the summary."""
+    out = out or sys.stdout
     if not os.environ.get("AWS_ENDPOINT_URL"):
         raise RunRefused("run talks only to an emulator: set AWS_ENDPOINT_URL (see `sendonce-local serve`)")
     template_path = options.cdk_out / f"{options.stack}.template.json"
@@ -203,17 +204,20 @@ def run(options: RunOptions, out: IO[str] = sys.stdout, stop: threading.Event | 
     template = json.loads(template_path.read_text())
 
     def say(text: str) -> None:
+        assert out is not None
         _say(out, text if not options.as_json else json.dumps({"logger": "sendonce-local", "message": text}))
 
-    if not options.skip_identities:
+    consumers = read_consumers(options.stack, options.cdk_out)
+    if not consumers:
+        raise RunRefused(f"stack {options.stack} has no SQS-triggered function")
+    sends_email = any("SENDONCE_DLQ_URL" in c.function.environment for c in consumers)
+    if sends_email and not options.skip_identities:
         verify_identities(options.stack, template, say)
     configuration_sets = make_skipped_configuration_sets(options.stack, options.cdk_out)
     if configuration_sets:
         say(f"configuration sets {', '.join(configuration_sets)} made by API (the emulator's CloudFormation skips "
             "them); SES's events for sends through them are played by `sendonce-local serve`")
-    consumers = read_consumers(options.stack, options.cdk_out)
-    if not consumers:
-        raise RunRefused(f"stack {options.stack} has no SQS-triggered function")
+        consumers = read_consumers(options.stack, options.cdk_out)  # with the sets in their environment
     stop = stop or threading.Event()
     output = FunctionOutput(out, options.as_json)
     started = time.monotonic()
