@@ -3,6 +3,7 @@ deploys rolled back and fixed, FIFO queue names and alarms. Each test failed aga
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -35,10 +36,8 @@ def _deploy(stack: str, template: dict[str, Any]) -> str:
     if status == "ROLLBACK_COMPLETE":  # a failed first deploy: cdk deletes the stack and creates it again
         cloudformation.delete_stack(StackName=stack)
         status = None
-    try:
+    with contextlib.suppress(cloudformation.exceptions.ChangeSetNotFoundException):
         cloudformation.delete_change_set(StackName=stack, ChangeSetName=CHANGE_SET)
-    except cloudformation.exceptions.ChangeSetNotFoundException:
-        pass
     kind = "UPDATE" if status else "CREATE"
     parameters = ([{"ParameterKey": "BootstrapVersion", "UsePreviousValue": True}] if kind == "UPDATE" else [])
     cloudformation.create_change_set(StackName=stack, ChangeSetName=CHANGE_SET, ChangeSetType=kind,

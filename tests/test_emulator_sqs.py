@@ -31,7 +31,7 @@ def test_concurrent_receives_and_deletes_hand_each_message_out_once_without_erro
                     received.update(m["Body"] for m in messages)
                 client.delete_message_batch(QueueUrl=url, Entries=[
                     {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)])
-        except Exception as error:  # noqa: BLE001 - any error fails the test below
+        except Exception as error:  # any error fails the test below
             errors.append(error)
 
     threads = [threading.Thread(target=poll) for _ in range(8)]
