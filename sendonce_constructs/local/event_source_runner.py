@@ -53,14 +53,19 @@ class FaultPlan:
     """Arms a fault for a share of invocations, at the N-th call it watches (see the worker's ``FAULT_KINDS``):
     by default a kill before or after SES accepted a send."""
 
-    def __init__(self, probability: float, seed: int, kinds: tuple[str, ...] = ("before_send", "after_send")) -> None:
+    def __init__(self, probability: float, seed: int, kinds: tuple[str, ...] = ("before_send", "after_send"),
+                 forced: int = 0) -> None:
         self._probability = probability
+        self._forced = forced  # the first invocations always get a fault, at their first watched call
         self._kinds = kinds
         self._random = random.Random(seed)
         self._lock = threading.Lock()
 
     def next(self) -> dict[str, Any] | None:
         with self._lock:
+            if self._forced > 0:
+                self._forced -= 1
+                return {"kill": self._kinds[0], "nth": 1}
             if self._random.random() >= self._probability:
                 return None
             return {"kill": self._random.choice(self._kinds), "nth": self._random.randint(1, 3)}
