@@ -41,6 +41,7 @@ class Shop(cdk.Stack):
             name="dedupeKey", type=dynamodb.AttributeType.STRING))
         SendOnceEmailQueue(
             self, "Alerts", sender="alerts@example.com", fifo=True, outbox=True, dashboard=True, max_concurrency=2,
+            function_timeout=cdk.Duration.seconds(10),
             encryption_key=kms.Key(self, "Key"), existing_table=table,
             dead_letter_queue=sqs.Queue(self, "AlertsDlq", fifo=True, retention_period=cdk.Duration.days(14)),
             vpc=ec2.Vpc(self, "Vpc", max_azs=1, nat_gateways=0))
