@@ -136,7 +136,8 @@ class Report:
                 problems.append("bad or refused jobs missing from the DLQ without a record")
             if self.unexpected_emails:
                 problems.append(f"{self.unexpected_emails} emails nobody asked for")
-            note = f" (this machine was too slow for the timings to mean anything: {self.too_slow})" if self.too_slow else ""
+            note = (f" (this machine was too slow for the timings to mean anything: {self.too_slow})"
+                    if self.too_slow else "")
             return "FAIL: " + "; ".join(problems) + note
         verdict = (
             f"PASS: {sent_once} of {self.distinct_keys} keys sent exactly once; "
