@@ -12,6 +12,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -137,9 +138,11 @@ class EventSourceRunner:
         self._region = self._sqs.meta.region_name
 
     def start(self) -> EventSourceRunner:
-        for index in range(self.source.max_concurrency):
-            instance = LambdaInstance(self.function, self._environment, self._log)
-            instance.start()
+        instances = [LambdaInstance(self.function, self._environment, self._log)
+                     for _ in range(self.source.max_concurrency)]
+        with ThreadPoolExecutor(len(instances)) as pool:  # cold starts side by side, as Lambda scales out
+            list(pool.map(LambdaInstance.start, instances))
+        for index, instance in enumerate(instances):
             self._instances.append(instance)
             thread = threading.Thread(target=self._poll, args=(instance,), name=f"poller-{index}", daemon=True)
             self._threads.append(thread)

@@ -19,6 +19,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -230,17 +231,15 @@ def run(options: RunOptions, out: IO[str] | None = None, stop: threading.Event |
         try:
             for relay in relays:
                 say(f"relaying {relay.source.stream_arn} to {relay.function.name}")
-                relay.start()
             for runner in runners:
                 say(f"polling {runner.source.queue_url} for {runner.function.name}")
-                runner.start()
+            with ThreadPoolExecutor() as pool:  # each starts its worker processes: together, not one by one
+                list(pool.map(lambda started: started.start(), [*relays, *runners]))
             say("until every queue is drained" if options.until_drained else "until Ctrl-C")
             _wait(runners, relays, options, stop)
         finally:
-            for runner in runners:
-                runner.stop()
-            for relay in relays:
-                relay.stop()
+            with ThreadPoolExecutor() as pool:
+                list(pool.map(lambda running: running.stop(), [*runners, *relays]))
             output.close()
     say(output.summary.text(time.monotonic() - started))
     return output.summary
