@@ -208,7 +208,8 @@ def _run_phase(
             relay_runner.stop()
     settled = recorder_runner.run_until_drained(options.bound(), upstream_idle=lambda: publisher.pending() == 0)
     if not (drained and settled):
-        say(f"      the queues did not drain within {options.bound():.0f} s; reporting what happened so far")
+        say(f"      the queues did not drain within the time left ({options.budget_s:g} s for all phases, at most "
+            f"{options.bound_s:g} s for one); reporting what happened so far")
     return runner
 
 
