@@ -69,3 +69,49 @@ def test_a_configuration_set_the_emulator_skipped_is_made_and_named_in_the_funct
     function = next(f for f in boto3.client("lambda").list_functions()["Functions"] if "Fn" in f["FunctionName"])
     assert function["Environment"]["Variables"]["SENDONCE_CONFIGURATION_SET"] == "WithSet-Set"
     assert boto3.client("sesv2").get_configuration_set(ConfigurationSetName="WithSet-Set")
+
+
+def test_each_record_is_one_readable_line_and_the_summary_counts_by_outcome_and_reason():
+    from sendonce_constructs.local.run_command import Summary, readable
+
+    lines = [
+        {"logger": "sendonce", "outcome": "sent", "dedupeKey": "k1", "sesMessageId": "m1"},
+        {"logger": "sendonce", "outcome": "duplicate", "dedupeKey": "k1", "reason": "already SENT"},
+        {"logger": "sendonce", "outcome": "refused", "dedupeKey": "k2", "reason": "Email address is not verified."},
+        {"logger": "sendonce", "outcome": "invalid_message", "messageId": "x", "reason": "not JSON"},
+        {"logger": "sendonce.evidence", "outcome": "recorded", "eventType": "Send", "dedupeKey": "k1"},
+    ]
+    summary = Summary()
+    for line in lines:
+        summary.add(line)
+    assert "-> DLQ (ses-refused)" in readable(lines[2]) and "\n" not in readable(lines[2])
+    assert "SES Send recorded" in readable(lines[4])
+    text = summary.text(3)
+    assert "sent 1, duplicates 1, refused by SES 1, dead-lettered 2 (invalid-message 1, ses-refused 1)" in text
+    assert "SES events recorded 1 (Send 1)" in text
+
+
+def test_the_sender_identities_are_read_from_the_stack_policies():
+    from sendonce_constructs.local.run_command import sender_identities
+
+    arn = {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":ses:us-east-1:123456789012:identity/example.com"]]}
+    template = {"Resources": {"Policy": {"Type": "AWS::IAM::Policy", "Properties": {"PolicyDocument": {
+        "Statement": [{"Action": "ses:SendEmail", "Resource": [arn, "arn:aws:ses:us-east-1:1:configuration-set/x"]},
+                      {"Action": ["sqs:SendMessage"], "Resource": "*"}]}}}}}
+    assert sender_identities(template) == ["example.com"]
+
+
+def test_a_request_the_emulator_failed_is_one_line_unless_verbose():
+    import logging
+    import sys
+
+    from sendonce_constructs.local.emulator_log import OneLine
+
+    try:
+        raise ValueError("list.remove(x): x not in list")
+    except ValueError:
+        record = logging.LogRecord("werkzeug", logging.ERROR, __file__, 1, "Error on request:\nmore", None,
+                                   sys.exc_info())
+    assert len(OneLine(verbose=False).format(record).splitlines()) == 1
+    assert "ValueError: list.remove(x)" in OneLine(verbose=False).format(record)
+    assert "Traceback" in OneLine(verbose=True).format(record)

@@ -74,3 +74,21 @@ def test_a_job_dead_lettered_twice_counts_once_and_keyless_poison_counts_per_mes
     reasons, _, copies, keys = _dead_letters(pipeline.dead_letter_queue_url)
     assert dict(reasons) == {"ses-refused": 1, "invalid-message": 2} and copies == 1
     assert "k:refused" in keys
+
+
+def test_the_residual_fails_when_detection_was_not_exercised():
+    untried = ResidualReport(keys=8, sent_twice=[], detected=[], outside_the_window=[], lost=[],
+                             send_events_dropped=3)
+    report = replace(CLEAN, residual=untried)
+    assert not report.ok and "detection not exercised" in report.verdict
+
+
+def test_a_missed_aim_is_said_never_under_a_bare_pass():
+    from sendonce_constructs.local.load import BurstReport
+
+    slow = BurstReport(rate=5, jobs=50, keys=50, pollers=5, emails_per_key={1: 50}, keys_sent_twice=[], keys_lost=[],
+                       dead_letters=0, drain_s=30.0, sent_rate=2.0, throttles=0, invocations=20, aws_calls={})
+    report = replace(CLEAN, burst=slow)
+    assert report.ok and report.verdict.startswith("PASS, AIMS MISSED:")
+    assert "burst drained in 3.00x the ideal (aim 1.15x) at 40% of SES's rate (aim 90%)" in report.verdict
+    assert replace(CLEAN, too_slow="round trip 80 ms").verdict.endswith("(timings not meaningful: round trip 80 ms)")

@@ -10,15 +10,19 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
+import boto3
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    EndpointConnectionError,
+    NoCredentialsError,
+    NoRegionError,
+)
 
 from .cdk_cli import CdkCliError, cdk_executable
+from .run_command import RunRefused
 from .stack_reader import StackNotFound
-
-if TYPE_CHECKING:
-    from .ses_publisher import SesEventPublisher
 
 QUICK_KEYS = 40
 # What the demo deploys and runs, found in a checkout of this repository.
@@ -39,21 +43,29 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--seed", type=int, default=42)
     demo.add_argument("--out", type=Path, default=Path(".demo-out"), help="report folder (default .demo-out)")
     demo.add_argument("--stack", default="SendOnceExample")
-    commands.add_parser("serve", help="run an emulator and print the environment that points a shell at it")
+    serve = commands.add_parser("serve", help="run an emulator and print the environment that points a shell at it")
+    serve.add_argument("--verbose", action="store_true", help="print the traceback of each request it failed")
     run = commands.add_parser("run", help="play the SQS event source for a stack deployed to an emulator")
     run.add_argument("--stack", required=True)
     run.add_argument("--cdk-out", type=Path, default=Path("cdk.out"))
-    run.add_argument("--until-drained", action="store_true", help="exit once the queues are empty")
+    run.add_argument("--until-drained", action="store_true",
+                     help="exit once every queue is empty (default: keep polling until Ctrl-C)")
+    run.add_argument("--json", action="store_true", help="each record as the function's own JSON line")
+    run.add_argument("--skip-identities", action="store_true",
+                     help="do not verify the stack's SES sender identities in the emulator")
     run.add_argument("--faults", type=float, default=0.0, help="share of invocations killed (default none)")
     args = parser.parse_args(argv)
     try:
         if args.command == "demo":
             return _demo(args)
         if args.command == "serve":
-            return _serve()
+            return _serve(args.verbose)
         return _run(args)
-    except (LocalCliError, CdkCliError, StackNotFound) as error:
+    except (LocalCliError, CdkCliError, StackNotFound, RunRefused) as error:
         return _error(str(error))
+    except NoRegionError:
+        return _error("no AWS region: point this shell at an emulator with the exports `sendonce-local serve` "
+                      "prints (they set AWS_REGION)")
     except NoCredentialsError:
         return _error("no AWS credentials found: point this shell at an emulator with the exports "
                       "`sendonce-local serve` prints")
@@ -97,71 +109,34 @@ def _demo(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def _serve() -> int:
+def _serve(verbose: bool) -> int:
     from .emulator import local_aws
+    from .emulator_log import log_failed_requests
+    from .ses_publisher import SesEventPublisher, put_on_default_bus
 
+    log_failed_requests(verbose)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with local_aws() as aws:
         for name, value in aws.environment.items():
             print(f"export {name}={value}")
-        print("# the emulator runs until Ctrl-C", flush=True)
+        # SES's sends land in this process, whichever process made them: SES's events are played from here.
+        events = boto3.client("events", endpoint_url=aws.endpoint, region_name=aws.region,
+                              aws_access_key_id="testing", aws_secret_access_key="testing")
+        publisher = SesEventPublisher(None, put_on_default_bus(events), aws.account_id, aws.region).start()
+        print("# playing SES's event publishing (the emulator's SES has none): each email sent through a "
+              "configuration set gets the events SES documents (Send, then Delivery, Bounce or Complaint) on the "
+              "default event bus, where a deployed stack's rules route them")
+        print("# the emulator runs until Ctrl-C; one line per request it failed (--verbose: with tracebacks)",
+              flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             stop.wait()
+        publisher.stop()
     return 0
 
 
 def _run(args: argparse.Namespace) -> int:
-    if not os.environ.get("AWS_ENDPOINT_URL"):
-        raise LocalCliError("run talks only to an emulator: set AWS_ENDPOINT_URL (see `sendonce-local serve`)")
-    from .emulator_gaps import make_skipped_configuration_sets
-    from .event_source_runner import EventSourceRunner, FaultPlan
-    from .stack_reader import read_consumers, read_stream_functions
-    from .stream_runner import StreamEventSourceRunner
+    from .run_command import RunOptions, run
 
-    if not (args.cdk_out / f"{args.stack}.template.json").is_file():
-        raise LocalCliError(f"{args.cdk_out / (args.stack + '.template.json')} is missing: synthesize or deploy the "
-                            "stack first")
-    configuration_sets = make_skipped_configuration_sets(args.stack, args.cdk_out)
-    consumers = read_consumers(args.stack, args.cdk_out)
-    if not consumers:
-        raise LocalCliError(f"stack {args.stack} has no SQS-triggered function")
-    publisher = _ses_event_publisher(configuration_sets)
-    relays = [StreamEventSourceRunner(r.function, r.source, dict(os.environ), sys.stdout).start()
-              for r in read_stream_functions(args.stack, args.cdk_out)]
-    runners = [EventSourceRunner(c.function, c.source, dict(os.environ), sys.stdout,
-                                 FaultPlan(args.faults, seed=1) if args.faults else None).start() for c in consumers]
-    try:
-        for relay in relays:
-            print(f"relaying {relay.source.stream_arn} with {relay.function.name}", flush=True)
-        for runner in runners:
-            print(f"polling {runner.source.queue_url} for {runner.function.name}", flush=True)
-            runner.run_until_drained(float("inf") if not args.until_drained else 3600,
-                                     lambda t, d: print(f"  {t:6.1f}s {d}", flush=True),
-                                     upstream_idle=lambda: all(r.idle() for r in relays))
-    except KeyboardInterrupt:
-        pass
-    finally:
-        for runner in runners:
-            runner.stop()
-        for relay in relays:
-            relay.stop()
-        if publisher is not None:
-            publisher.stop()
+    run(RunOptions(args.stack, args.cdk_out, args.until_drained, args.faults, args.json, args.skip_identities))
     return 0
-
-
-def _ses_event_publisher(configuration_sets: list[str]) -> SesEventPublisher | None:
-    """The emulator's SES publishes no events: play SES's publisher for the stack's configuration sets, onto the
-    emulator's default bus, where the stack's own rules route them (say so)."""
-    if not configuration_sets:
-        return None
-    import boto3
-
-    from .ses_publisher import SesEventPublisher, put_on_default_bus
-
-    account = boto3.client("sts").get_caller_identity()["Account"]
-    region = boto3.session.Session().region_name or "us-east-1"
-    print(f"playing SES's event publishing for configuration sets {', '.join(configuration_sets)} (the emulator's "
-          "SES has none): events go to the emulator's default event bus", flush=True)
-    return SesEventPublisher(configuration_sets, put_on_default_bus(boto3.client("events")), account, region).start()

@@ -2,6 +2,11 @@
 
 - moto checks a condition and writes the item without a lock, so two racing conditional writes can both win,
   which DynamoDB never allows. A lock serialises item writes, so a race fails for the consumer's fault only.
+- moto's SQS backend moves messages between its lists without a lock: under concurrent pollers a receive fails
+  inside moto (``list.remove(x): x not in list``, a 500) and a message can be handed out twice. One lock
+  serialises the calls that move messages; a long poll waits outside it.
+- moto's CloudFormation is made redeployable (``cloudformation_patches``: change sets, outputs, rollback,
+  FIFO names, alarms).
 - moto's SES keeps no configuration set or tags and publishes no events: each accepted send is logged with
   them, for the local SES event publisher (``ses_publisher``) to play SES's part.
 - moto's SES has no sending rate: a load scenario can give it one (``ses_limits``), refusing the excess with
@@ -18,6 +23,7 @@ import functools
 import logging
 import os
 import threading
+import time
 import urllib.request
 import warnings
 from collections import Counter
@@ -29,9 +35,10 @@ from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.table import Table
 from moto.server import ThreadedMotoServer
-from moto.sqs.models import Queue
+from moto.sqs.models import Queue, SQSBackend
 
 from .cfn_secrets import teach_cloudformation_secrets
+from .cloudformation_patches import make_cloudformation_redeployable
 from .moto_patches import wrap_once
 from .ses_limits import SES_RATE, limit_ses_sends
 from .ses_publisher import SEND_LOG, record_ses_sends
@@ -39,6 +46,9 @@ from .ses_publisher import SEND_LOG, record_ses_sends
 DEFAULT_REGION = "us-east-1"
 _WRITES = ("put_item", "update_item", "delete_item", "transact_write_items")
 _write_lock = threading.RLock()
+_SQS_MOVES = ("send_message", "send_message_batch", "delete_message", "delete_message_batch",
+              "change_message_visibility", "change_message_visibility_batch")
+_sqs_lock = threading.RLock()
 
 
 def make_dynamodb_writes_atomic() -> None:
@@ -54,6 +64,39 @@ def _locked(method: Callable[..., Any]) -> Callable[..., Any]:
             return method(*args, **kwargs)
 
     return locked
+
+
+def make_sqs_message_moves_atomic() -> None:
+    """Serialise moto's SQS calls that move messages, as the service is consistent per message (idempotent)."""
+    for name in _SQS_MOVES:
+        wrap_once(SQSBackend, name, _sqs_locked, "atomic message moves")
+    wrap_once(SQSBackend, "receive_message", _receive_polling_outside_the_lock, "atomic message moves")
+
+
+def _sqs_locked(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def locked(*args: Any, **kwargs: Any) -> Any:
+        with _sqs_lock:
+            return method(*args, **kwargs)
+
+    return locked
+
+
+def _receive_polling_outside_the_lock(receive: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(receive)
+    def receive_message(self: Any, queue_name: str, count: int, wait_seconds_timeout: int, visibility_timeout: int,
+                        message_attribute_names: list[str] | None = None) -> Any:
+        deadline = time.monotonic() + (wait_seconds_timeout or 0)
+        while True:
+            with _sqs_lock:  # one pass over the queue, never waiting
+                found = receive(self, queue_name, count, 0, visibility_timeout, message_attribute_names)
+            remaining = deadline - time.monotonic()
+            if found or remaining <= 0:
+                return found
+            self.get_queue(queue_name).wait_for_messages(min(1.0, remaining))
+            time.sleep(min(0.05, max(0.0, remaining)))  # visible but not receivable (a busy FIFO group): no spin
+
+    return receive_message
 
 
 class RequestCounts:
@@ -113,6 +156,8 @@ class LocalAws:
 
     def start(self) -> LocalAws:
         make_dynamodb_writes_atomic()
+        make_sqs_message_moves_atomic()
+        make_cloudformation_redeployable()
         hand_event_sources_to_the_runners()
         record_ses_sends()
         limit_ses_sends()  # outermost: a throttled send never reaches SES's log

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import boto3
+from botocore.exceptions import ClientError
 
 from sendonce_contract.schema import Ledger
 
@@ -40,7 +41,11 @@ def make_skipped_configuration_sets(stack_name: str, cdk_out: Path) -> list[str]
             continue
         name = f"{stack_name}-{target}"[:64]
         if name not in made:
-            ses.create_configuration_set(ConfigurationSetName=name)
+            try:
+                ses.create_configuration_set(ConfigurationSetName=name)
+            except ClientError as error:  # made by an earlier run against this emulator
+                if "AlreadyExists" not in error.response.get("Error", {}).get("Code", ""):
+                    raise
             made.add(name)
         function = deployed[logical_id][1]
         variables = lambda_client.get_function_configuration(FunctionName=function).get(

@@ -12,6 +12,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -53,14 +54,19 @@ class FaultPlan:
     """Arms a fault for a share of invocations, at the N-th call it watches (see the worker's ``FAULT_KINDS``):
     by default a kill before or after SES accepted a send."""
 
-    def __init__(self, probability: float, seed: int, kinds: tuple[str, ...] = ("before_send", "after_send")) -> None:
+    def __init__(self, probability: float, seed: int, kinds: tuple[str, ...] = ("before_send", "after_send"),
+                 forced: int = 0) -> None:
         self._probability = probability
+        self._forced = forced  # the first invocations always get a fault, at their first watched call
         self._kinds = kinds
         self._random = random.Random(seed)
         self._lock = threading.Lock()
 
     def next(self) -> dict[str, Any] | None:
         with self._lock:
+            if self._forced > 0:
+                self._forced -= 1
+                return {"kill": self._kinds[0], "nth": 1}
             if self._random.random() >= self._probability:
                 return None
             return {"kill": self._random.choice(self._kinds), "nth": self._random.randint(1, 3)}
@@ -132,9 +138,11 @@ class EventSourceRunner:
         self._region = self._sqs.meta.region_name
 
     def start(self) -> EventSourceRunner:
-        for index in range(self.source.max_concurrency):
-            instance = LambdaInstance(self.function, self._environment, self._log)
-            instance.start()
+        instances = [LambdaInstance(self.function, self._environment, self._log)
+                     for _ in range(self.source.max_concurrency)]
+        with ThreadPoolExecutor(len(instances)) as pool:  # cold starts side by side, as Lambda scales out
+            list(pool.map(LambdaInstance.start, instances))
+        for index, instance in enumerate(instances):
             self._instances.append(instance)
             thread = threading.Thread(target=self._poll, args=(instance,), name=f"poller-{index}", daemon=True)
             self._threads.append(thread)

@@ -185,12 +185,13 @@ Deliver = Callable[[Sequence[dict[str, Any]]], None]
 
 
 class SesEventPublisher:
-    """Turns the sends the emulator's SES accepted through ``configuration_sets`` into events handed to
+    """Turns the sends the emulator's SES accepted through ``configuration_sets`` (None: through any configuration
+    set) into events handed to
     ``deliver`` (a batch of EventBridge events). ``pump`` publishes what is due; ``start`` pumps in a thread."""
 
-    def __init__(self, configuration_sets: Sequence[str], deliver: Deliver, account: str, region: str,
+    def __init__(self, configuration_sets: Sequence[str] | None, deliver: Deliver, account: str, region: str,
                  faults: EventFaults | None = None, seed: int = 0, log: SendLog = SEND_LOG) -> None:
-        self._sets = set(configuration_sets)
+        self._sets = None if configuration_sets is None else set(configuration_sets)  # None: every set
         self._deliver = deliver
         self._account, self._region = account, region
         self.faults = faults or EventFaults()
@@ -240,7 +241,8 @@ class SesEventPublisher:
         self._seen += len(sends)
         now = time.monotonic()
         for send in sends:
-            if send.configuration_set not in self._sets:
+            if send.configuration_set is None or (self._sets is not None
+                                                  and send.configuration_set not in self._sets):
                 continue
             for record in ses_event_records(send, self._account, self._region):
                 if self._dropped(record, send.ses_message_id):

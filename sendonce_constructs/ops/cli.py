@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -12,7 +13,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import boto3
-from botocore.exceptions import BotoCoreError, ClientError, EndpointConnectionError, NoCredentialsError
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    EndpointConnectionError,
+    NoCredentialsError,
+    NoRegionError,
+)
 
 from sendonce_contract.cancellation import refused, tombstone_request, written
 from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S, Status
@@ -40,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     status = commands.add_parser("status", help="one key's record")
     status.add_argument("key")
+    commands.add_parser("info", help="the pipeline's queue URL, tables and DLQ: what a producer needs")
     commands.add_parser("unknown", help="what SES's events did not settle: UNKNOWN records and IN_FLIGHT records "
                         "whose lease expired, newest first")
     commands.add_parser("doubles", help="keys SES's events show were sent twice, with both SES message ids")
@@ -77,6 +85,14 @@ def _positive(value: str) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        return _main(args)
+    except BrokenPipeError:  # the reader went away (`| head`): what it read is all it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+        return 0
+
+
+def _main(args: argparse.Namespace) -> int:
+    try:
         pipeline = locate(boto3.client("cloudformation"), args.stack, args.pipeline, args.table, args.queue, args.dlq)
         pipeline = replace(pipeline, dedupe_ttl_s=args.dedupe_ttl or pipeline.dedupe_ttl_s,
                            key_secret=args.key_secret or pipeline.key_secret)
@@ -87,6 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args, pipeline)
     except (LocateError, StateChanged, ValueError) as error:
         _error(str(error))
+        return 2
+    except NoRegionError:
+        _error("no AWS region: set AWS_REGION (or AWS_DEFAULT_REGION), or use a profile that has one")
         return 2
     except NoCredentialsError:
         _error("no AWS credentials found: configure a profile, or set AWS_ENDPOINT_URL for a local emulator")
@@ -109,8 +128,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace, pipeline: Pipeline) -> int:
+    if args.command == "info":
+        return _info(args, pipeline)
     if args.command == "status":
-        return _status(args, LedgerView(boto3.client("dynamodb"), pipeline.need("table")))
+        return _status(args, LedgerView(boto3.client("dynamodb"), pipeline.need("table")), pipeline)
     if args.command == "unknown":
         return _unknown(args, LedgerView(boto3.client("dynamodb"), pipeline.need("table")))
     if args.command == "doubles":
@@ -138,6 +159,11 @@ def _run(args: argparse.Namespace, pipeline: Pipeline) -> int:
         _say(args, [vars(g) for g in groups], _table(["reason", "count", "sample keys", "sample"], rows)
              if rows else "the dead-letter queue is empty")
         return 0
+    if args.reason is not None:
+        present = [g.code for g in dead.by_reason()]
+        if args.reason not in present:
+            raise ValueError(f"no dead letter has reason {args.reason!r}; reasons in the DLQ: "
+                             f"{', '.join(present) or 'none (it is empty)'}")
     result = dead.redrive(args.reason, args.limit, on_progress=_progress("moved"), dedupe_ttl_s=pipeline.dedupe_ttl_s,
                           force=args.force)
     text = (f"started SQS message-move task {result.native_task}" if result.native_task else
@@ -151,12 +177,28 @@ def _run(args: argparse.Namespace, pipeline: Pipeline) -> int:
     return 0
 
 
-def _status(args: argparse.Namespace, view: LedgerView) -> int:
+def _info(args: argparse.Namespace, pipeline: Pipeline) -> int:
+    rows = [["pipeline", pipeline.name or "-"], ["job queue", pipeline.queue_url or "-"],
+            ["dedupe table", pipeline.table or "-"], ["dead-letter queue", pipeline.dead_letter_queue_url or "-"],
+            ["outbox table", pipeline.outbox_table or "-"]]
+    _say(args, {"pipeline": pipeline.name, "queueUrl": pipeline.queue_url, "table": pipeline.table,
+                "deadLetterQueueUrl": pipeline.dead_letter_queue_url, "outboxTable": pipeline.outbox_table},
+         _table(["", ""], rows, header=False))
+    return 0
+
+
+def _status(args: argparse.Namespace, view: LedgerView, pipeline: Pipeline) -> int:
     record = view.get(args.key)
     now = time.time_ns() // 1_000_000
     if record is None or record.expired(now):
         state = "never seen" if record is None else "expired (counts as never seen; the next delivery sends it)"
-        _say(args, {"key": args.key, "status": None, "note": state}, f"{args.shown_key}: {state}")
+        held = (DeadLetters(boto3.client("sqs"), pipeline.dead_letter_queue_url).holding(args.key)
+                if pipeline.dead_letter_queue_url else [])
+        if held:
+            state = (f"no record; in the dead-letter queue ({len(held)} message{'s' if len(held) > 1 else ''}): "
+                     + "; ".join(f"{code}: {reason}" if reason else code for code, reason in held))
+        _say(args, {"key": args.key, "status": None, "note": state,
+                    "deadLetters": [{"reasonCode": c, "reason": r} for c, r in held]}, f"{args.shown_key}: {state}")
         return 0
     rows = [
         ["status", record.status], ["attempts", str(record.attempts)],

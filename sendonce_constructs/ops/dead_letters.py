@@ -117,6 +117,16 @@ class DeadLetters:
         finally:
             self._release(messages)
 
+    def holding(self, key: str) -> list[tuple[str, str]]:
+        """The (reason code, reason) of each dead letter of ``key``; every message is left as it was."""
+        messages = self._receive_all(None)
+        try:
+            return [(reason_code(m), m.get("MessageAttributes", {}).get(DeadLetter.REASON, {}).get("StringValue", ""))
+                    for m in messages
+                    if m.get("MessageAttributes", {}).get(DeadLetter.DEDUPE_KEY, {}).get("StringValue") == key]
+        finally:
+            self._release(messages)
+
     def redrive(
         self,
         reason: str | None = None,

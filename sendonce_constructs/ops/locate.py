@@ -27,26 +27,34 @@ class Pipeline:
     dead_letter_queue_url: str | None
     dedupe_ttl_s: int | None = None  # the stack's dedupe_ttl: `dlq redrive` skips jobs whose key is forgotten
     key_secret: str | None = None  # with key_privacy: the secret that digests a clear key into the record's key
+    name: str | None = None  # the construct's path in its stack, when found there
+    outbox_table: str | None = None
 
     def need(self, part: str) -> str:
         value = {"table": self.table, "queue": self.queue_url, "dlq": self.dead_letter_queue_url}[part]
         if not value:
             flag = {"table": "--table", "queue": "--queue", "dlq": "--dlq"}[part]
-            raise LocateError(f"no {part} found: pass {flag} or --stack")
+            where = f"pipeline {self.name} has no {part} output" if self.name else f"no {part} found"
+            raise LocateError(f"{where}: pass {flag}" + ("" if self.name else " or --stack"))
         return value
 
 
 def locate(cloudformation: Any, stack: str | None, pipeline: str | None, table: str | None, queue: str | None,
            dlq: str | None) -> Pipeline:
     found: dict[str, str] = {}
+    name = None
     if stack:
-        found = _from_outputs(cloudformation, stack, pipeline) or _from_resources(cloudformation, stack, pipeline)
+        name, found = _from_outputs(cloudformation, stack, pipeline) or _from_resources(cloudformation, stack,
+                                                                                          pipeline)
     ttl = found.get("dedupe-ttl")
     return Pipeline(table or found.get("table"), queue or found.get("queue"), dlq or found.get("dlq"),
-                    int(ttl) if ttl and ttl.isdigit() else None, found.get("key-secret"))
+                    int(ttl) if ttl and ttl.isdigit() else None, found.get("key-secret"), name, found.get("outbox"))
 
 
-def _from_outputs(cloudformation: Any, stack: str, pipeline: str | None) -> dict[str, str]:
+Found = tuple[str | None, dict[str, str]]
+
+
+def _from_outputs(cloudformation: Any, stack: str, pipeline: str | None) -> Found | None:
     try:
         stacks = cloudformation.describe_stacks(StackName=stack)["Stacks"]
     except ClientError as error:
@@ -58,10 +66,10 @@ def _from_outputs(cloudformation: Any, stack: str, pipeline: str | None) -> dict
             continue
         path, _, part = description[len(OUTPUT_PREFIX):].rpartition(":")
         by_pipeline.setdefault(path, {})[part] = output["OutputValue"]
-    return _choose(by_pipeline, pipeline, stack)
+    return _choose(by_pipeline, pipeline, stack) if by_pipeline else None
 
 
-def _from_resources(cloudformation: Any, stack: str, pipeline: str | None) -> dict[str, str]:
+def _from_resources(cloudformation: Any, stack: str, pipeline: str | None) -> Found:
     resources = cloudformation.describe_stack_resources(StackName=stack)["StackResources"]
     by_pipeline: dict[str, dict[str, str]] = {}
     for part, (kind, marker) in LOGICAL_MARKERS.items():
@@ -73,15 +81,25 @@ def _from_resources(cloudformation: Any, stack: str, pipeline: str | None) -> di
             if part == "queue" and logical.split(marker)[0].endswith("DeadLetter"):
                 continue
             by_pipeline.setdefault(prefix, {})[part] = resource["PhysicalResourceId"]
-    return _choose({k: v for k, v in by_pipeline.items() if "table" in v or "queue" in v}, pipeline, stack)
+    with_queue = {k: v for k, v in by_pipeline.items() if "queue" in v}
+    # A pipeline's sub-construct (its SES evidence queue) shares its prefix: it is part of it, not a pipeline.
+    pipelines = {k: v for k, v in with_queue.items() if not any(k != o and k.startswith(o) for o in with_queue)}
+    return _choose(pipelines, pipeline, stack)
 
 
-def _choose(by_pipeline: dict[str, dict[str, str]], pipeline: str | None, stack: str) -> dict[str, str]:
+def _choose(by_pipeline: dict[str, dict[str, str]], pipeline: str | None, stack: str) -> Found:
+    """The pipeline named by its construct id or its path (``Shop/Receipts``), or the only one."""
+    names = ", ".join(sorted(by_pipeline)) or "none"
     if pipeline is not None:
-        matches = {k: v for k, v in by_pipeline.items() if k.endswith(pipeline) or k.split("/")[-1] == pipeline}
+        wanted = pipeline.strip("/")
+        matches = {k: v for k, v in by_pipeline.items() if wanted in (k, k.split("/")[-1])}
+        if not matches:
+            raise LocateError(f"stack {stack!r} has no sendonce pipeline {pipeline!r}; it has: {names}")
     else:
         matches = by_pipeline
     if len(matches) > 1:
-        raise LocateError(f"stack {stack!r} has several sendonce pipelines ({', '.join(sorted(matches))}): "
-                          "pick one with --pipeline")
-    return next(iter(matches.values()), {})
+        raise LocateError(f"stack {stack!r} has several sendonce pipelines ({names}): pick one with --pipeline "
+                          "(its construct id or path)")
+    if not matches:
+        raise LocateError(f"stack {stack!r} has no sendonce pipeline")
+    return next(iter(matches.items()))

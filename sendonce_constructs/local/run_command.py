@@ -1,0 +1,280 @@
+"""`sendonce-local run`: Lambda's event sources for a stack deployed to the emulator, for as long as you like.
+
+Every SQS-triggered function of the stack (each pipeline's consumer and SES-event recorder) and every
+DynamoDB-stream-triggered one (an outbox relay) is polled at once, as Lambda's event source mappings do, with the
+code from cdk.out. Any number of runs may follow one another against one emulator. Each record the functions
+handle is one line (the function's own JSON line with ``--json``); Ctrl-C (or ``--until-drained``) ends the run
+with a summary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import boto3
+
+from sendonce_contract.schema import Ledger, ReasonCode
+
+from .emulator_gaps import make_skipped_configuration_sets
+from .event_source_runner import EventSourceRunner, FaultPlan
+from .stack_reader import read_consumers, read_stream_functions
+from .stream_runner import StreamEventSourceRunner
+
+# The consumer's outcomes that put the job in the DLQ, with the reason code it carries there.
+DEAD_LETTERED = {"invalid_message": ReasonCode.INVALID_MESSAGE.value, "refused": ReasonCode.SES_REFUSED.value,
+                 "receives_exhausted": ReasonCode.MAX_RECEIVES.value}
+QUIET_S = 2.0  # how long every queue must stay empty for --until-drained (SES's events come a second later)
+IDENTITY_ARN = re.compile(r":ses:[^:]*:[^:]*:identity/(?P<identity>[^\s\"]+)$")
+
+
+class RunRefused(RuntimeError):
+    """Why run cannot start, in one line with the fix."""
+
+
+@dataclass
+class Summary:
+    """What the functions said they did, counted from their log lines."""
+
+    outcomes: Counter[str] = field(default_factory=Counter)
+    dead_lettered: Counter[str] = field(default_factory=Counter)
+    evidence: Counter[str] = field(default_factory=Counter)
+    relayed: int = 0
+
+    def add(self, line: dict[str, Any]) -> None:
+        outcome = str(line.get("outcome", ""))
+        if line.get("logger") == "sendonce.evidence":
+            if outcome in ("recorded", "double_send"):
+                self.evidence[str(line.get("eventType"))] += 1
+            return
+        if line.get("logger") == "sendonce":
+            self.outcomes[outcome] += 1
+            if outcome in DEAD_LETTERED:
+                self.dead_lettered[DEAD_LETTERED[outcome]] += 1
+
+    def text(self, elapsed_s: float) -> str:
+        o = self.outcomes
+        dead = ", ".join(f"{code} {n}" for code, n in sorted(self.dead_lettered.items()))
+        events = ", ".join(f"{kind} {n}" for kind, n in sorted(self.evidence.items()))
+        waiting = sum(n for name, n in o.items() if name not in ("sent", "sent_unrecorded", "duplicate",
+                                                                 "marked_unknown", *DEAD_LETTERED))
+        return (f"summary after {elapsed_s:.0f} s: sent {o['sent'] + o['sent_unrecorded']}, duplicates "
+                f"{o['duplicate']}, refused by SES {o['refused']}, dead-lettered {sum(self.dead_lettered.values())}"
+                f"{f' ({dead})' if dead else ''}, marked UNKNOWN {o['marked_unknown']}, handed back to the queue "
+                f"{waiting}; SES events recorded {sum(self.evidence.values())}{f' ({events})' if events else ''}")
+
+
+def readable(line: dict[str, Any]) -> str:
+    """One record's outcome for a person: when, what, which key, and the detail that matters."""
+    when = time.strftime("%H:%M:%S")
+    if line.get("logger") == "sendonce.evidence":
+        what = f"SES {line.get('eventType', 'event')} {line.get('outcome')}"
+    else:
+        what = str(line.get("outcome", "?"))
+    parts = [when, f"{what:<22}", str(line.get(Ledger.KEY) or line.get("messageId") or "-")]
+    if line.get(Ledger.SES_MESSAGE_ID):
+        parts.append(f"ses {line[Ledger.SES_MESSAGE_ID]}")
+    if line.get("outcome") in DEAD_LETTERED:
+        parts.append(f"-> DLQ ({DEAD_LETTERED[str(line['outcome'])]})")
+    if line.get("reason"):
+        parts.append(f"({' '.join(str(line['reason']).split())[:120]})")
+    return "  ".join(parts)
+
+
+class FunctionOutput:
+    """A pipe the functions write their lines into; a thread prints each (readable, or as is with ``as_json``)
+    and counts it for the summary. Lines that are not JSON (a traceback) pass through."""
+
+    def __init__(self, out: IO[str], as_json: bool) -> None:
+        self.summary = Summary()
+        self._out, self._json = out, as_json
+        read_fd, write_fd = os.pipe()
+        self._reader = os.fdopen(read_fd, "r", encoding="utf-8", errors="replace")
+        self.writer = os.fdopen(write_fd, "w", encoding="utf-8")
+        self._thread = threading.Thread(target=self._pump, name="function-output", daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        for raw in self._reader:
+            text = raw.rstrip("\n")
+            try:
+                line = json.loads(text)
+            except ValueError:
+                line = None
+            if isinstance(line, dict):
+                self.summary.add(line)
+                if not self._json and "outcome" not in line:
+                    continue  # the EMF and info lines a person does not need
+                text = text if self._json else readable(line)
+            _say(self._out, text)
+
+    def close(self) -> None:
+        self.writer.close()
+        self._thread.join(timeout=5)
+        self._reader.close()
+
+
+def _say(out: IO[str], text: str) -> None:
+    with contextlib.suppress(BrokenPipeError):  # the reader went away (`| head`): keep running quietly
+        print(text, file=out, flush=True)
+
+
+def sender_identities(template: dict[str, Any]) -> list[str]:
+    """The SES identities the stack's functions may send from: the identity ARNs its policies grant
+    ``ses:SendEmail``/``ses:SendRawEmail`` on."""
+    found: set[str] = set()
+    for resource in template.get("Resources", {}).values():
+        if resource.get("Type") != "AWS::IAM::Policy":
+            continue
+        for statement in resource["Properties"].get("PolicyDocument", {}).get("Statement", []):
+            actions = statement.get("Action", [])
+            actions = [actions] if isinstance(actions, str) else actions
+            if not any(str(a).startswith("ses:Send") for a in actions):
+                continue
+            resources = statement.get("Resource", [])
+            for item in [resources] if not isinstance(resources, list) else resources:
+                match = IDENTITY_ARN.search(_flatten(item))
+                if match and "*" not in match["identity"]:
+                    found.add(match["identity"])
+    return sorted(found)
+
+
+def _flatten(value: Any) -> str:
+    """A template string value with its Fn::Join parts joined and references dropped."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return str(separator).join(_flatten(p) for p in parts)
+    return ""
+
+
+def verify_identities(stack: str, template: dict[str, Any], say: Callable[[str], None]) -> list[str]:
+    """Verify the stack's sender identities in the emulator's SES (it refuses every send from one it does not
+    know, as SES does); refuse when the stack names none."""
+    identities = sender_identities(template)
+    if not identities:
+        raise RunRefused(f"cannot tell which SES identity stack {stack} sends from (none is named in its "
+                         "policies): verify it yourself with `aws sesv2 create-email-identity --email-identity "
+                         "example.com`, then run again with --skip-identities")
+    ses = boto3.client("sesv2")
+    made = []
+    for identity in identities:
+        try:
+            ses.get_email_identity(EmailIdentity=identity)
+        except ses.exceptions.NotFoundException:
+            ses.create_email_identity(EmailIdentity=identity)
+            made.append(identity)
+    say(f"SES sender identities of {stack}: {', '.join(identities)} verified in the emulator"
+        + (f" (verified now: {', '.join(made)}; on AWS you verify them yourself)" if made else ""))
+    return identities
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    stack: str
+    cdk_out: Path
+    until_drained: bool = False
+    faults: float = 0.0
+    as_json: bool = False
+    skip_identities: bool = False
+    bound_s: float = 3600
+
+
+def run(options: RunOptions, out: IO[str] | None = None, stop: threading.Event | None = None) -> Summary:
+    """Poll the stack's queues and streams until ``stop`` is set (SIGINT/SIGTERM), or, with ``until_drained``,
+    until every queue stayed empty for a moment; then print the summary."""
+    out = out or sys.stdout
+    if not os.environ.get("AWS_ENDPOINT_URL"):
+        raise RunRefused("run talks only to an emulator: set AWS_ENDPOINT_URL (see `sendonce-local serve`)")
+    template_path = options.cdk_out / f"{options.stack}.template.json"
+    if not template_path.is_file():
+        raise RunRefused(f"{template_path} is missing: synthesize or deploy the stack first")
+    template = json.loads(template_path.read_text())
+
+    def say(text: str) -> None:
+        assert out is not None
+        _say(out, text if not options.as_json else json.dumps({"logger": "sendonce-local", "message": text}))
+
+    consumers = read_consumers(options.stack, options.cdk_out)
+    if not consumers:
+        raise RunRefused(f"stack {options.stack} has no SQS-triggered function")
+    sends_email = any("SENDONCE_DLQ_URL" in c.function.environment for c in consumers)
+    if sends_email and not options.skip_identities:
+        verify_identities(options.stack, template, say)
+    configuration_sets = make_skipped_configuration_sets(options.stack, options.cdk_out)
+    if configuration_sets:
+        say(f"configuration sets {', '.join(configuration_sets)} made by API (the emulator's CloudFormation skips "
+            "them); SES's events for sends through them are played by `sendonce-local serve`")
+        consumers = read_consumers(options.stack, options.cdk_out)  # with the sets in their environment
+    stop = stop or threading.Event()
+    output = FunctionOutput(out, options.as_json)
+    started = time.monotonic()
+    with _stopped_by_signals(stop):
+        relays = [StreamEventSourceRunner(r.function, r.source, dict(os.environ), output.writer)
+                  for r in read_stream_functions(options.stack, options.cdk_out)]
+        runners = [EventSourceRunner(c.function, c.source, dict(os.environ), output.writer,
+                                     FaultPlan(options.faults, seed=1) if options.faults else None)
+                   for c in consumers]
+        try:
+            for relay in relays:
+                say(f"relaying {relay.source.stream_arn} to {relay.function.name}")
+            for runner in runners:
+                say(f"polling {runner.source.queue_url} for {runner.function.name}")
+            with ThreadPoolExecutor() as pool:  # each starts its worker processes: together, not one by one
+                list(pool.map(lambda started: started.start(), [*relays, *runners]))
+            say("until every queue is drained" if options.until_drained else "until Ctrl-C")
+            _wait(runners, relays, options, stop)
+        finally:
+            with ThreadPoolExecutor() as pool:
+                list(pool.map(lambda running: running.stop(), [*runners, *relays]))
+            output.close()
+    say(output.summary.text(time.monotonic() - started))
+    return output.summary
+
+
+def _wait(runners: list[EventSourceRunner], relays: list[StreamEventSourceRunner], options: RunOptions,
+          stop: threading.Event) -> None:
+    deadline = time.monotonic() + options.bound_s
+    quiet_since: float | None = None
+    while not stop.wait(0.5):
+        if not options.until_drained:
+            continue
+        if time.monotonic() > deadline:
+            return
+        busy = any(sum(r.queue_depth().values()) or r.stats.in_flight for r in runners) or not all(
+            relay.idle() for relay in relays)
+        now = time.monotonic()
+        quiet_since = None if busy else (quiet_since or now)
+        if quiet_since is not None and now - quiet_since >= QUIET_S:
+            return
+
+
+class _stopped_by_signals:
+    """SIGINT and SIGTERM set ``stop`` (the run ends with its summary) while the run lasts, in the main thread."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        self._stop = stop
+        self._saved: list[tuple[int, Any]] = []
+
+    def __enter__(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._saved.append((sig, signal.signal(sig, lambda *_: self._stop.set())))
+
+    def __exit__(self, *_: object) -> None:
+        for sig, handler in self._saved:
+            signal.signal(sig, handler)

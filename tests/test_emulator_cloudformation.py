@@ -1,0 +1,109 @@
+"""The emulator's CloudFormation as `cdk deploy` drives it: change sets reused by name, updates, outputs, failed
+deploys rolled back and fixed, FIFO queue names and alarms. Each test failed against moto unpatched."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+
+CHANGE_SET = "cdk-deploy-change-set"  # the name `cdk deploy` uses for every stack and every deploy
+PARAMETERS = {"BootstrapVersion": {"Type": "AWS::SSM::Parameter::Value<String>",
+                                   "Default": "/cdk-bootstrap/hnb659fds/version"}}
+
+
+def _template(*queues: str, timeout: int = 30, broken: bool = False) -> dict[str, Any]:
+    resources: dict[str, Any] = {name: {"Type": "AWS::SQS::Queue", "Properties": {"VisibilityTimeout": timeout}}
+                                 for name in queues}
+    if broken:
+        resources["Broken"] = {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": "not a valid name!"}}
+    outputs = {f"{name}Url": {"Value": {"Ref": name}, "Description": f"sendonce:Stack/{name}:queue"}
+               for name in queues}
+    return {"Parameters": PARAMETERS, "Resources": resources, "Outputs": outputs}
+
+
+def _deploy(stack: str, template: dict[str, Any]) -> str:
+    """What `cdk deploy` does: clear a leftover change set, create one, wait, execute; the stack's status."""
+    cloudformation = boto3.client("cloudformation")
+    try:
+        status = cloudformation.describe_stacks(StackName=stack)["Stacks"][0]["StackStatus"]
+    except ClientError:
+        status = None
+    if status == "ROLLBACK_COMPLETE":  # a failed first deploy: cdk deletes the stack and creates it again
+        cloudformation.delete_stack(StackName=stack)
+        status = None
+    with contextlib.suppress(cloudformation.exceptions.ChangeSetNotFoundException):
+        cloudformation.delete_change_set(StackName=stack, ChangeSetName=CHANGE_SET)
+    kind = "UPDATE" if status else "CREATE"
+    parameters = ([{"ParameterKey": "BootstrapVersion", "UsePreviousValue": True}] if kind == "UPDATE" else [])
+    cloudformation.create_change_set(StackName=stack, ChangeSetName=CHANGE_SET, ChangeSetType=kind,
+                                     TemplateBody=json.dumps(template), Parameters=parameters)
+    described = cloudformation.describe_change_set(StackName=stack, ChangeSetName=CHANGE_SET)
+    assert described["Status"] == "CREATE_COMPLETE", described
+    cloudformation.execute_change_set(StackName=stack, ChangeSetName=CHANGE_SET)
+    return str(cloudformation.describe_stacks(StackName=stack)["Stacks"][0]["StackStatus"])
+
+
+@pytest.fixture(autouse=True)
+def bootstrap_version(aws):
+    boto3.client("ssm").put_parameter(Name="/cdk-bootstrap/hnb659fds/version", Value="30", Type="String")
+
+
+def test_a_stack_is_updated_again_and_again_through_change_sets_of_one_name_with_its_outputs():
+    assert _deploy("Shop", _template("Jobs")) == "CREATE_COMPLETE"
+    assert _deploy("Other", _template("Mail")) == "CREATE_COMPLETE"  # the same change set name, another stack
+    assert _deploy("Shop", _template("Jobs", "More", timeout=60)) == "UPDATE_COMPLETE"
+    assert _deploy("Shop", _template("Jobs", timeout=90)) == "UPDATE_COMPLETE"
+    stack = boto3.client("cloudformation").describe_stacks(StackName="Shop")["Stacks"][0]
+    assert [o["OutputKey"] for o in stack["Outputs"]] == ["JobsUrl"]
+    assert stack["Outputs"][0]["OutputValue"].startswith("https://") or "Jobs" in stack["Outputs"][0]["OutputValue"]
+    url = boto3.client("sqs").get_queue_url(QueueName=stack["Outputs"][0]["OutputValue"].rsplit("/", 1)[-1])
+    attributes = boto3.client("sqs").get_queue_attributes(QueueUrl=url["QueueUrl"], AttributeNames=["All"])
+    assert attributes["Attributes"]["VisibilityTimeout"] == "90"
+
+
+def test_an_unknown_change_set_is_not_found_as_on_aws():
+    cloudformation = boto3.client("cloudformation")
+    for call in (cloudformation.describe_change_set, cloudformation.delete_change_set):
+        with pytest.raises(cloudformation.exceptions.ChangeSetNotFoundException):
+            call(StackName="Shop", ChangeSetName=CHANGE_SET)
+
+
+def test_a_failed_update_rolls_back_with_its_reason_and_the_fixed_app_deploys():
+    assert _deploy("Shop", _template("Jobs")) == "CREATE_COMPLETE"
+    assert _deploy("Shop", _template("Jobs", broken=True)) == "UPDATE_ROLLBACK_COMPLETE"
+    events = boto3.client("cloudformation").describe_stack_events(StackName="Shop")["StackEvents"]
+    failed = [e for e in events if e["ResourceStatus"] == "UPDATE_FAILED"]
+    assert failed and "Can only include alphanumeric characters" in failed[0]["ResourceStatusReason"]
+    assert _deploy("Shop", _template("Jobs", "Fixed")) == "UPDATE_COMPLETE"
+    outputs = boto3.client("cloudformation").describe_stacks(StackName="Shop")["Stacks"][0]["Outputs"]
+    assert sorted(o["OutputKey"] for o in outputs) == ["FixedUrl", "JobsUrl"]
+
+
+def test_a_failed_first_deploy_rolls_back_and_the_next_one_replaces_it():
+    assert _deploy("Shop", _template("Jobs", broken=True)) == "ROLLBACK_COMPLETE"
+    assert _deploy("Shop", _template("Jobs")) == "CREATE_COMPLETE"
+
+
+def test_a_fifo_queue_without_a_name_is_named_as_cloudformation_names_it():
+    template = {"Parameters": PARAMETERS, "Resources": {"Jobs": {"Type": "AWS::SQS::Queue", "Properties": {
+        "FifoQueue": True}}}, "Outputs": {"Url": {"Value": {"Ref": "Jobs"}}}}
+    assert _deploy("Shop", template) == "CREATE_COMPLETE"
+    outputs = boto3.client("cloudformation").describe_stacks(StackName="Shop")["Stacks"][0]["Outputs"]
+    assert outputs[0]["OutputValue"].endswith(".fifo")
+
+
+def test_an_alarm_is_made_and_its_arn_can_be_referenced():
+    template = {"Parameters": PARAMETERS, "Resources": {"Alarm": {"Type": "AWS::CloudWatch::Alarm", "Properties": {
+        "MetricName": "ApproximateNumberOfMessagesVisible", "Namespace": "AWS/SQS", "Statistic": "Maximum",
+        "Period": 60, "EvaluationPeriods": 1, "Threshold": 1, "ComparisonOperator": "GreaterThanThreshold",
+        "Dimensions": [{"Name": "QueueName", "Value": "dlq"}]}}},
+        "Outputs": {"Arn": {"Value": {"Fn::GetAtt": ["Alarm", "Arn"]}}}}
+    assert _deploy("Shop", template) == "CREATE_COMPLETE"
+    outputs = boto3.client("cloudformation").describe_stacks(StackName="Shop")["Stacks"][0]["Outputs"]
+    assert outputs[0]["OutputValue"].startswith("arn:aws:cloudwatch:")
+    assert boto3.client("cloudwatch").describe_alarms()["MetricAlarms"]

@@ -1,0 +1,219 @@
+"""The README's local loop on one's own stack, as a user lives it, through the installed console commands only:
+`sendonce-local serve` in its own process, an app outside the checkout with two pipelines (one with every prop
+on: fifo, outbox, dashboard, a VPC, an existing table, its own DLQ, a KMS key), `cdk deploy`, a failed deploy and
+its fix, the producer, `sendonce-local run` twice (once until drained, once long-lived picking up late jobs),
+SES's events seen by `sendonce status`, and the CLI's errors in one line."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import boto3
+import pytest
+
+pytestmark = pytest.mark.slow
+
+BIN = Path(sys.executable).parent
+APP = '''
+import os
+import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb, aws_ec2 as ec2, aws_kms as kms, aws_sqs as sqs
+from sendonce_constructs import SendOnceEmailQueue
+
+VARIANT = os.environ.get("LOOP_VARIANT", "first")
+
+
+class Shop(cdk.Stack):
+    def __init__(self, scope, id, **kwargs):
+        super().__init__(scope, id, **kwargs)
+        SendOnceEmailQueue(self, "Receipts", sender="example.com", max_concurrency=2,
+                           function_timeout=cdk.Duration.seconds(10 if VARIANT == "first" else 12))
+        table = dynamodb.Table(self, "Ledger", partition_key=dynamodb.Attribute(
+            name="dedupeKey", type=dynamodb.AttributeType.STRING))
+        SendOnceEmailQueue(
+            self, "Alerts", sender="alerts@example.com", fifo=True, outbox=True, dashboard=True, max_concurrency=2,
+            function_timeout=cdk.Duration.seconds(10),
+            encryption_key=kms.Key(self, "Key"), existing_table=table,
+            dead_letter_queue=sqs.Queue(self, "AlertsDlq", fifo=True, retention_period=cdk.Duration.days(14)),
+            vpc=ec2.Vpc(self, "Vpc", max_azs=1, nat_gateways=0))
+        if VARIANT == "broken":  # a resource the emulator refuses, as AWS would
+            sqs.CfnQueue(self, "Broken", queue_name="not a valid queue name!")
+
+
+app = cdk.App()
+Shop(app, "Shop", env=cdk.Environment(account=os.environ["CDK_DEFAULT_ACCOUNT"],
+                                      region=os.environ["CDK_DEFAULT_REGION"]))
+app.synth()
+'''
+
+
+@dataclass
+class Emulator:
+    process: subprocess.Popen[str]
+    environment: dict[str, str]
+    stderr: Path
+
+
+@pytest.fixture(scope="module")
+def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
+    stderr = tmp_path_factory.mktemp("serve") / "stderr.txt"
+    with stderr.open("w") as err:
+        process = subprocess.Popen([str(BIN / "sendonce-local"), "serve"], stdout=subprocess.PIPE, stderr=err,
+                                   text=True)
+    environment: dict[str, str] = {}
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.startswith("export "):
+            name, _, value = line[len("export "):].strip().partition("=")
+            environment[name] = value
+        if "runs until" in line:
+            break
+    try:
+        yield Emulator(process, environment, stderr)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def app_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("my-app")  # outside the checkout, as a user's own project
+    (folder / "app.py").write_text(APP)
+    (folder / "cdk.json").write_text(json.dumps({"app": f"{sys.executable} app.py"}))
+    return folder
+
+
+def _env(emulator: Emulator, **extra: str) -> dict[str, str]:
+    return {**os.environ, **emulator.environment, **extra}
+
+
+def _cdk(emulator: Emulator, app_dir: Path, *args: str, variant: str = "first") -> subprocess.CompletedProcess[str]:
+    cdk = shutil.which("cdk")
+    assert cdk, "the CDK CLI is not on PATH: run the tests with `make test`"
+    approval = ["--require-approval", "never"] if args[0] == "deploy" else []
+    return subprocess.run([cdk, *args, "--no-notices", *approval], cwd=app_dir, text=True,
+                          capture_output=True, env=_env(emulator, LOOP_VARIANT=variant), timeout=600, check=False)
+
+
+def _command(emulator: Emulator, app_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(BIN / args[0]), *args[1:]], cwd=app_dir, text=True, capture_output=True,
+                          env=_env(emulator), timeout=600, check=False)
+
+
+def _one_line_error(result: subprocess.CompletedProcess[str], *expected: str) -> None:
+    assert result.returncode == 2, result
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr, result.stderr
+    for text in expected:
+        assert text in result.stderr, result.stderr
+
+
+@pytest.fixture(scope="module")
+def deployed(serve: Emulator, app_dir: Path) -> dict[str, str]:
+    """Deploy, fail a deploy, fix it (a changed stack): the outputs of the fixed stack."""
+    result = _cdk(serve, app_dir, "bootstrap", f"aws://{serve.environment['CDK_DEFAULT_ACCOUNT']}/"
+                  f"{serve.environment['AWS_REGION']}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    first = _cdk(serve, app_dir, "deploy", "Shop", "--outputs-file", "first.json")
+    assert first.returncode == 0, first.stderr[-3000:]
+    broken = _cdk(serve, app_dir, "deploy", "Shop", variant="broken")
+    assert broken.returncode != 0 and "UPDATE_ROLLBACK_COMPLETE" in broken.stderr, broken.stderr[-3000:]
+    assert "Can only include alphanumeric characters" in broken.stderr  # the reason, as CloudFormation gives it
+    fixed = _cdk(serve, app_dir, "deploy", "Shop", "--outputs-file", "outputs.json", variant="changed")
+    assert fixed.returncode == 0, fixed.stderr[-3000:]
+    return dict(json.loads((app_dir / "outputs.json").read_text())["Shop"])
+
+
+def _output(outputs: dict[str, str], prefix: str) -> str:
+    return next(value for key, value in outputs.items() if key.startswith(prefix))
+
+
+def test_deploy_update_after_a_failed_deploy_with_outputs_and_every_prop(serve: Emulator, deployed: dict[str, str]):
+    assert _output(deployed, "AlertsQueueUrl").endswith(".fifo")  # fifo
+    assert _output(deployed, "AlertsOutboxTableName")  # outbox
+    assert _output(deployed, "ReceiptsDedupeTableName") and _output(deployed, "AlertsDeadLetterQueueUrl")
+    os.environ.update(serve.environment)  # read the emulator as a user's script would
+    stack = boto3.client("cloudformation").describe_stacks(StackName="Shop")["Stacks"][0]
+    assert stack["StackStatus"] == "UPDATE_COMPLETE" and len(stack["Outputs"]) == len(deployed)
+    functions = boto3.client("lambda").list_functions()["Functions"]
+    assert {f["Timeout"] for f in functions if "ReceiptsConsumer" in f["FunctionName"]} == {12}  # the update
+    assert "Traceback" not in serve.stderr.read_text()
+
+
+def test_the_loop_run_twice_with_late_jobs_and_ses_evidence(serve: Emulator, app_dir: Path,
+                                                            deployed: dict[str, str]):
+    from sendonce_producer import EmailJob, enqueue, outbox_put
+
+    os.environ.update(serve.environment)
+    receipts = _output(deployed, "ReceiptsQueueUrl")
+    for key in ("receipt:1", "receipt:2"):
+        enqueue(receipts, EmailJob(dedupe_key=key, sender="shop@example.com", to=["ada@example.org"],
+                                   subject="Your receipt", text="Thanks."))
+    enqueue(receipts, EmailJob(dedupe_key="receipt:stranger", sender="someone@elsewhere.org", to=["ada@example.org"],
+                               subject="Not ours", text="SES refuses a sender it has not verified."))
+    boto3.client("sqs").send_message(QueueUrl=receipts, MessageBody="not a job")
+
+    first = _command(serve, app_dir, "sendonce-local", "run", "--stack", "Shop", "--until-drained")
+    assert first.returncode == 0, first.stderr
+    assert "example.com verified in the emulator" in first.stdout
+    assert "sent" in first.stdout and "-> DLQ (invalid-message)" in first.stdout, first.stdout
+    summary = first.stdout.strip().splitlines()[-1]
+    assert summary.startswith("summary") and "sent 2, duplicates 0" in summary, first.stdout
+    assert "dead-lettered 2 (invalid-message 1, ses-refused 1)" in summary and "SES events recorded" in summary
+    held = _command(serve, app_dir, "sendonce", "--stack", "Shop", "--pipeline", "Receipts", "status",
+                    "receipt:stranger")
+    assert "no record; in the dead-letter queue (1 message): ses-refused" in held.stdout, held
+    _one_line_error(_command(serve, app_dir, "sendonce", "--stack", "Shop", "--pipeline", "Receipts", "dlq",
+                             "redrive", "--reason", "nope"), "reasons in the DLQ:", "ses-refused")
+
+    status = _command(serve, app_dir, "sendonce", "--stack", "Shop", "--pipeline", "Receipts", "status", "receipt:1")
+    assert status.returncode == 0 and "SENT" in status.stdout, status
+    # SES's events reach the recorder within seconds of the send, through serve's publisher and the stack's rule.
+    _until(lambda: "no event from SES yet" not in _command(
+        serve, app_dir, "sendonce", "--stack", "Shop", "--pipeline", "Shop/Receipts", "status", "receipt:2").stdout)
+
+    # The second run stays up; jobs that arrive later (through the FIFO pipeline's outbox) are picked up.
+    runner = subprocess.Popen([str(BIN / "sendonce-local"), "run", "--stack", "Shop"], cwd=app_dir, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(serve))
+    try:
+        enqueue(receipts, EmailJob(dedupe_key="receipt:1", sender="shop@example.com", to=["ada@example.org"],
+                                   subject="Your receipt", text="Thanks."))  # a duplicate, across runs
+        job = EmailJob(dedupe_key="alert:late", sender="alerts@example.com", to=["ops@example.org"],
+                       subject="Late", text="Picked up by a running run.")
+        boto3.client("dynamodb").transact_write_items(TransactItems=[
+            outbox_put(_output(deployed, "AlertsOutboxTableName"), job)])
+        _until(lambda: "SES confirmed" in (s := _command(serve, app_dir, "sendonce", "--stack", "Shop", "--pipeline",
+                                                          "Alerts", "status", "alert:late").stdout)
+               and "no event from SES yet" not in s)
+    finally:
+        runner.send_signal(signal.SIGINT)
+        out, err = runner.communicate(timeout=120)
+    assert runner.returncode == 0, err
+    assert "until Ctrl-C" in out and "alert:late" in out
+    assert out.strip().splitlines()[-1].startswith("summary") and "sent 1, duplicates 1" in out, out
+
+
+def test_the_operator_command_finds_pipelines_and_says_errors_in_one_line(serve: Emulator, app_dir: Path,
+                                                                           deployed: dict[str, str]):
+    _one_line_error(_command(serve, app_dir, "sendonce", "--stack", "Shop", "status", "k"),
+                    "several sendonce pipelines (Shop/Alerts, Shop/Receipts)")
+    _one_line_error(_command(serve, app_dir, "sendonce", "--stack", "Shop", "--pipeline", "Nope", "status", "k"),
+                    "no sendonce pipeline 'Nope'; it has: Shop/Alerts, Shop/Receipts")
+    info = _command(serve, app_dir, "sendonce", "--stack", "Shop", "--pipeline", "Alerts", "info")
+    assert info.returncode == 0 and _output(deployed, "AlertsQueueUrl") in info.stdout, info
+    _one_line_error(_command(serve, app_dir, "sendonce-local", "run", "--stack", "Nope"), "Nope")
+
+
+def _until(condition, bound_s: float = 120) -> None:
+    deadline = time.monotonic() + bound_s
+    while not condition():
+        assert time.monotonic() < deadline, "not within the bound"
+        time.sleep(0.5)
