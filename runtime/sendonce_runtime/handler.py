@@ -65,7 +65,8 @@ class Consumer:
             clock,
             SendRateLimiter(settings.max_send_rate) if settings.max_send_rate else None,
         )
-        redelivery = Redelivery(sqs, settings.queue_url, settings.fifo, dead_letters, settings.max_receive_count)
+        redelivery = Redelivery(sqs, settings.queue_url, settings.fifo, dead_letters, settings.max_receive_count,
+                                call_ms=int(sum(settings.ledger_call_timeouts_s) * 1000))
         return cls(settings, processor, log, redelivery)
 
     def handle(self, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
@@ -74,9 +75,11 @@ class Consumer:
 
         def process(record: SqsRecord) -> Any:
             started = time.perf_counter()
+            if self.redelivery is not None:
+                self.redelivery.retire_superseded(record)
             result = self.processor.process(record, deadline)
             if self.redelivery is not None:
-                result = self.redelivery.settle(record, result)
+                result = self.redelivery.settle(record, result, deadline)
             self.log.write(result, record.receive_count, (time.perf_counter() - started) * 1000)
             return result
 
