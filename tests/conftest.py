@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 from consumer_harness import Pipeline, create_pipeline
 from ses_fault_proxy import SesFaultProxy
+from slow_aws import LATE_S, Jobs, SlowAws
 
 from sendonce_constructs.local.emulator import LocalAws
 
@@ -46,6 +47,22 @@ def ses_faults(aws: LocalAws, pipeline: Pipeline) -> Iterator[SesFaultProxy]:
     """SES behind a proxy that can be told to throttle, refuse, fail or hang; the pipeline sends through it."""
     proxy = SesFaultProxy(aws.endpoint).start()
     pipeline.ses_endpoint = proxy.endpoint
+    try:
+        yield proxy
+    finally:
+        proxy.stop()
+
+
+@pytest.fixture
+def jobs(aws: LocalAws) -> Jobs:
+    """The job queue, received from as Lambda's event source does (with receipt handles)."""
+    return Jobs()
+
+
+@pytest.fixture
+def slow(aws: LocalAws) -> Iterator[SlowAws]:
+    """DynamoDB and SQS behind a proxy that can be told to answer late or refuse."""
+    proxy = SlowAws(aws.endpoint, late_s=LATE_S).start()
     try:
         yield proxy
     finally:

@@ -10,92 +10,13 @@ from __future__ import annotations
 
 import io
 import json
-import time
-from collections.abc import Iterator
 
-import boto3
 import pytest
 from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
 from ses_fault_proxy import Fault
-from slow_aws import LATE, Rule, SlowAws
+from slow_aws import LATE, MAX_RECEIVES, Rule, consumer
 
-from sendonce_constructs.local.event_source_runner import EventSourceSpec, lambda_record
 from sendonce_contract.delivery import DeliveryPolicy
-from sendonce_runtime.aws_clients import ledger_config, ses_config
-from sendonce_runtime.handler import Consumer
-from sendonce_runtime.outcome_log import OutcomeLog
-
-# A 3 s function's ledger and SQS calls: 180 ms to connect, 120 ms to read (the construct's sizing).
-LEDGER_BUDGET_MS = 900
-LATE_S = 0.3
-MAX_RECEIVES = 5
-
-
-class Jobs:
-    """The job queue, as Lambda's event source sees it: messages received with their handles."""
-
-    def __init__(self) -> None:
-        self.sqs = boto3.client("sqs")
-        self.url = self.sqs.create_queue(QueueName="jobs")["QueueUrl"]
-        arn = self.sqs.get_queue_attributes(QueueUrl=self.url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        self.source = EventSourceSpec(self.url, arn)
-
-    def enqueue(self, body: dict) -> None:
-        self.sqs.send_message(QueueUrl=self.url, MessageBody=json.dumps(body))
-
-    def receive(self, wait_s: float = 10) -> list[dict]:
-        """The next visible messages as Lambda records, polled with a bound (delayed copies take seconds)."""
-        bound = time.monotonic() + wait_s
-        while time.monotonic() < bound:
-            messages = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=10, WaitTimeSeconds=1,
-                                                VisibilityTimeout=18, MessageSystemAttributeNames=["All"],
-                                                MessageAttributeNames=["All"]).get("Messages", [])
-            if messages:
-                return [lambda_record(m, self.source, "us-east-1") for m in messages]
-        return []
-
-    def acknowledge(self, response: dict, *records: dict) -> None:
-        """What Lambda does with the batch response: delete all but the failures."""
-        failed = failed_ids(response)
-        for record in records:
-            if record["messageId"] not in failed:
-                self.sqs.delete_message(QueueUrl=self.url, ReceiptHandle=record["receiptHandle"])
-
-    def depth(self) -> int:
-        attributes = self.sqs.get_queue_attributes(QueueUrl=self.url, AttributeNames=[
-            "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
-            "ApproximateNumberOfMessagesDelayed"])["Attributes"]
-        return sum(int(v) for v in attributes.values())
-
-
-@pytest.fixture
-def jobs(aws) -> Jobs:
-    return Jobs()
-
-
-@pytest.fixture
-def slow(aws) -> Iterator[SlowAws]:
-    proxy = SlowAws(aws.endpoint, late_s=LATE_S).start()
-    try:
-        yield proxy
-    finally:
-        proxy.stop()
-
-
-def consumer(pipeline, slow: SlowAws, jobs: Jobs, clock=None, **overrides) -> tuple[Consumer, io.StringIO]:
-    """The real consumer, its DynamoDB and SQS behind the slow proxy, sized as for a 3 s function."""
-    settings = pipeline.settings(queue_url=jobs.url, max_receive_count=MAX_RECEIVES,
-                                 ledger_budget_ms=LEDGER_BUDGET_MS, ses_read_timeout_s=0.75,
-                                 ses_connect_timeout_s=0.3, **overrides)
-    log = io.StringIO()
-    built = Consumer.from_clients(
-        settings,
-        boto3.client("dynamodb", config=ledger_config(settings), endpoint_url=slow.endpoint),
-        boto3.client("sesv2", config=ses_config(settings), endpoint_url=pipeline.ses_endpoint),
-        boto3.client("sqs", config=ledger_config(settings), endpoint_url=slow.endpoint),
-        clock, OutcomeLog(log, pipeline="Shop/Receipts"),
-    )
-    return built, log
 
 
 def lines(log: io.StringIO) -> list[dict]:
