@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from consumer_harness import Pipeline, create_pipeline
 from ses_fault_proxy import SesFaultProxy
-from slow_aws import LATE_S, Jobs, SlowAws
+from slow_aws import LATE_S, Jobs, SlowServices
 
 from sendonce_constructs.local.emulator import LocalAws
 
@@ -60,9 +60,9 @@ def jobs(aws: LocalAws) -> Jobs:
 
 
 @pytest.fixture
-def slow(aws: LocalAws) -> Iterator[SlowAws]:
+def slow(aws: LocalAws) -> Iterator[SlowServices]:
     """DynamoDB and SQS behind a proxy that can be told to answer late or refuse."""
-    proxy = SlowAws(aws.endpoint, late_s=LATE_S).start()
+    proxy = SlowServices(aws.endpoint, late_s=LATE_S).start()
     try:
         yield proxy
     finally:

@@ -1,93 +1,21 @@
-"""DynamoDB and SQS behind a proxy that answers late, or refuses, for a stretch: the faults a slow network or a
-throttled table bring, which the emulator cannot be asked for.
-
-A late answer is carried out first and answered after ``late_s``: a client whose read timeout is shorter gives
-up although the write happened, which is the case that matters (a lost answer is not a failure).
-"""
+"""The real consumer with its DynamoDB and SQS behind the slow-services proxy, and the job queue as Lambda's
+event source sees it (messages received with their receipt handles)."""
 
 from __future__ import annotations
 
 import io
 import json
-import threading
 import time
-from collections import Counter
-from dataclasses import dataclass
 from typing import Any
 
 import boto3
 from consumer_harness import failed_ids
 
 from sendonce_constructs.local.event_source_runner import EventSourceSpec, lambda_record
-from sendonce_constructs.local.proxy import Forward, ForwardingProxy, ProxiedRequest, Reply
+from sendonce_constructs.local.slow_services import SlowServices
 from sendonce_runtime.aws_clients import ledger_config, ses_config
 from sendonce_runtime.handler import Consumer
 from sendonce_runtime.outcome_log import OutcomeLog
-
-LATE = "late"
-
-
-@dataclass(frozen=True)
-class Rule:
-    service: str  # "dynamodb", "sqs"
-    operation: str | None  # "PutItem", "SendMessage", ... or None for every operation of the service
-    fault: str  # LATE, or an error code answered with ``status``
-    status: int = 400
-
-
-def operation_of(request: ProxiedRequest) -> str:
-    target = request.headers.get("X-Amz-Target", request.headers.get("x-amz-target", ""))
-    return target.rpartition(".")[2]
-
-
-class SlowAws:
-    def __init__(self, upstream: str, late_s: float = 0.5) -> None:
-        self.late_s = late_s
-        self._rules: list[Rule] = []
-        self._until = 0.0
-        self._lock = threading.Lock()
-        self.hits: Counter[tuple[str, str, str]] = Counter()
-        self._proxy = ForwardingProxy(upstream, self._behave)
-        self.endpoint = self._proxy.endpoint
-
-    def start(self) -> SlowAws:
-        self._proxy.start()
-        return self
-
-    def stop(self) -> None:
-        self._proxy.stop()
-
-    def fault(self, *rules: Rule, for_s: float = 3600.0) -> None:
-        """From now on and for ``for_s`` seconds, requests matching a rule get its fault."""
-        with self._lock:
-            self._rules, self._until = list(rules), time.monotonic() + for_s
-
-    def clear(self) -> None:
-        self.fault(for_s=0)
-
-    def _match(self, request: ProxiedRequest) -> Rule | None:
-        with self._lock:
-            if time.monotonic() >= self._until:
-                return None
-            operation = operation_of(request)
-            for rule in self._rules:
-                if rule.service == request.service and rule.operation in (None, operation):
-                    self.hits[rule.service, operation, rule.fault] += 1
-                    return rule
-        return None
-
-    def _behave(self, request: ProxiedRequest, forward: Forward) -> Reply | None:
-        rule = self._match(request)
-        if rule is None:
-            return forward()
-        if rule.fault == LATE:
-            reply = forward()
-            time.sleep(self.late_s)  # the client gave up already; the write happened
-            return reply
-        body = json.dumps({"__type": rule.fault, "message": f"played {rule.fault}"}).encode()
-        headers = [("x-amzn-ErrorType", rule.fault), ("Content-Type", "application/x-amz-json-1.0")]
-        return Reply(rule.status, headers, body)
-
 
 # A 3 s function's ledger and SQS calls: 180 ms to connect, 120 ms to read (the construct's sizing).
 LEDGER_BUDGET_MS = 900
@@ -133,7 +61,7 @@ class Jobs:
 
 
 def consumer(
-    pipeline: Any, slow: SlowAws, jobs: Jobs, clock: Any = None, **overrides: Any
+    pipeline: Any, slow: SlowServices, jobs: Jobs, clock: Any = None, **overrides: Any
 ) -> tuple[Consumer, io.StringIO]:
     """The real consumer, its DynamoDB and SQS behind the slow proxy, sized as for a 3 s function."""
     settings = pipeline.settings(queue_url=jobs.url, max_receive_count=MAX_RECEIVES,

@@ -14,8 +14,9 @@ import json
 import pytest
 from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
 from ses_fault_proxy import Fault
-from slow_aws import LATE, MAX_RECEIVES, Rule, consumer
+from slow_aws import MAX_RECEIVES, consumer
 
+from sendonce_constructs.local.slow_services import LATE, Rule
 from sendonce_contract.delivery import DeliveryPolicy
 
 

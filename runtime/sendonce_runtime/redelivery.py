@@ -58,10 +58,11 @@ GROWING = frozenset({Outcome.THROTTLED, Outcome.QUOTA_EXHAUSTED, Outcome.LEDGER_
 # Our attributes on a copy, replaced (never inherited) each time a copy is made.
 OURS = frozenset({DeadLetter.POSTPONEMENTS, DeadLetter.SUPERSEDES, DeadLetter.UNSENT_CLAIM,
                   DeadLetter.UNRECORDED_SEND})
-# An original stays out of sight this long past its copy's delay, for the copy to arrive and delete it.
-HOLD_S = 300
+# An original stays out of sight this long past its copy's delay, for the copy to be received and delete it.
+# Short, because an invocation killed after the hold and before the copy leaves the job waiting this long.
+HOLD_S = 60
 # A copy is received within this much of becoming visible (else the original is held explicitly).
-HOLD_MARGIN_S = 60
+HOLD_MARGIN_S = 30
 # The queue's visibility timeout is at least this many function timeouts (a synth rule), and one is spent.
 VISIBLE_AFTER_TIMEOUTS = 5
 # A completion carried by a copy is written again soon: before a dead worker's lease and grace period run out.
@@ -120,7 +121,8 @@ class Redelivery:
             result = result._replace(retry_after_s=result.retry_after_s or delay_s)
         if self._max_receive_count is not None and record.receive_count >= self._max_receive_count:
             return self._give_up(record, result)
-        if result.retry_after_s is not None:
+        # Only with time for the call: a kill at the deadline would lose the batch's acknowledgements.
+        if result.retry_after_s is not None and (deadline is None or deadline.remaining_ms() >= self._call_ms):
             self._change_visibility(record, result.retry_after_s)
         return result
 
