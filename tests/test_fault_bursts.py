@@ -81,7 +81,7 @@ def check(report) -> None:
 def test_a_burst_through_a_stretch_of_dynamodb_throttling_sends_every_key_once_and_dead_letters_nothing(pipeline):
     report = burst(pipeline, dynamodb_throttling(STRETCH_S))
     check(report)
-    assert report.proxy_hits  # the stretch really refused calls
+    assert report.proxy_hits, (report.proxy_requests, report.lines())  # the stretch really refused calls
 
 
 @pytest.mark.parametrize("policy", list(DeliveryPolicy)[:2], ids=lambda p: p.value)
@@ -89,4 +89,5 @@ def test_a_burst_through_late_dynamodb_and_sqs_answers_and_deadline_kills_multip
         pipeline, policy):
     report = burst(pipeline, late_answers(STRETCH_S), policy)
     check(report)
+    assert report.proxy_hits, (report.proxy_requests, report.lines())  # answers really came late
     assert report.runner["workers_killed"] > 0  # killed between the copy and the acknowledgement

@@ -56,11 +56,12 @@ def test_a_claim_whose_answer_was_lost_is_taken_over_by_its_own_copy_at_once(pip
     jobs.enqueue(job("receipt:lt2:u1"))
     [record] = jobs.receive()
     built, log = consumer(pipeline, slow, jobs, clock, delivery=policy, evidence_grace_ms=60_000)
-    slow.fault(Rule("dynamodb", "PutItem", LATE))
+    # The claim is written but its answer lost, and DynamoDB throttles the consumer's taking it back.
+    slow.fault(Rule("dynamodb", "PutItem", LATE), Rule("dynamodb", "DeleteItem", "ThrottlingException"))
     response = built.handle(event(record), FakeContext(clock))
     jobs.acknowledge(response, record)
 
-    assert response == {"batchItemFailures": []}
+    assert response == {"batchItemFailures": []}, log.getvalue()
     assert lines(log)[0]["outcome"] == "ledger_unavailable" and lines(log)[0]["LedgerErrors"] == 1
     phantom = pipeline.ledger_item("receipt:lt2:u1")
     assert phantom is not None and phantom["status"]["S"] == "IN_FLIGHT"  # the claim was written; its answer lost
@@ -69,9 +70,24 @@ def test_a_claim_whose_answer_was_lost_is_taken_over_by_its_own_copy_at_once(pip
     [copy] = jobs.receive()
     assert phantom["owner"]["S"] in attribute(copy, "sendonce.unsentClaim").split()
     # Not a dead worker's claim: no wait for its lease and SES's grace period, and never UNKNOWN.
-    assert built.handle(event(copy), FakeContext(clock)) == {"batchItemFailures": []}
+    assert built.handle(event(copy), FakeContext(clock)) == {"batchItemFailures": []}, log.getvalue()
     assert lines(log)[-1]["outcome"] == "sent"
     assert pipeline.status("receipt:lt2:u1") == "SENT" and pipeline.emails_for("receipt:lt2:u1") == 1
+
+
+def test_a_claim_whose_answer_was_lost_is_taken_back_so_no_other_copy_waits_for_it(pipeline, slow, jobs):
+    clock = FakeClock()
+    built, log = consumer(pipeline, slow, jobs, clock, delivery=DeliveryPolicy.NEVER_RESEND,
+                          evidence_grace_ms=60_000)
+    slow.fault(Rule("dynamodb", "PutItem", LATE))
+    body = job("receipt:lt8:u1")
+    assert built.handle(event(sqs_record(body)), FakeContext(clock)) == {"batchItemFailures": []}
+    assert lines(log)[0]["outcome"] == "ledger_unavailable"
+    assert pipeline.ledger_item("receipt:lt8:u1") is None  # written, then taken back
+    slow.clear()
+    # Another copy of the job (enqueued twice by its producer) sends at once: no phantom claim in its way.
+    assert built.handle(event(sqs_record(body)), FakeContext(clock)) == {"batchItemFailures": []}
+    assert lines(log)[-1]["outcome"] == "sent" and pipeline.emails_for("receipt:lt8:u1") == 1
 
 
 def test_a_real_ledger_failure_spends_receives_and_on_the_last_is_dead_lettered_with_its_reason(

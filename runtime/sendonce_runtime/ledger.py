@@ -113,14 +113,15 @@ class DedupeLedger:
                     ":lease": _n(lease_expires_at_ms),
                     ":now_ms": _n(now_ms),
                     ":hash": _s(payload_hash),
-                    ":one": _n(1),
+                    ":one": _n(0 if unsent else 1),  # an unsent claim's attempt sent nothing: not counted
                     ":previous": _s(previous.owner),
                     ":in_flight": _s(Status.IN_FLIGHT.value),
                 },
                 ReturnValues="UPDATED_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
-            return Claim(won=True, attempts=int(response["Attributes"][Ledger.ATTEMPTS]["N"]))
+            attempts = response.get("Attributes", {}).get(Ledger.ATTEMPTS, {}).get("N")
+            return Claim(won=True, attempts=int(attempts) if attempts else previous.attempts)
         except ClientError as error:
             return Claim(won=False, existing=self._old_record(error))
 
@@ -186,9 +187,10 @@ class DedupeLedger:
             self._client.delete_item(
                 TableName=self._table,
                 Key={KEY: _s(key)},
-                ConditionExpression=f"#owner = :owner AND attribute_not_exists({Ledger.SES_MESSAGE_IDS})",
+                ConditionExpression=(f"#owner = :owner AND {Ledger.ATTEMPTS} = :one "
+                                     f"AND attribute_not_exists({Ledger.SES_MESSAGE_IDS})"),
                 ExpressionAttributeNames={"#owner": Ledger.OWNER},
-                ExpressionAttributeValues={":owner": _s(owner)},
+                ExpressionAttributeValues={":owner": _s(owner), ":one": _n(1)},
             )
         except ClientError as error:
             if _code(error) != CONDITION_FAILED:

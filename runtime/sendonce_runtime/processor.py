@@ -18,7 +18,7 @@ from .ledger import Claim, DedupeLedger, LedgerRecord
 from .outcome import Outcome, RecordResult
 from .send_rate import SendRateLimiter
 from .ses_sender import Accepted, Refused, SesSender
-from .settings import Settings
+from .settings import LEDGER_CALLS_PER_RECORD, Settings
 from .sqs_record import SqsRecord
 
 LOGGER = logging.getLogger("sendonce")
@@ -136,6 +136,9 @@ class RecordProcessor:
                     return result
         except LEDGER_ERRORS as error:
             # Before any send: our claim may have been written (its answer lost) but nothing went out under it.
+            # Take it back if DynamoDB lets us (a late answer is usually a write carried out), so no other copy
+            # of the job takes it for a dead worker's; and tell our own copy which claim it may take over.
+            self._abandon(job.dedupe_key, owner, deadline)
             # A token carried in and not yet taken over still names a claim nobody sent under: pass both on.
             unsent = " ".join([*record.unsent_claims[-1:], owner])
             result = RecordResult(record.message_id, Outcome.LEDGER_FAILED, job.dedupe_key, unsent_claim=unsent)
@@ -224,6 +227,15 @@ class RecordProcessor:
             return self._dead_letter(record, Outcome.REFUSED, ReasonCode.SES_REFUSED, outcome.reason, key, attempt)
         # Ambiguous: the record stays IN_FLIGHT; when its lease expires, the delivery policy decides.
         return RecordResult(record.message_id, Outcome.AMBIGUOUS, key, attempt=attempt, reason=outcome.reason)
+
+    def _abandon(self, key: str, owner: str, deadline: Deadline) -> None:
+        """Best effort: delete a first claim of ours that may have been written (never a takeover's record)."""
+        if deadline.remaining_ms() < self._settings.ledger_budget_ms // LEDGER_CALLS_PER_RECORD:
+            return
+        try:
+            self._ledger.release(key, owner)
+        except LEDGER_ERRORS as error:
+            LOGGER.warning("could not take back the claim of %s: %s", key, _describe(error))
 
     def _release(self, key: str, owner: str, attempt: int) -> str | None:
         """Release our claim after SES refused; if DynamoDB did not answer, the claim's token, which a copy of the

@@ -71,7 +71,8 @@ class FaultBurstReport:
     drain_s: float
     drained: bool
     runner: dict[str, int]
-    proxy_hits: dict[str, int] = field(default_factory=dict)
+    proxy_hits: dict[str, int] = field(default_factory=dict)  # the consumer's calls that met the stretch's fault
+    proxy_requests: dict[str, int] = field(default_factory=dict)  # every call the consumer made, by service
 
     @property
     def ok(self) -> bool:
@@ -142,8 +143,12 @@ def run_fault_burst(
     try:
         with _DepthSampler(source.queue_url) as sampler, EventSourceRunner(slowed, source, environment, log,
                                                                           faults) as runner:
-            proxy.fault(*stretch.rules, for_s=stretch.seconds)
             enqueue(sqs, source.queue_url, bodies)
+            # The stretch starts once the burst reaches DynamoDB (cold starts come first).
+            warm_by = time.monotonic() + bound_s
+            while not proxy.requests["dynamodb"] and time.monotonic() < warm_by:
+                time.sleep(0.05)
+            proxy.fault(*stretch.rules, for_s=stretch.seconds)
             drained = runner.run_until_drained(bound_s)
             drain_s = time.monotonic() - started
             stats = runner.stats.as_dict()
@@ -160,7 +165,7 @@ def run_fault_burst(
         dead_letters=_depth(sqs, dead_letter_queue_url) - dead_before, peak_depth=sampler.peak,
         unknown_keys=sorted(unknown), unknown_never_seen=sorted(k for k in unknown if per_key[k] == 0),
         drain_s=drain_s, drained=drained, runner=stats,
-        proxy_hits={" ".join(k): v for k, v in proxy.hits.items()},
+        proxy_hits={" ".join(k): v for k, v in proxy.hits.items()}, proxy_requests=dict(proxy.requests),
     )
 
 

@@ -38,7 +38,8 @@ class SlowServices:
         self._rules: list[Rule] = []
         self._until = 0.0
         self._lock = threading.Lock()
-        self.hits: Counter[tuple[str, str, str]] = Counter()
+        self.hits: Counter[tuple[str, str, str]] = Counter()  # requests that met a fault
+        self.requests: Counter[str] = Counter()  # every request, by service
         self._proxy = ForwardingProxy(upstream, self._behave)
         self.endpoint = self._proxy.endpoint
 
@@ -59,6 +60,7 @@ class SlowServices:
 
     def _match(self, request: ProxiedRequest) -> Rule | None:
         with self._lock:
+            self.requests[request.service] += 1
             if time.monotonic() >= self._until:
                 return None
             operation = operation_of(request)
