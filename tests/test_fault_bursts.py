@@ -90,4 +90,5 @@ def test_a_burst_through_late_dynamodb_and_sqs_answers_and_deadline_kills_multip
     report = burst(pipeline, late_answers(STRETCH_S), policy)
     check(report)
     assert report.proxy_hits, (report.proxy_requests, report.lines())  # answers really came late
-    assert report.runner["workers_killed"] > 0  # killed between the copy and the acknowledgement
+    # Invocations were killed: at their deadline, or right after a delayed copy (before the acknowledgement).
+    assert report.runner["timeouts"] + report.runner["workers_killed"] > 0, report.runner
