@@ -28,6 +28,7 @@ from .evidence import SesEvidence
 from .monitoring import PipelineMetrics, build_alarms, build_dashboard
 from .outbox import Outbox
 from .props import PipelineProps, known, resolve_props, seconds
+from .quota_watch import build_quota_watch
 from .runtime_asset import HANDLER
 
 DLQ_RETENTION = Duration.seconds(rules.DEAD_LETTER_RETENTION_S)  # the TTL rules count on this figure
@@ -102,6 +103,10 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         Default True.
     :param dead_letter_queue: bring your own dead-letter queue (of the job queue's kind; keep its retention at 14
         days, which the dedupe_ttl rules assume). Default one the construct makes.
+    :param quota_watch: a small function an EventBridge schedule runs every five minutes, reading SES's 24-hour
+        quota (SESv2 GetAccount) into the ``QuotaUsedPercent`` metric. Default True.
+    :param quota_alarm_threshold: the share of SES's 24-hour quota used (percent) that raises the
+        ``QuotaNearlyUsed`` alarm, with ``quota_watch``. Default 80.
     """
 
     def __init__(
@@ -153,6 +158,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         log_removal_policy: RemovalPolicy | None = None,
         enabled: bool = True,
         dead_letter_queue: sqs.IQueue | None = None,
+        quota_watch: bool = True,
+        quota_alarm_threshold: float | None = None,
     ) -> None:
         super().__init__(scope, id)
         props = resolve_props(
@@ -170,7 +177,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             vpc=vpc, vpc_subnets=vpc_subnets, security_groups=security_groups,
             reserved_concurrent_executions=reserved_concurrent_executions, log_level=log_level,
             queue_removal_policy=queue_removal_policy, log_removal_policy=log_removal_policy, enabled=enabled,
-            dead_letter_queue=dead_letter_queue,
+            dead_letter_queue=dead_letter_queue, quota_watch=quota_watch, quota_alarm_threshold=quota_alarm_threshold,
         )
         if props.low_max_receive_count:
             Validations.of(self).add_warning(
@@ -189,8 +196,10 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         self._build_consumer(props, function_options)
         self.outbox = self._build_outbox(props, function_options)
         self._build_outputs()
+        self.quota_watch = build_quota_watch(self, self.pipeline_name, function_options) if props.quota_watch else None
         self.alarms: dict[str, cloudwatch.Alarm] = (
-            build_alarms(self, self, props.oldest_message_alarm_threshold, props.alarm_topic) if props.alarms else {}
+            build_alarms(self, self, props.oldest_message_alarm_threshold, props.alarm_topic,
+                         props.quota_alarm_threshold if props.quota_watch else None) if props.alarms else {}
         )
         self.dashboard: cloudwatch.Dashboard | None = (
             build_dashboard(self, self, self.alarms) if props.dashboard else None

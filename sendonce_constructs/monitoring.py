@@ -18,6 +18,8 @@ from .evidence import SesEvidence
 
 NAMESPACE = "sendonce"  # the consumer's Embedded Metric Format namespace
 DIMENSION = "Pipeline"
+# Jobs a minute put back for DynamoDB's trouble that raise the alarm: a few are a blip a delayed copy absorbs.
+LEDGER_TROUBLE_PER_MINUTE = 10
 
 
 class PipelineMetrics:
@@ -78,6 +80,19 @@ class PipelineMetrics:
             raise ValueError("metric_evidence_dead_letter_queue_depth needs ses_events=True")
         return self.evidence.dead_letter_queue.metric_approximate_number_of_messages_visible(**options)
 
+    def metric_ledger_throttles(self, **options: Any) -> cloudwatch.Metric:
+        """Jobs put back because DynamoDB throttled the consumer before the send."""
+        return self.metric("LedgerThrottles", **options)
+
+    def metric_ledger_errors(self, **options: Any) -> cloudwatch.Metric:
+        """Jobs put back because DynamoDB timed out, failed with a 5xx or could not be reached before the send."""
+        return self.metric("LedgerErrors", **options)
+
+    def metric_quota_used_percent(self, **options: Any) -> cloudwatch.Metric:
+        """The share of SES's 24-hour quota used, as the quota watch last read it (Maximum)."""
+        options.setdefault("statistic", "Maximum")
+        return self.metric("QuotaUsedPercent", **options)
+
     def metric_ambiguous_sends(self, **options: Any) -> cloudwatch.Metric:
         return self.metric("AmbiguousSends", **options)
 
@@ -106,11 +121,13 @@ class PipelineMetrics:
 
 
 def build_alarms(
-    pipeline: PipelineMetrics, scope: Construct, oldest_message_threshold: Duration, topic: sns.ITopic | None
+    pipeline: PipelineMetrics, scope: Construct, oldest_message_threshold: Duration, topic: sns.ITopic | None,
+    quota_threshold_percent: float | None = None,
 ) -> dict[str, cloudwatch.Alarm]:
-    """Five alarms (seven with SES events), each a thing an operator must look at; all notify ``topic``."""
+    """Six alarms (eight with SES events, nine with the quota watch), each a thing an operator must look at; all
+    notify ``topic``."""
     one_minute = Duration.minutes(1)
-    specs = {
+    specs: dict[str, tuple[cloudwatch.Metric | cloudwatch.MathExpression, float, str]] = {
         "DeadLetterQueueNotEmpty": (
             pipeline.metric_dead_letter_queue_depth(period=one_minute), 1,
             "Jobs in the dead-letter queue: malformed, refused by SES, or failed maxReceiveCount times. "
@@ -132,6 +149,15 @@ def build_alarms(
             "SES's 24-hour sending quota is used up: jobs are waiting (delayed copies, about ten minutes each), none "
             "is dead-lettered. Raise the quota with SES, or let the window pass.",
         ),
+        "LedgerTrouble": (
+            cloudwatch.MathExpression(
+                expression="throttles + errors", label="DynamoDB trouble before the send", period=one_minute,
+                using_metrics={"throttles": pipeline.metric_ledger_throttles(period=one_minute),
+                               "errors": pipeline.metric_ledger_errors(period=one_minute)}),
+            LEDGER_TROUBLE_PER_MINUTE,
+            "DynamoDB throttled, timed out or failed the consumer's ledger calls: jobs are waiting (delayed copies, "
+            "no receive spent), none is dead-lettered. Check the table's throttling and the network path.",
+        ),
         "FunctionErrors": (
             pipeline.function.metric_errors(period=one_minute, statistic="Sum"), 1,
             "The consumer failed whole invocations (deployment or configuration error): batches are redelivered.",
@@ -146,6 +172,12 @@ def build_alarms(
         specs["EvidenceDeadLetterQueueNotEmpty"] = (
             pipeline.metric_evidence_dead_letter_queue_depth(period=one_minute), 1,
             f"SES events the recorder could not read or record ({DeadLetter.REASON} on each message).",
+        )
+    if quota_threshold_percent is not None:
+        specs["QuotaNearlyUsed"] = (
+            pipeline.metric_quota_used_percent(), quota_threshold_percent,
+            f"SES's 24-hour sending quota is {quota_threshold_percent:g}% used (read every five minutes by the "
+            "quota watch): ask SES for more before jobs start waiting.",
         )
     alarms = {}
     for name, (metric, threshold, description) in specs.items():

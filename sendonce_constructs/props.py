@@ -104,6 +104,8 @@ class PipelineProps:
     enabled: bool
     dead_letter_queue: sqs.IQueue | None
     low_max_receive_count: bool  # below AWS's recommended 5: a warning the user may acknowledge
+    quota_watch: bool
+    quota_alarm_threshold: float  # percent of SES's 24-hour quota
 
 
 def resolve_props(
@@ -152,6 +154,8 @@ def resolve_props(
     log_removal_policy: RemovalPolicy | None,
     enabled: bool,
     dead_letter_queue: sqs.IQueue | None,
+    quota_watch: bool = True,
+    quota_alarm_threshold: float | None = None,
 ) -> PipelineProps:
     function_timeout = function_timeout or Duration.seconds(30)
     batch_size = 10 if batch_size is None else batch_size
@@ -212,6 +216,7 @@ def resolve_props(
                                              if value is not None])
     if dead_letter_queue is not None:
         rules.check_dead_letter_queue(_fifo_of(dead_letter_queue), fifo)
+    rules.check_quota_alarm_threshold(known(quota_alarm_threshold))
 
     return PipelineProps(
         sender=sender, sender_name=sender_name, from_addresses=from_addresses, configuration_set=configuration_set,
@@ -235,6 +240,9 @@ def resolve_props(
         queue_removal_policy=queue_removal_policy or RemovalPolicy.RETAIN,
         log_removal_policy=log_removal_policy or RemovalPolicy.DESTROY, enabled=enabled,
         dead_letter_queue=dead_letter_queue, low_max_receive_count=low_max_receive_count,
+        quota_watch=quota_watch,
+        quota_alarm_threshold=(rules.DEFAULT_QUOTA_ALARM_PERCENT if quota_alarm_threshold is None
+                               else quota_alarm_threshold),
     )
 
 

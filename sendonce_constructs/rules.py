@@ -198,6 +198,15 @@ def check_max_send_rate(max_send_rate: float | None) -> None:
         _fail(f"max_send_rate ({max_send_rate:g}) must be above 0 emails per second; leave it unset for no limit")
 
 
+DEFAULT_QUOTA_ALARM_PERCENT = 80.0  # of SES's 24-hour quota: time to ask SES for more before jobs wait
+
+
+def check_quota_alarm_threshold(percent: float | None) -> None:
+    if percent is not None and not 0 < percent <= 100:
+        _fail(f"quota_alarm_threshold ({percent:g}) must be a percentage of SES's 24-hour quota above 0 and at "
+              "most 100; the default 80 warns with a fifth of the day's quota left")
+
+
 MAX_PACE_PER_INSTANCE = 200  # emails a second one consumer instance can send (ten parallel sends of ~50 ms)
 
 

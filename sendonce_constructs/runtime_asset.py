@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 HANDLER = "sendonce_runtime.handler.handler"
 RECORDER_HANDLER = "sendonce_runtime.event_recorder.handler"
 RELAY_HANDLER = "sendonce_runtime.outbox_relay.handler"
+QUOTA_WATCH_HANDLER = "sendonce_runtime.quota_watch.handler"
 PACKAGES = ("sendonce_runtime", "sendonce_contract")
 SHIPPED_SUFFIXES = (".py", ".json")  # code and the message's JSON Schema; no bytecode, no typing markers
 

@@ -22,12 +22,14 @@ def build(stack: cdk.Stack | None = None, **props: Any) -> tuple[SendOnceEmailQu
 
 
 EVIDENCE_PART = "SesEvidence"  # the SES evidence part's resources, tested on their own in test_ses_evidence_construct
+QUOTA_WATCH_PART = "QuotaWatch"  # the quota watch's, tested in test_security_and_observability
 
 
 def pipeline_resources(template: Template, resource_type: str, match: dict[str, Any] | None = None) -> dict:
-    """The job pipeline's own resources of a type: the SES evidence part's are left out."""
+    """The job pipeline's own resources of a type: the SES evidence part's and the quota watch's are left out."""
     found = template.find_resources(resource_type, match or None)
-    return {name: resource for name, resource in found.items() if EVIDENCE_PART not in name}
+    return {name: resource for name, resource in found.items()
+            if EVIDENCE_PART not in name and QUOTA_WATCH_PART not in name}
 
 
 def only(template: Template, resource_type: str, **match: Any) -> dict[str, Any]:

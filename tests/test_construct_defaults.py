@@ -314,7 +314,8 @@ def test_logical_ids_are_pinned():
         "AWS::SQS::Queue": ["ReceiptsDeadLetterQueue2FBEE237", "ReceiptsQueue4CA61331",
                             "ReceiptsSesEvidenceDeadLetterQueueD25CC1D6", "ReceiptsSesEvidenceQueue73BD6BE9"],
         "AWS::DynamoDB::Table": ["ReceiptsDedupeTable97CEC35F"],
-        "AWS::Lambda::Function": ["ReceiptsConsumer2A19002C", "ReceiptsSesEvidenceRecorder8527EFB3"],
+        "AWS::Lambda::Function": ["ReceiptsConsumer2A19002C", "ReceiptsQuotaWatch682AFD25",
+                                  "ReceiptsSesEvidenceRecorder8527EFB3"],
     }
 
 
