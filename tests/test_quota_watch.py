@@ -60,3 +60,29 @@ def test_a_quota_alarm_threshold_outside_a_percentage_fails_synth_with_the_fix(t
     with pytest.raises(SendOnceConfigurationError, match=re.escape(f"quota_alarm_threshold ({threshold:g}) must be")):
         SendOnceEmailQueue(cdk.Stack(cdk.App(), "Bad"), "Receipts", sender="example.com",
                            quota_alarm_threshold=threshold)
+
+
+def test_the_quota_watch_deploys_to_the_emulator_with_its_schedule(aws):
+    """Its resources as synthesized (the code inlined: the emulator has no asset bucket), deployed by the emulator's
+    CloudFormation: the schedule, its target and Lambda's permission for EventBridge."""
+    import aws_cdk as cdk
+    from aws_cdk.assertions import Template
+
+    stack = cdk.Stack(cdk.App(), "Watch")
+    SendOnceEmailQueue(stack, "Receipts", sender="example.com", ses_events=False, alarms=False)
+    template = Template.from_stack(stack).to_json()
+    resources = {name: resource for name, resource in template["Resources"].items() if "QuotaWatch" in name}
+    for resource in resources.values():
+        if resource["Type"] == "AWS::Lambda::Function":
+            resource["Properties"]["Code"] = {"ZipFile": "def handler(event, context):\n    return None\n"}
+    assert {r["Type"] for r in resources.values()} >= {"AWS::Events::Rule", "AWS::Lambda::Permission",
+                                                        "AWS::Lambda::Function", "AWS::IAM::Role"}
+    cloudformation = boto3.client("cloudformation")
+    cloudformation.create_stack(StackName="Watch", TemplateBody=json.dumps({"Resources": resources}),
+                                Capabilities=["CAPABILITY_IAM"])
+    status = cloudformation.describe_stacks(StackName="Watch")["Stacks"][0]["StackStatus"]
+    assert status == "CREATE_COMPLETE", status
+    [rule] = [r for r in boto3.client("events").list_rules()["Rules"] if r.get("ScheduleExpression")]
+    assert rule["ScheduleExpression"] == "rate(5 minutes)"
+    [target] = boto3.client("events").list_targets_by_rule(Rule=rule["Name"])["Targets"]
+    assert ":function:" in target["Arn"]
