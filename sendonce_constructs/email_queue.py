@@ -63,9 +63,10 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     :param max_batching_window: how long the event source gathers a batch. Default none.
     :param max_concurrency: cap on concurrent consumer invocations (2 to 1000), e.g. to stay under SES's rate.
     :param parallelism: records of one batch handled at once by one invocation. Default the batch size, capped at 10.
-    :param max_send_rate: emails per second per consumer instance (a token bucket before each send), so parallel
-        sends stay under the account's SES rate; multiply by max_concurrency for the pipeline's peak. Default none.
-    :param send_rate: emails per second this pipeline may send (its share of the account's SES maximum send
+    :param max_send_rate: recipients per second per consumer instance (a token bucket before each send, one token
+        per recipient, as SES's quotas count them), so parallel sends stay under the account's SES rate; multiply
+        by max_concurrency for the pipeline's peak. Default none.
+    :param send_rate: recipients per second this pipeline may send (its share of the account's SES maximum send
         rate); each instance paces at send_rate / max_concurrency, so it needs max_concurrency. Default none.
     :param max_receive_count: deliveries before a message moves to the DLQ. Default 5; below 5 warns.
     :param retention_period: how long the job queue keeps a message. Default 4 days. The DLQ keeps 14 days.

@@ -195,7 +195,7 @@ def check_parallelism(parallelism: float | None, batch_size: float | None) -> No
 
 def check_max_send_rate(max_send_rate: float | None) -> None:
     if max_send_rate is not None and max_send_rate <= 0:
-        _fail(f"max_send_rate ({max_send_rate:g}) must be above 0 emails per second; leave it unset for no limit")
+        _fail(f"max_send_rate ({max_send_rate:g}) must be above 0 recipients per second; leave it unset for no limit")
 
 
 DEFAULT_QUOTA_ALARM_PERCENT = 80.0  # of SES's 24-hour quota: time to ask SES for more before jobs wait
@@ -217,7 +217,7 @@ def check_send_rate(send_rate: float | None, max_send_rate_given: bool, max_conc
     if send_rate is None:
         return
     if send_rate <= 0:
-        _fail(f"send_rate ({send_rate:g}) must be above 0 emails per second; leave it unset for no pacing")
+        _fail(f"send_rate ({send_rate:g}) must be above 0 recipients per second; leave it unset for no pacing")
     if max_send_rate_given:
         _fail(f"send_rate ({send_rate:g}/s) and max_send_rate were both given: send_rate is the pipeline's rate and "
               "sets each instance's pace from max_concurrency; give one of them")
