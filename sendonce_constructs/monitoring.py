@@ -215,6 +215,12 @@ def build_dashboard(pipeline: PipelineMetrics, scope: Construct, alarms: dict[st
                                right=[pipeline.metric_dead_letter_queue_depth()]),
         cloudwatch.GraphWidget(title="Record latency (p90, ms)", width=12, left=[pipeline.metric_record_latency()]),
     )
+    dashboard.add_widgets(
+        cloudwatch.GraphWidget(title="DynamoDB trouble (jobs put back)", width=12,
+                               left=[pipeline.metric_ledger_throttles(), pipeline.metric_ledger_errors()]),
+        cloudwatch.GraphWidget(title="SES 24-hour quota used (%)", width=12,
+                               left=[pipeline.metric_quota_used_percent()]),
+    )
     if alarms:
         dashboard.add_widgets(cloudwatch.AlarmStatusWidget(title="Alarms", width=24, alarms=list(alarms.values())))
     return dashboard

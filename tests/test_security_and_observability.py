@@ -144,6 +144,7 @@ def test_alarms_can_be_turned_off_and_a_dashboard_on():
     template.resource_count_is("AWS::CloudWatch::Alarm", 0)
     body = json.dumps(only(template, "AWS::CloudWatch::Dashboard")["Properties"]["DashboardBody"])
     assert "EmailsSent" in body and "UnknownRecords" in body and "ApproximateAgeOfOldestMessage" in body
+    assert "LedgerThrottles" in body and "LedgerErrors" in body and "QuotaUsedPercent" in body
     assert pipeline.dashboard is not None and pipeline.alarms == {}
 
 
