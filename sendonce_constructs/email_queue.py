@@ -33,6 +33,7 @@ from .network import VpcEgressCheck
 from .outbox import Outbox
 from .outcome_events import OutcomeEvents
 from .props import PipelineProps, known, resolve_props, seconds
+from .quota_watch import build_quota_watch
 from .runtime_asset import HANDLER
 
 DLQ_RETENTION = Duration.seconds(rules.DEAD_LETTER_RETENTION_S)  # the TTL rules count on this figure
@@ -68,9 +69,10 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     :param max_batching_window: how long the event source gathers a batch. Default none.
     :param max_concurrency: cap on concurrent consumer invocations (2 to 1000), e.g. to stay under SES's rate.
     :param parallelism: records of one batch handled at once by one invocation. Default the batch size, capped at 10.
-    :param max_send_rate: emails per second per consumer instance (a token bucket before each send), so parallel
-        sends stay under the account's SES rate; multiply by max_concurrency for the pipeline's peak. Default none.
-    :param send_rate: emails per second this pipeline may send (its share of the account's SES maximum send
+    :param max_send_rate: recipients per second per consumer instance (a token bucket before each send, one token
+        per recipient, as SES's quotas count them), so parallel sends stay under the account's SES rate; multiply
+        by max_concurrency for the pipeline's peak. Default none.
+    :param send_rate: recipients per second this pipeline may send (its share of the account's SES maximum send
         rate); each instance paces at send_rate / max_concurrency, so it needs max_concurrency. Default none.
     :param max_receive_count: deliveries before a message moves to the DLQ. Default 5; below 5 warns.
     :param retention_period: how long the job queue keeps a message. Default 4 days. The DLQ keeps 14 days.
@@ -121,6 +123,10 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     :param allowed_recipients: the only addresses and domains this pipeline may send to (``SES_MAILBOX_SIMULATOR``
         for SES's simulator): a job naming any other recipient goes to the DLQ (``recipient-not-allowed``), unsent.
         For staging stages. Default none (every recipient allowed).
+    :param quota_watch: a small function an EventBridge schedule runs every five minutes, reading SES's 24-hour
+        quota (SESv2 GetAccount) into the ``QuotaUsedPercent`` metric. Default True.
+    :param quota_alarm_threshold: the share of SES's 24-hour quota used (percent) that raises the
+        ``QuotaNearlyUsed`` alarm, with ``quota_watch``. Default 80.
     """
 
     def __init__(
@@ -178,6 +184,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         disable_suppression_list: bool = False,
         key_privacy: bool = False,
         allowed_recipients: Sequence[str] | None = None,
+        quota_watch: bool = True,
+        quota_alarm_threshold: float | None = None,
     ) -> None:
         super().__init__(scope, id)
         props = resolve_props(
@@ -197,7 +205,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             queue_removal_policy=queue_removal_policy, log_removal_policy=log_removal_policy, enabled=enabled,
             dead_letter_queue=dead_letter_queue, outcome_events=outcome_events, outcome_bus=outcome_bus,
             suppression_reasons=suppression_reasons, disable_suppression_list=disable_suppression_list,
-            key_privacy=key_privacy, allowed_recipients=allowed_recipients,
+            key_privacy=key_privacy, allowed_recipients=allowed_recipients, quota_watch=quota_watch,
+            quota_alarm_threshold=quota_alarm_threshold,
         )
         if props.low_max_receive_count:
             Validations.of(self).add_warning(
@@ -227,8 +236,10 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         self._build_consumer(props, function_options)
         self.outbox = self._build_outbox(props, function_options)
         self._build_outputs(props)
+        self.quota_watch = build_quota_watch(self, self.pipeline_name, function_options) if props.quota_watch else None
         self.alarms: dict[str, cloudwatch.Alarm] = (
-            build_alarms(self, self, props.oldest_message_alarm_threshold, props.alarm_topic) if props.alarms else {}
+            build_alarms(self, self, props.oldest_message_alarm_threshold, props.alarm_topic,
+                         props.quota_alarm_threshold if props.quota_watch else None) if props.alarms else {}
         )
         if props.alarms and self.outcome_events is not None:
             self.alarms["OutcomeEventFailures"] = self.outcome_events.failures_alarm(props.alarm_topic)

@@ -29,6 +29,8 @@ SES_REVIEW_BOUNCE_PERCENT = 5.0
 SES_REVIEW_COMPLAINT_PERCENT = 0.1
 REPUTATION_WINDOW = Duration.hours(6)
 REPUTATION_MIN_EMAILS = 200
+# Jobs a minute put back for DynamoDB's trouble that raise the alarm: a few are a blip a delayed copy absorbs.
+LEDGER_TROUBLE_PER_MINUTE = 10
 
 
 class PipelineMetrics:
@@ -96,6 +98,19 @@ class PipelineMetrics:
             raise ValueError("metric_evidence_dead_letter_queue_depth needs ses_events=True")
         return self.evidence.dead_letter_queue.metric_approximate_number_of_messages_visible(**options)
 
+    def metric_ledger_throttles(self, **options: Any) -> cloudwatch.Metric:
+        """Jobs put back because DynamoDB throttled the consumer before the send."""
+        return self.metric("LedgerThrottles", **options)
+
+    def metric_ledger_errors(self, **options: Any) -> cloudwatch.Metric:
+        """Jobs put back because DynamoDB timed out, failed with a 5xx or could not be reached before the send."""
+        return self.metric("LedgerErrors", **options)
+
+    def metric_quota_used_percent(self, **options: Any) -> cloudwatch.Metric:
+        """The share of SES's 24-hour quota used, as the quota watch last read it (Maximum)."""
+        options.setdefault("statistic", "Maximum")
+        return self.metric("QuotaUsedPercent", **options)
+
     def metric_ambiguous_sends(self, **options: Any) -> cloudwatch.Metric:
         return self.metric("AmbiguousSends", **options)
 
@@ -143,9 +158,10 @@ class PipelineMetrics:
 
 
 def build_alarms(
-    pipeline: PipelineMetrics, scope: Construct, oldest_message_threshold: Duration, topic: sns.ITopic | None
+    pipeline: PipelineMetrics, scope: Construct, oldest_message_threshold: Duration, topic: sns.ITopic | None,
+    quota_threshold_percent: float | None = None,
 ) -> dict[str, cloudwatch.Alarm]:
-    """Six alarms (eight with SES events), each a thing an operator must look at; all notify ``topic``."""
+    """Each a thing an operator must look at (more with SES events and the quota watch); all notify ``topic``."""
     one_minute = Duration.minutes(1)
     specs: dict[str, tuple[cloudwatch.Metric | cloudwatch.MathExpression, float, str]] = {
         "DeadLetterQueueNotEmpty": (
@@ -174,6 +190,15 @@ def build_alarms(
             "Producers send jobs of a newer contract version than this consumer knows: the jobs wait (delayed "
             "copies, about five minutes each), none is dead-lettered. Upgrade the construct (the consumer) first.",
         ),
+        "LedgerTrouble": (
+            cloudwatch.MathExpression(
+                expression="throttles + errors", label="DynamoDB trouble before the send", period=one_minute,
+                using_metrics={"throttles": pipeline.metric_ledger_throttles(period=one_minute),
+                               "errors": pipeline.metric_ledger_errors(period=one_minute)}),
+            LEDGER_TROUBLE_PER_MINUTE,
+            "DynamoDB throttled, timed out or failed the consumer's ledger calls: jobs are waiting (delayed copies, "
+            "no receive spent), none is dead-lettered. Check the table's throttling and the network path.",
+        ),
         "FunctionErrors": (
             pipeline.function.metric_errors(period=one_minute, statistic="Sum"), 1,
             "The consumer failed whole invocations (deployment or configuration error): batches are redelivered.",
@@ -200,6 +225,12 @@ def build_alarms(
             f"This pipeline's complaint rate reached {COMPLAINT_RATE_ALARM_PERCENT:g}% over "
             f"{REPUTATION_WINDOW.to_human_string()} (SES reviews the account at {SES_REVIEW_COMPLAINT_PERCENT:g}%): "
             "recipients mark these emails as spam; check what is sent and to whom.",
+        )
+    if quota_threshold_percent is not None:
+        specs["QuotaNearlyUsed"] = (
+            pipeline.metric_quota_used_percent(), quota_threshold_percent,
+            f"SES's 24-hour sending quota is {quota_threshold_percent:g}% used (read every five minutes by the "
+            "quota watch): ask SES for more before jobs start waiting.",
         )
     alarms = {}
     for name, (metric, threshold, description) in specs.items():
@@ -245,6 +276,12 @@ def build_dashboard(pipeline: PipelineMetrics, scope: Construct, alarms: dict[st
             right_annotations=[cloudwatch.HorizontalAnnotation(value=COMPLAINT_RATE_ALARM_PERCENT,
                                                                label="complaint alarm")],
         ))
+    dashboard.add_widgets(
+        cloudwatch.GraphWidget(title="DynamoDB trouble (jobs put back)", width=12,
+                               left=[pipeline.metric_ledger_throttles(), pipeline.metric_ledger_errors()]),
+        cloudwatch.GraphWidget(title="SES 24-hour quota used (%)", width=12,
+                               left=[pipeline.metric_quota_used_percent()]),
+    )
     if alarms:
         dashboard.add_widgets(cloudwatch.AlarmStatusWidget(title="Alarms", width=24, alarms=list(alarms.values())))
     return dashboard

@@ -112,6 +112,8 @@ class PipelineProps:
     outcome_events_skipped: bool  # left off by default: the existing table has no stream (a warning says so)
     outcome_bus: events.IEventBus | None
     low_max_receive_count: bool  # below AWS's recommended 5: a warning the user may acknowledge
+    quota_watch: bool
+    quota_alarm_threshold: float  # percent of SES's 24-hour quota
     key_privacy: bool = False  # keys travel as their keyed digest outside the job body
     allowed_recipients: AllowedRecipients | None = None  # a stage's only recipients; None allows every one
 
@@ -168,6 +170,8 @@ def resolve_props(
     disable_suppression_list: bool,
     key_privacy: bool = False,
     allowed_recipients: Sequence[str] | None = None,
+    quota_watch: bool = True,
+    quota_alarm_threshold: float | None = None,
 ) -> PipelineProps:
     function_timeout = function_timeout or Duration.seconds(30)
     batch_size = 10 if batch_size is None else batch_size
@@ -235,6 +239,7 @@ def resolve_props(
     outcome_events_on = rules.check_outcome_events(outcome_events, outcome_bus is not None, table_has_stream)
     rules.check_template_names([name for name in template_names or [] if known(name) is not None])
     allowed = rules.check_allowed_recipients(allowed_recipients)
+    rules.check_quota_alarm_threshold(known(quota_alarm_threshold))
 
     return PipelineProps(
         sender=sender, sender_name=sender_name, from_addresses=from_addresses, configuration_set=configuration_set,
@@ -261,6 +266,9 @@ def resolve_props(
         disable_suppression_list=disable_suppression_list, outcome_events=outcome_events_on,
         outcome_events_skipped=outcome_events is None and not outcome_events_on, outcome_bus=outcome_bus,
         low_max_receive_count=low_max_receive_count, key_privacy=key_privacy, allowed_recipients=allowed,
+        quota_watch=quota_watch,
+        quota_alarm_threshold=(rules.DEFAULT_QUOTA_ALARM_PERCENT if quota_alarm_threshold is None
+                               else quota_alarm_threshold),
     )
 
 

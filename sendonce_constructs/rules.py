@@ -197,7 +197,16 @@ def check_parallelism(parallelism: float | None, batch_size: float | None) -> No
 
 def check_max_send_rate(max_send_rate: float | None) -> None:
     if max_send_rate is not None and max_send_rate <= 0:
-        _fail(f"max_send_rate ({max_send_rate:g}) must be above 0 emails per second; leave it unset for no limit")
+        _fail(f"max_send_rate ({max_send_rate:g}) must be above 0 recipients per second; leave it unset for no limit")
+
+
+DEFAULT_QUOTA_ALARM_PERCENT = 80.0  # of SES's 24-hour quota: time to ask SES for more before jobs wait
+
+
+def check_quota_alarm_threshold(percent: float | None) -> None:
+    if percent is not None and not 0 < percent <= 100:
+        _fail(f"quota_alarm_threshold ({percent:g}) must be a percentage of SES's 24-hour quota above 0 and at "
+              "most 100; the default 80 warns with a fifth of the day's quota left")
 
 
 MAX_PACE_PER_INSTANCE = 200  # emails a second one consumer instance can send (ten parallel sends of ~50 ms)
@@ -210,7 +219,7 @@ def check_send_rate(send_rate: float | None, max_send_rate_given: bool, max_conc
     if send_rate is None:
         return
     if send_rate <= 0:
-        _fail(f"send_rate ({send_rate:g}) must be above 0 emails per second; leave it unset for no pacing")
+        _fail(f"send_rate ({send_rate:g}) must be above 0 recipients per second; leave it unset for no pacing")
     if max_send_rate_given:
         _fail(f"send_rate ({send_rate:g}/s) and max_send_rate were both given: send_rate is the pipeline's rate and "
               "sets each instance's pace from max_concurrency; give one of them")

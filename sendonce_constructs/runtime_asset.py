@@ -23,6 +23,7 @@ HANDLER = "sendonce_runtime.handler.handler"
 RECORDER_HANDLER = "sendonce_runtime.event_recorder.handler"
 RELAY_HANDLER = "sendonce_runtime.outbox_relay.handler"
 OUTCOME_HANDLER = "sendonce_runtime.outcome_publisher.handler"
+QUOTA_WATCH_HANDLER = "sendonce_runtime.quota_watch.handler"
 PACKAGES = ("sendonce_runtime", "sendonce_contract")
 SHIPPED_SUFFIXES = (".py", ".json")  # code and the message's JSON Schema; no bytecode, no typing markers
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 from consumer_harness import Pipeline, create_pipeline
 from ses_fault_proxy import SesFaultProxy
+from slow_aws import LATE_S, Jobs, SlowServices
 
 from sendonce_constructs.local.emulator import LocalAws
 
@@ -56,3 +57,17 @@ def ses_faults(aws: LocalAws, pipeline: Pipeline) -> Iterator[SesFaultProxy]:
 def at_both_parallelisms(request: pytest.FixtureRequest, pipeline: Pipeline) -> None:
     """Runs a test with a batch's records handled in turn and ten at once (``pytestmark = usefixtures(...)``)."""
     pipeline.parallelism = request.param
+@pytest.fixture
+def jobs(aws: LocalAws) -> Jobs:
+    """The job queue, received from as Lambda's event source does (with receipt handles)."""
+    return Jobs()
+
+
+@pytest.fixture
+def slow(aws: LocalAws) -> Iterator[SlowServices]:
+    """DynamoDB and SQS behind a proxy that can be told to answer late or refuse."""
+    proxy = SlowServices(aws.endpoint, late_s=LATE_S).start()
+    try:
+        yield proxy
+    finally:
+        proxy.stop()

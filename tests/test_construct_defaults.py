@@ -317,7 +317,7 @@ def test_logical_ids_are_pinned():
                             "ReceiptsSesEvidenceQueue73BD6BE9"],
         "AWS::DynamoDB::Table": ["ReceiptsDedupeTable97CEC35F"],
         "AWS::Lambda::Function": ["ReceiptsConsumer2A19002C", "ReceiptsOutcomeEventsPublisherF6800E42",
-                                  "ReceiptsSesEvidenceRecorder8527EFB3"],
+                                  "ReceiptsQuotaWatch682AFD25", "ReceiptsSesEvidenceRecorder8527EFB3"],
     }
 
 

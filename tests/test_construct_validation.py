@@ -78,7 +78,7 @@ CASES = {
         {"parallelism": 8, "batch_size": 4},
         "parallelism (8) must not exceed batch_size (4)",
     ),
-    "max_send_rate zero": ({"max_send_rate": 0}, "max_send_rate (0) must be above 0 emails per second"),
+    "max_send_rate zero": ({"max_send_rate": 0}, "max_send_rate (0) must be above 0 recipients per second"),
     "parallelism zero": ({"parallelism": 0}, "parallelism (0) must be a whole number of at least 1"),
     "sender with a display name": (
         {"sender": "Shop <receipts@example.com>"},
@@ -189,7 +189,7 @@ def test_unresolved_tokens_skip_the_rules_they_cannot_check():
                         "/ max_concurrency"),
     ({"send_rate": 14, "max_concurrency": 5, "max_send_rate": 2.0},
      "send_rate (14/s) and max_send_rate were both given"),
-    ({"send_rate": 0, "max_concurrency": 5}, "send_rate (0) must be above 0 emails per second"),
+    ({"send_rate": 0, "max_concurrency": 5}, "send_rate (0) must be above 0 recipients per second"),
     ({"send_rate": 5000, "max_concurrency": 2}, "is 2500 emails/s per instance, more than one instance sends"),
 ], ids=["no max_concurrency", "with max_send_rate", "zero", "too fast per instance"])
 def test_a_send_rate_that_cannot_hold_fails_synth_with_the_fix(props, message):

@@ -10,9 +10,10 @@ from botocore.exceptions import ClientError
 from sendonce_constructs.local.ses_limits import SES_RATE
 
 
-def send(ses) -> str:
+def send(ses, recipients: int = 1) -> str:
+    to = [f"ada{n}@example.org" for n in range(recipients)]
     try:
-        ses.send_email(FromEmailAddress="receipts@example.com", Destination={"ToAddresses": ["ada@example.org"]},
+        ses.send_email(FromEmailAddress="receipts@example.com", Destination={"ToAddresses": to},
                        Content={"Simple": {"Subject": {"Data": "s"}, "Body": {"Text": {"Data": "t"}}}})
     except ClientError as error:
         return f"{error.response['Error']['Code']} {error.response['ResponseMetadata']['HTTPStatusCode']}"
@@ -37,3 +38,22 @@ def test_without_a_limit_every_send_is_accepted(aws, rate):
     ses.create_email_identity(EmailIdentity="example.com")
     SES_RATE.limit(rate)
     assert [send(ses) for _ in range(20)] == ["accepted"] * 20
+
+
+def test_a_limited_ses_counts_recipients_not_emails(aws):
+    ses = boto3.client("sesv2", config=Config(retries={"total_max_attempts": 1}))
+    ses.create_email_identity(EmailIdentity="example.com")
+    SES_RATE.limit(4)
+    try:
+        answers = [send(ses, recipients=3), send(ses, recipients=2)]
+    finally:
+        SES_RATE.limit(None)
+    assert answers == ["accepted", "TooManyRequestsException 429"]  # three of four tokens spent, two needed
+
+
+def test_an_email_with_more_recipients_than_the_rate_takes_a_full_bucket_and_leaves_it_in_debt():
+    from sendonce_constructs.local.ses_limits import SesRateLimit
+
+    limit = SesRateLimit()
+    limit.limit(4)
+    assert [limit.admit(10), limit.admit(1)] == [True, False]

@@ -110,9 +110,15 @@ def test_default_alarms_watch_the_dlqs_the_oldest_message_unknown_records_double
     alarms = {name: a["Properties"] for name, a in template.find_resources("AWS::CloudWatch::Alarm").items()}
     by_metric = {a.get("MetricName"): a for a in alarms.values()}
     assert set(by_metric) == {"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage",
-                              "UnknownRecords", "DoubleSends", "QuotaExhausted", "ContractTooNew", "Errors", None}
-    # both dead-letter queues, the outcome publisher's failures, the bounce and complaint rates (metric math)
-    assert len(alarms) == 11
+                              "UnknownRecords", "DoubleSends", "QuotaExhausted", "ContractTooNew", "Errors",
+                              "QuotaUsedPercent", None}  # None: metric math (DynamoDB's trouble, the rates)
+    # both dead-letter queues, the outcome publisher's failures, DynamoDB's trouble, the bounce and complaint rates
+    assert len(alarms) == 13
+    assert by_metric["QuotaUsedPercent"]["Threshold"] == 80
+    assert by_metric["QuotaUsedPercent"]["Statistic"] == "Maximum"
+    [ledger] = [a["Metrics"] for name, a in alarms.items() if "LedgerTrouble" in name]
+    assert {m["MetricStat"]["Metric"]["MetricName"] for m in ledger if "MetricStat" in m} == {
+        "LedgerThrottles", "LedgerErrors"}
     assert by_metric["DoubleSends"]["Threshold"] == 1
     assert by_metric["ApproximateAgeOfOldestMessage"]["Threshold"] == 900
     assert by_metric["UnknownRecords"]["Namespace"] == "sendonce"
@@ -158,7 +164,7 @@ def test_alarm_topic_receives_every_alarm_and_thresholds_are_props():
                                   oldest_message_alarm_threshold=cdk.Duration.minutes(5))
     template = Template.from_stack(stack)
     alarms = [a["Properties"] for a in template.find_resources("AWS::CloudWatch::Alarm").values()]
-    assert len(alarms) == 11 == len(pipeline.alarms)
+    assert len(alarms) == 13 == len(pipeline.alarms)
     assert all(a["AlarmActions"] == [{"Ref": stack.get_logical_id(topic.node.default_child)}] for a in alarms)
     assert {a["Threshold"] for a in alarms if a.get("MetricName") == "ApproximateAgeOfOldestMessage"} == {300}
 
@@ -170,6 +176,7 @@ def test_alarms_can_be_turned_off_and_a_dashboard_on():
     template.resource_count_is("AWS::CloudWatch::Alarm", 0)
     body = json.dumps(only(template, "AWS::CloudWatch::Dashboard")["Properties"]["DashboardBody"])
     assert "EmailsSent" in body and "UnknownRecords" in body and "ApproximateAgeOfOldestMessage" in body
+    assert "LedgerThrottles" in body and "LedgerErrors" in body and "QuotaUsedPercent" in body
     assert pipeline.dashboard is not None and pipeline.alarms == {}
 
 
@@ -183,6 +190,7 @@ def test_metric_helpers_name_the_consumers_emf_metrics():
         "PoisonMessages": pipeline.metric_poison_messages(), "SesThrottles": pipeline.metric_ses_throttles(),
         "SesRefusals": pipeline.metric_ses_refusals(), "RecordLatency": pipeline.metric_record_latency(),
         "RecipientsNotAllowed": pipeline.metric_recipients_not_allowed(),
+        "LedgerThrottles": pipeline.metric_ledger_throttles(), "LedgerErrors": pipeline.metric_ledger_errors(),
     }
     from sendonce_runtime.metrics import ALL_COUNTS
 
@@ -208,3 +216,38 @@ def test_the_recorder_may_update_ledger_records_send_to_its_dlq_and_log_nothing_
     assert all("DedupeTable" in r for r in actions["dynamodb:UpdateItem"])
     assert all("SesEvidenceDeadLetterQueue" in r for r in actions["sqs:SendMessage"])
     assert all("SesEvidenceQueue" in r for r in actions["sqs:ReceiveMessage"])
+
+
+def test_the_quota_watch_reads_ses_quota_on_a_schedule_with_get_account_only():
+    template = Template.from_stack(example_stack())
+    [rule] = template.find_resources("AWS::Events::Rule", {"Properties": {"ScheduleExpression": "rate(5 minutes)"}
+                                                           }).values()
+    functions = template.find_resources("AWS::Lambda::Function")
+    [watch] = [f["Properties"] for f in functions.values()
+               if f["Properties"]["Handler"] == "sendonce_runtime.quota_watch.handler"]
+    assert watch["Environment"]["Variables"] == {"SENDONCE_PIPELINE_NAME": "SendOnceExample/Receipts"}
+    assert rule["Properties"]["Targets"][0]["RetryPolicy"] == {"MaximumRetryAttempts": 0}
+    role_id = watch["Role"]["Fn::GetAtt"][0]
+    statements = [s for p in template.find_resources("AWS::IAM::Policy").values()
+                  if {"Ref": role_id} in p["Properties"]["Roles"]
+                  for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    assert [s["Action"] for s in statements if s["Resource"] == "*"] == ["ses:GetAccount"]
+    # The consumer never reads the quota on the send path.
+    consumer = next(f["Properties"] for f in functions.values()
+                    if f["Properties"]["Handler"] == "sendonce_runtime.handler.handler")
+    consumer_policies = json.dumps([p for p in template.find_resources("AWS::IAM::Policy").values()
+                                    if {"Ref": consumer["Role"]["Fn::GetAtt"][0]} in p["Properties"]["Roles"]])
+    assert "GetAccount" not in consumer_policies
+
+
+def test_the_quota_alarm_threshold_is_a_prop_and_the_watch_can_be_turned_off():
+    stack = cdk.Stack(cdk.App(), "Quota")
+    SendOnceEmailQueue(stack, "Receipts", sender="example.com", quota_alarm_threshold=50)
+    alarms = Template.from_stack(stack).find_resources("AWS::CloudWatch::Alarm")
+    assert {a["Properties"]["Threshold"] for a in alarms.values()
+            if a["Properties"].get("MetricName") == "QuotaUsedPercent"} == {50}
+    quiet = cdk.Stack(cdk.App(), "NoWatch")
+    pipeline = SendOnceEmailQueue(quiet, "Receipts", sender="example.com", quota_watch=False)
+    template = Template.from_stack(quiet)
+    assert not template.find_resources("AWS::Events::Rule", {"Properties": {"ScheduleExpression": "rate(5 minutes)"}})
+    assert pipeline.quota_watch is None and "QuotaNearlyUsed" not in pipeline.alarms

@@ -125,3 +125,34 @@ def test_duplicates_do_not_use_up_the_send_rate(pipeline):
     response = consumer.handle(event(*records), FakeContext(FakeClock(), budget_ms=60_000))
     assert response == {"batchItemFailures": []}
     assert pipeline.emails_per_key() == {"dup:1": 1, "dup:2": 1}
+
+
+def test_a_send_takes_one_token_per_recipient():
+    clock = FakeTime()
+    bucket = SendRateLimiter(rate=4, burst=4, monotonic=clock.monotonic, sleep=clock.sleep)
+    assert bucket.acquire(max_wait_s=10, tokens=3) is True  # three recipients: three of the four tokens
+    assert bucket.acquire(max_wait_s=10, tokens=3) is True
+    assert clock.slept == [0.5]  # one token left, two more at 4 a second
+
+
+def test_a_job_with_more_recipients_than_the_bucket_holds_waits_for_a_full_bucket_then_goes():
+    clock = FakeTime()
+    bucket = SendRateLimiter(rate=2, burst=2, monotonic=clock.monotonic, sleep=clock.sleep)
+    assert bucket.acquire(max_wait_s=10, tokens=1) is True
+    assert bucket.acquire(max_wait_s=10, tokens=5) is True  # waits for a full bucket (0.5 s), then goes
+    assert clock.slept == [0.5]
+    # The bucket is in debt: the next recipient waits until the rate has paid for all five.
+    assert bucket.acquire(max_wait_s=1.0, tokens=1) is False
+    assert bucket.acquire(max_wait_s=10, tokens=1) is True
+    assert clock.slept[-1] == pytest.approx(2.0)
+
+
+def test_pacing_counts_every_recipient_of_a_job(pipeline):
+    consumer = pipeline.consumer(FakeClock(), parallelism=1, max_send_rate=0.5)
+    recipients = {"to": ["a@example.org", "b@example.org"], "cc": ["c@example.org"], "bcc": ["d@example.org"]}
+    first, second = sqs_record(job("many:1", **recipients)), sqs_record(job("many:2", **recipients))
+    # Four recipients a job, one every two seconds: the first finds a full bucket and goes; the second finds
+    # the bucket in debt for eight seconds, more than the invocation has to spare.
+    response = consumer.handle(event(first, second), FakeContext(FakeClock(), budget_ms=20_000))
+    assert failed_ids(response) == {second["messageId"]}
+    assert pipeline.emails_for("many:1") == 1 and pipeline.emails_for("many:2") == 0

@@ -117,6 +117,15 @@ class DeadLetter:
     RECEIVE_COUNT = "sendonce.receiveCount"
     # On a delayed copy of a throttled job, not in the DLQ: how many times it was put back.
     POSTPONEMENTS = "sendonce.postponements"
+    # On a delayed copy: the receipt handle of the message it replaces, which the copy deletes when it arrives
+    # (so a copy whose original was not acknowledged never leaves two messages behind it).
+    SUPERSEDES = "sendonce.supersedes"
+    # On a delayed copy: the owner token of a claim its original wrote but never sent under (the claim's answer
+    # was lost, or SES refused the send and the release failed): the copy may take that claim over.
+    UNSENT_CLAIM = "sendonce.unsentClaim"
+    # On a delayed copy: "owner ses-message-id" of a send SES accepted whose SENT record could not be written;
+    # the copy writes it when DynamoDB answers again.
+    UNRECORDED_SEND = "sendonce.unrecordedSend"
 
 
 class ReasonCode(enum.StrEnum):

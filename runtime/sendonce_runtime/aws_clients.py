@@ -51,7 +51,8 @@ def _shared(service: str, config: Config, name: str | None = None) -> Any:
 
 
 def recorder_client(service: str) -> Any:
-    """The event recorder's clients: its writes are idempotent, so the SDK's standard retries are safe."""
+    """The event recorder's and the quota watch's clients: idempotent writes and reads, so the SDK's standard
+    retries are safe."""
     return _shared(service, Config(retries={"total_max_attempts": 3, "mode": "standard"}), f"recorder:{service}")
 
 

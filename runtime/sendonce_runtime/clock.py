@@ -24,6 +24,8 @@ class Deadline:
 
     def __init__(self, context: LambdaContext) -> None:
         self._context = context
+        # About the function timeout: the queue's visibility timeout is at least six times it (a synth rule).
+        self.initial_ms = self.remaining_ms()
 
     def remaining_ms(self) -> int:
         return int(self._context.get_remaining_time_in_millis())

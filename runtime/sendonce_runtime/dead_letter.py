@@ -8,6 +8,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from sendonce_contract.schema import DeadLetter, ReasonCode
 
+from .aws_errors import never_sent
 from .sqs_record import SqsRecord
 
 MAX_REASON_CHARS = 1024
@@ -20,7 +21,8 @@ class DeadLetterQueue:
         self._fifo = fifo
 
     def send(self, record: SqsRecord, reason_code: ReasonCode, reason: str, dedupe_key: str | None) -> bool:
-        """Copy the original body to the DLQ; False if that failed (the caller then leaves the message queued)."""
+        """Copy the original body to the DLQ; False if SQS surely did not take it (the caller then leaves the
+        message queued), True if it did or may have."""
         attributes = {
             DeadLetter.REASON_CODE: reason_code.value,
             DeadLetter.REASON: reason[:MAX_REASON_CHARS],
@@ -42,6 +44,8 @@ class DeadLetterQueue:
             request["MessageDeduplicationId"] = record.message_id
         try:
             self._client.send_message(**request)
-        except (ClientError, BotoCoreError):
-            return False
+        except (ClientError, BotoCoreError) as error:
+            # An answer lost on the way back means SQS may hold it: the caller acknowledges the original, or
+            # SQS's redrive would move it a second time, without a reason.
+            return not never_sent(error)
         return True

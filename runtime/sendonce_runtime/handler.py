@@ -74,7 +74,8 @@ class Consumer:
             SendRateLimiter(settings.max_send_rate) if settings.max_send_rate else None,
             PrivateKeys(secrets, settings.key_secret_id) if settings.key_secret_id else None,
         )
-        redelivery = Redelivery(sqs, settings.queue_url, settings.fifo, dead_letters, settings.max_receive_count)
+        redelivery = Redelivery(sqs, settings.queue_url, settings.fifo, dead_letters, settings.max_receive_count,
+                                call_ms=int(sum(settings.ledger_call_timeouts_s) * 1000))
         dead_letter_events = (
             DeadLetterEvents(events, settings.outcome_bus, settings.pipeline_tag, clock)
             if events is not None and settings.outcome_bus and settings.pipeline_tag else None
@@ -87,9 +88,11 @@ class Consumer:
 
         def process(record: SqsRecord) -> Any:
             started = time.perf_counter()
+            if self.redelivery is not None:
+                self.redelivery.retire_superseded(record)
             result = self.processor.process(record, deadline)
             if self.redelivery is not None:
-                result = self.redelivery.settle(record, result)
+                result = self.redelivery.settle(record, result, deadline)
             self.log.write(result, record.receive_count, (time.perf_counter() - started) * 1000)
             return result
 

@@ -91,9 +91,13 @@ class DedupeLedger:
         except ClientError as error:
             return Claim(won=False, existing=self._old_record(error))
 
-    def take_over(self, previous: LedgerRecord, owner: str, lease_expires_at_ms: int, payload_hash: str) -> Claim:
-        """Take an IN_FLIGHT record whose lease expired (its worker died) for a new attempt."""
+    def take_over(
+        self, previous: LedgerRecord, owner: str, lease_expires_at_ms: int, payload_hash: str, unsent: bool = False
+    ) -> Claim:
+        """Take an IN_FLIGHT record whose lease expired (its worker died) for a new attempt; with ``unsent``, a
+        live one whose owner surely never sent (a claim whose answer was lost, or whose send SES refused)."""
         now_ms = self._clock.now_ms()
+        condition = "#owner = :previous AND #status = :in_flight"
         try:
             response = self._client.update_item(
                 TableName=self._table,
@@ -102,21 +106,22 @@ class DedupeLedger:
                     f"SET #owner = :owner, {LEASE} = :lease, {Ledger.CLAIMED_AT} = :now_ms, "
                     f"{Ledger.PAYLOAD_HASH} = :hash ADD {Ledger.ATTEMPTS} :one"
                 ),
-                ConditionExpression=f"#owner = :previous AND #status = :in_flight AND {LEASE} < :now_ms",
+                ConditionExpression=condition if unsent else f"{condition} AND {LEASE} < :now_ms",
                 ExpressionAttributeNames=NAMES,
                 ExpressionAttributeValues={
                     ":owner": _s(owner),
                     ":lease": _n(lease_expires_at_ms),
                     ":now_ms": _n(now_ms),
                     ":hash": _s(payload_hash),
-                    ":one": _n(1),
+                    ":one": _n(0 if unsent else 1),  # an unsent claim's attempt sent nothing: not counted
                     ":previous": _s(previous.owner),
                     ":in_flight": _s(Status.IN_FLIGHT.value),
                 },
                 ReturnValues="UPDATED_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
-            return Claim(won=True, attempts=int(response["Attributes"][Ledger.ATTEMPTS]["N"]))
+            attempts = response.get("Attributes", {}).get(Ledger.ATTEMPTS, {}).get("N")
+            return Claim(won=True, attempts=int(attempts) if attempts else previous.attempts)
         except ClientError as error:
             return Claim(won=False, existing=self._old_record(error))
 
@@ -168,15 +173,39 @@ class DedupeLedger:
                 return False
             raise
 
-    def release(self, key: str, owner: str) -> None:
-        """Forget our claim after a definite refusal, so the next delivery may send; never someone else's."""
+    def release(self, key: str, owner: str, attempts: int = 1) -> None:
+        """Give up our claim after a definite refusal, so the next delivery may send; never someone else's.
+
+        A first claim with no word from SES is deleted. A takeover's record (``attempts`` > 1) holds the first
+        email's history (its attempts, the SES message ids its late events bring), so it is kept, its lease
+        ended: the next delivery takes it over at once, and a late event for the first email still finds it.
+        """
+        if attempts > 1:
+            self._end_lease(key, owner)
+            return
         try:
             self._client.delete_item(
                 TableName=self._table,
                 Key={KEY: _s(key)},
-                ConditionExpression="#owner = :owner",
+                ConditionExpression=(f"#owner = :owner AND {Ledger.ATTEMPTS} = :one "
+                                     f"AND attribute_not_exists({Ledger.SES_MESSAGE_IDS})"),
                 ExpressionAttributeNames={"#owner": Ledger.OWNER},
-                ExpressionAttributeValues={":owner": _s(owner)},
+                ExpressionAttributeValues={":owner": _s(owner), ":one": _n(1)},
+            )
+        except ClientError as error:
+            if _code(error) != CONDITION_FAILED:
+                raise
+
+    def _end_lease(self, key: str, owner: str) -> None:
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key={KEY: _s(key)},
+                UpdateExpression=f"SET {LEASE} = :zero",
+                ConditionExpression="#owner = :owner AND #status = :in_flight",
+                ExpressionAttributeNames=NAMES,
+                ExpressionAttributeValues={":zero": _n(0), ":owner": _s(owner),
+                                           ":in_flight": _s(Status.IN_FLIGHT.value)},
             )
         except ClientError as error:
             if _code(error) != CONDITION_FAILED:

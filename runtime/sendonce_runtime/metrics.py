@@ -34,7 +34,9 @@ OUTCOME_METRICS: dict[Outcome, tuple[str, ...]] = {
     Outcome.AMBIGUOUS: ("AmbiguousSends",),
     Outcome.DEADLINE: ("DeadlineDeferrals",),
     Outcome.GROUP_BLOCKED: ("GroupBlocked",),
-    Outcome.LEDGER_UNAVAILABLE: ("RecordErrors",),
+    Outcome.LEDGER_THROTTLED: ("LedgerThrottles",),
+    Outcome.LEDGER_UNAVAILABLE: ("LedgerErrors",),
+    Outcome.LEDGER_FAILED: ("RecordErrors",),
     Outcome.DEAD_LETTER_FAILED: ("RecordErrors",),
     Outcome.CONTENDED: ("RecordErrors",),
     Outcome.INTERNAL_ERROR: ("RecordErrors",),
@@ -65,3 +67,16 @@ def emf_document(
     }
     fields.update({name: 1 for name in counts})
     return fields
+
+
+def emf_values(pipeline: str, values: Mapping[str, tuple[float, str]], timestamp_ms: int) -> dict[str, Any]:
+    """The fields that make a log line an EMF document of measured values: ``{name: (value, unit)}``."""
+    return {
+        "_aws": {
+            "Timestamp": timestamp_ms,
+            "CloudWatchMetrics": [{"Namespace": NAMESPACE, "Dimensions": [[DIMENSION]],
+                                   "Metrics": [{"Name": name, "Unit": unit} for name, (_, unit) in values.items()]}],
+        },
+        DIMENSION: pipeline,
+        **{name: value for name, (value, _) in values.items()},
+    }

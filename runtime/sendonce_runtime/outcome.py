@@ -28,7 +28,11 @@ class Outcome(enum.Enum):
     AMBIGUOUS = "ambiguous"
     DEADLINE = "deadline"
     GROUP_BLOCKED = "group_blocked"
+    # DynamoDB throttled, timed out, failed with a 5xx or could not be reached before the send: nothing was
+    # sent, so the job waits like a throttled one (a delayed copy; no receive spent).
+    LEDGER_THROTTLED = "ledger_throttled"
     LEDGER_UNAVAILABLE = "ledger_unavailable"
+    LEDGER_FAILED = "ledger_failed"  # DynamoDB refused for good (access, validation): a real failure
     DEAD_LETTER_FAILED = "dead_letter_failed"
     CONTENDED = "contended"
     INTERNAL_ERROR = "internal_error"
@@ -55,6 +59,11 @@ class RecordResult(NamedTuple):
     retry_after_s: int | None = None  # redeliver after this long, not after the whole visibility timeout
     postponed_s: int | None = None  # a delayed copy of the job comes back after this long; this one is done
     dead_letter_reason: str | None = None  # the reason code, when the message went to the DLQ
+    # The owner token of a claim this attempt wrote (or may have) but surely never sent under: its copy may take
+    # that claim over instead of taking it for a dead worker's.
+    unsent_claim: str | None = None
+    # (owner, SES message id) of a send SES accepted whose SENT record could not be written yet.
+    unrecorded_send: tuple[str, str] | None = None
 
     @property
     def redeliver(self) -> bool:

@@ -11,6 +11,7 @@ from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_contract.message import ContractTooNew, InvalidMessage, ParsedJob, parse_job
 from sendonce_contract.schema import ReasonCode, Status
 
+from .aws_errors import ledger_trouble
 from .clock import Clock, Deadline
 from .dead_letter import DeadLetterQueue
 from .key_privacy import PrivateKeys
@@ -18,7 +19,7 @@ from .ledger import Claim, DedupeLedger, LedgerRecord
 from .outcome import Outcome, RecordResult
 from .send_rate import SendRateLimiter
 from .ses_sender import Accepted, Refused, SesSender
-from .settings import Settings
+from .settings import LEDGER_CALLS_PER_RECORD, Settings
 from .sqs_record import SqsRecord
 
 LOGGER = logging.getLogger("sendonce")
@@ -56,7 +57,7 @@ class RecordProcessor:
         try:
             return self._process(record, deadline)
         except LEDGER_ERRORS as error:
-            return RecordResult(record.message_id, Outcome.LEDGER_UNAVAILABLE, reason=_describe(error))
+            return _ledger_result(RecordResult(record.message_id, Outcome.LEDGER_FAILED), error)
         except Exception as error:
             LOGGER.exception("unexpected error on message %s", record.message_id)
             return RecordResult(record.message_id, Outcome.INTERNAL_ERROR, reason=_describe(error))
@@ -97,16 +98,27 @@ class RecordProcessor:
         if job.send_at_ms is not None and job.send_at_ms > self._clock.now_ms():
             return self._schedule(record, job, job.send_at_ms - self._clock.now_ms())
         policy = job.delivery or self._settings.delivery
+        if record.unrecorded_send is not None:
+            unrecorded = self._record_carried_send(record, job, record.unrecorded_send)
+            if unrecorded is not None:
+                return unrecorded
         # The send slot is taken before the claim, so nothing waits between claiming a key and sending it: a
         # worker killed while waiting leaves no claim behind, and the key is not lost to the crash window.
+        # SES counts recipients, not emails: a send takes one token per recipient.
+        recipients = len(job.to) + len(job.cc) + len(job.bcc)
         if self._send_rate is not None:
             spare_s = (deadline.remaining_ms() - self._settings.record_budget_ms) / 1000
-            if not self._send_rate.acquire(max_wait_s=max(0.0, spare_s)):
+            if not self._send_rate.acquire(max_wait_s=max(0.0, spare_s), tokens=recipients):
                 return RecordResult(record.message_id, Outcome.PACED, job.dedupe_key,
                                     reason="the send rate leaves no send slot in this invocation")
-        result = self._claim_and_settle(record, job, policy, deadline)
+        try:
+            result = self._claim_and_settle(record, job, policy, deadline)
+        except BaseException:
+            if self._send_rate is not None:
+                self._send_rate.refund(recipients)
+            raise
         if self._send_rate is not None and result.outcome not in _SENT_OR_TRIED:
-            self._send_rate.refund()
+            self._send_rate.refund(recipients)
         return result
 
     def _schedule(self, record: SqsRecord, job: ParsedJob, wait_ms: int) -> RecordResult:
@@ -124,20 +136,49 @@ class RecordProcessor:
                 "or raise dedupe_ttl", job.dedupe_key)
         return RecordResult(record.message_id, Outcome.SCHEDULED, job.dedupe_key, reason="waiting for its sendAt",
                             retry_after_s=-(-wait_ms // 1000))
+    def _record_carried_send(
+        self, record: SqsRecord, job: ParsedJob, unrecorded: tuple[str, str]
+    ) -> RecordResult | None:
+        """Write the SENT record an earlier delivery could not (SES accepted it); None once written (or moot)."""
+        owner, ses_message_id = unrecorded
+        try:
+            self._ledger.mark_sent(job.dedupe_key, owner, ses_message_id)
+        except LEDGER_ERRORS as error:
+            result = RecordResult(record.message_id, Outcome.LEDGER_FAILED, job.dedupe_key,
+                                  unrecorded_send=unrecorded)
+            return _ledger_result(result, error)
+        return None
 
     def _claim_and_settle(
         self, record: SqsRecord, job: ParsedJob, policy: DeliveryPolicy, deadline: Deadline
     ) -> RecordResult:
         owner = uuid.uuid4().hex
-        for _ in range(CLAIM_ROUNDS):
-            claim = self._claim(job, owner, deadline)
-            if claim.won:
-                return self._send(record, job, owner, claim.attempts, deadline)
-            if claim.existing is None:
-                continue
-            result = self._settle_existing(record, job, policy, owner, claim.existing, deadline)
-            if result is not None:
-                return result
+        try:
+            for _ in range(CLAIM_ROUNDS):
+                claim = self._claim(job, owner, deadline)
+                if claim.won:
+                    return self._send(record, job, owner, claim.attempts, deadline)
+                if claim.existing is None:
+                    continue
+                if claim.existing.owner in record.unsent_claims and claim.existing.status is Status.IN_FLIGHT:
+                    # Our own lineage's claim, written by a delivery that surely never sent: not a dead worker's.
+                    step = self._ledger.take_over(claim.existing, owner, self._lease_until(deadline),
+                                                  job.payload_hash, unsent=True)
+                    if step.won:
+                        return self._send(record, job, owner, step.attempts, deadline)
+                    continue
+                result = self._settle_existing(record, job, policy, owner, claim.existing, deadline)
+                if result is not None:
+                    return result
+        except LEDGER_ERRORS as error:
+            # Before any send: our claim may have been written (its answer lost) but nothing went out under it.
+            # Take it back if DynamoDB lets us (a late answer is usually a write carried out), so no other copy
+            # of the job takes it for a dead worker's; and tell our own copy which claim it may take over.
+            self._abandon(job.dedupe_key, owner, deadline)
+            # A token carried in and not yet taken over still names a claim nobody sent under: pass both on.
+            unsent = " ".join([*record.unsent_claims[-1:], owner])
+            result = RecordResult(record.message_id, Outcome.LEDGER_FAILED, job.dedupe_key, unsent_claim=unsent)
+            return _ledger_result(result, error)
         return RecordResult(record.message_id, Outcome.CONTENDED, job.dedupe_key,
                             reason="the key's record kept changing under this worker")
 
@@ -211,17 +252,39 @@ class RecordProcessor:
         outcome = self._sender.send(job)
         if isinstance(outcome, Accepted):
             recorded = self._complete(key, owner, outcome.ses_message_id, deadline)
-            return RecordResult(record.message_id, Outcome.SENT if recorded else Outcome.SENT_UNRECORDED, key,
-                                outcome.ses_message_id, attempt,
-                                None if recorded else "SES accepted; the SENT record could not be written")
+            if recorded:
+                return RecordResult(record.message_id, Outcome.SENT, key, outcome.ses_message_id, attempt)
+            return RecordResult(record.message_id, Outcome.SENT_UNRECORDED, key, outcome.ses_message_id, attempt,
+                                "SES accepted; the SENT record could not be written yet",
+                                unrecorded_send=(owner, outcome.ses_message_id))
         if isinstance(outcome, Refused):
-            self._ledger.release(key, owner)
+            unsent = self._release(key, owner, attempt)
             if outcome.retryable:
                 kind = Outcome.QUOTA_EXHAUSTED if outcome.quota else Outcome.THROTTLED
-                return RecordResult(record.message_id, kind, key, attempt=attempt, reason=outcome.reason)
+                return RecordResult(record.message_id, kind, key, attempt=attempt, reason=outcome.reason,
+                                    unsent_claim=unsent)
             return self._dead_letter(record, Outcome.REFUSED, ReasonCode.SES_REFUSED, outcome.reason, key, attempt)
         # Ambiguous: the record stays IN_FLIGHT; when its lease expires, the delivery policy decides.
         return RecordResult(record.message_id, Outcome.AMBIGUOUS, key, attempt=attempt, reason=outcome.reason)
+
+    def _abandon(self, key: str, owner: str, deadline: Deadline) -> None:
+        """Best effort: delete a first claim of ours that may have been written (never a takeover's record)."""
+        if deadline.remaining_ms() < self._settings.ledger_budget_ms // LEDGER_CALLS_PER_RECORD:
+            return
+        try:
+            self._ledger.release(key, owner)
+        except LEDGER_ERRORS as error:
+            LOGGER.warning("could not take back the claim of %s: %s", key, _describe(error))
+
+    def _release(self, key: str, owner: str, attempt: int) -> str | None:
+        """Release our claim after SES refused; if DynamoDB did not answer, the claim's token, which a copy of the
+        job may take over (nothing was sent under it)."""
+        try:
+            self._ledger.release(key, owner, attempt)
+        except LEDGER_ERRORS as error:
+            LOGGER.warning("could not release %s after SES refused: %s", key, _describe(error))
+            return owner
+        return None
 
     def _complete(self, key: str, owner: str, ses_message_id: str, deadline: Deadline) -> bool:
         for _ in range(COMPLETION_TRIES):
@@ -247,6 +310,11 @@ class RecordProcessor:
                                 dead_letter_reason=reason_code.value)
         return RecordResult(record.message_id, Outcome.DEAD_LETTER_FAILED, key, attempt=attempt,
                             reason=f"could not move to the DLQ ({reason})")
+
+
+def _ledger_result(result: RecordResult, error: BaseException) -> RecordResult:
+    """``result`` as DynamoDB's trouble makes it: a wait (throttled or unavailable) or a real failure."""
+    return result._replace(outcome=ledger_trouble(error) or Outcome.LEDGER_FAILED, reason=_describe(error))
 
 
 def _describe(error: BaseException) -> str:

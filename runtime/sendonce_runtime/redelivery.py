@@ -17,19 +17,34 @@ reason, never silently, when that budget is spent.
   it takes; nothing is claimed meanwhile, so the key can still be cancelled.
 - A job of a newer contract version than this consumer knows (a producer upgraded before its consumer): the same,
   delayed about five minutes, the time a deploy takes, so a rolling upgrade never dead-letters a job.
+- DynamoDB throttled, slow or unreachable before the send: the same as SES's throttling (nothing was sent).
+- SES accepted but the SENT record could not be written: the original is acknowledged and a copy carries the
+  completion, which its delivery writes first, so another copy of the job never takes the key for a dead
+  worker's and sends it again.
 - A record that would fail on the last receive its queue allows is dead-lettered with the reason, instead of
   moved by SQS with none.
+
+Copies never multiply (the bound is in the README): an answer lost on the way back never counts as a failure.
+A copy carries the receipt handle of the message it replaces and deletes that message when it arrives, so an
+original whose acknowledgement was lost (its invocation killed between the copy and the acknowledgement) leaves
+no second message behind. The original is kept out of sight until the copy can have done so: its invisibility
+is extended first when the copy's delay could outlast it. A copy whose SendMessage answer was lost may exist,
+so the original is kept out of sight, not copied again, and never dead-lettered for it.
 """
 
 from __future__ import annotations
 
+import enum
 import random
+from collections.abc import Callable
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from sendonce_contract.schema import DeadLetter, ReasonCode
 
+from .aws_errors import never_sent
+from .clock import Deadline
 from .dead_letter import DeadLetterQueue
 from .outcome import Outcome, RecordResult
 from .sqs_record import SqsRecord
@@ -41,7 +56,31 @@ QUOTA_DELAY_S = 600.0  # "wait for an interval of up to 10 minutes" (SES, errors
 CONTRACT_TOO_NEW_DELAY_S = 300.0  # about the time a deploy of the upgraded consumer takes
 # Outcomes whose job comes back as a delayed copy on a standard queue.
 POSTPONED = frozenset({Outcome.THROTTLED, Outcome.QUOTA_EXHAUSTED, Outcome.PACED, Outcome.IN_FLIGHT_ELSEWHERE,
-                       Outcome.SCHEDULED, Outcome.CONTRACT_TOO_NEW})
+                       Outcome.SCHEDULED, Outcome.CONTRACT_TOO_NEW, Outcome.LEDGER_THROTTLED,
+                       Outcome.LEDGER_UNAVAILABLE})
+# Refusals whose waits grow with each postponement.
+GROWING = frozenset({Outcome.THROTTLED, Outcome.QUOTA_EXHAUSTED, Outcome.LEDGER_THROTTLED,
+                     Outcome.LEDGER_UNAVAILABLE})
+# Our attributes on a copy, replaced (never inherited) each time a copy is made.
+OURS = frozenset({DeadLetter.POSTPONEMENTS, DeadLetter.SUPERSEDES, DeadLetter.UNSENT_CLAIM,
+                  DeadLetter.UNRECORDED_SEND})
+# An original stays out of sight this long past its copy's delay, for the copy to be received and delete it.
+# Short, because an invocation killed after the hold and before the copy leaves the job waiting this long.
+HOLD_S = 60
+# A copy is received within this much of becoming visible (else the original is held explicitly).
+HOLD_MARGIN_S = 30
+# The queue's visibility timeout is at least this many function timeouts (a synth rule), and one is spent.
+VISIBLE_AFTER_TIMEOUTS = 5
+# A completion carried by a copy is written again soon: before a dead worker's lease and grace period run out.
+UNRECORDED_DELAY_CAP_S = 10
+# SQS calls the copy protocol makes at most: extend the original's invisibility, send the copy.
+COPY_CALLS = 2
+
+
+class Answer(enum.Enum):
+    DONE = "done"
+    LOST = "lost"  # no answer: it may have been carried out
+    REFUSED = "refused"  # surely not carried out
 
 
 class Redelivery:
@@ -53,6 +92,7 @@ class Redelivery:
         dead_letters: DeadLetterQueue,
         max_receive_count: int | None,
         rng: random.Random | None = None,
+        call_ms: int = 0,
     ) -> None:
         self._client = client
         self._queue_url = queue_url
@@ -60,9 +100,19 @@ class Redelivery:
         self._dead_letters = dead_letters
         self._max_receive_count = max_receive_count
         self._random = rng or random.Random()
+        self._call_ms = call_ms  # the longest one SQS call can take (its connect and read timeouts)
 
-    def settle(self, record: SqsRecord, result: RecordResult) -> RecordResult:
+    def retire_superseded(self, record: SqsRecord) -> None:
+        """A copy deletes the message it replaces, in case that one's acknowledgement was lost. Never raises."""
+        if self._fifo or self._queue_url is None or not record.supersedes:
+            return
+        # Gone already (acknowledged), or received again since: either way nothing is left to do.
+        self._call(self._client.delete_message, QueueUrl=self._queue_url, ReceiptHandle=record.supersedes)
+
+    def settle(self, record: SqsRecord, result: RecordResult, deadline: Deadline | None = None) -> RecordResult:
         """``result``, or what it became once its way back is arranged. Never raises."""
+        if result.outcome is Outcome.SENT_UNRECORDED and result.unrecorded_send is not None:
+            return self._carry_completion(record, result, deadline)
         if not result.redeliver:
             return result
         if result.outcome in POSTPONED:
@@ -71,15 +121,61 @@ class Redelivery:
                 delay_s = min(delay_s, result.retry_after_s)
             if result.outcome is Outcome.SCHEDULED and result.retry_after_s is not None:
                 delay_s = min(SQS_MAX_DELAY_S, result.retry_after_s)  # each copy waits at most 15 minutes
-            counted = record.postponements + (result.outcome in (Outcome.THROTTLED, Outcome.QUOTA_EXHAUSTED))
-            if not self._fifo and self._send_copy(record, delay_s, counted):
-                return result._replace(postponed_s=delay_s)
+            counted = record.postponements + (result.outcome in GROWING)
+            if self._can_copy(deadline):
+                copied = self._replace_by_copy(record, result, delay_s, counted, deadline)
+                if copied is not None:
+                    return copied
             result = result._replace(retry_after_s=result.retry_after_s or delay_s)
         if self._max_receive_count is not None and record.receive_count >= self._max_receive_count:
             return self._give_up(record, result)
-        if result.retry_after_s is not None:
+        # Only with time for the call: a kill at the deadline would lose the batch's acknowledgements.
+        if result.retry_after_s is not None and (deadline is None or deadline.remaining_ms() >= self._call_ms):
             self._change_visibility(record, result.retry_after_s)
         return result
+
+    def _can_copy(self, deadline: Deadline | None) -> bool:
+        # The protocol's calls must fit before the deadline, so no deadline kill lands between them.
+        room = deadline is None or deadline.remaining_ms() >= COPY_CALLS * self._call_ms
+        return not self._fifo and self._queue_url is not None and room
+
+    def _replace_by_copy(
+        self, record: SqsRecord, result: RecordResult, delay_s: int, postponements: int, deadline: Deadline | None
+    ) -> RecordResult | None:
+        """The original replaced by a delayed copy; None if no copy was made (the caller falls back to the
+        original's visibility), or the original kept out of sight if the copy's answer was lost."""
+        held = False
+        if record.receipt_handle and self._needs_hold(delay_s, deadline):
+            hold = self._change_visibility(record, delay_s + HOLD_S)
+            if hold is Answer.REFUSED:
+                return None  # the original could come back before the copy deletes it: no copy
+            held = True
+        answer = self._send_copy(record, delay_s, postponements, result)
+        if answer is Answer.DONE:
+            return result._replace(postponed_s=delay_s)
+        if answer is Answer.REFUSED:
+            return None
+        # The copy may exist: keep the original out of sight until it has deleted it, and make no other.
+        if not held:
+            self._change_visibility(record, delay_s + HOLD_S)
+        return result._replace(retry_after_s=None,
+                               reason=f"{result.reason or result.outcome.value}; the delayed copy's answer was lost")
+
+    def _needs_hold(self, delay_s: int, deadline: Deadline | None) -> bool:
+        """Whether the copy could arrive after the original becomes visible again (and is received anew)."""
+        if deadline is None:
+            return True
+        return delay_s + HOLD_MARGIN_S > VISIBLE_AFTER_TIMEOUTS * deadline.initial_ms / 1000
+
+    def _carry_completion(self, record: SqsRecord, result: RecordResult, deadline: Deadline | None) -> RecordResult:
+        """SES accepted, the SENT record is not written: a copy carries it until DynamoDB takes it. The original
+        is acknowledged either way."""
+        if not self._can_copy(deadline):
+            return result
+        delay_s = min(UNRECORDED_DELAY_CAP_S, self.postponement_s(Outcome.LEDGER_UNAVAILABLE, record.postponements))
+        if self._send_copy(record, delay_s, record.postponements + 1, result) is Answer.REFUSED:
+            return result
+        return result._replace(postponed_s=delay_s)
 
     def postponement_s(self, outcome: Outcome, postponements: int) -> int:
         """Full jitter over a doubling delay, so a burst's throttled jobs spread out instead of coming back at once."""
@@ -94,30 +190,35 @@ class Redelivery:
         ceiling = min(SQS_MAX_DELAY_S, THROTTLE_BASE_DELAY_S * 2 ** min(postponements, 10))
         return max(1, int(ceiling * (0.5 + 0.5 * self._random.random())))
 
-    def _send_copy(self, record: SqsRecord, delay_s: int, postponements: int) -> bool:
+    def _send_copy(self, record: SqsRecord, delay_s: int, postponements: int, result: RecordResult) -> Answer:
         if self._queue_url is None:
-            return False
+            return Answer.REFUSED
         attributes = {name: {"DataType": kind, "StringValue": value}
-                      for name, kind, value in record.message_attributes if name != DeadLetter.POSTPONEMENTS}
-        attributes[DeadLetter.POSTPONEMENTS] = {"DataType": "Number", "StringValue": str(postponements)}
-        try:
-            self._client.send_message(QueueUrl=self._queue_url, MessageBody=record.body,
-                                      DelaySeconds=min(delay_s, SQS_MAX_DELAY_S), MessageAttributes=attributes)
-        except (ClientError, BotoCoreError):
-            return False
-        return True
+                      for name, kind, value in record.message_attributes if name not in OURS}
+        ours = {DeadLetter.POSTPONEMENTS: str(postponements), DeadLetter.SUPERSEDES: record.receipt_handle,
+                # Tokens carried in and not taken over yet still name claims nobody sent under.
+                DeadLetter.UNSENT_CLAIM: result.unsent_claim or " ".join(record.unsent_claims[-2:]),
+                DeadLetter.UNRECORDED_SEND: " ".join(result.unrecorded_send or ())}
+        attributes.update({name: {"DataType": "Number" if name == DeadLetter.POSTPONEMENTS else "String",
+                                  "StringValue": value} for name, value in ours.items() if value})
+        return self._call(self._client.send_message, QueueUrl=self._queue_url, MessageBody=record.body,
+                          DelaySeconds=min(delay_s, SQS_MAX_DELAY_S), MessageAttributes=attributes)
 
-    def _change_visibility(self, record: SqsRecord, seconds: int) -> None:
+    def _change_visibility(self, record: SqsRecord, seconds: int) -> Answer:
         # A failure here costs only time: the message comes back after its visibility timeout anyway.
         if self._queue_url is None or not record.receipt_handle:
-            return
+            return Answer.REFUSED
+        return self._call(self._client.change_message_visibility, QueueUrl=self._queue_url,
+                          ReceiptHandle=record.receipt_handle,
+                          VisibilityTimeout=max(1, min(seconds, SQS_MAX_VISIBILITY_S)))
+
+    @staticmethod
+    def _call(operation: Callable[..., Any], **params: Any) -> Answer:
         try:
-            self._client.change_message_visibility(
-                QueueUrl=self._queue_url, ReceiptHandle=record.receipt_handle,
-                VisibilityTimeout=max(1, min(seconds, SQS_MAX_VISIBILITY_S)),
-            )
-        except (ClientError, BotoCoreError):
-            return
+            operation(**params)
+        except (ClientError, BotoCoreError) as error:
+            return Answer.REFUSED if never_sent(error) else Answer.LOST
+        return Answer.DONE
 
     def _give_up(self, record: SqsRecord, result: RecordResult) -> RecordResult:
         reason = (f"received {record.receive_count} times, the queue's max_receive_count; the last attempt was "

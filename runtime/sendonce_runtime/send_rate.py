@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 
 class SendRateLimiter:
-    """At most ``rate`` sends a second per execution environment, with bursts of up to ``burst``.
+    """At most ``rate`` recipients a second per execution environment, with bursts of up to ``burst``.
 
     Shared by the batch's threads. ``acquire`` waits for a token but never longer than it is allowed to, so a
     record never waits past the time it needs to send within its invocation.
@@ -26,28 +26,31 @@ class SendRateLimiter:
         self._updated = monotonic()
         self._condition = threading.Condition()
 
-    def acquire(self, max_wait_s: float) -> bool:
-        """Take a token, waiting up to ``max_wait_s``; False (and no token taken) if none comes in time."""
+    def acquire(self, max_wait_s: float, tokens: int = 1) -> bool:
+        """Take ``tokens`` (one per recipient), waiting up to ``max_wait_s``; False (and nothing taken) if they do
+        not come in time. A send needing more than the bucket holds waits for a full bucket and takes it all
+        and more: the bucket goes into debt, so the sends after it wait until the rate has paid for it."""
         deadline = self._monotonic() + max_wait_s
+        needed = min(float(tokens), self._capacity)
         with self._condition:
             while True:
                 now = self._monotonic()
                 self._tokens = min(self._capacity, self._tokens + (now - self._updated) * self._rate)
                 self._updated = now
-                if self._tokens >= 1.0:
-                    self._tokens -= 1.0
+                if self._tokens >= needed - 1e-9:
+                    self._tokens -= tokens
                     return True
-                wait = (1.0 - self._tokens) / self._rate
+                wait = (needed - self._tokens) / self._rate
                 if now + wait > deadline + 1e-9:
                     return False
                 self._pause(wait)
 
-    def refund(self) -> None:
-        """Give back a token that was not used for a send (the key turned out to be a duplicate): a thread
-        waiting for one takes it at once, so duplicates cost the pipeline no sending time."""
+    def refund(self, tokens: int = 1) -> None:
+        """Give back tokens that were not used for a send (the key turned out to be a duplicate): a thread
+        waiting for them takes them at once, so duplicates cost the pipeline no sending time."""
         with self._condition:
-            self._tokens = min(self._capacity, self._tokens + 1.0)
-            self._condition.notify()
+            self._tokens = min(self._capacity, self._tokens + tokens)
+            self._condition.notify_all()
 
     def _pause(self, seconds: float) -> None:
         if self._sleep is None:

@@ -28,7 +28,7 @@ class Settings:
     fifo: bool = False
     configuration_set: str | None = None
     pipeline_name: str | None = None  # the metrics' Pipeline dimension; no metrics without it
-    max_send_rate: float | None = None  # emails per second per execution environment; None for no limit
+    max_send_rate: float | None = None  # recipients a second per execution environment; None for no limit
     # A lease outlives the invocation by this much, so it expires only once its worker is surely dead.
     lease_margin_ms: int = 10_000
     ses_connect_timeout_s: float = 2.0

@@ -21,6 +21,25 @@ class SqsRecord(NamedTuple):
         value = next((v for name, _, v in self.message_attributes if name == DeadLetter.POSTPONEMENTS), "0")
         return int(value) if value.isdigit() else 0
 
+    def _attribute(self, name: str) -> str | None:
+        return next((v for n, _, v in self.message_attributes if n == name), None)
+
+    @property
+    def unsent_claims(self) -> tuple[str, ...]:
+        """Owner tokens of claims an earlier delivery of this job wrote (or may have) and surely never sent under."""
+        return tuple((self._attribute(DeadLetter.UNSENT_CLAIM) or "").split())
+
+    @property
+    def unrecorded_send(self) -> tuple[str, str] | None:
+        """(owner, SES message id) of a send SES accepted that an earlier delivery could not record."""
+        parts = (self._attribute(DeadLetter.UNRECORDED_SEND) or "").split()
+        return (parts[0], parts[1]) if len(parts) == 2 else None
+
+    @property
+    def supersedes(self) -> str | None:
+        """The receipt handle of the message this delayed copy replaces."""
+        return self._attribute(DeadLetter.SUPERSEDES)
+
     @classmethod
     def from_event(cls, record: dict[str, Any]) -> SqsRecord:
         attributes = record.get("attributes") or {}

@@ -6,7 +6,8 @@ answer a line to fd ``argv[2]``; the handler's own stdout and stderr go wherever
 
 A request may carry a fault: ``{"kill": KIND, "nth": N}``. The kill kinds end this process abruptly (as a killed
 Lambda would) at the N-th watched call of that invocation: before the claim (PutItem), before SendEmail, after
-SES accepted (SendEmail returned), after SENT was recorded (UpdateItem returned). The answer kinds break SES's
+SES accepted (SendEmail returned), after SENT was recorded (UpdateItem returned), after a delayed copy was sent
+(SendMessage returned: killed between the copy and the acknowledgement). The answer kinds break SES's
 answer and let the worker live: lost after acceptance (a read timeout), a 5xx after acceptance, a 5xx without
 sending. See ``FAULT_KINDS``.
 """
@@ -44,11 +45,13 @@ class Context:
 
 # Fault kinds: the AWS call each one watches, and what happens at its N-th call in an invocation.
 KILL_BEFORE = {"before_claim": "PutItem", "before_send": "SendEmail"}  # the process dies before the call
-KILL_AFTER = {"after_send": "SendEmail", "after_sent": "UpdateItem"}  # ... or right after it returned
+KILL_AFTER = {"after_send": "SendEmail", "after_sent": "UpdateItem",  # ... or right after it returned
+              "after_copy": "SendMessage"}  # a delayed copy sent, the original not yet acknowledged
 # SES's answer goes wrong and the worker lives: "lost_answer" and "accepted_then_server_error" after SES
 # accepted the email, "server_error" without sending it.
 BROKEN_ANSWERS = {"lost_answer": True, "accepted_then_server_error": True, "server_error": False}
-FAULT_KINDS = (*KILL_BEFORE, *KILL_AFTER, *BROKEN_ANSWERS)
+# The crash points the demo draws from; "after_copy" is armed by the fault bursts (local.fault_burst) only.
+FAULT_KINDS = (*KILL_BEFORE, *(k for k in KILL_AFTER if k != "after_copy"), *BROKEN_ANSWERS)
 
 
 class _Faults:

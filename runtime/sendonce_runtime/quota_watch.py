@@ -1,0 +1,47 @@
+"""The quota watch: on a schedule, how much of SES's 24-hour sending quota the account has used. Handler
+``sendonce_runtime.quota_watch.handler``.
+
+It reads SESv2 ``GetAccount`` (``SendQuota``) and writes one JSON line that is also an Embedded Metric Format
+document: ``QuotaUsedPercent`` (namespace ``sendonce``, dimension ``Pipeline``), with the quota's figures beside
+it. It runs from an EventBridge schedule, never on the send path: the consumer makes no call for it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any, TextIO
+
+from .metrics import emf_values
+
+QUOTA_USED_PERCENT = "QuotaUsedPercent"
+
+
+def used_percent(send_quota: dict[str, Any]) -> float:
+    """SentLast24Hours as a share of Max24HourSend; 0 when the quota is unlimited (SES reports -1) or unset."""
+    maximum = float(send_quota.get("Max24HourSend", 0) or 0)
+    sent = float(send_quota.get("SentLast24Hours", 0) or 0)
+    return round(100.0 * sent / maximum, 2) if maximum > 0 else 0.0
+
+
+def watch(ses: Any, pipeline: str | None, stream: TextIO | None = None) -> dict[str, Any]:
+    """Read the quota, write the metric line; returns the line."""
+    quota = ses.get_account().get("SendQuota", {})
+    percent = used_percent(quota)
+    line: dict[str, Any] = {
+        "level": "INFO", "logger": "sendonce.quota", QUOTA_USED_PERCENT: percent,
+        "max24HourSend": quota.get("Max24HourSend"), "sentLast24Hours": quota.get("SentLast24Hours"),
+        "maxSendRate": quota.get("MaxSendRate"),
+    }
+    if pipeline is not None:
+        line.update(emf_values(pipeline, {QUOTA_USED_PERCENT: (percent, "Percent")}, time.time_ns() // 1_000_000))
+    (stream or sys.stdout).write(json.dumps(line) + "\n")
+    return line
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    from . import aws_clients
+
+    return watch(aws_clients.recorder_client("sesv2"), os.environ.get("SENDONCE_PIPELINE_NAME") or None)

@@ -1,0 +1,186 @@
+"""A burst during a stretch of DynamoDB or SQS trouble: the consumer's DynamoDB and SQS calls go through the
+slow-services proxy, which throttles them or answers them late (after carrying them out) for a stretch, while
+Lambda's event source is played with invocations killed at their deadline and, for a share of them, right after
+a delayed copy was sent (between the copy and the acknowledgement).
+
+What it reports is counted outside the consumer: emails per key from the emulator's SES, jobs in the DLQ, the
+job queue's peak depth (sampled), and keys left UNKNOWN that SES never saw. A demo phase can call
+:func:`run_fault_burst` with the deployed consumer, as the tests do with a consumer staged from the runtime.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+from typing import IO, Any
+
+import boto3
+
+from sendonce_contract.schema import Ledger, Status
+
+from .event_source_runner import EventSourceRunner, EventSourceSpec, FaultPlan
+from .lambda_instances import FunctionSpec
+from .ses_limits import SES_RATE
+from .slow_services import LATE, Rule, SlowServices
+from .workload import build_workload, enqueue
+
+# The queue may hold at most this many messages per job enqueued (the README's bound is two per message).
+DEPTH_AIM = 2.0
+SAMPLE_EVERY_S = 0.2
+
+
+@dataclass(frozen=True)
+class Stretch:
+    """A stretch of trouble: what the proxy does to the consumer's DynamoDB and SQS calls, and for how long."""
+
+    name: str
+    rules: tuple[Rule, ...]
+    seconds: float
+    late_s: float = 0.15  # past the 120 ms read timeouts of a 3 s function
+
+    def describe(self) -> str:
+        return f"{self.name} for {self.seconds:g} s"
+
+
+def dynamodb_throttling(seconds: float) -> Stretch:
+    return Stretch("DynamoDB throttling every call",
+                   (Rule("dynamodb", None, "ProvisionedThroughputExceededException"),), seconds)
+
+
+def late_answers(seconds: float, late_s: float = 0.15) -> Stretch:
+    return Stretch(f"DynamoDB and SQS answering {late_s * 1000:.0f} ms late (carried out, the answer lost)",
+                   (Rule("dynamodb", None, LATE), Rule("sqs", None, LATE)), seconds, late_s)
+
+
+@dataclass
+class FaultBurstReport:
+    stretch: str
+    policy: str
+    jobs: int
+    keys: int
+    emails_per_key: dict[int, int]
+    keys_sent_twice: list[str]
+    keys_lost: list[str]
+    dead_letters: int
+    peak_depth: int
+    unknown_keys: list[str]
+    unknown_never_seen: list[str]  # UNKNOWN although SES accepted nothing for the key: a loss
+    drain_s: float
+    drained: bool
+    runner: dict[str, int]
+    proxy_hits: dict[str, int] = field(default_factory=dict)  # the consumer's calls that met the stretch's fault
+    proxy_requests: dict[str, int] = field(default_factory=dict)  # every call the consumer made, by service
+
+    @property
+    def ok(self) -> bool:
+        """Every key once, nothing dead-lettered, the queue within twice the jobs, nothing UNKNOWN SES never saw."""
+        return (self.drained and not self.keys_sent_twice and not self.keys_lost and self.dead_letters == 0
+                and self.peak_depth <= DEPTH_AIM * self.jobs and not self.unknown_never_seen)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ok": self.ok}
+
+    def lines(self) -> list[str]:
+        return [
+            f"  {self.stretch}, {self.policy}: {self.jobs} jobs for {self.keys} keys",
+            f"    emails per key: {self.emails_per_key}; sent twice {len(self.keys_sent_twice)}; lost "
+            f"{len(self.keys_lost)}; in the DLQ {self.dead_letters}; UNKNOWN {len(self.unknown_keys)} (SES never "
+            f"saw {len(self.unknown_never_seen)})",
+            f"    queue depth peak {self.peak_depth} ({self.peak_depth / max(1, self.jobs):.2f} x the jobs, aim "
+            f"{DEPTH_AIM:g} x); drained {'in' if self.drained else 'NOT within'} {self.drain_s:.1f} s; "
+            f"invocations {self.runner.get('invocations', 0)}, killed {self.runner.get('workers_killed', 0)}, "
+            f"timed out {self.runner.get('timeouts', 0)}",
+        ]
+
+
+class _DepthSampler:
+    """The job queue's depth (visible, in flight and delayed), sampled until stopped; keeps the peak."""
+
+    def __init__(self, queue_url: str) -> None:
+        self._sqs = boto3.client("sqs")
+        self._url = queue_url
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="depth-sampler", daemon=True)
+
+    def __enter__(self) -> _DepthSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(SAMPLE_EVERY_S):
+            attributes = self._sqs.get_queue_attributes(QueueUrl=self._url, AttributeNames=[
+                "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
+                "ApproximateNumberOfMessagesDelayed"])["Attributes"]
+            self.peak = max(self.peak, sum(int(v) for v in attributes.values()))
+
+
+def run_fault_burst(
+    function: FunctionSpec, source: EventSourceSpec, environment: dict[str, str], dead_letter_queue_url: str,
+    table_name: str, sent_subjects: Callable[[], list[str]], rate: float, keys: int, seed: int, stretch: Stretch,
+    log: IO[str] | None = None, bound_s: float = 600, copy_kills: float = 0.2,
+) -> FaultBurstReport:
+    """Enqueue ``keys`` jobs (with the workload's duplicates and re-enqueues) while SES accepts ``rate`` emails a
+    second and the consumer's DynamoDB and SQS are in ``stretch``'s trouble; a share ``copy_kills`` of the
+    invocations is killed right after sending a delayed copy. Plays the event source until the queue is empty."""
+    workload = build_workload(keys, seed, first=700_000, poison=False)
+    bodies = workload.first_wave + workload.reenqueued
+    sqs = boto3.client("sqs")
+    dead_before = _depth(sqs, dead_letter_queue_url)
+    proxy = SlowServices(environment["AWS_ENDPOINT_URL"], late_s=stretch.late_s).start()
+    # Only the consumer goes through the proxy: the event source's own receives and deletes are Lambda's.
+    slowed = replace(function, environment={**function.environment, "AWS_ENDPOINT_URL": proxy.endpoint})
+    faults = FaultPlan(copy_kills, seed, ("after_copy",))
+    SES_RATE.limit(rate)
+    started = time.monotonic()
+    try:
+        with _DepthSampler(source.queue_url) as sampler, EventSourceRunner(slowed, source, environment, log,
+                                                                          faults) as runner:
+            enqueue(sqs, source.queue_url, bodies)
+            # The stretch starts once the burst reaches DynamoDB (cold starts come first).
+            warm_by = time.monotonic() + bound_s
+            while not proxy.requests["dynamodb"] and time.monotonic() < warm_by:
+                time.sleep(0.05)
+            proxy.fault(*stretch.rules, for_s=stretch.seconds)
+            drained = runner.run_until_drained(bound_s)
+            drain_s = time.monotonic() - started
+            stats = runner.stats.as_dict()
+    finally:
+        SES_RATE.limit(None)
+        proxy.stop()
+    per_key = workload.emails_per_key(sent_subjects())
+    unknown = _unknown_keys(table_name, set(per_key))
+    return FaultBurstReport(
+        stretch=stretch.describe(), policy=function.environment.get("SENDONCE_DELIVERY", "resend-without-evidence"),
+        jobs=len(bodies), keys=len(per_key), emails_per_key=dict(sorted(Counter(per_key.values()).items())),
+        keys_sent_twice=sorted(k for k, n in per_key.items() if n > 1),
+        keys_lost=sorted(k for k, n in per_key.items() if n == 0 and k not in unknown),
+        dead_letters=_depth(sqs, dead_letter_queue_url) - dead_before, peak_depth=sampler.peak,
+        unknown_keys=sorted(unknown), unknown_never_seen=sorted(k for k in unknown if per_key[k] == 0),
+        drain_s=drain_s, drained=drained, runner=stats,
+        proxy_hits={" ".join(k): v for k, v in proxy.hits.items()}, proxy_requests=dict(proxy.requests),
+    )
+
+
+def _unknown_keys(table_name: str, keys: set[str]) -> set[str]:
+    dynamodb = boto3.client("dynamodb")
+    found: set[str] = set()
+    for page in dynamodb.get_paginator("scan").paginate(TableName=table_name):
+        for item in page["Items"]:
+            key = item[Ledger.KEY]["S"]
+            if key in keys and item[Ledger.STATUS]["S"] == Status.UNKNOWN.value:
+                found.add(key)
+    return found
+
+
+def _depth(sqs: Any, queue_url: str) -> int:
+    attributes = sqs.get_queue_attributes(
+        QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])
+    return sum(int(v) for v in attributes["Attributes"].values())

@@ -1,0 +1,83 @@
+"""DynamoDB and SQS behind a proxy that answers late, or refuses, for a stretch: the faults a slow network or a
+throttled table bring, which the emulator cannot be asked for (the tests and the fault bursts use it).
+
+A late answer is carried out first and answered after ``late_s``: a client whose read timeout is shorter gives
+up although the request was carried out, which is the case that matters (a lost answer is not a failure). A
+refusal is answered at once with the error code given, as DynamoDB's throttling is.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+from .proxy import Forward, ForwardingProxy, ProxiedRequest, Reply
+
+LATE = "late"
+
+
+@dataclass(frozen=True)
+class Rule:
+    service: str  # "dynamodb", "sqs"
+    operation: str | None  # "PutItem", "SendMessage", ... or None for every operation of the service
+    fault: str  # LATE, or an error code answered with ``status``
+    status: int = 400
+
+
+def operation_of(request: ProxiedRequest) -> str:
+    target = request.headers.get("X-Amz-Target", request.headers.get("x-amz-target", ""))
+    return target.rpartition(".")[2]
+
+
+class SlowServices:
+    def __init__(self, upstream: str, late_s: float = 0.5) -> None:
+        self.late_s = late_s
+        self._rules: list[Rule] = []
+        self._until = 0.0
+        self._lock = threading.Lock()
+        self.hits: Counter[tuple[str, str, str]] = Counter()  # requests that met a fault
+        self.requests: Counter[str] = Counter()  # every request, by service
+        self._proxy = ForwardingProxy(upstream, self._behave)
+        self.endpoint = self._proxy.endpoint
+
+    def start(self) -> SlowServices:
+        self._proxy.start()
+        return self
+
+    def stop(self) -> None:
+        self._proxy.stop()
+
+    def fault(self, *rules: Rule, for_s: float = 3600.0) -> None:
+        """From now on and for ``for_s`` seconds, requests matching a rule get its fault."""
+        with self._lock:
+            self._rules, self._until = list(rules), time.monotonic() + for_s
+
+    def clear(self) -> None:
+        self.fault(for_s=0)
+
+    def _match(self, request: ProxiedRequest) -> Rule | None:
+        with self._lock:
+            self.requests[request.service] += 1
+            if time.monotonic() >= self._until:
+                return None
+            operation = operation_of(request)
+            for rule in self._rules:
+                if rule.service == request.service and rule.operation in (None, operation):
+                    self.hits[rule.service, operation, rule.fault] += 1
+                    return rule
+        return None
+
+    def _behave(self, request: ProxiedRequest, forward: Forward) -> Reply | None:
+        rule = self._match(request)
+        if rule is None:
+            return forward()
+        if rule.fault == LATE:
+            reply = forward()
+            time.sleep(self.late_s)  # the client gave up already; the write happened
+            return reply
+        body = json.dumps({"__type": rule.fault, "message": f"played {rule.fault}"}).encode()
+        headers = [("x-amzn-ErrorType", rule.fault), ("Content-Type", "application/x-amz-json-1.0")]
+        return Reply(rule.status, headers, body)

@@ -1,0 +1,70 @@
+"""The bound on a waiting job's messages, under late answers and kills between the copy and the acknowledgement,
+repeated in any order (a property test against the emulator's SQS).
+
+The bound (README, "Slow answers"): a waiting job has at most two messages for each message the producer
+enqueued: the delayed copy that carries it on and, until that copy arrives and deletes it, the message it
+replaced. A copy whose SendMessage answer was lost keeps its original out of sight instead of making another; an
+original whose acknowledgement was lost is deleted by its copy.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from consumer_harness import FakeClock, FakeContext, event, job
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from ses_fault_proxy import Fault
+from slow_aws import Jobs, consumer
+
+from sendonce_constructs.local.slow_services import LATE, Rule
+
+# What can go wrong around one delivery of a waiting job (SES throttles it, so it waits again).
+COPY_ANSWER_LOST = "copy answer lost"  # SendMessage carried out, its answer late past the read timeout
+ACK_LOST = "killed before the acknowledgement"  # the invocation dies after the copy: Lambda deletes nothing
+HOLD_ANSWER_LOST = "visibility answer lost"  # ChangeMessageVisibility carried out, answered late
+DELETE_ANSWER_LOST = "copy's delete answer lost"  # the copy's DeleteMessage of its original, answered late
+FAULTS = (COPY_ANSWER_LOST, ACK_LOST, HOLD_ANSWER_LOST, DELETE_ANSWER_LOST)
+_examples = itertools.count()
+
+
+@pytest.fixture
+def world(pipeline, ses_faults, slow):
+    return pipeline, ses_faults, slow
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rounds=st.lists(st.lists(st.sets(st.sampled_from(FAULTS)), min_size=1, max_size=2), min_size=1,
+                       max_size=5),
+       budget_ms=st.sampled_from([3_000, 30_000]))
+def test_a_waiting_job_never_has_more_than_two_messages_and_is_sent_once(world, rounds, budget_ms):
+    pipeline, ses_faults, slow = world
+    n = next(_examples)
+    jobs = Jobs(f"bound-{n}")
+    key = f"receipt:bound{n}:u1"
+    built, _ = consumer(pipeline, slow, jobs, FakeClock())
+    built.redelivery.postponement_s = lambda outcome, postponements: 0  # copies visible at once: no waiting
+    jobs.enqueue(job(key))
+    for faults_by_message in rounds:
+        records = jobs.receive(wait_s=3)
+        for record, faults in zip(records, itertools.cycle(faults_by_message)):
+            rules = [Rule("sqs", "SendMessage", LATE)] * (COPY_ANSWER_LOST in faults)
+            rules += [Rule("sqs", "ChangeMessageVisibility", LATE)] * (HOLD_ANSWER_LOST in faults)
+            rules += [Rule("sqs", "DeleteMessage", LATE)] * (DELETE_ANSWER_LOST in faults)
+            slow.fault(*rules)
+            ses_faults.script(Fault.THROTTLE)
+            response = built.handle(event(record), FakeContext(FakeClock(), budget_ms=budget_ms))
+            slow.clear()
+            if ACK_LOST not in faults:
+                jobs.acknowledge(response, record)
+            assert jobs.depth() <= 2, (faults_by_message, jobs.depth())
+    # The faults end: the job is sent once and nothing is left behind.
+    for _ in range(6):
+        records = jobs.receive(wait_s=3)
+        if not records:
+            break
+        for record in records:
+            jobs.acknowledge(built.handle(event(record), FakeContext(FakeClock(), budget_ms=budget_ms)), record)
+    assert pipeline.emails_for(key) == 1
+    assert jobs.depth() == 0 and pipeline.dead_letters() == []
