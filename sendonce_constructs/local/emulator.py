@@ -34,6 +34,7 @@ from typing import Any
 from moto.core.models import DEFAULT_ACCOUNT_ID
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.table import Table
+from moto.events.models import Rule as EventsRule
 from moto.server import ThreadedMotoServer
 from moto.sqs.models import Queue, SQSBackend
 
@@ -136,6 +137,22 @@ def count_requests() -> None:
     wrap_once(BaseResponse, "call_action", counted, "request counts")
 
 
+def _events_skip_scheduled_rules(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def send_to_targets(self: Any, *args: Any, **kwargs: Any) -> Any:
+        # On AWS a rule with a schedule (the quota watch's) matches no event put on the bus; moto matches every
+        # event against a rule with no pattern and then fails the whole PutEvents on its Lambda target.
+        if self.scheduled_expression and not self.event_pattern.get_pattern():
+            return None
+        return original(self, *args, **kwargs)
+
+    return send_to_targets
+
+
+def match_no_event_to_scheduled_rules() -> None:
+    wrap_once(EventsRule, "send_to_targets", _events_skip_scheduled_rules, "scheduled rules match no event")
+
+
 def hand_event_sources_to_the_runners() -> None:
     """Queues and tables keep no event source mappings of their own, so no write tries to run a function."""
     for owner in (Queue, Table):
@@ -163,6 +180,7 @@ class LocalAws:
         limit_ses_sends()  # outermost: a throttled send never reaches SES's log
         count_requests()
         teach_cloudformation_secrets()
+        match_no_event_to_scheduled_rules()
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request drowns the output
         # moto names each CloudFormation type it skips; callers say which gaps matter to them.
         logging.getLogger("moto").setLevel(logging.ERROR)
