@@ -136,11 +136,18 @@ def _output(outputs: dict[str, str], prefix: str) -> str:
     return next(value for key, value in outputs.items() if key.startswith(prefix))
 
 
-def test_deploy_update_after_a_failed_deploy_with_outputs_and_every_prop(serve: Emulator, deployed: dict[str, str]):
+def _point_at(serve: Emulator, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read the emulator as a user's script would, for this test only (later tests use the session's emulator)."""
+    for name, value in serve.environment.items():
+        monkeypatch.setenv(name, value)
+
+
+def test_deploy_update_after_a_failed_deploy_with_outputs_and_every_prop(serve: Emulator, deployed: dict[str, str],
+                                                                           monkeypatch: pytest.MonkeyPatch):
     assert _output(deployed, "AlertsQueueUrl").endswith(".fifo")  # fifo
     assert _output(deployed, "AlertsOutboxTableName")  # outbox
     assert _output(deployed, "ReceiptsDedupeTableName") and _output(deployed, "AlertsDeadLetterQueueUrl")
-    os.environ.update(serve.environment)  # read the emulator as a user's script would
+    _point_at(serve, monkeypatch)
     stack = boto3.client("cloudformation").describe_stacks(StackName="Shop")["Stacks"][0]
     assert stack["StackStatus"] == "UPDATE_COMPLETE" and len(stack["Outputs"]) == len(deployed)
     functions = boto3.client("lambda").list_functions()["Functions"]
@@ -149,10 +156,11 @@ def test_deploy_update_after_a_failed_deploy_with_outputs_and_every_prop(serve: 
 
 
 def test_the_loop_run_twice_with_late_jobs_and_ses_evidence(serve: Emulator, app_dir: Path,
-                                                            deployed: dict[str, str]):
+                                                            deployed: dict[str, str],
+                                                            monkeypatch: pytest.MonkeyPatch):
     from sendonce_producer import EmailJob, enqueue, outbox_put
 
-    os.environ.update(serve.environment)
+    _point_at(serve, monkeypatch)
     receipts = _output(deployed, "ReceiptsQueueUrl")
     for key in ("receipt:1", "receipt:2"):
         enqueue(receipts, EmailJob(dedupe_key=key, sender="shop@example.com", to=["ada@example.org"],

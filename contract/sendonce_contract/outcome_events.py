@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from .schema import SES_EVENT_TYPES, Ledger, Status
+from .schema import DEDUPE_KEY, SES_EVENT_TYPES, Ledger, Status
 
 SOURCE = "sendonce"
 Image = Mapping[str, Any]
@@ -73,7 +73,7 @@ def dead_lettered(key: str, pipeline: str, reason_code: str, reason: str | None,
                   at_ms: int) -> OutcomeEvent:
     """The event for a keyed job the consumer moved to the dead-letter queue; one per message moved."""
     return OutcomeEvent(DEAD_LETTERED, {
-        "dedupeKey": key, "pipeline": pipeline, "transition": DEAD_LETTERED.transition, "at": at_ms,
+        DEDUPE_KEY: key, "pipeline": pipeline, "transition": DEAD_LETTERED.transition, "at": at_ms,
         "reasonCode": reason_code, "reason": reason, "sourceMessageId": source_message_id,
         "eventId": event_id(key, DEAD_LETTERED.transition, source_message_id)})
 
@@ -90,7 +90,7 @@ def transitions(old: Image | None, new: Image | None, pipeline: str) -> list[Out
     key = str(new[Ledger.KEY]["S"])
     status, was = _text(new, Ledger.STATUS), _text(old, Ledger.STATUS)
     ids = _ids(new)
-    base = {"dedupeKey": key, "pipeline": pipeline, "status": status, "sesMessageIds": sorted(ids)}
+    base = {DEDUPE_KEY: key, "pipeline": pipeline, "status": status, "sesMessageIds": sorted(ids)}
     found: list[OutcomeEvent] = []
 
     def add(outcome: OutcomeType, at_ms: int | None, discriminator: str = "",

@@ -56,7 +56,8 @@ class OutcomePublisher:
         pending = [(r["dynamodb"]["SequenceNumber"], e) for r in records for e in self.outcomes(r)]
         failed = self._publish(pending)
         published = len(pending) - len(failed)
-        self._write({"level": "WARN" if failed else "INFO", "logger": "sendonce.outcomes", "records": len(records),
+        self._write({"level": "WARN" if failed else "INFO", "logger": "sendonce.outcomes",
+                     "outcome": "publish_failed" if failed else "published", "records": len(records),
                      "published": published, "failed": len(failed),
                      "transitions": sorted({e.outcome.transition for _, e in pending})},
                     {"OutcomeEvents": published, "OutcomeEventsFailed": len(failed)})
