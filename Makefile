@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 export CDK_DISABLE_VERSION_CHECK := 1
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 
-.PHONY: setup test lint demo synth bench clean dist docs integ integ-snapshot test-compat
+.PHONY: setup test test-release test-soak lint demo synth bench clean dist docs integ integ-snapshot test-compat
 # Every distribution, each built from its own folder: `make dist` writes their wheels and sdists to $(DIST).
 DISTRIBUTIONS := contract producer .
 DIST ?= dist
@@ -26,6 +26,14 @@ node_modules/.installed: package.json package-lock.json
 
 test: setup
 	$(PY) -m pytest
+
+# Every distribution built and installed from its sdist, and the benchmark suite's quick run (CI runs these too).
+test-release: setup
+	$(PY) -m pytest -m release
+
+# The fault bursts: DynamoDB throttled, DynamoDB and SQS answering late, during a burst (minutes each).
+test-soak: setup
+	$(PY) -m pytest -m soak
 
 lint: setup
 	$(PY) -m ruff check contract sendonce_constructs producer runtime tests examples bench integ

@@ -47,7 +47,8 @@ class _Counting:
 
 @contextmanager
 def _emulator() -> Iterator[Any]:
-    """The embedded emulator, with this process's AWS environment pointing at it while the section runs."""
+    """The embedded emulator, with this process's AWS environment pointing at it while the section runs. moto keeps
+    one state per process, so each section names its resources apart from the other's."""
     from sendonce_constructs.local.emulator import LocalAws
 
     aws = LocalAws().start()
@@ -185,13 +186,16 @@ def scheduled_costs(hours: int) -> dict[str, Any]:
             return Clock.now
 
     with _emulator() as aws:
-        _table("ledger", stream=False)
+        _table("scheduled-ledger", stream=False)
         sqs = boto3.client("sqs")
-        jobs = sqs.create_queue(QueueName="jobs")["QueueUrl"]  # the copies wait here, delayed
-        dlq = sqs.create_queue(QueueName="dlq")["QueueUrl"]
-        boto3.client("sesv2").create_email_identity(EmailIdentity="example.com")
+        jobs = sqs.create_queue(QueueName="scheduled-jobs")["QueueUrl"]  # the copies wait here, delayed
+        dlq = sqs.create_queue(QueueName="scheduled-dlq")["QueueUrl"]
+        identities = boto3.client("sesv2").list_email_identities()["EmailIdentities"]
+        if not any(i["IdentityName"] == "example.com" for i in identities):
+            boto3.client("sesv2").create_email_identity(EmailIdentity="example.com")
         calls: Counter[str] = Counter()
-        settings = Settings(table_name="ledger", dead_letter_queue_url=dlq, queue_url=jobs, max_receive_count=5)
+        settings = Settings(table_name="scheduled-ledger", dead_letter_queue_url=dlq, queue_url=jobs,
+                            max_receive_count=5)
         clock = Clock()
         due = datetime.fromtimestamp((clock.now + hours * 3_600_000) / 1000, UTC).isoformat()
         body = _job("k:later", "ada@example.org", sendAt=due)

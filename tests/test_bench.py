@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.release
+
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ["## 1. AWS calls per record", "## 2. Throughput", "## 3. Cold start", "## 4. The Lambda asset",
             "## 5. Synth time", "## 6. Dedupe table cost", "## 7. Per instance", "## 8. SES events as evidence",

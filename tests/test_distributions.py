@@ -27,7 +27,7 @@ IMPORT_CHECKS = {
                 "assert app.synth().get_stack_by_name('S').template['Resources']",
 }
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.release
 
 
 @pytest.fixture(scope="module")

@@ -48,6 +48,14 @@ def test_the_report_shows_delivery_outcomes_and_the_time_to_confirmation(demo):
     assert "delivery outcomes (from SES's events)" in output
 
 
+def test_the_app_subscribed_with_on_outcome_hears_every_bounce_and_complaint_the_ledger_holds(demo):
+    report, _, output = demo
+    check = report.outcome_events
+    assert check is not None and check.ok, check
+    assert check.heard["bounced"] >= 1 and check.heard["complained"] >= 1  # the mailbox simulator's
+    assert "outcome events the app heard" in output
+
+
 def test_a_burst_beyond_ses_rate_is_throttled_into_order_with_nothing_dead_lettered_lost_or_doubled(demo):
     report, _, output = demo
     burst = report.burst

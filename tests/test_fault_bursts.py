@@ -23,6 +23,9 @@ from sendonce_constructs.local.lambda_instances import FunctionSpec
 from sendonce_constructs.runtime_asset import HANDLER, runtime_asset_dir
 from sendonce_contract.delivery import DeliveryPolicy
 
+# Minutes long and timed against the emulator: make test-soak runs them (see the README's "Slow answers").
+pytestmark = pytest.mark.soak
+
 FUNCTION_TIMEOUT_S = 3
 RATE, POLLERS, KEYS = 5.0, 5, 30
 STRETCH_S = 8

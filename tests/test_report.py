@@ -92,3 +92,14 @@ def test_a_missed_aim_is_said_never_under_a_bare_pass():
     assert report.ok and report.verdict.startswith("PASS, AIMS MISSED:")
     assert "burst drained in 3.00x the ideal (aim 1.15x) at 40% of SES's rate (aim 90%)" in report.verdict
     assert replace(CLEAN, too_slow="round trip 80 ms").verdict.endswith("(timings not meaningful: round trip 80 ms)")
+
+
+def test_the_outcome_events_the_app_heard_must_match_the_ledger():
+    from sendonce_constructs.local.outcome_check import OutcomeEventsCheck
+
+    heard = replace(CLEAN, outcome_events=OutcomeEventsCheck({"bounced": 1, "complained": 1},
+                                                             {"bounced": 1, "complained": 1}, events=3))
+    assert heard.ok and "outcome events the app heard (3 events): bounced 1 (ledger 1)" in render_text(heard)
+    missed = replace(CLEAN, outcome_events=OutcomeEventsCheck({"bounced": 0, "complained": 1},
+                                                              {"bounced": 1, "complained": 1}, events=1))
+    assert not missed.ok and "bounced 0 (ledger 1)" in missed.verdict and "MISMATCH" in missed.verdict

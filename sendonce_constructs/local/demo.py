@@ -13,7 +13,7 @@ from typing import IO, Any
 
 import boto3
 
-from ..runtime_asset import HANDLER, RECORDER_HANDLER
+from ..runtime_asset import HANDLER, OUTCOME_HANDLER, RECORDER_HANDLER
 from .cdk_cli import bootstrap_and_deploy
 from .emulator import LocalAws, local_aws
 from .emulator_gaps import apply_ttl, make_skipped_configuration_sets
@@ -21,6 +21,7 @@ from .event_source_runner import EventSourceRunner, FaultPlan
 from .lambda_worker import FAULT_KINDS
 from .load import BurstReport, run_burst
 from .machine import machine_too_slow
+from .outcome_check import OutcomeEventsCheck, app_queue_url, check_outcome_events
 from .report import Report, Residual, build_report, render_text, write_outputs
 from .ses_publisher import EventFaults, SesEventPublisher, put_on_default_bus
 from .stack_reader import (
@@ -102,6 +103,7 @@ class Deployed:
     relays: list[DeployedStreamFunction]
     table: str
     configuration_set: str
+    outcome_publishers: list[DeployedStreamFunction]
 
 
 def _deploy(options: DemoOptions, aws: LocalAws, cdk_out: Path, cdk_log: Path, say: Callable[[str], None]) -> (
@@ -119,8 +121,10 @@ def _deploy(options: DemoOptions, aws: LocalAws, cdk_out: Path, cdk_log: Path, s
     functions = {c.function.handler: c for c in read_consumers(options.stack, cdk_out)}
     consumer, recorder = functions[HANDLER], functions[RECORDER_HANDLER]
     boto3.client("sesv2").create_email_identity(EmailIdentity=SENDER_IDENTITY)
-    deployed = Deployed(consumer, recorder, read_stream_functions(options.stack, cdk_out), table,
-                        consumer.function.environment["SENDONCE_CONFIGURATION_SET"])
+    streams = read_stream_functions(options.stack, cdk_out)
+    deployed = Deployed(consumer, recorder, [s for s in streams if s.function.handler != OUTCOME_HANDLER], table,
+                        consumer.function.environment["SENDONCE_CONFIGURATION_SET"],
+                        [s for s in streams if s.function.handler == OUTCOME_HANDLER])
     env = consumer.function.environment
     say(f"[3/8] deployed {consumer.function.name}: timeout {consumer.function.timeout_s:g} s, batch "
         f"{consumer.source.batch_size}, {consumer.source.max_concurrency} concurrent, policy "
@@ -151,6 +155,9 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
         with consumer_log_path.open("w", encoding="utf-8") as log, EventSourceRunner(
             deployed.recorder.function, deployed.recorder.source, aws.environment, log
         ) as recorder_runner:
+            # The outcome publisher reads the ledger's stream for the whole demo: every transition, to the app.
+            outcome_runners = [StreamEventSourceRunner(p.function, p.source, aws.environment, log).start()
+                               for p in deployed.outcome_publishers]
             say(f"[4/8] SES's events played for configuration set {deployed.configuration_set} (delayed, 10% "
                 "duplicated, reordered, none lost) onto the default bus; the deployed rule routes them to "
                 f"{deployed.recorder.function.name}")
@@ -159,6 +166,7 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
                                 with_orders=True)
             residual = _residual_phase(options, aws, deployed, publisher, recorder_runner, log, say)
             burst = _burst_phase(options, aws, deployed, log, say)
+            outcome_events = _outcome_events(options, deployed, outcome_runners, say)
         publisher.stop()
         env = deployed.consumer.function.environment
         report = build_report(
@@ -166,11 +174,30 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
             runner.stats.as_dict(), notes, residual, burst,
         )
         report.too_slow = too_slow or machine_too_slow(deployed.consumer.source.queue_url)
+        report.outcome_events = outcome_events
         paths = write_outputs(report, out)
         say(f"[8/8] done in {time.monotonic() - started:.0f} s; report: {', '.join(str(p) for p in paths)}; "
             f"consumer and recorder log: {consumer_log_path}")
         say(render_text(report))
     return report
+
+
+def _outcome_events(options: DemoOptions, deployed: Deployed, runners: list[StreamEventSourceRunner],
+                    say: Callable[[str], None]) -> OutcomeEventsCheck | None:
+    """Let the publisher catch up with the ledger's stream, then read what the example app's queue heard."""
+    queue_url = app_queue_url(options.stack)
+    if not runners or queue_url is None:
+        return None
+    settle_by, quiet = time.monotonic() + 60, 0
+    while time.monotonic() < settle_by and quiet < 2:  # idle on two polls in a row: the last writes were read
+        quiet = quiet + 1 if all(r.idle() for r in runners) else 0
+        time.sleep(0.5)
+    for runner in runners:
+        runner.stop()
+    check = check_outcome_events(queue_url, deployed.table)
+    say(f"      the outcome publisher put each key's transitions on the default bus; the example app's rule "
+        f"(on_outcome: bounced, complained) routed them to its queue: {check.line()}")
+    return check
 
 
 def _run_phase(

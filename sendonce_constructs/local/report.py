@@ -16,6 +16,7 @@ from sendonce_contract.record import EmailRecord
 from sendonce_contract.schema import DEDUPE_KEY, DeadLetter, Ledger, ReasonCode, Status
 
 from .load import DRAIN_AIM, SENT_RATE_AIM, BurstReport
+from .outcome_check import OutcomeEventsCheck
 from .workload import Workload
 
 UNKNOWN = Status.UNKNOWN.value
@@ -76,6 +77,7 @@ class Report:
     residual: ResidualReport | None = None
     burst: BurstReport | None = None
     too_slow: str | None = None  # why this machine's timings mean little, when they do
+    outcome_events: OutcomeEventsCheck | None = None  # what the subscribed app heard, against the ledger
 
     @property
     def aims_missed(self) -> list[str]:
@@ -108,7 +110,8 @@ class Report:
             return False
         if not self._never_resend and (self.keys_lost or self.unknown_records):
             return False
-        return (self.residual is None or self.residual.ok) and (self.burst is None or self.burst.ok)
+        return ((self.residual is None or self.residual.ok) and (self.burst is None or self.burst.ok)
+                and (self.outcome_events is None or self.outcome_events.ok))
 
     @property
     def verdict(self) -> str:
@@ -134,6 +137,8 @@ class Report:
                                 f"{len(residual.lost)} lost")
             if self.poison_lost:
                 problems.append("bad or refused jobs missing from the DLQ without a record")
+            if self.outcome_events is not None and not self.outcome_events.ok:
+                problems.append(self.outcome_events.line())
             if self.unexpected_emails:
                 problems.append(f"{self.unexpected_emails} emails nobody asked for")
             note = (f" (this machine was too slow for the timings to mean anything: {self.too_slow})"
@@ -336,6 +341,7 @@ def render_text(report: Report) -> str:
         + (", ".join(f"{k} {v} ms" for k, v in report.confirmation_ms.items()) or "-"),
         "  delivery outcomes (from SES's events): "
         + (", ".join(f"{k} {v}" for k, v in report.delivery_outcomes.items()) or "none recorded"),
+        *([f"  {report.outcome_events.line()}"] if report.outcome_events is not None else []),
         f"  dead-letter queue ({sum(report.dead_letters.values())} messages, {report.expected_dead_letters} expected, "
         f"{report.dead_letter_copies} duplicate copies):",
         dlq,
