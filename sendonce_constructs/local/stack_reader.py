@@ -103,15 +103,26 @@ def read_stream_functions(stack_name: str, cdk_out: Path) -> list[DeployedStream
             arn = mapping["EventSourceArn"]
             if ":dynamodb:" not in arn or "/stream/" not in arn:
                 continue
-            filters = json.dumps(mapping.get("FilterCriteria", {}))
             source = StreamSourceSpec(
                 stream_arn=arn,
                 batch_size=int(mapping.get("BatchSize", 100)),
-                insert_only="INSERT" in filters,
+                insert_only=_event_names(mapping) == {"INSERT"},
                 report_batch_item_failures="ReportBatchItemFailures" in mapping.get("FunctionResponseTypes", []),
             )
             found.append(DeployedStreamFunction(function, source, logical_id))
     return found
+
+
+def _event_names(mapping: dict[str, Any]) -> set[str] | None:
+    """The stream event names a mapping's filter lets through (the outbox relay's: INSERT; the outcome
+    publisher's: INSERT and MODIFY), or None when it has no filter on them."""
+    names: set[str] = set()
+    for entry in mapping.get("FilterCriteria", {}).get("Filters", []):
+        pattern = entry.get("Pattern")
+        values = (json.loads(pattern) if isinstance(pattern, str) else pattern or {}).get("eventName")
+        if isinstance(values, list):
+            names.update(str(value) for value in values)
+    return names or None
 
 
 def _asset_dir(resource: dict[str, Any], cdk_out: Path) -> Path:

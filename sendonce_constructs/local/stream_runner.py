@@ -17,7 +17,8 @@ import boto3
 from .lambda_instances import Ending, FunctionSpec, LambdaInstance
 
 MAX_RETRIES = 10
-IDLE_WAIT_S = 0.2
+BUSY_WAIT_S = 0.2  # Lambda polls a shard up to four times a second
+IDLE_WAIT_S = 1.0  # after a pass that found nothing: an idle runner must not load the emulator it reads
 
 
 @dataclass(frozen=True)
@@ -80,10 +81,13 @@ class StreamEventSourceRunner:
         positions: dict[str, str | None] = {}
         while not self._stop.is_set():
             shards = self._streams.describe_stream(StreamArn=self.source.stream_arn)["StreamDescription"]["Shards"]
+            moved = False
             for shard in shards:
                 shard_id = shard["ShardId"]
-                positions[shard_id] = self._read(shard_id, positions.get(shard_id))
-            self._stop.wait(IDLE_WAIT_S)
+                before = positions.get(shard_id)
+                positions[shard_id] = self._read(shard_id, before)
+                moved = moved or positions[shard_id] != before
+            self._stop.wait(BUSY_WAIT_S if moved else IDLE_WAIT_S)
 
     def _read(self, shard_id: str, after: str | None) -> str | None:
         """Deliver what follows sequence number ``after`` (from the start when None); return the new position."""
