@@ -7,8 +7,7 @@ the caller learns the state that was in the way, in the same write. The producer
 ``sendonce cancel`` both send this request; only the I/O is theirs.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: NamedTuple field types stay objects, which the API reference resolves.
 from typing import Any, NamedTuple
 
 from .record import EmailRecord

@@ -8,8 +8,7 @@ message id for a second email), so a retried publish carries the same id: dedupe
 Pure functions over DynamoDB's attribute-value images: the bundled publisher and the local demo both use them.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: NamedTuple field types stay objects, which the API reference resolves.
 import hashlib
 import json
 from collections.abc import Mapping

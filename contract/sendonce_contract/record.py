@@ -5,8 +5,7 @@ The consumer and the recorder write the item (attribute names in :mod:`sendonce_
 only reads it, and tolerates attributes it does not know.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: NamedTuple field types stay objects, which the API reference resolves.
 from dataclasses import asdict, dataclass
 from typing import Any, NamedTuple
 
@@ -41,7 +40,7 @@ class EmailRecord:
     outcomes: tuple[SesOutcome, ...] = ()  # in the order they happened
 
     @classmethod
-    def from_item(cls, item: dict[str, Any]) -> EmailRecord:
+    def from_item(cls, item: dict[str, Any]) -> "EmailRecord":
         def number(name: str) -> int | None:
             return int(item[name]["N"]) if name in item else None
 
