@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from importlib import metadata
 
 import aws_cdk as cdk
 import pytest
@@ -272,6 +273,10 @@ def test_a_vpc_whose_subnets_have_no_egress_and_no_endpoint_warns_with_an_acknow
         r"vpc_subnets select isolatedSubnet1, isolatedSubnet2 with no route to the internet.*VPC endpoints.*" + ack))
 
 
+# The VPC warning is added while synthesizing (an aspect): acknowledging it is verified on aws-cdk-lib 2.275, and on
+# 2.269, the oldest release claimed, the acknowledgement does not take (README, "Releases and supported versions").
+@pytest.mark.skipif(tuple(int(part) for part in metadata.version("aws-cdk-lib").split(".")[:2]) < (2, 275),
+                    reason="acknowledging a warning an aspect adds is verified from aws-cdk-lib 2.275 only")
 def test_the_vpc_warning_can_be_acknowledged():
     stack = make_stack()
     pipeline = SendOnceEmailQueue(stack, "Receipts", sender="example.com", vpc=isolated_vpc(stack))
