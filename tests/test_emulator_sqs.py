@@ -41,3 +41,27 @@ def test_concurrent_receives_and_deletes_hand_each_message_out_once_without_erro
         thread.join(timeout=120)
     assert errors == []
     assert len(received) == 200 and set(received.values()) == {1}
+
+
+def test_a_receive_reads_no_whole_queue_per_message(aws, monkeypatch):
+    """moto checked each received message's retention by computing every attribute of its queue (three passes over
+    all its messages), so one receive from a queue of n messages cost O(n^2): a demo's few hundred waiting jobs
+    slowed each call past the consumer's timeouts. A receive now reads the queue's own retention field."""
+    from moto.sqs.models import Queue
+
+    sqs = boto3.client("sqs")
+    url = sqs.create_queue(QueueName="deep")["QueueUrl"]
+    for start in range(0, 100, 10):
+        sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": str(start + i)}
+                                                      for i in range(10)])
+    computed: list[str] = []
+    whole = Queue.attributes
+
+    def counted(queue: Queue) -> dict:
+        computed.append(queue.name)
+        return whole.fget(queue)  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(Queue, "attributes", property(counted))
+    messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0)["Messages"]
+    assert len(messages) == 10
+    assert computed == []

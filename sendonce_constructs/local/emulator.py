@@ -5,6 +5,10 @@
 - moto's SQS backend moves messages between its lists without a lock: under concurrent pollers a receive fails
   inside moto (``list.remove(x): x not in list``, a 500) and a message can be handed out twice. One lock
   serialises the calls that move messages; a long poll waits outside it.
+- moto's SQS reads the clock through datetime arithmetic for every message it looks at, and checks a received
+  message's retention by computing every attribute of its queue (three passes over all its messages), so one
+  receive from a queue of n messages costs O(n^2): a few hundred waiting jobs slowed each call past the consumer's
+  timeouts. The clock is read as ``time.time()`` (the same instant) and retention from the queue's own field.
 - moto's CloudFormation is made redeployable (``cloudformation_patches``: change sets, outputs, rollback,
   FIFO names, alarms).
 - moto's SES keeps no configuration set or tags and publishes no events: each accepted send is logged with
@@ -65,6 +69,35 @@ def _locked(method: Callable[..., Any]) -> Callable[..., Any]:
             return method(*args, **kwargs)
 
     return locked
+
+
+def make_sqs_linear() -> None:
+    """The same answers from moto's SQS, in time linear in a queue's messages (idempotent)."""
+    import moto.sqs.models as sqs_models
+
+    if getattr(sqs_models, "_sendonce_linear", False):
+        return
+    slow_unix_time = sqs_models.unix_time
+
+    def unix_time(dt: Any = None) -> float:
+        return time.time() if dt is None else float(slow_unix_time(dt))
+
+    def unix_time_millis(dt: Any = None) -> float:
+        return unix_time(dt) * 1000.0
+
+    sqs_models.unix_time, sqs_models.unix_time_millis = unix_time, unix_time_millis
+    sqs_models._sendonce_linear = True  # type: ignore[attr-defined]
+    wrap_once(SQSBackend, "is_message_valid_based_on_retention_period", _retention_from_the_queue,
+              "linear SQS")
+
+
+def _retention_from_the_queue(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def is_message_valid_based_on_retention_period(self: Any, queue_name: str, message: Any) -> bool:
+        retention_s = int(self.get_queue(queue_name).message_retention_period)
+        return bool(retention_s + message.sent_timestamp / 1000 > time.time())
+
+    return is_message_valid_based_on_retention_period
 
 
 def make_sqs_message_moves_atomic() -> None:
@@ -174,6 +207,7 @@ class LocalAws:
     def start(self) -> LocalAws:
         make_dynamodb_writes_atomic()
         make_sqs_message_moves_atomic()
+        make_sqs_linear()
         make_cloudformation_redeployable()
         hand_event_sources_to_the_runners()
         record_ses_sends()
