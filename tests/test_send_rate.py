@@ -40,6 +40,14 @@ def test_a_token_that_would_come_too_late_is_not_taken():
     assert bucket.acquire(max_wait_s=0) is True
 
 
+def test_deferred_jobs_are_given_turns_at_the_rate_after_those_before_them():
+    clock = FakeTime()
+    bucket = SendRateLimiter(rate=2, burst=1, monotonic=clock.monotonic, sleep=clock.sleep)
+    assert [bucket.defer(), bucket.defer(), bucket.defer(tokens=2)] == [0.5, 1.0, 2.0]
+    clock.now += 1.5  # three of the four recipients' turns have passed
+    assert bucket.defer() == 1.0
+
+
 def test_threads_never_take_more_than_the_rate_allows():
     bucket = SendRateLimiter(rate=50, burst=5)
     taken: list[float] = []

@@ -154,9 +154,23 @@ def test_a_paced_job_waits_its_turn_without_being_claimed(pipeline, jobs):
     assert consumer.handle(event(first, second), FakeContext(FakeClock(), budget_ms=60_000)) == {
         "batchItemFailures": []}
     [copy] = delayed_copies(consumer, jobs)
-    assert copy["MessageBody"] == second["body"] and 1 <= copy["DelaySeconds"] <= 3
+    # Its turn at 0.001 recipients a second is 1000 s away: it waits SQS's longest delay, then is paced anew.
+    assert copy["MessageBody"] == second["body"] and copy["DelaySeconds"] == 900
     assert pipeline.ledger_item("slow:2") is None
     assert [json.loads(line)["outcome"] for line in log.getvalue().splitlines()] == ["sent", "paced"]
+
+
+def test_paced_jobs_come_back_spread_at_the_rate_not_all_at_once(pipeline, jobs):
+    """Jobs that found no send slot come back one rate-interval apart, after those paced before them: a wave of
+    them all back at once would cost each a receive and a copy again."""
+    consumer, _ = consumer_for(pipeline, jobs, parallelism=1, max_send_rate=0.1)
+    records = [sqs_record(job(f"spread:{n}")) for n in range(4)]
+    # Two seconds to spare beyond what a send needs: the burst's token, then none until 10 s later.
+    budget_ms = consumer.processor._settings.record_budget_ms + 2_000
+    assert consumer.handle(event(*records), FakeContext(FakeClock(), budget_ms=budget_ms)) == {
+        "batchItemFailures": []}
+    assert [c["DelaySeconds"] for c in delayed_copies(consumer, jobs)] == [10, 20, 30]
+    assert pipeline.emails_per_key() == {"spread:0": 1}
 
 
 def test_when_the_copy_cannot_be_sent_the_original_is_redelivered_instead(pipeline, ses_faults, jobs):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import uuid
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -110,7 +111,8 @@ class RecordProcessor:
             spare_s = (deadline.remaining_ms() - self._settings.record_budget_ms) / 1000
             if not self._send_rate.acquire(max_wait_s=max(0.0, spare_s), tokens=recipients):
                 return RecordResult(record.message_id, Outcome.PACED, job.dedupe_key,
-                                    reason="the send rate leaves no send slot in this invocation")
+                                    reason="the send rate leaves no send slot in this invocation",
+                                    retry_after_s=math.ceil(self._send_rate.defer(recipients)))
         try:
             result = self._claim_and_settle(record, job, policy, deadline)
         except BaseException:

@@ -117,6 +117,8 @@ class Redelivery:
             return result
         if result.outcome in POSTPONED:
             delay_s = self.postponement_s(result.outcome, record.postponements)
+            if result.outcome is Outcome.PACED and result.retry_after_s is not None:
+                delay_s = min(SQS_MAX_DELAY_S, max(delay_s, result.retry_after_s))  # its turn at the rate
             if result.outcome is Outcome.IN_FLIGHT_ELSEWHERE and result.retry_after_s is not None:
                 delay_s = min(delay_s, result.retry_after_s)
             if result.outcome is Outcome.SCHEDULED and result.retry_after_s is not None:

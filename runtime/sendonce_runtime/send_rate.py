@@ -25,6 +25,11 @@ class SendRateLimiter:
         self._sleep = sleep  # tests pass a fake; by default waiters wait on the condition, so a refund wakes them
         self._updated = monotonic()
         self._condition = threading.Condition()
+        # Recipients of jobs sent back for later, paid off at the rate as time passes: when the next one would be
+        # served, so paced jobs come back spread at the rate instead of all at once (each wave of them costs every
+        # job a receive and a copy).
+        self._deferred = 0.0
+        self._deferred_at = monotonic()
 
     def acquire(self, max_wait_s: float, tokens: int = 1) -> bool:
         """Take ``tokens`` (one per recipient), waiting up to ``max_wait_s``; False (and nothing taken) if they do
@@ -44,6 +49,15 @@ class SendRateLimiter:
                 if now + wait > deadline + 1e-9:
                     return False
                 self._pause(wait)
+
+    def defer(self, tokens: int = 1) -> float:
+        """Seconds until a job of ``tokens`` recipients that found no send slot now could be served, after the
+        ones deferred before it; it joins them."""
+        with self._condition:
+            now = self._monotonic()
+            self._deferred = max(0.0, self._deferred - (now - self._deferred_at) * self._rate) + tokens
+            self._deferred_at = now
+            return self._deferred / self._rate
 
     def refund(self, tokens: int = 1) -> None:
         """Give back tokens that were not used for a send (the key turned out to be a duplicate): a thread
