@@ -103,3 +103,22 @@ def test_the_outcome_events_the_app_heard_must_match_the_ledger():
     missed = replace(CLEAN, outcome_events=OutcomeEventsCheck({"bounced": 0, "complained": 1},
                                                               {"bounced": 1, "complained": 1}, events=1))
     assert not missed.ok and "bounced 0 (ledger 1)" in missed.verdict and "MISMATCH" in missed.verdict
+
+
+def test_the_chart_writes_every_count_on_its_bar_zero_rows_included(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from sendonce_constructs.local import report as chart
+
+    figure, (keys, outcomes) = plt.subplots(1, 2)
+    chart._emails_per_key(keys, CLEAN)
+    chart._outcomes(outcomes, CLEAN)
+    assert [label.get_text() for label in keys.get_yticklabels()] == ["0 emails", "1 email", "2 emails"]
+    assert [text.get_text() for text in keys.texts] == ["0", "10", "0"]
+    assert [text.get_text() for text in outcomes.texts] == ["10", "0", "0", "0", "2"]
+    plt.close(figure)
+    written = chart.write_outputs(CLEAN, tmp_path)
+    assert written[1].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

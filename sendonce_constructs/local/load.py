@@ -41,6 +41,7 @@ class BurstReport:
     invocations: int
     aws_calls: dict[str, int]  # by service, during the burst
     subjects: frozenset[str] = field(default=frozenset(), repr=False)  # the burst's emails, to tell them apart
+    accepted_s: list[float] = field(default_factory=list, repr=False)  # when SES accepted each, since enqueued
 
     @property
     def ideal_drain_s(self) -> float:
@@ -62,6 +63,7 @@ class BurstReport:
     def as_dict(self) -> dict[str, Any]:
         data = {**asdict(self), "ideal_drain_s": self.ideal_drain_s, "ok": self.ok, "aims_met": self.aims_met}
         del data["subjects"]
+        data["accepted_s"] = [round(at, 2) for at in self.accepted_s]
         return data
 
     def lines(self) -> list[str]:
@@ -115,6 +117,7 @@ def run_burst(
         dead_letters=_depth(sqs, dead_letter_queue_url) - dead_before, drain_s=drain_s,
         sent_rate=(len(accepted_at) - 1) / span if span else 0.0, throttles=throttles, invocations=invocations,
         aws_calls=dict(calls), subjects=frozenset(workload.subject_to_key),
+        accepted_s=[at - started for at in accepted_at],
     )
 
 
