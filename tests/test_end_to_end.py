@@ -17,6 +17,7 @@ from sendonce_constructs.local.workload import build_workload
 ROOT = Path(__file__).resolve().parents[1]
 KEYS, SEED, ORDERS = 30, 7, 4
 BURST_KEYS = 25  # a small version of the load scenario: five times the demo's SES rate of 5 emails/s
+FAULT_BURST_KEYS = 10  # each of the two bursts through DynamoDB and SQS trouble
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +26,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory):
     out = tmp_path_factory.mktemp("demo")
     lines: list[str] = []
     report = run_demo(DemoOptions(project_dir=ROOT, out_dir=out, keys=KEYS, orders=ORDERS, fault_probability=0.2,
-                                  seed=SEED, burst_keys=BURST_KEYS), say=lines.append)
+                                  seed=SEED, burst_keys=BURST_KEYS, fault_burst_keys=FAULT_BURST_KEYS,
+                                  fault_stretch_s=5), say=lines.append)
     return report, out, "\n".join(lines)
 
 
@@ -65,6 +67,21 @@ def test_a_burst_beyond_ses_rate_is_throttled_into_order_with_nothing_dead_lette
     assert burst.sent_rate > 0 and burst.drain_s > 0 and burst.invocations > 0
     assert burst.aws_calls["sesv2"] >= BURST_KEYS
     assert "a burst of 25 keys while the emulator's SES accepts 5 emails/s" in output
+
+
+def test_bursts_through_throttled_and_late_dynamodb_and_sqs_answers_lose_double_and_dead_letter_nothing(demo):
+    """The deployed consumer's own DynamoDB and SQS calls throttled, then answered late past its read timeout (the
+    call carried out, the answer lost), with invocations killed at their deadline and right after a delayed copy:
+    every key once (counted in the emulator's SES), none in the DLQ, the queue within twice the jobs."""
+    report, _, output = demo
+    throttled, late = report.fault_bursts
+    for fault_burst in (throttled, late):
+        assert fault_burst.ok, fault_burst.lines()
+        assert fault_burst.emails_per_key == {1: FAULT_BURST_KEYS} and fault_burst.dead_letters == 0
+        assert fault_burst.peak_depth <= 2 * fault_burst.jobs
+        assert fault_burst.proxy_hits, fault_burst.proxy_requests  # the trouble really met the consumer's calls
+    assert "throttling" in throttled.stretch and "late" in late.stretch
+    assert "slow and throttled answers: 2 bursts of 10 keys" in output
 
 
 def test_with_send_events_lost_the_only_doubles_are_detected_and_inside_the_crash_window(demo):

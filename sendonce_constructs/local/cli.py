@@ -25,6 +25,7 @@ from .run_command import RunRefused
 from .stack_reader import StackNotFound
 
 QUICK_KEYS = 40
+QUICK_FAULT_BURST_KEYS = 10
 # What the demo deploys and runs, found in a checkout of this repository.
 DEMO_PROJECT_FILES = ("cdk.json", "examples/app.py")
 
@@ -103,7 +104,8 @@ def _demo(args: argparse.Namespace) -> int:
 
     keys = args.keys or (QUICK_KEYS if args.quick else DemoOptions.keys)
     options = DemoOptions(out_dir=args.out, stack=args.stack, keys=keys, fault_probability=args.faults,
-                          seed=args.seed)
+                          seed=args.seed, fault_burst_keys=QUICK_FAULT_BURST_KEYS if args.quick else
+                          DemoOptions.fault_burst_keys)
     check_demo_can_run(options.project_dir.resolve())
     report = run_demo(options, say=lambda line: print(line, flush=True))
     return 0 if report.ok else 1

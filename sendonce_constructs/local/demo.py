@@ -13,11 +13,14 @@ from typing import IO, Any
 
 import boto3
 
+from sendonce_runtime.settings import Settings
+
 from ..runtime_asset import HANDLER, OUTCOME_HANDLER, RECORDER_HANDLER
 from .cdk_cli import bootstrap_and_deploy
 from .emulator import LocalAws, local_aws
 from .emulator_gaps import apply_ttl, make_skipped_configuration_sets
 from .event_source_runner import EventSourceRunner, FaultPlan
+from .fault_burst import FaultBurstReport, dynamodb_throttling, late_answers, run_fault_burst
 from .lambda_worker import FAULT_KINDS
 from .load import BurstReport, run_burst
 from .machine import machine_too_slow
@@ -55,10 +58,13 @@ class DemoOptions:
     # The second phase: keys sent while a share of SES's Send events is lost, the residual shown and detected.
     residual_keys: int | None = None  # default: a fifth of keys, at least 8
     residual_send_events_dropped: float = 0.75
-    # The burst: SES accepts this many emails a second (the example's send_rate), and the burst is 50 times that
+    # The burst: SES accepts this many emails a second (the example's send_rate), and the burst is 25 times that
     # (10 times for a small run).
     burst_rate: float = 5.0
     burst_keys: int | None = None
+    # Bursts through a stretch of DynamoDB and SQS trouble (slow answers, throttling): keys in each, and how long.
+    fault_burst_keys: int = 20
+    fault_stretch_s: float = 6
     bound_s: float = 900  # the most any one phase may take
     budget_s: float = 420  # the most all phases together may take (deploying comes before): the demo is bounded
     deadline: float | None = None  # monotonic seconds: set from budget_s once deployed
@@ -109,7 +115,7 @@ class Deployed:
 def _deploy(options: DemoOptions, aws: LocalAws, cdk_out: Path, cdk_log: Path, say: Callable[[str], None]) -> (
     tuple[Deployed, list[str]]
 ):
-    say(f"[2/8] cdk bootstrap + cdk deploy {options.stack} (examples/app.py) to it; log in {cdk_log}")
+    say(f"[2/9] cdk bootstrap + cdk deploy {options.stack} (examples/app.py) to it; log in {cdk_log}")
     context = {"functionTimeoutSeconds": str(options.function_timeout_s),
                "evidenceGraceSeconds": str(options.evidence_grace_s), "sendRate": f"{options.burst_rate:g}"}
     bootstrap_and_deploy(options.stack, options.project_dir.resolve(), cdk_out, {**os.environ}, aws.account_id,
@@ -126,7 +132,7 @@ def _deploy(options: DemoOptions, aws: LocalAws, cdk_out: Path, cdk_log: Path, s
                         consumer.function.environment["SENDONCE_CONFIGURATION_SET"],
                         [s for s in streams if s.function.handler == OUTCOME_HANDLER])
     env = consumer.function.environment
-    say(f"[3/8] deployed {consumer.function.name}: timeout {consumer.function.timeout_s:g} s, batch "
+    say(f"[3/9] deployed {consumer.function.name}: timeout {consumer.function.timeout_s:g} s, batch "
         f"{consumer.source.batch_size}, {consumer.source.max_concurrency} concurrent, policy "
         f"{env['SENDONCE_DELIVERY']}, SES evidence grace {int(env['SENDONCE_EVIDENCE_GRACE_MS']) // 1000} s; "
         f"recorder {recorder.function.name}; SES identity {SENDER_IDENTITY} verified")
@@ -140,7 +146,7 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
     cdk_log.write_text("")
     started = time.monotonic()
     with local_aws() as aws, _pointed_at(aws):
-        say(f"[1/8] embedded AWS emulator (moto) on {aws.endpoint}, account {aws.account_id}, {aws.region}")
+        say(f"[1/9] embedded AWS emulator (moto) on {aws.endpoint}, account {aws.account_id}, {aws.region}")
         deployed, notes = _deploy(options, aws, out / "cdk.out", cdk_log, say)
         too_slow = machine_too_slow(deployed.consumer.source.queue_url)
         if too_slow:
@@ -158,7 +164,7 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
             # The outcome publisher reads the ledger's stream for the whole demo: every transition, to the app.
             outcome_runners = [StreamEventSourceRunner(p.function, p.source, aws.environment, log).start()
                                for p in deployed.outcome_publishers]
-            say(f"[4/8] SES's events played for configuration set {deployed.configuration_set} (delayed, 10% "
+            say(f"[4/9] SES's events played for configuration set {deployed.configuration_set} (delayed, 10% "
                 "duplicated, reordered, none lost) onto the default bus; the deployed rule routes them to "
                 f"{deployed.recorder.function.name}")
             faults = FaultPlan(options.fault_probability, options.seed, FAULT_KINDS)
@@ -166,17 +172,18 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
                                 with_orders=True)
             residual = _residual_phase(options, aws, deployed, publisher, recorder_runner, log, say)
             burst = _burst_phase(options, aws, deployed, log, say)
+            fault_bursts = _fault_phase(options, aws, deployed, log, say)
             outcome_events = _outcome_events(options, deployed, outcome_runners, say)
         publisher.stop()
         env = deployed.consumer.function.environment
         report = build_report(
             aws.sent_emails(), workload, env["SENDONCE_DELIVERY"], deployed.table, env["SENDONCE_DLQ_URL"],
-            runner.stats.as_dict(), notes, residual, burst,
+            runner.stats.as_dict(), notes, residual, burst, fault_bursts,
         )
         report.too_slow = too_slow or machine_too_slow(deployed.consumer.source.queue_url)
         report.outcome_events = outcome_events
         paths = write_outputs(report, out)
-        say(f"[8/8] done in {time.monotonic() - started:.0f} s; report: {', '.join(str(p) for p in paths)}; "
+        say(f"[9/9] done in {time.monotonic() - started:.0f} s; report: {', '.join(str(p) for p in paths)}; "
             f"consumer and recorder log: {consumer_log_path}")
         say(render_text(report))
     return report
@@ -203,13 +210,13 @@ def _outcome_events(options: DemoOptions, deployed: Deployed, runners: list[Stre
 def _run_phase(
     options: DemoOptions, aws: LocalAws, deployed: Deployed, workload: Workload, faults: FaultPlan,
     publisher: SesEventPublisher, recorder_runner: EventSourceRunner, log: IO[str], say: Callable[[str], None],
-    with_orders: bool, step: str = "[5/8]",
+    with_orders: bool, step: str = "[5/9]",
 ) -> EventSourceRunner:
     sqs = boto3.client("sqs")
     queue_url = deployed.consumer.source.queue_url
     enqueue(sqs, queue_url, workload.first_wave)
     say(f"{step} enqueued {len(workload.first_wave)} jobs: " + ", ".join(f"{v} {k}" for k, v in workload.kinds.items())
-        + f"; {options.fault_probability:.0%} of invocations hit at a crash point ({', '.join(FAULT_KINDS)})")
+        + f"; {faults.describe()}")
     with EventSourceRunner(deployed.consumer.function, deployed.consumer.source, aws.environment, log,
                            faults) as runner:
         relay_runners = [StreamEventSourceRunner(r.function, r.source, aws.environment, log).start()
@@ -244,11 +251,11 @@ def _burst_phase(options: DemoOptions, aws: LocalAws, deployed: Deployed, log: I
                  say: Callable[[str], None]) -> BurstReport | None:
     """A sale's receipts at once: far more jobs than SES's sending rate takes, with no fault but the throttling."""
     rate = options.burst_rate
-    keys = options.burst_keys if options.burst_keys is not None else int((10 if options.keys < 100 else 50) * rate)
+    keys = options.burst_keys if options.burst_keys is not None else int((10 if options.keys < 100 else 25) * rate)
     if keys <= 0:
         return None
     env = deployed.consumer.function.environment
-    say(f"[7/8] a burst of {keys} keys while the emulator's SES accepts {rate:g} emails/s and throttles the rest "
+    say(f"[7/9] a burst of {keys} keys while the emulator's SES accepts {rate:g} emails/s and throttles the rest "
         f"(the consumer paces each of its {deployed.consumer.source.max_concurrency} instances at "
         f"{env.get('SENDONCE_MAX_SEND_RATE', 'no limit')}/s)")
     burst = run_burst(deployed.consumer.function, deployed.consumer.source, aws.environment, env["SENDONCE_DLQ_URL"],
@@ -257,6 +264,34 @@ def _burst_phase(options: DemoOptions, aws: LocalAws, deployed: Deployed, log: I
     for line in burst.lines():
         say(f"    {line.strip()}")
     return burst
+
+
+def _fault_phase(options: DemoOptions, aws: LocalAws, deployed: Deployed, log: IO[str],
+                 say: Callable[[str], None]) -> list[FaultBurstReport]:
+    """Two more bursts, each through a stretch of trouble in the consumer's own DynamoDB and SQS calls: throttled,
+    then answering late past its client timeouts (the call carried out, the answer lost) with invocations killed
+    at their deadline and right after a delayed copy. A fault may delay an email, never lose, double or
+    dead-letter it, nor multiply the queue."""
+    if options.fault_burst_keys <= 0:
+        return []
+    function = deployed.consumer.function
+    read_timeout_s = Settings.from_env(function.environment).ledger_call_timeouts_s[1]
+    stretches = [dynamodb_throttling(options.fault_stretch_s),
+                 late_answers(options.fault_stretch_s, late_s=round(read_timeout_s + 0.1, 2))]
+    say(f"[8/9] slow and throttled answers: {len(stretches)} bursts of {options.fault_burst_keys} keys, each through "
+        f"{options.fault_stretch_s:g} s of trouble in the consumer's DynamoDB and SQS calls (a local proxy plays it; "
+        f"the consumer's read timeout is {read_timeout_s * 1000:.0f} ms)")
+    reports = []
+    for n, stretch in enumerate(stretches):
+        report = run_fault_burst(
+            function, deployed.consumer.source, aws.environment, function.environment["SENDONCE_DLQ_URL"],
+            deployed.table, lambda: [getattr(m, "subject", "") for m in aws.sent_emails()], options.burst_rate,
+            options.fault_burst_keys, options.seed + 3 + n, stretch, log, options.bound(), copy_kills=0.5,
+            first=700_000 + 100_000 * n)
+        for line in report.lines():
+            say(f"    {line.strip()}")
+        reports.append(report)
+    return reports
 
 
 def _residual_phase(
@@ -272,7 +307,7 @@ def _residual_phase(
     late_s = 8 * options.function_timeout_s + grace_s
     publisher.faults = EventFaults(delay_s=0.2, outcome_delay_s=late_s, drop_send=options.residual_send_events_dropped)
     dropped_before = len(publisher.stats.send_events_dropped)
-    say(f"[6/8] the residual: {keys} more keys while {options.residual_send_events_dropped:.0%} of SES's Send events "
+    say(f"[6/9] the residual: {keys} more keys while {options.residual_send_events_dropped:.0%} of SES's Send events "
         f"are lost and the rest of each email's events come after the {grace_s} s grace period; workers killed "
         "right after SES accepted")
     workload = build_workload(keys, options.seed + 1, first=100_000, poison=False)

@@ -77,7 +77,7 @@ def make_sqs_linear() -> None:
 
     if getattr(sqs_models, "_sendonce_linear", False):
         return
-    slow_unix_time = sqs_models.unix_time
+    slow_unix_time = getattr(sqs_models, "unix_time")  # noqa: B009 (moto does not export it)
 
     def unix_time(dt: Any = None) -> float:
         return time.time() if dt is None else float(slow_unix_time(dt))
@@ -85,8 +85,8 @@ def make_sqs_linear() -> None:
     def unix_time_millis(dt: Any = None) -> float:
         return unix_time(dt) * 1000.0
 
-    sqs_models.unix_time, sqs_models.unix_time_millis = unix_time, unix_time_millis
-    sqs_models._sendonce_linear = True  # type: ignore[attr-defined]
+    for name, fast in (("unix_time", unix_time), ("unix_time_millis", unix_time_millis), ("_sendonce_linear", True)):
+        setattr(sqs_models, name, fast)
     wrap_once(SQSBackend, "is_message_valid_based_on_retention_period", _retention_from_the_queue,
               "linear SQS")
 

@@ -62,6 +62,10 @@ class FaultPlan:
         self._random = random.Random(seed)
         self._lock = threading.Lock()
 
+    def describe(self) -> str:
+        forced = f", the first {self._forced} always" if self._forced else ""
+        return f"{self._probability:.0%} of invocations hit at a crash point{forced} ({', '.join(self._kinds)})"
+
     def next(self) -> dict[str, Any] | None:
         with self._lock:
             if self._forced > 0:

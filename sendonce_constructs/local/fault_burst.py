@@ -73,6 +73,7 @@ class FaultBurstReport:
     runner: dict[str, int]
     proxy_hits: dict[str, int] = field(default_factory=dict)  # the consumer's calls that met the stretch's fault
     proxy_requests: dict[str, int] = field(default_factory=dict)  # every call the consumer made, by service
+    subjects: frozenset[str] = field(default=frozenset(), repr=False)  # the burst's emails, to tell them apart
 
     @property
     def ok(self) -> bool:
@@ -80,8 +81,21 @@ class FaultBurstReport:
         return (self.drained and not self.keys_sent_twice and not self.keys_lost and self.dead_letters == 0
                 and self.peak_depth <= DEPTH_AIM * self.jobs and not self.unknown_never_seen)
 
+    def problems(self) -> str:
+        """What broke the promise, in a few words (empty when nothing did)."""
+        found = [f"{len(self.keys_sent_twice)} sent twice" if self.keys_sent_twice else "",
+                 f"{len(self.keys_lost)} lost" if self.keys_lost else "",
+                 f"{self.dead_letters} in the DLQ" if self.dead_letters else "",
+                 f"queue peak {self.peak_depth / max(1, self.jobs):.2f}x the jobs (bound {DEPTH_AIM:g}x)"
+                 if self.peak_depth > DEPTH_AIM * self.jobs else "",
+                 f"{len(self.unknown_never_seen)} UNKNOWN that SES never saw" if self.unknown_never_seen else "",
+                 "" if self.drained else f"not drained in {self.drain_s:.0f} s"]
+        return ", ".join(problem for problem in found if problem)
+
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "ok": self.ok}
+        data = {**asdict(self), "ok": self.ok}
+        del data["subjects"]
+        return data
 
     def lines(self) -> list[str]:
         return [
@@ -125,12 +139,12 @@ class _DepthSampler:
 def run_fault_burst(
     function: FunctionSpec, source: EventSourceSpec, environment: dict[str, str], dead_letter_queue_url: str,
     table_name: str, sent_subjects: Callable[[], list[str]], rate: float, keys: int, seed: int, stretch: Stretch,
-    log: IO[str] | None = None, bound_s: float = 600, copy_kills: float = 0.2,
+    log: IO[str] | None = None, bound_s: float = 600, copy_kills: float = 0.2, first: int = 700_000,
 ) -> FaultBurstReport:
     """Enqueue ``keys`` jobs (with the workload's duplicates and re-enqueues) while SES accepts ``rate`` emails a
     second and the consumer's DynamoDB and SQS are in ``stretch``'s trouble; a share ``copy_kills`` of the
     invocations is killed right after sending a delayed copy. Plays the event source until the queue is empty."""
-    workload = build_workload(keys, seed, first=700_000, poison=False)
+    workload = build_workload(keys, seed, first=first, poison=False)
     bodies = workload.first_wave + workload.reenqueued
     sqs = boto3.client("sqs")
     dead_before = _depth(sqs, dead_letter_queue_url)
@@ -166,6 +180,7 @@ def run_fault_burst(
         unknown_keys=sorted(unknown), unknown_never_seen=sorted(k for k in unknown if per_key[k] == 0),
         drain_s=drain_s, drained=drained, runner=stats,
         proxy_hits={" ".join(k): v for k, v in proxy.hits.items()}, proxy_requests=dict(proxy.requests),
+        subjects=frozenset(workload.subject_to_key),
     )
 
 

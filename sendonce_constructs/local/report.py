@@ -15,6 +15,7 @@ from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_contract.record import EmailRecord
 from sendonce_contract.schema import DEDUPE_KEY, DeadLetter, Ledger, ReasonCode, Status
 
+from .fault_burst import FaultBurstReport
 from .load import DRAIN_AIM, SENT_RATE_AIM, BurstReport
 from .outcome_check import OutcomeEventsCheck
 from .workload import Workload
@@ -77,6 +78,7 @@ class Report:
     confirmation_waits_ms: list[int] = field(default_factory=list)  # each confirmed key's, sorted (the chart's)
     residual: ResidualReport | None = None
     burst: BurstReport | None = None
+    fault_bursts: list[FaultBurstReport] = field(default_factory=list)  # bursts through DynamoDB and SQS trouble
     too_slow: str | None = None  # why this machine's timings mean little, when they do
     outcome_events: OutcomeEventsCheck | None = None  # what the subscribed app heard, against the ledger
 
@@ -112,6 +114,7 @@ class Report:
         if not self._never_resend and (self.keys_lost or self.unknown_records):
             return False
         return ((self.residual is None or self.residual.ok) and (self.burst is None or self.burst.ok)
+                and all(fault_burst.ok for fault_burst in self.fault_bursts)
                 and (self.outcome_events is None or self.outcome_events.ok))
 
     @property
@@ -129,6 +132,8 @@ class Report:
                 problems.append(f"{self.unknown_records} keys left UNKNOWN")
             if self.burst is not None and not self.burst.ok:
                 problems.append("burst: " + self.burst.lines()[1].strip())
+            problems.extend(f"{fault_burst.lines()[0].strip()}: {fault_burst.problems()}"
+                            for fault_burst in self.fault_bursts if not fault_burst.ok)
             if self.residual is not None and not self.residual.ok:
                 residual = self.residual
                 problems.append("residual: detection not exercised (no key was sent twice inside the crash "
@@ -158,6 +163,10 @@ class Report:
             verdict += (f"; burst: {self.burst.keys} keys at {self.burst.sent_rate / self.burst.rate:.0%} of SES's "
                         f"rate, drained in {self.burst.drain_s / self.burst.ideal_drain_s:.2f}x the ideal, "
                         f"{self.burst.dead_letters} in the DLQ")
+        for fault_burst in self.fault_bursts:
+            verdict += (f"; {fault_burst.keys} keys through {fault_burst.stretch.split(' (')[0]}: each once, "
+                        f"none in the DLQ, queue peak {fault_burst.peak_depth / max(1, fault_burst.jobs):.2f}x the "
+                        "jobs")
         if self.aims_missed:
             verdict = verdict.replace("PASS:", "PASS, AIMS MISSED:", 1) + "; missed: " + "; ".join(self.aims_missed)
         if self.too_slow:
@@ -168,6 +177,7 @@ class Report:
         data = asdict(self)
         if self.burst is not None:
             data["burst"] = self.burst.as_dict()
+        data["fault_bursts"] = [fault_burst.as_dict() for fault_burst in self.fault_bursts]
         data.update(ok=self.ok, verdict=self.verdict, lost_without_record=self.lost_without_record,
                     aims_missed=self.aims_missed)
         return data
@@ -183,11 +193,12 @@ def build_report(
     notes: list[str],
     residual: Residual | None = None,
     burst: BurstReport | None = None,
+    fault_bursts: list[FaultBurstReport] | None = None,
 ) -> Report:
     subjects = [getattr(message, "subject", "") for message in sent_emails]
     per_key = workload.emails_per_key(subjects)
     expected = {*workload.subject_to_key, *(residual.workload.subject_to_key if residual else ()),
-                *(burst.subjects if burst else ())}
+                *(burst.subjects if burst else ()), *(s for f in fault_bursts or () for s in f.subjects)}
     unexpected = sum(1 for subject in subjects if subject not in expected)
     records = _ledger_records(table_name, list(per_key))
     statuses = {key: record.status for key, record in records.items()}
@@ -222,6 +233,7 @@ def build_report(
         confirmation_waits_ms=_confirmation_waits_ms(records.values()),
         residual=_residual(residual, sent_emails, table_name) if residual else None,
         burst=burst,
+        fault_bursts=list(fault_bursts or ()),
     )
 
 
@@ -355,6 +367,7 @@ def render_text(report: Report) -> str:
           for k, status in report.refused_keys_not_dead_lettered.items()),
         *_render_residual(report.residual),
         *(report.burst.lines() if report.burst else []),
+        *(line for fault_burst in report.fault_bursts for line in fault_burst.lines()),
         "",
         report.verdict,
     ])
