@@ -52,81 +52,87 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     raises :class:`SendOnceConfigurationError` at synth time.
 
     :param sender: the SES identity to send from: a domain (``"example.com"``), an address, or an
-        ``aws_ses.IEmailIdentity``. The IAM grant names this identity's ARN only.
-    :param from_addresses: the From addresses allowed (``ses:FromAddress`` condition); default any address of the
+        ``aws_ses.IEmailIdentity``. The IAM grant names this identity's ARN only. Required.
+    :param from_addresses: the From addresses allowed (``ses:FromAddress`` condition). Default: any address of the
         domain identity, or the address identity itself.
-    :param configuration_set: an SES configuration set used for every send (name or ``IConfigurationSet``).
-    :param template_names: SES templates the jobs may use; each is added to the grant.
-    :param allow_raw_messages: grant ``ses:SendRawEmail`` so jobs may carry raw MIME. Default False.
-    :param function_timeout: the consumer's timeout. Default 30 s.
-    :param memory_size: the consumer's memory in MB. Default 256.
-    :param architecture: default ARM64.
-    :param runtime: default the newest Python runtime this aws-cdk-lib knows.
-    :param log_retention: how long the consumer's logs are kept. Default one month.
-    :param tracing: X-Ray tracing for the consumer. Default off.
-    :param visibility_timeout: default 6 x function_timeout + max_batching_window; smaller fails synth.
-    :param batch_size: records per invocation. Default 10.
-    :param max_batching_window: how long the event source gathers a batch. Default none.
-    :param max_concurrency: cap on concurrent consumer invocations (2 to 1000), e.g. to stay under SES's rate.
-    :param parallelism: records of one batch handled at once by one invocation. Default the batch size, capped at 10.
-    :param max_send_rate: recipients per second per consumer instance (a token bucket before each send, one token
-        per recipient, as SES's quotas count them), so parallel sends stay under the account's SES rate; multiply
-        by max_concurrency for the pipeline's peak. Default none.
-    :param send_rate: recipients per second this pipeline may send (its share of the account's SES maximum send
-        rate); each instance paces at send_rate / max_concurrency, so it needs max_concurrency. Default none.
-    :param max_receive_count: deliveries before a message moves to the DLQ. Default 5; below 5 warns.
-    :param retention_period: how long the job queue keeps a message. Default 4 days. The DLQ keeps 14 days.
-    :param dedupe_ttl: how long a sent key is remembered. Default 7 days; at least retention_period.
-    :param delivery: what happens to a send a crash left undecided and SES's events did not settle.
-        Default ``DeliveryPolicy.RESEND_WITHOUT_EVIDENCE``; ``NEVER_RESEND`` never risks a double.
+    :param configuration_set: an SES configuration set used for every send (name or ``IConfigurationSet``). Default:
+        one the construct makes.
     :param ses_events: make SES's own events the evidence of each send (a configuration set publishing to the
-        default event bus, a rule, a queue and a recorder). Default True.
+        default event bus, a rule, a queue and a recorder). Default: True.
     :param evidence_grace_period: how long after a dead worker's lease expired its send waits for SES's events
-        before the delivery policy decides it. Default 5 minutes.
-    :param fifo: use FIFO queues (per-group ordering). Default False.
+        before the delivery policy decides it. Default: 5 minutes.
+    :param template_names: SES templates the jobs may use; each is added to the grant. Default: none.
+    :param allow_raw_messages: grant ``ses:SendRawEmail`` so jobs may carry raw MIME. Default: False.
+    :param function_timeout: the consumer's timeout. Default: 30 s.
+    :param memory_size: the consumer's memory in MB. Default: 256 MB.
+    :param architecture: the consumer's instruction set architecture. Default: ARM64.
+    :param runtime: the Python runtime of every bundled function. Default: newest Python runtime aws-cdk-lib knows.
+    :param log_retention: how long the consumer's logs are kept. Default: one month.
+    :param tracing: X-Ray tracing for the consumer. Default: off.
+    :param visibility_timeout: the job queue's visibility timeout; smaller than the default fails synth. Default: 6
+        x ``function_timeout`` + ``max_batching_window``.
+    :param batch_size: records per invocation. Default: 10.
+    :param max_batching_window: how long the event source gathers a batch. Default: none.
+    :param max_concurrency: cap on concurrent consumer invocations (2 to 1000), e.g. to stay under SES's rate.
+        Default: none.
+    :param parallelism: records of one batch handled at once by one invocation. Default: the batch size, at most 10.
+    :param send_rate: recipients per second this pipeline may send (its share of the account's SES maximum send
+        rate); each instance paces at send_rate / max_concurrency, so it needs max_concurrency. Default: none.
+    :param max_send_rate: recipients per second per consumer instance (a token bucket before each send, one token
+        per recipient, as SES's quotas count them), so parallel sends stay under the account's SES rate; multiply by
+        max_concurrency for the pipeline's peak. Default: none.
+    :param max_receive_count: deliveries before a message moves to the DLQ; below 5 warns. Default: 5.
+    :param retention_period: how long the job queue keeps a message. The DLQ keeps 14 days. Default: 4 days.
+    :param dedupe_ttl: how long a sent key is remembered; at least retention_period. Default: 7 days.
+    :param delivery: what happens to a send a crash left undecided and SES's events did not settle; ``NEVER_RESEND``
+        never risks a double. Default: ``DeliveryPolicy.RESEND_WITHOUT_EVIDENCE``.
+    :param fifo: use FIFO queues (per-group ordering). Default: False.
     :param existing_table: bring your own dedupe table (partition key ``dedupeKey``, string, no sort key) instead.
-        Its keys are checked at synth when it is defined in the app; its own KMS key, if any, is granted.
-    :param removal_policy: for the dedupe table this construct makes. Default RETAIN.
-    :param deletion_protection: for the dedupe table this construct makes. Default False.
-    :param encryption: queue encryption. Default SQS-managed; KMS when ``encryption_key`` is given.
-    :param encryption_key: a customer-managed KMS key for both queues and the dedupe table.
+        Its keys are checked at synth when it is defined in the app; its own KMS key, if any, is granted. Default: a
+        new table.
+    :param removal_policy: for the dedupe table this construct makes. Default: RETAIN.
+    :param deletion_protection: for the dedupe table this construct makes. Default: False.
+    :param encryption: queue encryption. Default: SQS-managed (KMS when ``encryption_key`` is given).
+    :param encryption_key: a customer-managed KMS key for both queues and the dedupe table. Default: none.
     :param alarms: create the default alarms (DLQ not empty, oldest message too old, UNKNOWN records, function
-        errors). Default True.
-    :param alarm_topic: an SNS topic every alarm notifies.
-    :param oldest_message_alarm_threshold: the age of the oldest job that raises an alarm. Default 15 minutes.
-    :param dashboard: draw the pipeline on a CloudWatch dashboard. Default False.
-    :param outbox: add a transactional outbox (a table with a stream, relayed to the queue) that producers write
-        in their own DynamoDB transaction with ``sendonce_producer.outbox_put``. Default False.
+        errors). Default: True.
+    :param alarm_topic: an SNS topic every alarm notifies. Default: none.
+    :param oldest_message_alarm_threshold: the age of the oldest job that raises an alarm. Default: 15 minutes.
+    :param dashboard: draw the pipeline on a CloudWatch dashboard. Default: False.
     :param vpc: put every bundled function in this VPC (with the subnets and security groups below); they need
-        routes or VPC endpoints to DynamoDB, SQS, SES and CloudWatch Logs. Default none.
-    :param vpc_subnets: the subnets, with ``vpc``. Default CDK's choice (private subnets).
-    :param security_groups: the security groups, with ``vpc``. Default one per function, outbound only.
+        routes or VPC endpoints to DynamoDB, SQS, SES and CloudWatch Logs. Default: none.
+    :param vpc_subnets: the subnets of every bundled function. Default: CDK's choice (private subnets).
+    :param security_groups: the security groups of every bundled function. Default: one per function, outbound only.
     :param reserved_concurrent_executions: the consumer's reserved concurrency; at least ``max_concurrency``.
-    :param log_level: the application log level of every bundled function. Default INFO.
-    :param queue_removal_policy: for the queues this construct makes. Default RETAIN: deleting the stack keeps
-        jobs not yet sent.
-    :param log_removal_policy: for the functions' log groups. Default DESTROY.
+        Default: none.
+    :param log_level: the application log level of every bundled function. Default: INFO.
+    :param queue_removal_policy: for the queues this construct makes: RETAIN keeps, when the stack is deleted, jobs
+        not yet sent. Default: RETAIN.
+    :param log_removal_policy: for the functions' log groups. Default: DESTROY.
     :param enabled: whether the consumer's event source polls; False stops sending without deleting anything.
-        Default True.
+        Default: True.
     :param dead_letter_queue: bring your own dead-letter queue (of the job queue's kind; keep its retention at 14
-        days, which the dedupe_ttl rules assume). Default one the construct makes.
+        days, which the dedupe_ttl rules assume). Default: one the construct makes.
     :param outcome_events: publish each transition of a key (sent, delivered, bounced, complained, ..., cancelled)
-        to EventBridge for the application, read from the dedupe table's stream; see ``on_outcome``. Default on,
-        unless ``existing_table`` has no stream (then off, with a warning); True there fails synth.
-    :param outcome_bus: the event bus outcome events go to. Default the account's default bus.
-    :param suppression_reasons: the configuration set's own suppression list reasons (bounces, complaints or both).
-        Default the account's. Only for the configuration set the construct makes.
-    :param disable_suppression_list: send even to addresses on the account's suppression list. Default False.
-    :param key_privacy: outside the job body, a key travels as its HMAC-SHA256 under a secret the construct keeps
-        in Secrets Manager (``key_secret``): the ledger, SES's tags and events, logs and the DLQ's attributes never
-        carry its text. Default False: switching an existing pipeline forgets every key it recorded (see README).
+        to EventBridge for the application, read from the dedupe table's stream; see ``on_outcome``. True with an
+        ``existing_table`` that has no stream fails synth. Default: on (off with a warning for an ``existing_table``
+        without a stream).
+    :param outcome_bus: the event bus outcome events go to. Default: the default bus.
+    :param suppression_reasons: the configuration set's own suppression list reasons (bounces, complaints or both);
+        only for the configuration set the construct makes. Default: the account's.
+    :param disable_suppression_list: send even to addresses on the account's suppression list. Default: False.
+    :param key_privacy: outside the job body, a key travels as its HMAC-SHA256 under a secret the construct keeps in
+        Secrets Manager (``key_secret``): the ledger, SES's tags and events, logs and the DLQ's attributes never
+        carry its text. Switching an existing pipeline forgets every key it recorded (see README). Default: False.
     :param allowed_recipients: the only addresses and domains this pipeline may send to (``SES_MAILBOX_SIMULATOR``
         for SES's simulator): a job naming any other recipient goes to the DLQ (``recipient-not-allowed``), unsent.
-        For staging stages. Default none (every recipient allowed).
+        For staging stages. Default: none (every recipient).
     :param quota_watch: a small function an EventBridge schedule runs every five minutes, reading SES's 24-hour
-        quota (SESv2 GetAccount) into the ``QuotaUsedPercent`` metric. Default True.
+        quota (SESv2 GetAccount) into the ``QuotaUsedPercent`` metric. Default: True.
     :param quota_alarm_threshold: the share of SES's 24-hour quota used (percent) that raises the
-        ``QuotaNearlyUsed`` alarm, with ``quota_watch``. Default 80.
+        ``QuotaNearlyUsed`` alarm, with ``quota_watch``. Default: 80.
+    :param outbox: add a transactional outbox (a table with a stream, relayed to the queue) that producers write in
+        their own DynamoDB transaction with ``sendonce_producer.outbox_put``. Default: False.
     """
 
     def __init__(

@@ -7,14 +7,16 @@ Each raises :class:`SendOnceConfigurationError` naming the prop, the value given
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import ParamSpec, TypeVar
 
 from sendonce_contract.allowed_recipients import AllowedRecipients, InvalidEntry, parse_entries
 from sendonce_contract.message import SES_NAME
 from sendonce_contract.schema import Ledger
 
-from .errors import SendOnceConfigurationError
+from .errors import ID_PREFIX, SendOnceConfigurationError
 
 # AWS limits the rules are built from (Lambda, SQS and the SQS event source mapping).
 LAMBDA_MAX_TIMEOUT_S = 900
@@ -38,11 +40,32 @@ def _fail(message: str) -> None:
     raise SendOnceConfigurationError(message)
 
 
+Params = ParamSpec("Params")
+Result = TypeVar("Result")
+
+
+def rule(id: str) -> Callable[[Callable[Params, Result]], Callable[Params, Result]]:
+    """Gives a rule's errors its stable id, ``SendOnce.`` + ``id`` (the pipeline adds its construct path)."""
+
+    def decorate(check: Callable[Params, Result]) -> Callable[Params, Result]:
+        @functools.wraps(check)
+        def checked(*args: Params.args, **kwargs: Params.kwargs) -> Result:
+            try:
+                return check(*args, **kwargs)
+            except SendOnceConfigurationError as error:
+                raise SendOnceConfigurationError(error.message, f"{ID_PREFIX}{id}") from None
+
+        return checked
+
+    return decorate
+
+
 def _s(seconds: float) -> str:
     # Whole seconds in full ("1641600 s", never "1.6416e+06 s"); fractions as they are.
     return f"{seconds:.0f} s" if float(seconds).is_integer() else f"{seconds:g} s"
 
 
+@rule("InvalidFunctionTimeout")
 def check_function_timeout(function_timeout_s: float | None) -> None:
     if function_timeout_s is not None and not 1 <= function_timeout_s <= LAMBDA_MAX_TIMEOUT_S:
         _fail(
@@ -72,6 +95,7 @@ def consumer_time_budget(function_timeout_s: float) -> dict[str, float]:
     }
 
 
+@rule("InvalidVisibilityTimeout")
 def check_visibility_timeout(
     visibility_timeout_s: float | None, function_timeout_s: float | None, max_batching_window_s: float | None
 ) -> None:
@@ -92,6 +116,7 @@ def check_visibility_timeout(
         )
 
 
+@rule("InvalidBatching")
 def check_batching(batch_size: float | None, max_batching_window_s: float | None, fifo: bool) -> None:
     if max_batching_window_s is not None:
         if fifo and max_batching_window_s > 0:
@@ -117,6 +142,7 @@ def check_batching(batch_size: float | None, max_batching_window_s: float | None
         )
 
 
+@rule("InvalidMaxConcurrency")
 def check_max_concurrency(max_concurrency: float | None) -> None:
     if max_concurrency is not None and not MIN_MAX_CONCURRENCY <= max_concurrency <= MAX_MAX_CONCURRENCY:
         _fail(
@@ -125,6 +151,7 @@ def check_max_concurrency(max_concurrency: float | None) -> None:
         )
 
 
+@rule("InvalidMaxReceiveCount")
 def check_max_receive_count(max_receive_count: float | None) -> bool:
     """Fails below 1; returns True when the value is allowed but below the recommended 5 (a warning)."""
     if max_receive_count is None:
@@ -137,6 +164,7 @@ def check_max_receive_count(max_receive_count: float | None) -> bool:
     return max_receive_count < RECOMMENDED_MAX_RECEIVE_COUNT
 
 
+@rule("InvalidRetentionPeriod")
 def check_retention_period(retention_period_s: float | None) -> None:
     if retention_period_s is not None and not SQS_MIN_RETENTION_S <= retention_period_s <= SQS_MAX_RETENTION_S:
         _fail(
@@ -145,6 +173,7 @@ def check_retention_period(retention_period_s: float | None) -> None:
         )
 
 
+@rule("DedupeTtlTooShort")
 def check_dedupe_ttl(dedupe_ttl_s: float | None, retention_period_s: float | None) -> None:
     if dedupe_ttl_s is None or retention_period_s is None:
         return
@@ -166,6 +195,7 @@ def outbox_minimum_dedupe_ttl_s(retention_period_s: float) -> float:
     return OUTBOX_STREAM_RETENTION_S + retention_period_s + DEAD_LETTER_RETENTION_S
 
 
+@rule("OutboxDedupeTtlTooShort")
 def check_outbox_dedupe_ttl(dedupe_ttl_s: float | None, retention_period_s: float | None) -> None:
     if dedupe_ttl_s is None or retention_period_s is None:
         return
@@ -178,11 +208,13 @@ def check_outbox_dedupe_ttl(dedupe_ttl_s: float | None, retention_period_s: floa
         )
 
 
+@rule("InvalidMemorySize")
 def check_memory_size(memory_size: float | None) -> None:
     if memory_size is not None and not 128 <= memory_size <= 10_240:
         _fail(f"memory_size ({memory_size:g} MB) must be between 128 and 10240 MB, Lambda's limits")
 
 
+@rule("InvalidParallelism")
 def check_parallelism(parallelism: float | None, batch_size: float | None) -> None:
     if parallelism is None:
         return
@@ -195,6 +227,7 @@ def check_parallelism(parallelism: float | None, batch_size: float | None) -> No
         )
 
 
+@rule("InvalidMaxSendRate")
 def check_max_send_rate(max_send_rate: float | None) -> None:
     if max_send_rate is not None and max_send_rate <= 0:
         _fail(f"max_send_rate ({max_send_rate:g}) must be above 0 recipients per second; leave it unset for no limit")
@@ -203,6 +236,7 @@ def check_max_send_rate(max_send_rate: float | None) -> None:
 DEFAULT_QUOTA_ALARM_PERCENT = 80.0  # of SES's 24-hour quota: time to ask SES for more before jobs wait
 
 
+@rule("InvalidQuotaAlarmThreshold")
 def check_quota_alarm_threshold(percent: float | None) -> None:
     if percent is not None and not 0 < percent <= 100:
         _fail(f"quota_alarm_threshold ({percent:g}) must be a percentage of SES's 24-hour quota above 0 and at "
@@ -212,6 +246,7 @@ def check_quota_alarm_threshold(percent: float | None) -> None:
 MAX_PACE_PER_INSTANCE = 200  # emails a second one consumer instance can send (ten parallel sends of ~50 ms)
 
 
+@rule("InvalidSendRate")
 def check_send_rate(send_rate: float | None, max_send_rate_given: bool, max_concurrency: float | None,
                     max_concurrency_given: bool) -> None:
     """The pipeline's rate is held by pacing each instance at send_rate / max_concurrency: that needs a cap on
@@ -233,6 +268,7 @@ def check_send_rate(send_rate: float | None, max_send_rate_given: bool, max_conc
               f"({MAX_PACE_PER_INSTANCE}/s at most); raise max_concurrency")
 
 
+@rule("InvalidSender")
 def check_sender(sender: str) -> None:
     """The SES identity: a domain (``example.com``) or an address (``receipts@example.com``)."""
     if _ADDRESS.match(sender) or _DOMAIN.match(sender):
@@ -243,6 +279,7 @@ def check_sender(sender: str) -> None:
     )
 
 
+@rule("InvalidFromAddresses")
 def check_from_addresses(from_addresses: Sequence[str], sender: str | None) -> None:
     if not from_addresses:
         _fail("from_addresses must not be empty when given; leave it unset to allow any address of the sender")
@@ -268,6 +305,7 @@ def check_from_addresses(from_addresses: Sequence[str], sender: str | None) -> N
             )
 
 
+@rule("TablePropsWithExistingTable")
 def check_table_choice(existing_table_given: bool, table_overrides: Sequence[str]) -> None:
     if existing_table_given and table_overrides:
         names = ", ".join(table_overrides)
@@ -277,6 +315,7 @@ def check_table_choice(existing_table_given: bool, table_overrides: Sequence[str
         )
 
 
+@rule("ExistingTableKeySchema")
 def check_existing_table_keys(partition_keys: Sequence[tuple[str, str]], sort_keys: Sequence[str]) -> None:
     """``partition_keys`` as (name, type name) and ``sort_keys`` as names, read from a table defined in the app."""
     if list(partition_keys) == [(Ledger.KEY, "STRING")] and not sort_keys:
@@ -290,6 +329,7 @@ def check_existing_table_keys(partition_keys: Sequence[tuple[str, str]], sort_ke
     )
 
 
+@rule("InvalidEncryption")
 def check_encryption(encryption: str | None, encryption_key_given: bool) -> None:
     """``encryption`` is the name of the ``sqs.QueueEncryption`` given, or None for the default."""
     if encryption == "UNENCRYPTED":
@@ -308,6 +348,7 @@ EVIDENCE_MIN_GRACE_S = 10
 EVIDENCE_MIN_RECEIVES = 3  # delivered when the worker died, then to wait for SES's events, then to decide
 
 
+@rule("InvalidEvidenceGracePeriod")
 def check_evidence_grace_period(
     grace_s: float | None, visibility_timeout_s: float | None, retention_s: float | None,
     max_receive_count: float | None,
@@ -338,11 +379,13 @@ def check_evidence_grace_period(
             )
 
 
+@rule("EvidenceGracePeriodWithoutEvents")
 def evidence_grace_period_without_events() -> None:
     _fail("evidence_grace_period was given with ses_events=False: without SES's events there is nothing to wait "
           "for; drop evidence_grace_period or turn ses_events on")
 
 
+@rule("InvalidSuppression")
 def check_suppression(reasons_given: bool, disabled: bool, construct_makes_the_set: bool) -> None:
     if reasons_given and disabled:
         _fail("suppression_reasons and disable_suppression_list=True were both given: a disabled list suppresses "
@@ -353,6 +396,7 @@ def check_suppression(reasons_given: bool, disabled: bool, construct_makes_the_s
               "configuration set instead, or drop configuration_set")
 
 
+@rule("InvalidOutcomeEvents")
 def check_outcome_events(outcome_events: bool | None, bus_given: bool, existing_table_has_stream: bool | None) -> bool:
     """Whether outcome events are on. ``outcome_events`` None is the default: on, unless the existing table has no
     stream to read them from (then off, with a warning); ``existing_table_has_stream`` is None with no such table."""
@@ -366,6 +410,7 @@ def check_outcome_events(outcome_events: bool | None, bus_given: bool, existing_
     return outcome_events is not False and existing_table_has_stream is not False
 
 
+@rule("InvalidReservedConcurrency")
 def check_reserved_concurrency(reserved: float | None, max_concurrency: float | None) -> None:
     if reserved is None:
         return
@@ -378,12 +423,14 @@ def check_reserved_concurrency(reserved: float | None, max_concurrency: float | 
               "the visibility timeout; raise reserved_concurrent_executions or lower max_concurrency")
 
 
+@rule("VpcOptionsWithoutVpc")
 def check_vpc_choice(vpc_given: bool, vpc_options: Sequence[str]) -> None:
     if vpc_options and not vpc_given:
         _fail(f"{', '.join(vpc_options)} given without vpc: they place the functions in a VPC and mean nothing "
               "without one; pass vpc too, or drop them")
 
 
+@rule("DeadLetterQueueKind")
 def check_dead_letter_queue(fifo_given: bool | None, fifo: bool) -> None:
     """``fifo_given``: whether the dead-letter queue given is FIFO, None when CDK cannot tell (an imported queue)."""
     if fifo_given is not None and fifo_given != fifo:
@@ -391,6 +438,7 @@ def check_dead_letter_queue(fifo_given: bool | None, fifo: bool) -> None:
               "only between queues of one kind; give a dead-letter queue of the job queue's kind")
 
 
+@rule("DeadLetterQueueRetention")
 def check_dead_letter_queue_retention(retention_s: float | None) -> None:
     """``retention_s``: how long the dead-letter queue given keeps a message; None when CDK cannot tell."""
     if retention_s is not None and retention_s < DEAD_LETTER_RETENTION_S:
@@ -399,6 +447,7 @@ def check_dead_letter_queue_retention(retention_s: float | None) -> None:
               "it waiting that long for a redrive; create it with retention_period=Duration.days(14)")
 
 
+@rule("InvalidTemplateName")
 def check_template_names(template_names: Sequence[str]) -> None:
     for name in template_names:
         if not SES_NAME.match(name):
@@ -407,6 +456,7 @@ def check_template_names(template_names: Sequence[str]) -> None:
                   "the template or fix the entry")
 
 
+@rule("InvalidAllowedRecipients")
 def check_allowed_recipients(entries: Sequence[str] | None) -> AllowedRecipients | None:
     """A stage's recipients: each a bare address or a domain. None (the default) allows every recipient."""
     if entries is None:
