@@ -1,7 +1,8 @@
 """The synth-time rules that keep the pipeline's guarantees, one small function per rule.
 
-Each rule gets plain values (seconds, counts) already read from the props, with ``None`` for a value that is an
-unresolved token: CDK cannot know it at synth time, so the rule is skipped rather than guessed.
+Each rule gets plain values (seconds, counts) already read from the props: ``None`` for a prop not given, and
+``UNRESOLVED`` for a value that is an unresolved token: CDK cannot know it at synth time, so the rule is skipped
+rather than guessed.
 Each raises :class:`SendOnceConfigurationError` naming the prop, the value given, the rule and the fix.
 """
 
@@ -17,6 +18,7 @@ from sendonce_contract.message import SES_NAME
 from sendonce_contract.schema import Ledger
 
 from .errors import ID_PREFIX, SendOnceConfigurationError
+from .unresolved import Number, Unresolved, is_known
 
 # AWS limits the rules are built from (Lambda, SQS and the SQS event source mapping).
 LAMBDA_MAX_TIMEOUT_S = 900
@@ -66,8 +68,8 @@ def _s(seconds: float) -> str:
 
 
 @rule("InvalidFunctionTimeout")
-def check_function_timeout(function_timeout_s: float | None) -> None:
-    if function_timeout_s is not None and not 1 <= function_timeout_s <= LAMBDA_MAX_TIMEOUT_S:
+def check_function_timeout(function_timeout_s: Number) -> None:
+    if is_known(function_timeout_s) and not 1 <= function_timeout_s <= LAMBDA_MAX_TIMEOUT_S:
         _fail(
             f"function_timeout ({_s(function_timeout_s)}) must be between 1 s and {LAMBDA_MAX_TIMEOUT_S} s, "
             "Lambda's limit; pick a timeout in that range"
@@ -97,9 +99,10 @@ def consumer_time_budget(function_timeout_s: float) -> dict[str, float]:
 
 @rule("InvalidVisibilityTimeout")
 def check_visibility_timeout(
-    visibility_timeout_s: float | None, function_timeout_s: float | None, max_batching_window_s: float | None
+    visibility_timeout_s: Number, function_timeout_s: Number, max_batching_window_s: Number
 ) -> None:
-    if visibility_timeout_s is None or function_timeout_s is None or max_batching_window_s is None:
+    """``max_batching_window_s`` is 0 when no window is given."""
+    if not (is_known(visibility_timeout_s) and is_known(function_timeout_s) and is_known(max_batching_window_s)):
         return
     minimum = minimum_visibility_timeout_s(function_timeout_s, max_batching_window_s)
     if visibility_timeout_s < minimum:
@@ -117,8 +120,8 @@ def check_visibility_timeout(
 
 
 @rule("InvalidBatching")
-def check_batching(batch_size: float | None, max_batching_window_s: float | None, fifo: bool) -> None:
-    if max_batching_window_s is not None:
+def check_batching(batch_size: Number, max_batching_window_s: Number, fifo: bool) -> None:
+    if is_known(max_batching_window_s):
         if fifo and max_batching_window_s > 0:
             _fail(
                 f"max_batching_window ({_s(max_batching_window_s)}) is not supported with fifo=True: Lambda's "
@@ -129,13 +132,13 @@ def check_batching(batch_size: float | None, max_batching_window_s: float | None
                 f"max_batching_window ({_s(max_batching_window_s)}) must be between 0 s and "
                 f"{MAX_BATCHING_WINDOW_S} s, the event source's limit"
             )
-    if batch_size is None:
+    if not is_known(batch_size):
         return
     limit = FIFO_MAX_BATCH if fifo else STANDARD_MAX_BATCH
     if not 1 <= batch_size <= limit:
         kind = "a FIFO" if fifo else "a standard"
         _fail(f"batch_size ({batch_size:g}) must be between 1 and {limit} for {kind} queue")
-    if batch_size > UNBATCHED_MAX_BATCH and not max_batching_window_s:
+    if batch_size > UNBATCHED_MAX_BATCH and (max_batching_window_s is None or max_batching_window_s == 0):
         _fail(
             f"batch_size ({batch_size:g}) above {UNBATCHED_MAX_BATCH} needs a max_batching_window of at least 1 s "
             "(an SQS event source rule); set max_batching_window or lower batch_size to 10"
@@ -143,8 +146,8 @@ def check_batching(batch_size: float | None, max_batching_window_s: float | None
 
 
 @rule("InvalidMaxConcurrency")
-def check_max_concurrency(max_concurrency: float | None) -> None:
-    if max_concurrency is not None and not MIN_MAX_CONCURRENCY <= max_concurrency <= MAX_MAX_CONCURRENCY:
+def check_max_concurrency(max_concurrency: Number) -> None:
+    if is_known(max_concurrency) and not MIN_MAX_CONCURRENCY <= max_concurrency <= MAX_MAX_CONCURRENCY:
         _fail(
             f"max_concurrency ({max_concurrency:g}) must be between {MIN_MAX_CONCURRENCY} and "
             f"{MAX_MAX_CONCURRENCY}, the SQS event source's limit; leave it unset for no cap"
@@ -152,9 +155,9 @@ def check_max_concurrency(max_concurrency: float | None) -> None:
 
 
 @rule("InvalidMaxReceiveCount")
-def check_max_receive_count(max_receive_count: float | None) -> bool:
+def check_max_receive_count(max_receive_count: Number) -> bool:
     """Fails below 1; returns True when the value is allowed but below the recommended 5 (a warning)."""
-    if max_receive_count is None:
+    if not is_known(max_receive_count):
         return False
     if max_receive_count < 1:
         _fail(
@@ -165,8 +168,8 @@ def check_max_receive_count(max_receive_count: float | None) -> bool:
 
 
 @rule("InvalidRetentionPeriod")
-def check_retention_period(retention_period_s: float | None) -> None:
-    if retention_period_s is not None and not SQS_MIN_RETENTION_S <= retention_period_s <= SQS_MAX_RETENTION_S:
+def check_retention_period(retention_period_s: Number) -> None:
+    if is_known(retention_period_s) and not SQS_MIN_RETENTION_S <= retention_period_s <= SQS_MAX_RETENTION_S:
         _fail(
             f"retention_period ({_s(retention_period_s)}) must be between {SQS_MIN_RETENTION_S} s and "
             f"{SQS_MAX_RETENTION_S} s (14 days), SQS's limits"
@@ -174,8 +177,8 @@ def check_retention_period(retention_period_s: float | None) -> None:
 
 
 @rule("DedupeTtlTooShort")
-def check_dedupe_ttl(dedupe_ttl_s: float | None, retention_period_s: float | None) -> None:
-    if dedupe_ttl_s is None or retention_period_s is None:
+def check_dedupe_ttl(dedupe_ttl_s: Number, retention_period_s: Number) -> None:
+    if not (is_known(dedupe_ttl_s) and is_known(retention_period_s)):
         return
     if dedupe_ttl_s < retention_period_s:
         _fail(
@@ -196,8 +199,8 @@ def outbox_minimum_dedupe_ttl_s(retention_period_s: float) -> float:
 
 
 @rule("OutboxDedupeTtlTooShort")
-def check_outbox_dedupe_ttl(dedupe_ttl_s: float | None, retention_period_s: float | None) -> None:
-    if dedupe_ttl_s is None or retention_period_s is None:
+def check_outbox_dedupe_ttl(dedupe_ttl_s: Number, retention_period_s: Number) -> None:
+    if not (is_known(dedupe_ttl_s) and is_known(retention_period_s)):
         return
     minimum = outbox_minimum_dedupe_ttl_s(retention_period_s)
     if dedupe_ttl_s < minimum:
@@ -209,18 +212,18 @@ def check_outbox_dedupe_ttl(dedupe_ttl_s: float | None, retention_period_s: floa
 
 
 @rule("InvalidMemorySize")
-def check_memory_size(memory_size: float | None) -> None:
-    if memory_size is not None and not 128 <= memory_size <= 10_240:
+def check_memory_size(memory_size: Number) -> None:
+    if is_known(memory_size) and not 128 <= memory_size <= 10_240:
         _fail(f"memory_size ({memory_size:g} MB) must be between 128 and 10240 MB, Lambda's limits")
 
 
 @rule("InvalidParallelism")
-def check_parallelism(parallelism: float | None, batch_size: float | None) -> None:
-    if parallelism is None:
+def check_parallelism(parallelism: Number, batch_size: Number) -> None:
+    if not is_known(parallelism):
         return
     if parallelism < 1 or int(parallelism) != parallelism:
         _fail(f"parallelism ({parallelism:g}) must be a whole number of at least 1; 1 handles records in turn")
-    if batch_size is not None and parallelism > batch_size:
+    if is_known(batch_size) and parallelism > batch_size:
         _fail(
             f"parallelism ({parallelism:g}) must not exceed batch_size ({batch_size:g}): threads beyond the "
             "batch size never get a record; lower parallelism"
@@ -228,8 +231,8 @@ def check_parallelism(parallelism: float | None, batch_size: float | None) -> No
 
 
 @rule("InvalidMaxSendRate")
-def check_max_send_rate(max_send_rate: float | None) -> None:
-    if max_send_rate is not None and max_send_rate <= 0:
+def check_max_send_rate(max_send_rate: Number) -> None:
+    if is_known(max_send_rate) and max_send_rate <= 0:
         _fail(f"max_send_rate ({max_send_rate:g}) must be above 0 recipients per second; leave it unset for no limit")
 
 
@@ -237,8 +240,8 @@ DEFAULT_QUOTA_ALARM_PERCENT = 80.0  # of SES's 24-hour quota: time to ask SES fo
 
 
 @rule("InvalidQuotaAlarmThreshold")
-def check_quota_alarm_threshold(percent: float | None) -> None:
-    if percent is not None and not 0 < percent <= 100:
+def check_quota_alarm_threshold(percent: Number) -> None:
+    if is_known(percent) and not 0 < percent <= 100:
         _fail(f"quota_alarm_threshold ({percent:g}) must be a percentage of SES's 24-hour quota above 0 and at "
               "most 100; the default 80 warns with a fifth of the day's quota left")
 
@@ -247,22 +250,21 @@ MAX_PACE_PER_INSTANCE = 200  # emails a second one consumer instance can send (t
 
 
 @rule("InvalidSendRate")
-def check_send_rate(send_rate: float | None, max_send_rate_given: bool, max_concurrency: float | None,
-                    max_concurrency_given: bool) -> None:
+def check_send_rate(send_rate: Number, max_send_rate: Number, max_concurrency: Number) -> None:
     """The pipeline's rate is held by pacing each instance at send_rate / max_concurrency: that needs a cap on
     Lambda's concurrency, and it replaces a per-instance max_send_rate."""
-    if send_rate is None:
+    if not is_known(send_rate):
         return
     if send_rate <= 0:
         _fail(f"send_rate ({send_rate:g}) must be above 0 recipients per second; leave it unset for no pacing")
-    if max_send_rate_given:
+    if max_send_rate is not None:
         _fail(f"send_rate ({send_rate:g}/s) and max_send_rate were both given: send_rate is the pipeline's rate and "
               "sets each instance's pace from max_concurrency; give one of them")
-    if not max_concurrency_given:
+    if max_concurrency is None:
         _fail(f"send_rate ({send_rate:g}/s) needs max_concurrency: each consumer instance paces itself at send_rate "
               "/ max_concurrency, and without a cap Lambda scales out past any per-instance pace; set "
               "max_concurrency (for example 5)")
-    if max_concurrency is not None and send_rate / max_concurrency > MAX_PACE_PER_INSTANCE:
+    if is_known(max_concurrency) and send_rate / max_concurrency > MAX_PACE_PER_INSTANCE:
         _fail(f"send_rate ({send_rate:g}/s) over max_concurrency ({max_concurrency:g}) is "
               f"{send_rate / max_concurrency:g} emails/s per instance, more than one instance sends "
               f"({MAX_PACE_PER_INSTANCE}/s at most); raise max_concurrency")
@@ -280,7 +282,7 @@ def check_sender(sender: str) -> None:
 
 
 @rule("InvalidFromAddresses")
-def check_from_addresses(from_addresses: Sequence[str], sender: str | None) -> None:
+def check_from_addresses(from_addresses: Sequence[str], sender: str | Unresolved) -> None:
     if not from_addresses:
         _fail("from_addresses must not be empty when given; leave it unset to allow any address of the sender")
     for address in from_addresses:
@@ -291,7 +293,7 @@ def check_from_addresses(from_addresses: Sequence[str], sender: str | None) -> N
                 "(the ses:FromAddress condition compares bare addresses)"
             )
             return
-        if sender is None:
+        if not is_known(sender):
             continue
         if "@" in sender and address.lower() != sender.lower():
             _fail(
@@ -350,11 +352,10 @@ EVIDENCE_MIN_RECEIVES = 3  # delivered when the worker died, then to wait for SE
 
 @rule("InvalidEvidenceGracePeriod")
 def check_evidence_grace_period(
-    grace_s: float | None, visibility_timeout_s: float | None, retention_s: float | None,
-    max_receive_count: float | None,
+    grace_s: Number, visibility_timeout_s: Number, retention_s: Number, max_receive_count: Number,
 ) -> None:
     """Waiting for SES's events must never push a job into the DLQ, nor outlive the job's retention."""
-    if grace_s is None:
+    if not is_known(grace_s):
         return
     if not EVIDENCE_MIN_GRACE_S <= grace_s <= SQS_MAX_VISIBILITY_S:
         _fail(
@@ -362,13 +363,13 @@ def check_evidence_grace_period(
             f"{SQS_MAX_VISIBILITY_S} s (12 hours, SQS's longest visibility timeout, which brings the job back when "
             "it ends); pick a period in that range"
         )
-    if max_receive_count is not None and max_receive_count < EVIDENCE_MIN_RECEIVES:
+    if is_known(max_receive_count) and max_receive_count < EVIDENCE_MIN_RECEIVES:
         _fail(
             f"max_receive_count ({max_receive_count:g}) must be at least {EVIDENCE_MIN_RECEIVES} with ses_events: a "
             "job whose worker died is received once more to wait for SES's events and once more to be decided, "
             "and would otherwise land in the DLQ unsent; raise max_receive_count, or set ses_events=False"
         )
-    if visibility_timeout_s is not None and retention_s is not None:
+    if is_known(visibility_timeout_s) and is_known(retention_s):
         needed = 2 * visibility_timeout_s + grace_s
         if retention_s < needed:
             _fail(
@@ -411,13 +412,13 @@ def check_outcome_events(outcome_events: bool | None, bus_given: bool, existing_
 
 
 @rule("InvalidReservedConcurrency")
-def check_reserved_concurrency(reserved: float | None, max_concurrency: float | None) -> None:
-    if reserved is None:
+def check_reserved_concurrency(reserved: Number, max_concurrency: Number) -> None:
+    if not is_known(reserved):
         return
     if reserved < 1:
         _fail(f"reserved_concurrent_executions ({reserved:g}) must be at least 1; 0 would stop the consumer: to "
               "stop sending without deleting anything, set enabled=False")
-    if max_concurrency is not None and reserved < max_concurrency:
+    if is_known(max_concurrency) and reserved < max_concurrency:
         _fail(f"reserved_concurrent_executions ({reserved:g}) is below max_concurrency ({max_concurrency:g}): the "
               "event source would start invocations Lambda then throttles, and throttled batches come back after "
               "the visibility timeout; raise reserved_concurrent_executions or lower max_concurrency")
@@ -439,9 +440,9 @@ def check_dead_letter_queue(fifo_given: bool | None, fifo: bool) -> None:
 
 
 @rule("DeadLetterQueueRetention")
-def check_dead_letter_queue_retention(retention_s: float | None) -> None:
-    """``retention_s``: how long the dead-letter queue given keeps a message; None when CDK cannot tell."""
-    if retention_s is not None and retention_s < DEAD_LETTER_RETENTION_S:
+def check_dead_letter_queue_retention(retention_s: Number) -> None:
+    """``retention_s``: how long the dead-letter queue given keeps a message; UNRESOLVED when CDK cannot tell."""
+    if is_known(retention_s) and retention_s < DEAD_LETTER_RETENTION_S:
         _fail(f"dead_letter_queue keeps messages {_s(retention_s)}; it must keep them {DEAD_LETTER_RETENTION_S} s "
               "(14 days, SQS's longest): a job dead-lettered is a job not sent, and the dedupe_ttl rules count on "
               "it waiting that long for a redrive; create it with retention_period=Duration.days(14)")
