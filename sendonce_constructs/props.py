@@ -31,7 +31,7 @@ from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S
 from . import rules
 from .errors import ID_PREFIX, SendOnceConfigurationError
 from .queue_props import DERIVED, REQUIRED, Prop, declared_props
-from .unresolved import UNRESOLVED, Unresolved, is_known
+from .unresolved import UNRESOLVED, Number, Unresolved, is_known
 
 # How long a dead worker's send waits for SES's events before the delivery policy decides it. SES publishes a Send
 # event as it accepts an email and EventBridge delivers in about a second, retrying a failing target for up to
@@ -202,6 +202,10 @@ def check_declared(given: Mapping[str, object], declared: Mapping[str, Prop]) ->
             raise SendOnceConfigurationError(f"{name} is required: {prop.doc}", f"{ID_PREFIX}MissingProp")
 
 
+def _as_rules_see(value: Any) -> Number:
+    return read_seconds(value) if isinstance(value, Duration) else read(value)
+
+
 def _default_dedupe_ttl(outbox: bool, retention_s: float | Unresolved | None) -> Duration:
     # With an outbox the key must outlive the stream, the queue and the DLQ: whole days, at least the 7-day default.
     if outbox and is_known(retention_s):
@@ -218,19 +222,17 @@ def _apply_rules(given: Mapping[str, Any], v: Mapping[str, Any], window_s: float
     dedupe_ttl_s = read_seconds(v["dedupe_ttl"])
     existing_table, dead_letter_queue = v["existing_table"], v["dead_letter_queue"]
 
-    rules.check_function_timeout(timeout_s)
+    for name, prop in declared_props().items():
+        if prop.check is not None and name in given:
+            prop.check(_as_rules_see(given[name]))
     rules.check_visibility_timeout(visibility_s, timeout_s, window_s)
     rules.check_batching(batch_size, read_seconds(given.get("max_batching_window")), v["fifo"])
-    rules.check_max_concurrency(max_concurrency)
     rules.check_parallelism(read(v["parallelism"]), batch_size)
-    rules.check_max_send_rate(read(given.get("max_send_rate")))
     rules.check_send_rate(read(v["send_rate"]), read(given.get("max_send_rate")), max_concurrency)
     low_max_receive_count = rules.check_max_receive_count(max_receive_count)
-    rules.check_retention_period(retention_s)
     rules.check_dedupe_ttl(dedupe_ttl_s, retention_s)
     if v["outbox"]:
         rules.check_outbox_dedupe_ttl(dedupe_ttl_s, retention_s)
-    rules.check_memory_size(read(v["memory_size"]))
     if v["ses_events"]:
         rules.check_evidence_grace_period(read_seconds(v["evidence_grace_period"]), visibility_s, retention_s,
                                           max_receive_count)
@@ -260,7 +262,6 @@ def _apply_rules(given: Mapping[str, Any], v: Mapping[str, Any], window_s: float
                                                 table_has_stream)
     rules.check_template_names([name for name in v["template_names"] if is_known(read(name))])
     allowed_recipients = rules.check_allowed_recipients(given.get("allowed_recipients"))
-    rules.check_quota_alarm_threshold(read(v["quota_alarm_threshold"]))
     return {"outcome_events": outcome_events, "allowed_recipients": allowed_recipients,
             "outcome_events_skipped": "outcome_events" not in given and not outcome_events,
             "low_max_receive_count": low_max_receive_count}

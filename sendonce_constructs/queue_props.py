@@ -6,7 +6,7 @@ from here (a test holds them to it).
 No postponed annotations here: the declarations are read at run time (``declared_props``).
 """
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Final, Required, TypedDict, get_type_hints
 
@@ -23,7 +23,9 @@ from aws_cdk import aws_sqs as sqs
 
 from sendonce_contract.delivery import DeliveryPolicy
 
+from . import rules
 from .rules import DEFAULT_QUOTA_ALARM_PERCENT
+from .unresolved import Number
 
 
 class _Marker:
@@ -41,12 +43,18 @@ DERIVED: Final = _Marker("DERIVED")  # the default is computed from other props 
 @dataclass(frozen=True)
 class Prop:
     """One prop's declaration: ``default`` is the value used when the prop is absent (or None), ``REQUIRED`` or
-    ``DERIVED``; ``default_doc`` says it in words; ``doc`` is the docstring's text, ``rule`` the README's."""
+    ``DERIVED``; ``default_doc`` says it in words; ``doc`` is the docstring's text, ``rule`` the README's.
+
+    ``check`` is the prop's own rule, when it needs no other prop: it gets the value given as the rules see it
+    (seconds for a duration; ``UNRESOLVED`` for a token) and raises ``SendOnceConfigurationError``. Rules that
+    weigh several props are applied by ``props.resolve_props``.
+    """
 
     default: object
     default_doc: str
     doc: str
     rule: str
+    check: Callable[[Number], object] | None = None
 
 
 class SendOnceEmailQueueProps(TypedDict, total=False):
@@ -118,6 +126,7 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             rule="1 s to 900 s; also sizes the consumer's SES timeouts, lease margin and ledger call "
             "timeouts (no SDK retries; every call a record makes fits before the deadline guard, at 1 "
             "s too)",
+            check=rules.check_function_timeout,
         )]
     memory_size: Annotated[
         int | None, Prop(
@@ -125,6 +134,7 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             default_doc="256 MB",
             doc="the consumer's memory in MB.",
             rule="128 to 10240",
+            check=rules.check_memory_size,
         )]
     architecture: Annotated[
         lambda_.Architecture | None, Prop(
@@ -181,6 +191,7 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             default_doc="none",
             doc="cap on concurrent consumer invocations (2 to 1000), e.g. to stay under SES's rate.",
             rule="2 to 1000",
+            check=rules.check_max_concurrency,
         )]
     parallelism: Annotated[
         int | None, Prop(
@@ -212,6 +223,7 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             "recipient, so parallel sends stay under SES's rate (the pipeline's peak is this times "
             "`max_concurrency`); a job with more recipients than the bucket holds waits for a full "
             "bucket and goes; `send_rate` sets it for you",
+            check=rules.check_max_send_rate,
         )]
     max_receive_count: Annotated[
         int | None, Prop(
@@ -229,6 +241,7 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             default_doc="4 days",
             doc="how long the job queue keeps a message. The DLQ keeps 14 days.",
             rule="60 s to 14 days; the DLQ keeps 14 days",
+            check=rules.check_retention_period,
         )]
     dedupe_ttl: Annotated[
         Duration | None, Prop(
@@ -472,6 +485,7 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             "alarm, with ``quota_watch``.",
             rule="the share of SES's 24-hour quota used (percent, above 0 and at most 100) that raises the "
             "`QuotaNearlyUsed` alarm",
+            check=rules.check_quota_alarm_threshold,
         )]
     outbox: Annotated[
         bool, Prop(
