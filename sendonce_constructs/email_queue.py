@@ -46,7 +46,9 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     Producers enqueue JSON jobs (see the message contract in the README) to ``queue``; the consumer claims each
     job's ``dedupeKey`` in ``table`` with a conditional write, sends with SES, and records the outcome.
     Every default follows the AWS guidance for SQS-triggered Lambdas; a prop that would break a guarantee
-    raises :class:`SendOnceConfigurationError` at synth time.
+    raises :class:`SendOnceConfigurationError` at synth time, with the rule's stable ``id`` and the construct's
+    ``path``, as does an unknown keyword. The keywords are :class:`SendOnceEmailQueueProps`; the list below is
+    rendered from their declarations (``make props-docs``).
 
     :param sender: the SES identity to send from: a domain (``"example.com"``), an address, or an
         ``aws_ses.IEmailIdentity``. The IAM grant names this identity's ARN only. Required.

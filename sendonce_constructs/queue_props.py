@@ -56,6 +56,10 @@ class Prop:
     rule: str
     check: Callable[[Number], object] | None = None
 
+    def __repr__(self) -> str:
+        # What the API reference shows in each prop's type: short, and the same on every run.
+        return f"Prop(default={self.default_doc!r})"
+
 
 class SendOnceEmailQueueProps(TypedDict, total=False):
     """The keyword arguments of ``SendOnceEmailQueue``; see its docstring or the README's prop table."""
