@@ -145,7 +145,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         queues = self._build_queues(resolved)
         self.queue, self.dead_letter_queue = queues.queue, queues.dead_letter_queue
         ledger = self._build_ledger(resolved)
-        self.table, self.key_secret, self._data_keys = ledger.table, ledger.key_secret, ledger.data_keys
+        self.table, self.key_secret, self._ledger = ledger.table, ledger.key_secret, ledger
         if resolved.vpc is not None:
             Aspects.of(self).add(VpcEgressCheck(self, resolved.vpc, resolved.vpc_subnets))
         function_options = self._function_options(resolved, ledger)
@@ -414,7 +414,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         grant = grant.combine(iam.Grant.add_to_principal(
             grantee=grantee, actions=["cloudformation:DescribeStacks", "cloudformation:DescribeStackResources"],
             resource_arns=[Stack.of(self).stack_id]))
-        for key in self._data_keys:
+        for key in self._ledger.data_keys:
             grant = grant.combine(key.grant_encrypt_decrypt(grantee))
         if self.key_secret is not None:  # to digest the clear key an operator types
             grant = grant.combine(self.key_secret.grant_read(grantee))

@@ -144,14 +144,6 @@ class PipelineProps:
     outcome_events_skipped: bool  # left off by default: the existing table has no stream (a warning says so)
     low_max_receive_count: bool  # below AWS's recommended 5: a warning the user may acknowledge
 
-    @property
-    def table_removal_policy(self) -> RemovalPolicy:
-        return self.removal_policy
-
-    @property
-    def queue_encryption(self) -> sqs.QueueEncryption:
-        return self.encryption
-
 
 def resolve_props(given: Mapping[str, object], path: str) -> PipelineProps:
     """The props given (``SendOnceEmailQueueProps``; None is the same as absent) with the declared defaults filled
