@@ -46,10 +46,16 @@ Params = ParamSpec("Params")
 Result = TypeVar("Result")
 
 
+# Each rule's stable error id, by the rule's function name.
+RULE_IDS: dict[str, str] = {}
+
+
 def rule(id: str) -> Callable[[Callable[Params, Result]], Callable[Params, Result]]:
     """Gives a rule's errors its stable id, ``SendOnce.`` + ``id`` (the pipeline adds its construct path)."""
 
     def decorate(check: Callable[Params, Result]) -> Callable[Params, Result]:
+        RULE_IDS[check.__name__] = f"{ID_PREFIX}{id}"
+
         @functools.wraps(check)
         def checked(*args: Params.args, **kwargs: Params.kwargs) -> Result:
             try:

@@ -15,7 +15,7 @@ from aws_cdk import aws_sqs as sqs
 from construct_support import build, make_stack
 from constructs import Construct
 
-from sendonce_constructs import SendOnceConfigurationError, SendOnceEmailQueue, email_queue, prop_docs
+from sendonce_constructs import SendOnceConfigurationError, SendOnceEmailQueue, email_queue, prop_docs, rules
 from sendonce_constructs.props import PipelineProps, read, read_seconds
 from sendonce_constructs.queue_props import REQUIRED, declared_props
 from sendonce_constructs.unresolved import UNRESOLVED
@@ -113,3 +113,11 @@ def test_a_token_reaches_the_rules_as_unresolved_and_an_absent_prop_as_none():
     assert (read(5.0), read_seconds(S(30))) == (5.0, 30)
     # send_rate with a max_concurrency known only at deploy time: given, so not refused for lacking one.
     build(stack, send_rate=14, max_concurrency=cdk.Token.as_number(number))
+
+
+def test_every_rule_has_its_own_stable_id():
+    checks = {name for name, value in vars(rules).items() if name.startswith("check_") and callable(value)}
+    assert checks <= set(rules.RULE_IDS), f"rules without an id: {sorted(checks - set(rules.RULE_IDS))}"
+    ids = list(rules.RULE_IDS.values())
+    assert len(set(ids)) == len(ids), "two rules share an id"
+    assert all(re.fullmatch(r"SendOnce\.[A-Z][A-Za-z]+", rule_id) for rule_id in ids)
