@@ -64,7 +64,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     :param allow_raw_messages: grant ``ses:SendRawEmail`` so jobs may carry raw MIME. Default: False.
     :param function_timeout: the consumer's timeout. Default: 30 s.
     :param memory_size: the consumer's memory in MB. Default: 256 MB.
-    :param architecture: the consumer's instruction set architecture. Default: ARM64.
+    :param architecture: the instruction set of every bundled function. Default: ARM64.
     :param runtime: the Python runtime of every bundled function. Default: newest Python runtime aws-cdk-lib knows.
     :param log_retention: how long the consumer's logs are kept. Default: one month.
     :param tracing: X-Ray tracing for the consumer. Default: off.

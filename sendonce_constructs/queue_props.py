@@ -144,7 +144,7 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
         lambda_.Architecture | None, Prop(
             default=lambda_.Architecture.ARM_64,
             default_doc="ARM64",
-            doc="the consumer's instruction set architecture.",
+            doc="the instruction set of every bundled function.",
             rule="",
         )]
     runtime: Annotated[
