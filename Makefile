@@ -65,6 +65,12 @@ docs: setup
 	@if grep '^Warn' $(DOCS).log; then echo "make docs: fix the warnings above"; exit 1; fi
 	@echo "API reference: $(DOCS)/index.html"
 
+# The README's prop table and the construct's docstring, rewritten from the props' declarations
+# (sendonce_constructs/queue_props.py); tests/test_prop_declarations.py fails while they differ.
+.PHONY: props-docs
+props-docs: setup
+	$(PY) -m sendonce_constructs.prop_docs
+
 # The construct tests on the oldest aws-cdk-lib the project claims (the lower bound in pyproject.toml), in a
 # second virtualenv; `make test` runs everything on the newest.
 COMPAT_VENV := .venv-compat

@@ -15,11 +15,19 @@ from sendonce_contract.delivery import DeliveryPolicy
 if TYPE_CHECKING:
     from .email_queue import SendOnceEmailQueue
     from .errors import SendOnceConfigurationError
+    from .queue_props import SendOnceEmailQueueProps
 
-__all__ = ["SES_MAILBOX_SIMULATOR", "DeliveryPolicy", "SendOnceConfigurationError", "SendOnceEmailQueue"]
+__all__ = [
+    "SES_MAILBOX_SIMULATOR",
+    "DeliveryPolicy",
+    "SendOnceConfigurationError",
+    "SendOnceEmailQueue",
+    "SendOnceEmailQueueProps",
+]
 _HOMES = {
     "SendOnceConfigurationError": ".errors",
     "SendOnceEmailQueue": ".email_queue",
+    "SendOnceEmailQueueProps": ".queue_props",
 }
 
 

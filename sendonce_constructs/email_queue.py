@@ -3,36 +3,33 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Unpack
 
-from aws_cdk import Aspects, CfnOutput, Duration, RemovalPolicy, Stack, Validations
+from aws_cdk import Aspects, CfnOutput, Duration, Stack, Validations
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
-from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
-from aws_cdk import aws_logs as logs
-from aws_cdk import aws_secretsmanager as secretsmanager
-from aws_cdk import aws_ses as ses
-from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from sendonce_contract.delivery import DeliveryPolicy
-from sendonce_contract.schema import Ledger
+from sendonce_contract.schema import Ledger as LedgerSchema
 
 from . import rules, ses_permissions
 from .acknowledgements import acknowledge
 from .bundled_function import BundledFunction, FunctionOptions
+from .errors import ID_PREFIX, SendOnceConfigurationError
 from .evidence import SesEvidence
 from .key_secret import build_key_secret
 from .monitoring import PipelineMetrics, build_alarms, build_dashboard
 from .network import VpcEgressCheck
 from .outbox import Outbox
 from .outcome_events import OutcomeEvents
+from .parts import Consumer, Evidence, Ledger, Monitoring, Queues
 from .props import PipelineProps, known, resolve_props, seconds
+from .queue_props import SendOnceEmailQueueProps
 from .quota_watch import build_quota_watch
 from .runtime_asset import HANDLER
 
@@ -49,165 +46,120 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     Producers enqueue JSON jobs (see the message contract in the README) to ``queue``; the consumer claims each
     job's ``dedupeKey`` in ``table`` with a conditional write, sends with SES, and records the outcome.
     Every default follows the AWS guidance for SQS-triggered Lambdas; a prop that would break a guarantee
-    raises :class:`SendOnceConfigurationError` at synth time.
+    raises :class:`SendOnceConfigurationError` at synth time, with the rule's stable ``id`` and the construct's
+    ``path``, as does an unknown keyword. The keywords are :class:`SendOnceEmailQueueProps`; the list below is
+    rendered from their declarations (``make props-docs``).
 
     :param sender: the SES identity to send from: a domain (``"example.com"``), an address, or an
-        ``aws_ses.IEmailIdentity``. The IAM grant names this identity's ARN only.
-    :param from_addresses: the From addresses allowed (``ses:FromAddress`` condition); default any address of the
+        ``aws_ses.IEmailIdentity``. The IAM grant names this identity's ARN only. Required.
+    :param from_addresses: the From addresses allowed (``ses:FromAddress`` condition). Default: any address of the
         domain identity, or the address identity itself.
-    :param configuration_set: an SES configuration set used for every send (name or ``IConfigurationSet``).
-    :param template_names: SES templates the jobs may use; each is added to the grant.
-    :param allow_raw_messages: grant ``ses:SendRawEmail`` so jobs may carry raw MIME. Default False.
-    :param function_timeout: the consumer's timeout. Default 30 s.
-    :param memory_size: the consumer's memory in MB. Default 256.
-    :param architecture: default ARM64.
-    :param runtime: default the newest Python runtime this aws-cdk-lib knows.
-    :param log_retention: how long the consumer's logs are kept. Default one month.
-    :param tracing: X-Ray tracing for the consumer. Default off.
-    :param visibility_timeout: default 6 x function_timeout + max_batching_window; smaller fails synth.
-    :param batch_size: records per invocation. Default 10.
-    :param max_batching_window: how long the event source gathers a batch. Default none.
-    :param max_concurrency: cap on concurrent consumer invocations (2 to 1000), e.g. to stay under SES's rate.
-    :param parallelism: records of one batch handled at once by one invocation. Default the batch size, capped at 10.
-    :param max_send_rate: recipients per second per consumer instance (a token bucket before each send, one token
-        per recipient, as SES's quotas count them), so parallel sends stay under the account's SES rate; multiply
-        by max_concurrency for the pipeline's peak. Default none.
-    :param send_rate: recipients per second this pipeline may send (its share of the account's SES maximum send
-        rate); each instance paces at send_rate / max_concurrency, so it needs max_concurrency. Default none.
-    :param max_receive_count: deliveries before a message moves to the DLQ. Default 5; below 5 warns.
-    :param retention_period: how long the job queue keeps a message. Default 4 days. The DLQ keeps 14 days.
-    :param dedupe_ttl: how long a sent key is remembered. Default 7 days; at least retention_period.
-    :param delivery: what happens to a send a crash left undecided and SES's events did not settle.
-        Default ``DeliveryPolicy.RESEND_WITHOUT_EVIDENCE``; ``NEVER_RESEND`` never risks a double.
+    :param configuration_set: an SES configuration set used for every send (name or ``IConfigurationSet``). Default:
+        one the construct makes.
     :param ses_events: make SES's own events the evidence of each send (a configuration set publishing to the
-        default event bus, a rule, a queue and a recorder). Default True.
+        default event bus, a rule, a queue and a recorder). Default: True.
     :param evidence_grace_period: how long after a dead worker's lease expired its send waits for SES's events
-        before the delivery policy decides it. Default 5 minutes.
-    :param fifo: use FIFO queues (per-group ordering). Default False.
+        before the delivery policy decides it. Default: 5 minutes.
+    :param template_names: SES templates the jobs may use; each is added to the grant. Default: none.
+    :param allow_raw_messages: grant ``ses:SendRawEmail`` so jobs may carry raw MIME. Default: False.
+    :param function_timeout: the consumer's timeout. Default: 30 s.
+    :param memory_size: the consumer's memory in MB. Default: 256 MB.
+    :param architecture: the instruction set of every bundled function. Default: ARM64.
+    :param runtime: the Python runtime of every bundled function. Default: newest Python runtime aws-cdk-lib knows.
+    :param log_retention: how long the consumer's logs are kept. Default: one month.
+    :param tracing: X-Ray tracing for the consumer. Default: off.
+    :param visibility_timeout: the job queue's visibility timeout; smaller than the default fails synth. Default: 6
+        x ``function_timeout`` + ``max_batching_window``.
+    :param batch_size: records per invocation. Default: 10.
+    :param max_batching_window: how long the event source gathers a batch. Default: none.
+    :param max_concurrency: cap on concurrent consumer invocations (2 to 1000), e.g. to stay under SES's rate.
+        Default: none.
+    :param parallelism: records of one batch handled at once by one invocation. Default: the batch size, at most 10.
+    :param send_rate: recipients per second this pipeline may send (its share of the account's SES maximum send
+        rate); each instance paces at send_rate / max_concurrency, so it needs max_concurrency. Default: none.
+    :param max_send_rate: recipients per second per consumer instance (a token bucket before each send, one token
+        per recipient, as SES's quotas count them), so parallel sends stay under the account's SES rate; multiply by
+        max_concurrency for the pipeline's peak. Default: none.
+    :param max_receive_count: deliveries before a message moves to the DLQ; below 5 warns. Default: 5.
+    :param retention_period: how long the job queue keeps a message. The DLQ keeps 14 days. Default: 4 days.
+    :param dedupe_ttl: how long a sent key is remembered; at least retention_period. Default: 7 days.
+    :param delivery: what happens to a send a crash left undecided and SES's events did not settle; ``NEVER_RESEND``
+        never risks a double. Default: ``DeliveryPolicy.RESEND_WITHOUT_EVIDENCE``.
+    :param fifo: use FIFO queues (per-group ordering). Default: False.
     :param existing_table: bring your own dedupe table (partition key ``dedupeKey``, string, no sort key) instead.
-        Its keys are checked at synth when it is defined in the app; its own KMS key, if any, is granted.
-    :param removal_policy: for the dedupe table this construct makes. Default RETAIN.
-    :param deletion_protection: for the dedupe table this construct makes. Default False.
-    :param encryption: queue encryption. Default SQS-managed; KMS when ``encryption_key`` is given.
-    :param encryption_key: a customer-managed KMS key for both queues and the dedupe table.
+        Its keys are checked at synth when it is defined in the app; its own KMS key, if any, is granted. Default: a
+        new table.
+    :param removal_policy: for the dedupe table this construct makes. Default: RETAIN.
+    :param deletion_protection: for the dedupe table this construct makes. Default: False.
+    :param encryption: queue encryption. Default: SQS-managed (KMS when ``encryption_key`` is given).
+    :param encryption_key: a customer-managed KMS key for both queues and the dedupe table. Default: none.
     :param alarms: create the default alarms (DLQ not empty, oldest message too old, UNKNOWN records, function
-        errors). Default True.
-    :param alarm_topic: an SNS topic every alarm notifies.
-    :param oldest_message_alarm_threshold: the age of the oldest job that raises an alarm. Default 15 minutes.
-    :param dashboard: draw the pipeline on a CloudWatch dashboard. Default False.
-    :param outbox: add a transactional outbox (a table with a stream, relayed to the queue) that producers write
-        in their own DynamoDB transaction with ``sendonce_producer.outbox_put``. Default False.
+        errors). Default: True.
+    :param alarm_topic: an SNS topic every alarm notifies. Default: none.
+    :param oldest_message_alarm_threshold: the age of the oldest job that raises an alarm. Default: 15 minutes.
+    :param dashboard: draw the pipeline on a CloudWatch dashboard. Default: False.
     :param vpc: put every bundled function in this VPC (with the subnets and security groups below); they need
-        routes or VPC endpoints to DynamoDB, SQS, SES and CloudWatch Logs. Default none.
-    :param vpc_subnets: the subnets, with ``vpc``. Default CDK's choice (private subnets).
-    :param security_groups: the security groups, with ``vpc``. Default one per function, outbound only.
+        routes or VPC endpoints to DynamoDB, SQS, SES and CloudWatch Logs. Default: none.
+    :param vpc_subnets: the subnets of every bundled function. Default: CDK's choice (private subnets).
+    :param security_groups: the security groups of every bundled function. Default: one per function, outbound only.
     :param reserved_concurrent_executions: the consumer's reserved concurrency; at least ``max_concurrency``.
-    :param log_level: the application log level of every bundled function. Default INFO.
-    :param queue_removal_policy: for the queues this construct makes. Default RETAIN: deleting the stack keeps
-        jobs not yet sent.
-    :param log_removal_policy: for the functions' log groups. Default DESTROY.
+        Default: none.
+    :param log_level: the application log level of every bundled function. Default: INFO.
+    :param queue_removal_policy: for the queues this construct makes: RETAIN keeps, when the stack is deleted, jobs
+        not yet sent. Default: RETAIN.
+    :param log_removal_policy: for the functions' log groups. Default: DESTROY.
     :param enabled: whether the consumer's event source polls; False stops sending without deleting anything.
-        Default True.
+        Default: True.
     :param dead_letter_queue: bring your own dead-letter queue (of the job queue's kind; keep its retention at 14
-        days, which the dedupe_ttl rules assume). Default one the construct makes.
+        days, which the dedupe_ttl rules assume). Default: one the construct makes.
     :param outcome_events: publish each transition of a key (sent, delivered, bounced, complained, ..., cancelled)
-        to EventBridge for the application, read from the dedupe table's stream; see ``on_outcome``. Default on,
-        unless ``existing_table`` has no stream (then off, with a warning); True there fails synth.
-    :param outcome_bus: the event bus outcome events go to. Default the account's default bus.
-    :param suppression_reasons: the configuration set's own suppression list reasons (bounces, complaints or both).
-        Default the account's. Only for the configuration set the construct makes.
-    :param disable_suppression_list: send even to addresses on the account's suppression list. Default False.
-    :param key_privacy: outside the job body, a key travels as its HMAC-SHA256 under a secret the construct keeps
-        in Secrets Manager (``key_secret``): the ledger, SES's tags and events, logs and the DLQ's attributes never
-        carry its text. Default False: switching an existing pipeline forgets every key it recorded (see README).
+        to EventBridge for the application, read from the dedupe table's stream; see ``on_outcome``. True with an
+        ``existing_table`` that has no stream fails synth. Default: on (off with a warning for an ``existing_table``
+        without a stream).
+    :param outcome_bus: the event bus outcome events go to. Default: the default bus.
+    :param suppression_reasons: the configuration set's own suppression list reasons (bounces, complaints or both);
+        only for the configuration set the construct makes. Default: the account's.
+    :param disable_suppression_list: send even to addresses on the account's suppression list. Default: False.
+    :param key_privacy: outside the job body, a key travels as its HMAC-SHA256 under a secret the construct keeps in
+        Secrets Manager (``key_secret``): the ledger, SES's tags and events, logs and the DLQ's attributes never
+        carry its text. Switching an existing pipeline forgets every key it recorded (see README). Default: False.
     :param allowed_recipients: the only addresses and domains this pipeline may send to (``SES_MAILBOX_SIMULATOR``
         for SES's simulator): a job naming any other recipient goes to the DLQ (``recipient-not-allowed``), unsent.
-        For staging stages. Default none (every recipient allowed).
+        For staging stages. Default: none (every recipient).
     :param quota_watch: a small function an EventBridge schedule runs every five minutes, reading SES's 24-hour
-        quota (SESv2 GetAccount) into the ``QuotaUsedPercent`` metric. Default True.
+        quota (SESv2 GetAccount) into the ``QuotaUsedPercent`` metric. Default: True.
     :param quota_alarm_threshold: the share of SES's 24-hour quota used (percent) that raises the
-        ``QuotaNearlyUsed`` alarm, with ``quota_watch``. Default 80.
+        ``QuotaNearlyUsed`` alarm, with ``quota_watch``. Default: 80.
+    :param outbox: add a transactional outbox (a table with a stream, relayed to the queue) that producers write in
+        their own DynamoDB transaction with ``sendonce_producer.outbox_put``. Default: False.
     """
 
-    def __init__(
-        self,
-        scope: Construct,
-        id: str,
-        *,
-        sender: str | ses.IEmailIdentity,
-        from_addresses: Sequence[str] | None = None,
-        configuration_set: str | ses.IConfigurationSet | None = None,
-        template_names: Sequence[str] | None = None,
-        allow_raw_messages: bool = False,
-        function_timeout: Duration | None = None,
-        memory_size: int | None = None,
-        architecture: lambda_.Architecture | None = None,
-        runtime: lambda_.Runtime | None = None,
-        log_retention: logs.RetentionDays | None = None,
-        tracing: lambda_.Tracing | None = None,
-        visibility_timeout: Duration | None = None,
-        batch_size: int | None = None,
-        max_batching_window: Duration | None = None,
-        max_concurrency: int | None = None,
-        parallelism: int | None = None,
-        max_send_rate: float | None = None,
-        send_rate: float | None = None,
-        max_receive_count: int | None = None,
-        retention_period: Duration | None = None,
-        dedupe_ttl: Duration | None = None,
-        delivery: DeliveryPolicy = DeliveryPolicy.RESEND_WITHOUT_EVIDENCE,
-        ses_events: bool = True,
-        evidence_grace_period: Duration | None = None,
-        fifo: bool = False,
-        existing_table: dynamodb.ITable | None = None,
-        removal_policy: RemovalPolicy | None = None,
-        deletion_protection: bool | None = None,
-        encryption: sqs.QueueEncryption | None = None,
-        encryption_key: kms.IKey | None = None,
-        alarms: bool = True,
-        alarm_topic: sns.ITopic | None = None,
-        oldest_message_alarm_threshold: Duration | None = None,
-        dashboard: bool = False,
-        outbox: bool = False,
-        vpc: ec2.IVpc | None = None,
-        vpc_subnets: ec2.SubnetSelection | None = None,
-        security_groups: Sequence[ec2.ISecurityGroup] | None = None,
-        reserved_concurrent_executions: int | None = None,
-        log_level: lambda_.ApplicationLogLevel | None = None,
-        queue_removal_policy: RemovalPolicy | None = None,
-        log_removal_policy: RemovalPolicy | None = None,
-        enabled: bool = True,
-        dead_letter_queue: sqs.IQueue | None = None,
-        outcome_events: bool | None = None,
-        outcome_bus: events.IEventBus | None = None,
-        suppression_reasons: ses.SuppressionReasons | None = None,
-        disable_suppression_list: bool = False,
-        key_privacy: bool = False,
-        allowed_recipients: Sequence[str] | None = None,
-        quota_watch: bool = True,
-        quota_alarm_threshold: float | None = None,
-    ) -> None:
+    def __init__(self, scope: Construct, id: str, **props: Unpack[SendOnceEmailQueueProps]) -> None:
         super().__init__(scope, id)
-        props = resolve_props(
-            sender=sender, from_addresses=from_addresses, configuration_set=configuration_set,
-            template_names=template_names, allow_raw_messages=allow_raw_messages, function_timeout=function_timeout,
-            memory_size=memory_size, architecture=architecture, runtime=runtime, log_retention=log_retention,
-            tracing=tracing, visibility_timeout=visibility_timeout, batch_size=batch_size,
-            max_batching_window=max_batching_window, max_concurrency=max_concurrency, parallelism=parallelism,
-            max_send_rate=max_send_rate, send_rate=send_rate, max_receive_count=max_receive_count,
-            retention_period=retention_period, dedupe_ttl=dedupe_ttl, delivery=delivery, ses_events=ses_events,
-            evidence_grace_period=evidence_grace_period, fifo=fifo, existing_table=existing_table,
-            removal_policy=removal_policy, deletion_protection=deletion_protection, encryption=encryption,
-            encryption_key=encryption_key, alarms=alarms, alarm_topic=alarm_topic,
-            oldest_message_alarm_threshold=oldest_message_alarm_threshold, dashboard=dashboard, outbox=outbox,
-            vpc=vpc, vpc_subnets=vpc_subnets, security_groups=security_groups,
-            reserved_concurrent_executions=reserved_concurrent_executions, log_level=log_level,
-            queue_removal_policy=queue_removal_policy, log_removal_policy=log_removal_policy, enabled=enabled,
-            dead_letter_queue=dead_letter_queue, outcome_events=outcome_events, outcome_bus=outcome_bus,
-            suppression_reasons=suppression_reasons, disable_suppression_list=disable_suppression_list,
-            key_privacy=key_privacy, allowed_recipients=allowed_recipients, quota_watch=quota_watch,
-            quota_alarm_threshold=quota_alarm_threshold,
-        )
+        resolved = resolve_props(props, self.node.path)
+        self._warn(resolved)
+        self.delivery = resolved.delivery
+        self.fifo = resolved.fifo
+        self.encryption_key = resolved.encryption_key
+        self.pipeline_name = self.node.path
+        queues = self._build_queues(resolved)
+        self.queue, self.dead_letter_queue = queues.queue, queues.dead_letter_queue
+        ledger = self._build_ledger(resolved)
+        self.table, self.key_secret, self._ledger = ledger.table, ledger.key_secret, ledger
+        if resolved.vpc is not None:
+            Aspects.of(self).add(VpcEgressCheck(self, resolved.vpc, resolved.vpc_subnets))
+        function_options = self._function_options(resolved, ledger)
+        evidence = self._build_evidence(resolved, ledger, function_options)
+        self.evidence, self.outcome_events = evidence.ses, evidence.outcome_events
+        consumer = self._build_consumer(resolved, queues, ledger, evidence, function_options)
+        self.function, self.role, self.log_group = consumer.function, consumer.role, consumer.log_group
+        self.event_source = consumer.event_source
+        self.outbox = self._build_outbox(resolved, queues, function_options)
+        self._build_outputs(resolved, queues, ledger, self.outbox)
+        monitoring = self._build_monitoring(resolved, evidence, function_options)
+        self.quota_watch, self.alarms, self.dashboard = monitoring.quota_watch, monitoring.alarms, monitoring.dashboard
+
+    def _warn(self, props: PipelineProps) -> None:
         if props.low_max_receive_count:
             Validations.of(self).add_warning(
                 LOW_MAX_RECEIVE_COUNT_WARNING,
@@ -220,73 +172,47 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
                 "outcome_events are off: existing_table has no stream to read them from; enable a stream with "
                 "NEW_AND_OLD_IMAGES (and pass its stream ARN) to hear each email's fate, or set outcome_events=False",
             )
-        self.delivery = props.delivery
-        self.fifo = props.fifo
-        self.encryption_key = props.encryption_key
-        self.pipeline_name = self.node.path
-        self._build_queues(props)
-        self._build_table(props)
-        self.key_secret: secretsmanager.ISecret | None = (
-            build_key_secret(self, props.encryption_key) if props.key_privacy else None)
-        if props.vpc is not None:
-            Aspects.of(self).add(VpcEgressCheck(self, props.vpc, props.vpc_subnets))
-        function_options = self._function_options(props)
-        self.evidence = self._build_evidence(props, function_options)
-        self.outcome_events = self._build_outcome_events(props, function_options)
-        self._build_consumer(props, function_options)
-        self.outbox = self._build_outbox(props, function_options)
-        self._build_outputs(props)
-        self.quota_watch = build_quota_watch(self, self.pipeline_name, function_options) if props.quota_watch else None
-        self.alarms: dict[str, cloudwatch.Alarm] = (
-            build_alarms(self, self, props.oldest_message_alarm_threshold, props.alarm_topic,
-                         props.quota_alarm_threshold if props.quota_watch else None) if props.alarms else {}
-        )
-        if props.alarms and self.outcome_events is not None:
-            self.alarms["OutcomeEventFailures"] = self.outcome_events.failures_alarm(props.alarm_topic)
-        self.dashboard: cloudwatch.Dashboard | None = (
-            build_dashboard(self, self, self.alarms) if props.dashboard else None
-        )
 
-    def _build_queues(self, props: PipelineProps) -> None:
-        self.dead_letter_queue: sqs.IQueue = props.dead_letter_queue or sqs.Queue(
+    def _build_queues(self, props: PipelineProps) -> Queues:
+        dead_letter_queue: sqs.IQueue = props.dead_letter_queue or sqs.Queue(
             self,
             "DeadLetterQueue",
             fifo=props.fifo or None,
             retention_period=DLQ_RETENTION,
-            encryption=props.queue_encryption,
+            encryption=props.encryption,
             encryption_master_key=props.encryption_key,
             enforce_ssl=True,
             removal_policy=props.queue_removal_policy,
         )
         if props.dead_letter_queue is None:
-            acknowledge(self.dead_letter_queue, "Serverless-SQSRedrivePolicy",
+            acknowledge(dead_letter_queue, "Serverless-SQSRedrivePolicy",
                         "This is the dead-letter queue: a queue behind it would hide failed jobs instead of keeping "
                         "them.")
-        self.queue = sqs.Queue(
+        queue = sqs.Queue(
             self,
             "Queue",
             fifo=props.fifo or None,
             visibility_timeout=props.visibility_timeout,
             retention_period=props.retention_period,
-            encryption=props.queue_encryption,
+            encryption=props.encryption,
             encryption_master_key=props.encryption_key,
             enforce_ssl=True,
-            dead_letter_queue=sqs.DeadLetterQueue(queue=self.dead_letter_queue,
-                                                  max_receive_count=props.max_receive_count),
+            dead_letter_queue=sqs.DeadLetterQueue(queue=dead_letter_queue, max_receive_count=props.max_receive_count),
             removal_policy=props.queue_removal_policy,
         )
+        return Queues(queue=queue, dead_letter_queue=dead_letter_queue)
 
-    def _build_table(self, props: PipelineProps) -> None:
-        self.table: dynamodb.ITable = props.existing_table or dynamodb.Table(
+    def _build_ledger(self, props: PipelineProps) -> Ledger:
+        table: dynamodb.ITable = props.existing_table or dynamodb.Table(
             self,
             "DedupeTable",
-            partition_key=dynamodb.Attribute(name=Ledger.KEY, type=dynamodb.AttributeType.STRING),
+            partition_key=dynamodb.Attribute(name=LedgerSchema.KEY, type=dynamodb.AttributeType.STRING),
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            time_to_live_attribute=Ledger.EXPIRES_AT,
+            time_to_live_attribute=LedgerSchema.EXPIRES_AT,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
             ),
-            removal_policy=props.table_removal_policy,
+            removal_policy=props.removal_policy,
             deletion_protection=props.deletion_protection,
             encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED if props.encryption_key else None,
             encryption_key=props.encryption_key,
@@ -294,102 +220,117 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES if props.outcome_events else None,
         )
         # The queues' and table's key, and an existing table's own key: without it every claim is AccessDenied.
-        self._data_keys = [props.encryption_key] if props.encryption_key is not None else []
-        table_key = self.table.encryption_key
+        data_keys = [props.encryption_key] if props.encryption_key is not None else []
+        table_key = table.encryption_key
         if table_key is not None and table_key is not props.encryption_key:
-            self._data_keys.append(table_key)
+            data_keys.append(table_key)
+        key_secret = build_key_secret(self, props.encryption_key) if props.key_privacy else None
+        return Ledger(table=table, data_keys=data_keys, key_secret=key_secret)
 
-    def _function_options(self, props: PipelineProps) -> FunctionOptions:
+    def _function_options(self, props: PipelineProps, ledger: Ledger) -> FunctionOptions:
         return FunctionOptions(
             runtime=props.runtime, architecture=props.architecture, log_retention=props.log_retention,
-            tracing=props.tracing, data_keys=self._data_keys, log_level=props.log_level,
+            tracing=props.tracing, data_keys=list(ledger.data_keys), log_level=props.log_level,
             log_removal_policy=props.log_removal_policy, vpc=props.vpc, vpc_subnets=props.vpc_subnets,
             security_groups=props.security_groups,
         )
 
-    def _build_evidence(self, props: PipelineProps, function_options: FunctionOptions) -> SesEvidence | None:
-        if not props.ses_events:
-            return None
-        return SesEvidence(
-            self, "SesEvidence", table=self.table, configuration_set=props.configuration_set,
+    def _build_evidence(self, props: PipelineProps, ledger: Ledger, function_options: FunctionOptions) -> Evidence:
+        ses_evidence = SesEvidence(
+            self, "SesEvidence", table=ledger.table, configuration_set=props.configuration_set,
             suppression_reasons=props.suppression_reasons, disable_suppression_list=props.disable_suppression_list,
             pipeline_tag=self.node.addr, pipeline_name=self.pipeline_name, function_options=function_options,
-            queue_encryption=props.queue_encryption, encryption_key=props.encryption_key,
-        )
-
-    def _build_consumer(self, props: PipelineProps, function_options: FunctionOptions) -> None:
-        configuration_set = self.evidence.configuration_set if self.evidence else props.configuration_set
+            queue_encryption=props.encryption, encryption_key=props.encryption_key,
+        ) if props.ses_events else None
+        outcome_events = OutcomeEvents(
+            self, "OutcomeEvents", table=ledger.table, bus=props.outcome_bus, pipeline_tag=self.node.addr,
+            pipeline_name=self.pipeline_name, function_options=function_options, encryption_key=props.encryption_key,
+        ) if props.outcome_events else None
+        configuration_set = ses_evidence.configuration_set if ses_evidence else props.configuration_set
         configuration_set_name = (
             configuration_set
             if configuration_set is None or isinstance(configuration_set, str)
             else configuration_set.configuration_set_name
         )
+        return Evidence(ses=ses_evidence, outcome_events=outcome_events, configuration_set_name=configuration_set_name)
+
+    def _build_consumer(self, props: PipelineProps, queues: Queues, ledger: Ledger, evidence: Evidence,
+                        function_options: FunctionOptions) -> Consumer:
+        # The environment reads the parts already on the construct (queues, ledger, evidence).
         consumer = BundledFunction(
             self, "Consumer", handler=HANDLER, timeout=props.function_timeout, memory_size=props.memory_size,
-            environment=self._consumer_environment(props, configuration_set_name), options=function_options,
+            environment=self._consumer_environment(props, evidence.configuration_set_name), options=function_options,
             invoked_by="its SQS event source", reserved_concurrent_executions=props.reserved_concurrent_executions,
             description="sendonce consumer: sends each queued email once",
             role_description="sendonce consumer: its dedupe table, its DLQ, SES on its identity, its log group",
         )
-        self.function, self.role, self.log_group = consumer.function, consumer.role, consumer.log_group
-        self.event_source = event_sources.SqsEventSource(
-            self.queue,
+        function = consumer.function
+        event_source = event_sources.SqsEventSource(
+            queues.queue,
             batch_size=props.batch_size,
             max_batching_window=props.max_batching_window,
             max_concurrency=props.max_concurrency,
             report_batch_item_failures=True,
             enabled=props.enabled,
         )
-        self.function.add_event_source(self.event_source)
+        function.add_event_source(event_source)
         acknowledge(self, "Serverless-LambdaEventSourceMappingDestination",
                     "SQS event sources take no on-failure destination; failed jobs go to the queue's redrive DLQ.")
-        self.table.grant(self.function, *DEDUPE_TABLE_ACTIONS)
-        self.dead_letter_queue.grant_send_messages(self.function)
-        self.queue.grant_send_messages(self.function)  # a throttled job's delayed copy
-        if self.outcome_events is not None:
-            self.outcome_events.bus.grant_put_events_to(self.function)  # Email Dead-Lettered
-        if self.key_secret is not None:
-            self.key_secret.grant_read(self.function)
-        self._grant_ses(props, configuration_set_name)
+        ledger.table.grant(function, *DEDUPE_TABLE_ACTIONS)
+        queues.dead_letter_queue.grant_send_messages(function)
+        queues.queue.grant_send_messages(function)  # a throttled job's delayed copy
+        if evidence.outcome_events is not None:
+            evidence.outcome_events.bus.grant_put_events_to(function)  # Email Dead-Lettered
+        if ledger.key_secret is not None:
+            ledger.key_secret.grant_read(function)
+        self._grant_ses(props, function, evidence.configuration_set_name)
+        return Consumer(function=function, role=consumer.role, log_group=consumer.log_group,
+                        event_source=event_source)
 
-    def _build_outbox(self, props: PipelineProps, function_options: FunctionOptions) -> Outbox | None:
+    def _build_outbox(self, props: PipelineProps, queues: Queues, function_options: FunctionOptions) -> Outbox | None:
         if not props.outbox:
             return None
-        return Outbox(self, "Outbox", queue=self.queue, fifo=props.fifo, function_options=function_options,
-                      encryption_key=props.encryption_key, removal_policy=props.table_removal_policy)
+        return Outbox(self, "Outbox", queue=queues.queue, fifo=props.fifo, function_options=function_options,
+                      encryption_key=props.encryption_key, removal_policy=props.removal_policy)
 
-    def _build_outcome_events(self, props: PipelineProps,
-                              function_options: FunctionOptions) -> OutcomeEvents | None:
-        if not props.outcome_events:
-            return None
-        return OutcomeEvents(self, "OutcomeEvents", table=self.table, bus=props.outcome_bus,
-                             pipeline_tag=self.node.addr, pipeline_name=self.pipeline_name,
-                             function_options=function_options, encryption_key=props.encryption_key)
+    def _build_monitoring(self, props: PipelineProps, evidence: Evidence,
+                          function_options: FunctionOptions) -> Monitoring:
+        # The alarms and the dashboard read the pipeline's metrics: the parts above, already on the construct.
+        quota_watch = build_quota_watch(self, self.pipeline_name, function_options) if props.quota_watch else None
+        alarms: dict[str, cloudwatch.Alarm] = (
+            build_alarms(self, self, props.oldest_message_alarm_threshold, props.alarm_topic,
+                         props.quota_alarm_threshold if props.quota_watch else None) if props.alarms else {}
+        )
+        if props.alarms and evidence.outcome_events is not None:
+            alarms["OutcomeEventFailures"] = evidence.outcome_events.failures_alarm(props.alarm_topic)
+        dashboard = build_dashboard(self, self, alarms) if props.dashboard else None
+        return Monitoring(quota_watch=quota_watch, alarms=alarms, dashboard=dashboard)
 
     def on_outcome(self, id: str, target: events.IRuleTarget | None = None,
                    outcomes: Sequence[str] | None = None) -> events.Rule:
         """A rule matching this pipeline's outcome events, like ``bucket.on_cloud_trail_event``: ``outcomes`` names
         the transitions wanted (``"bounced"``, ``"complained"``, ...; all when None); ``target`` receives them."""
         if self.outcome_events is None:
-            raise ValueError("on_outcome needs outcome_events=True on the SendOnceEmailQueue")
+            raise SendOnceConfigurationError("on_outcome needs outcome_events=True on the SendOnceEmailQueue",
+                                             f"{ID_PREFIX}NeedsOutcomeEvents", self.node.path)
         return self.outcome_events.rule(self, id, [target] if target else [], outcomes)
 
-    def _build_outputs(self, props: PipelineProps) -> None:
+    def _build_outputs(self, props: PipelineProps, queues: Queues, ledger: Ledger, outbox: Outbox | None) -> None:
         # What `sendonce --stack NAME` reads to find this pipeline; the description says which pipeline and part.
-        for output_id, value, part in (("DedupeTableName", self.table.table_name, "table"),
-                                       ("QueueUrl", self.queue.queue_url, "queue"),
-                                       ("DeadLetterQueueUrl", self.dead_letter_queue.queue_url, "dlq")):
+        for output_id, value, part in (("DedupeTableName", ledger.table.table_name, "table"),
+                                       ("QueueUrl", queues.queue.queue_url, "queue"),
+                                       ("DeadLetterQueueUrl", queues.dead_letter_queue.queue_url, "dlq")):
             CfnOutput(self, output_id, value=value, description=f"sendonce:{self.pipeline_name}:{part}")
         # What `sendonce dlq redrive` reads to skip jobs whose key is forgotten, and `sendonce status` to digest a key.
         dedupe_ttl_s = seconds(props.dedupe_ttl)
         if dedupe_ttl_s is not None:
             CfnOutput(self, "DedupeTtlSeconds", value=str(int(dedupe_ttl_s)),
                       description=f"sendonce:{self.pipeline_name}:dedupe-ttl")
-        if self.key_secret is not None:
-            CfnOutput(self, "KeySecretArn", value=self.key_secret.secret_arn,
+        if ledger.key_secret is not None:
+            CfnOutput(self, "KeySecretArn", value=ledger.key_secret.secret_arn,
                       description=f"sendonce:{self.pipeline_name}:key-secret")
-        if self.outbox is not None:
-            CfnOutput(self, "OutboxTableName", value=self.outbox.table.table_name,
+        if outbox is not None:
+            CfnOutput(self, "OutboxTableName", value=outbox.table.table_name,
                       description=f"sendonce:{self.pipeline_name}:outbox")
 
     def _consumer_environment(self, props: PipelineProps, configuration_set_name: str | None) -> dict[str, str]:
@@ -432,7 +373,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             )
         return environment
 
-    def _grant_ses(self, props: PipelineProps, configuration_set_name: str | None) -> None:
+    def _grant_ses(self, props: PipelineProps, function: lambda_.IFunction, configuration_set_name: str | None) -> None:
         stack = Stack.of(self)
         sender = props.sender
         identity_arn = (
@@ -446,8 +387,9 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         resources += [
             stack.format_arn(service="ses", resource="template", resource_name=name) for name in props.template_names
         ]
-        patterns = ses_permissions.from_address_patterns(props.sender_name, props.from_addresses)
-        self.function.add_to_role_policy(ses_permissions.send_statement(resources, patterns, props.allow_raw_messages))
+        sender_name = props.sender_name if isinstance(props.sender_name, str) else None
+        patterns = ses_permissions.from_address_patterns(sender_name, props.from_addresses)
+        function.add_to_role_policy(ses_permissions.send_statement(resources, patterns, props.allow_raw_messages))
 
     @property
     def outbox_table(self) -> dynamodb.ITable | None:
@@ -456,7 +398,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     def grant_outbox_write(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` write jobs to the outbox in its own TransactWriteItems (needs ``outbox=True``)."""
         if self.outbox is None:
-            raise ValueError("grant_outbox_write needs outbox=True on the SendOnceEmailQueue")
+            raise SendOnceConfigurationError("grant_outbox_write needs outbox=True on the SendOnceEmailQueue",
+                                             f"{ID_PREFIX}NeedsOutbox", self.node.path)
         return self.outbox.grant_write(grantee)
 
     def grant_operate(self, grantee: iam.IGrantable) -> iam.Grant:
@@ -471,7 +414,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         grant = grant.combine(iam.Grant.add_to_principal(
             grantee=grantee, actions=["cloudformation:DescribeStacks", "cloudformation:DescribeStackResources"],
             resource_arns=[Stack.of(self).stack_id]))
-        for key in self._data_keys:
+        for key in self._ledger.data_keys:
             grant = grant.combine(key.grant_encrypt_decrypt(grantee))
         if self.key_secret is not None:  # to digest the clear key an operator types
             grant = grant.combine(self.key_secret.grant_read(grantee))

@@ -16,6 +16,7 @@ from sendonce_contract.schema import METRIC_DIMENSION as DIMENSION
 from sendonce_contract.schema import METRIC_NAMESPACE as NAMESPACE
 from sendonce_contract.schema import SES_EVENTS_BY_NAME, DeadLetter
 
+from .errors import ID_PREFIX, SendOnceConfigurationError
 from .evidence import SesEvidence
 
 # Reputation. SES reviews an account at a 5% bounce rate and a 0.1% complaint rate (and may pause sending at 10% and
@@ -95,7 +96,8 @@ class PipelineMetrics:
     def metric_evidence_dead_letter_queue_depth(self, **options: Any) -> cloudwatch.Metric:
         options.setdefault("statistic", "Maximum")
         if self.evidence is None:
-            raise ValueError("metric_evidence_dead_letter_queue_depth needs ses_events=True")
+            raise SendOnceConfigurationError("metric_evidence_dead_letter_queue_depth needs ses_events=True",
+                                             f"{ID_PREFIX}NeedsSesEvents", self.pipeline_name)
         return self.evidence.dead_letter_queue.metric_approximate_number_of_messages_visible(**options)
 
     def metric_ledger_throttles(self, **options: Any) -> cloudwatch.Metric:
@@ -137,7 +139,8 @@ class PipelineMetrics:
 
     def _rate(self, events: str, label: str, window: Duration) -> cloudwatch.MathExpression:
         if self.evidence is None:
-            raise ValueError(f"the {label.lower()} is counted from SES's events: it needs ses_events=True")
+            raise SendOnceConfigurationError(f"the {label.lower()} is counted from SES's events: it needs "
+                                             "ses_events=True", f"{ID_PREFIX}NeedsSesEvents", self.pipeline_name)
         return cloudwatch.MathExpression(
             expression=f"IF(sends >= {REPUTATION_MIN_EMAILS}, 100 * {events.lower()} / sends, 0)",
             using_metrics={events.lower(): self.metric(events, period=window),

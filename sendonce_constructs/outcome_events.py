@@ -25,6 +25,7 @@ from sendonce_contract.outcome_events import BY_TRANSITION, OUTCOME_TYPES, SOURC
 from . import rules
 from .acknowledgements import acknowledge
 from .bundled_function import BundledFunction, FunctionOptions
+from .errors import ID_PREFIX, SendOnceConfigurationError
 from .runtime_asset import OUTCOME_HANDLER
 
 # Every outcome event's "transition", for on_outcome(outcomes=[...]).
@@ -88,7 +89,8 @@ class OutcomeEvents(Construct):
              outcomes: Sequence[str] | None) -> events.Rule:
         unknown = sorted(set(outcomes or ()) - set(BY_TRANSITION))
         if unknown:
-            raise ValueError(f"on_outcome outcomes {unknown} are not outcomes; choose from {list(OUTCOMES)}")
+            raise SendOnceConfigurationError(f"on_outcome outcomes {unknown} are not outcomes; choose from "
+                                             f"{list(OUTCOMES)}", f"{ID_PREFIX}UnknownOutcome", scope.node.path)
         chosen = [BY_TRANSITION[name] for name in outcomes] if outcomes else list(OUTCOME_TYPES)
         return events.Rule(
             scope, id, event_bus=self.bus, targets=list(targets),

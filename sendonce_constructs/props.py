@@ -1,14 +1,17 @@
-"""The pipeline's props, resolved once: the defaults filled in and every rule checked, before anything is built.
+"""The pipeline's props, resolved once: the declared defaults filled in (``queue_props``), the derived ones
+computed, and every rule checked, before anything is built.
 
-Values that are unresolved tokens keep their place and skip the rules that would need them (see ``rules``).
+Values that are unresolved tokens keep their place; the rules see them as ``UNRESOLVED`` and skip what would
+need them (see ``rules``).
 """
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from aws_cdk import Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_dynamodb as dynamodb
@@ -26,6 +29,9 @@ from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S
 
 from . import rules
+from .errors import ID_PREFIX, SendOnceConfigurationError
+from .queue_props import DERIVED, REQUIRED, Prop, declared_props
+from .unresolved import UNRESOLVED, Number, Unresolved, is_known
 
 # How long a dead worker's send waits for SES's events before the delivery policy decides it. SES publishes a Send
 # event as it accepts an email and EventBridge delivers in about a second, retrying a failing target for up to
@@ -34,6 +40,7 @@ DEFAULT_EVIDENCE_GRACE = Duration.minutes(5)
 
 
 def seconds(duration: Duration | None) -> float | None:
+    """For the consumer's environment: seconds, or None when absent or a token."""
     if duration is None or duration.is_unresolved():
         return None
     return duration.to_seconds()
@@ -43,8 +50,25 @@ Known = TypeVar("Known", str, float)
 
 
 def known(value: Known | None) -> Known | None:
-    """``value``, or None when it is absent or a token resolved only at deploy time (no rule can check it)."""
+    """For the consumer's environment: ``value``, or None when it is absent or a token resolved only at deploy."""
     return None if value is None or Token.is_unresolved(value) else value
+
+
+Read = TypeVar("Read", str, float)
+
+
+def read(value: Read | None) -> Read | Unresolved | None:
+    """A value as the rules see it: None when absent, ``UNRESOLVED`` when a token."""
+    if value is None:
+        return None
+    return UNRESOLVED if Token.is_unresolved(value) else value
+
+
+def read_seconds(duration: Duration | None) -> float | Unresolved | None:
+    """A duration in seconds as the rules see it: None when absent, ``UNRESOLVED`` when a token."""
+    if duration is None:
+        return None
+    return UNRESOLVED if duration.is_unresolved() else duration.to_seconds()
 
 
 def newest_python_runtime() -> lambda_.Runtime:
@@ -60,12 +84,14 @@ def newest_python_runtime() -> lambda_.Runtime:
 
 @dataclass(frozen=True)
 class PipelineProps:
-    """Every prop of ``SendOnceEmailQueue`` with its default applied, checked against the rules."""
+    """Every prop of ``SendOnceEmailQueue`` (named as declared in ``queue_props``) with its default applied and the
+    rules checked, and what the rules found. A test holds its fields to the declarations."""
 
     sender: str | ses.IEmailIdentity
-    sender_name: str | None  # the identity's name, when known at synth
     from_addresses: Sequence[str] | None
     configuration_set: str | ses.IConfigurationSet | None
+    ses_events: bool
+    evidence_grace_period: Duration | None  # with ses_events
     template_names: Sequence[str]
     allow_raw_messages: bool
     function_timeout: Duration
@@ -74,29 +100,27 @@ class PipelineProps:
     runtime: lambda_.Runtime
     log_retention: logs.RetentionDays
     tracing: lambda_.Tracing | None
-    visibility_timeout: Duration | None
+    visibility_timeout: Duration | None  # None when the function timeout is a token: the queue's own default
     batch_size: int
     max_batching_window: Duration | None
     max_concurrency: int | None
     parallelism: int | None
+    send_rate: float | None
     max_send_rate: float | None  # per instance: given, or send_rate / max_concurrency
     max_receive_count: int
     retention_period: Duration
     dedupe_ttl: Duration
     delivery: DeliveryPolicy
-    ses_events: bool
-    evidence_grace_period: Duration | None  # with ses_events
     fifo: bool
     existing_table: dynamodb.ITable | None
-    table_removal_policy: RemovalPolicy
+    removal_policy: RemovalPolicy  # of the tables the construct makes
     deletion_protection: bool | None
-    queue_encryption: sqs.QueueEncryption
+    encryption: sqs.QueueEncryption
     encryption_key: kms.IKey | None
     alarms: bool
     alarm_topic: sns.ITopic | None
     oldest_message_alarm_threshold: Duration
     dashboard: bool
-    outbox: bool
     vpc: ec2.IVpc | None
     vpc_subnets: ec2.SubnetSelection | None
     security_groups: Sequence[ec2.ISecurityGroup] | None
@@ -106,170 +130,133 @@ class PipelineProps:
     log_removal_policy: RemovalPolicy
     enabled: bool
     dead_letter_queue: sqs.IQueue | None
+    outcome_events: bool
+    outcome_bus: events.IEventBus | None
     suppression_reasons: ses.SuppressionReasons | None
     disable_suppression_list: bool
-    outcome_events: bool
-    outcome_events_skipped: bool  # left off by default: the existing table has no stream (a warning says so)
-    outcome_bus: events.IEventBus | None
-    low_max_receive_count: bool  # below AWS's recommended 5: a warning the user may acknowledge
+    key_privacy: bool  # keys travel as their keyed digest outside the job body
+    allowed_recipients: AllowedRecipients | None  # a stage's only recipients; None allows every one
     quota_watch: bool
     quota_alarm_threshold: float  # percent of SES's 24-hour quota
-    key_privacy: bool = False  # keys travel as their keyed digest outside the job body
-    allowed_recipients: AllowedRecipients | None = None  # a stage's only recipients; None allows every one
+    outbox: bool
+    # What the rules found, besides the props:
+    sender_name: str | Unresolved  # the identity's name
+    outcome_events_skipped: bool  # left off by default: the existing table has no stream (a warning says so)
+    low_max_receive_count: bool  # below AWS's recommended 5: a warning the user may acknowledge
 
 
-def resolve_props(
-    *,
-    sender: str | ses.IEmailIdentity,
-    from_addresses: Sequence[str] | None,
-    configuration_set: str | ses.IConfigurationSet | None,
-    template_names: Sequence[str] | None,
-    allow_raw_messages: bool,
-    function_timeout: Duration | None,
-    memory_size: int | None,
-    architecture: lambda_.Architecture | None,
-    runtime: lambda_.Runtime | None,
-    log_retention: logs.RetentionDays | None,
-    tracing: lambda_.Tracing | None,
-    visibility_timeout: Duration | None,
-    batch_size: int | None,
-    max_batching_window: Duration | None,
-    max_concurrency: int | None,
-    parallelism: int | None,
-    max_send_rate: float | None,
-    send_rate: float | None,
-    max_receive_count: int | None,
-    retention_period: Duration | None,
-    dedupe_ttl: Duration | None,
-    delivery: DeliveryPolicy,
-    ses_events: bool,
-    evidence_grace_period: Duration | None,
-    fifo: bool,
-    existing_table: dynamodb.ITable | None,
-    removal_policy: RemovalPolicy | None,
-    deletion_protection: bool | None,
-    encryption: sqs.QueueEncryption | None,
-    encryption_key: kms.IKey | None,
-    alarms: bool,
-    alarm_topic: sns.ITopic | None,
-    oldest_message_alarm_threshold: Duration | None,
-    dashboard: bool,
-    outbox: bool,
-    vpc: ec2.IVpc | None,
-    vpc_subnets: ec2.SubnetSelection | None,
-    security_groups: Sequence[ec2.ISecurityGroup] | None,
-    reserved_concurrent_executions: int | None,
-    log_level: lambda_.ApplicationLogLevel | None,
-    queue_removal_policy: RemovalPolicy | None,
-    log_removal_policy: RemovalPolicy | None,
-    enabled: bool,
-    dead_letter_queue: sqs.IQueue | None,
-    outcome_events: bool | None,
-    outcome_bus: events.IEventBus | None,
-    suppression_reasons: ses.SuppressionReasons | None,
-    disable_suppression_list: bool,
-    key_privacy: bool = False,
-    allowed_recipients: Sequence[str] | None = None,
-    quota_watch: bool = True,
-    quota_alarm_threshold: float | None = None,
-) -> PipelineProps:
-    function_timeout = function_timeout or Duration.seconds(30)
-    batch_size = 10 if batch_size is None else batch_size
-    max_receive_count = 5 if max_receive_count is None else max_receive_count
-    retention_period = retention_period or Duration.days(4)
-    if dedupe_ttl is None:
-        dedupe_ttl = Duration.seconds(DEFAULT_DEDUPE_TTL_S)
-        if outbox and seconds(retention_period) is not None:
-            minimum_s = rules.outbox_minimum_dedupe_ttl_s(retention_period.to_seconds())
-            dedupe_ttl = Duration.days(max(DEFAULT_DEDUPE_TTL_S // 86_400, -(-int(minimum_s) // 86_400)))
-    batching_window_s = seconds(max_batching_window) if max_batching_window else 0.0
-    if parallelism is None and known(batch_size) is not None:
-        parallelism = min(batch_size, 10)
-    sender_name = known(sender if isinstance(sender, str) else sender.email_identity_name)
+def resolve_props(given: Mapping[str, object], path: str) -> PipelineProps:
+    """The props given (``SendOnceEmailQueueProps``; None is the same as absent) with the declared defaults filled
+    in, the derived ones computed and every rule applied; an error names the construct at ``path``."""
+    try:
+        return _resolve({name: value for name, value in given.items() if value is not None})
+    except SendOnceConfigurationError as error:
+        raise error.at(path) from None
 
-    rules.check_function_timeout(seconds(function_timeout))
-    if visibility_timeout is None and seconds(function_timeout) is not None and batching_window_s is not None:
-        visibility_timeout = Duration.seconds(
-            rules.minimum_visibility_timeout_s(function_timeout.to_seconds(), batching_window_s)
-        )
-    rules.check_visibility_timeout(seconds(visibility_timeout), seconds(function_timeout), batching_window_s)
-    rules.check_batching(known(batch_size), batching_window_s if max_batching_window else None, fifo)
-    rules.check_max_concurrency(known(max_concurrency))
-    rules.check_parallelism(known(parallelism), known(batch_size))
-    rules.check_max_send_rate(known(max_send_rate))
-    rules.check_send_rate(known(send_rate), max_send_rate is not None, known(max_concurrency),
-                          max_concurrency is not None)
-    pipeline_rate, instances = known(send_rate), known(max_concurrency)
-    if pipeline_rate is not None and instances is not None:
-        max_send_rate = pipeline_rate / instances
-    low_max_receive_count = rules.check_max_receive_count(known(max_receive_count))
-    rules.check_retention_period(seconds(retention_period))
-    rules.check_dedupe_ttl(seconds(dedupe_ttl), seconds(retention_period))
-    if outbox:
-        rules.check_outbox_dedupe_ttl(seconds(dedupe_ttl), seconds(retention_period))
-    rules.check_memory_size(known(memory_size))
-    if ses_events:
-        evidence_grace_period = evidence_grace_period or DEFAULT_EVIDENCE_GRACE
-        rules.check_evidence_grace_period(seconds(evidence_grace_period), seconds(visibility_timeout),
-                                          seconds(retention_period), known(max_receive_count))
-    elif evidence_grace_period is not None:
+
+def _resolve(given: Mapping[str, Any]) -> PipelineProps:
+    declared = declared_props()
+    check_declared(given, declared)
+    v = {name: given.get(name, prop.default) for name, prop in declared.items() if prop.default is not DERIVED}
+    # The derived defaults, each from the props it follows.
+    window_s = read_seconds(v["max_batching_window"]) if v["max_batching_window"] else 0.0
+    timeout_s, retention_s = read_seconds(v["function_timeout"]), read_seconds(v["retention_period"])
+    v["runtime"] = given.get("runtime") or newest_python_runtime()
+    v["visibility_timeout"] = given.get("visibility_timeout") or (
+        Duration.seconds(rules.minimum_visibility_timeout_s(timeout_s, window_s))
+        if is_known(timeout_s) and is_known(window_s) else None)
+    v["dedupe_ttl"] = given.get("dedupe_ttl") or _default_dedupe_ttl(v["outbox"], retention_s)
+    v["parallelism"] = given["parallelism"] if "parallelism" in given else (
+        min(v["batch_size"], 10) if is_known(read(v["batch_size"])) else None)
+    v["encryption"] = given.get("encryption") or (
+        sqs.QueueEncryption.KMS if v["encryption_key"] is not None else sqs.QueueEncryption.SQS_MANAGED)
+    v["evidence_grace_period"] = given.get("evidence_grace_period") or (
+        DEFAULT_EVIDENCE_GRACE if v["ses_events"] else None)
+    send_rate, max_concurrency = read(v["send_rate"]), read(v["max_concurrency"])
+    v["max_send_rate"] = (send_rate / max_concurrency if is_known(send_rate) and is_known(max_concurrency)
+                          else given.get("max_send_rate"))
+    sender = v["sender"]
+    v["sender_name"] = read(sender if isinstance(sender, str) else sender.email_identity_name)
+    found = _apply_rules(given, v, window_s, timeout_s, retention_s)
+    return PipelineProps(**{**v, **found})
+
+
+def check_declared(given: Mapping[str, object], declared: Mapping[str, Prop]) -> None:
+    """Every prop given is declared (a typo is an error, not a prop silently ignored); every required one given."""
+    for name in given:
+        if name not in declared:
+            close = difflib.get_close_matches(name, declared, n=1)
+            hint = f"did you mean {close[0]}?" if close else "see the README's prop table for the props"
+            raise SendOnceConfigurationError(f"{name} is not a prop of SendOnceEmailQueue; {hint}",
+                                             f"{ID_PREFIX}UnknownProp")
+    for name, prop in declared.items():
+        if prop.default is REQUIRED and name not in given:
+            raise SendOnceConfigurationError(f"{name} is required: {prop.doc}", f"{ID_PREFIX}MissingProp")
+
+
+def _as_rules_see(value: Any) -> Number:
+    return read_seconds(value) if isinstance(value, Duration) else read(value)
+
+
+def _default_dedupe_ttl(outbox: bool, retention_s: float | Unresolved | None) -> Duration:
+    # With an outbox the key must outlive the stream, the queue and the DLQ: whole days, at least the 7-day default.
+    if outbox and is_known(retention_s):
+        minimum_s = rules.outbox_minimum_dedupe_ttl_s(retention_s)
+        return Duration.days(max(DEFAULT_DEDUPE_TTL_S // 86_400, -(-int(minimum_s) // 86_400)))
+    return Duration.seconds(DEFAULT_DEDUPE_TTL_S)
+
+
+def _apply_rules(given: Mapping[str, Any], v: Mapping[str, Any], window_s: float | Unresolved | None,
+                 timeout_s: float | Unresolved | None, retention_s: float | Unresolved | None) -> dict[str, Any]:
+    """Every rule, on the values as they will be built; returns what the rules found besides the props."""
+    batch_size, max_concurrency = read(v["batch_size"]), read(v["max_concurrency"])
+    max_receive_count, visibility_s = read(v["max_receive_count"]), read_seconds(v["visibility_timeout"])
+    dedupe_ttl_s = read_seconds(v["dedupe_ttl"])
+    existing_table, dead_letter_queue = v["existing_table"], v["dead_letter_queue"]
+
+    for name, prop in declared_props().items():
+        if prop.check is not None and name in given:
+            prop.check(_as_rules_see(given[name]))
+    rules.check_visibility_timeout(visibility_s, timeout_s, window_s)
+    rules.check_batching(batch_size, read_seconds(given.get("max_batching_window")), v["fifo"])
+    rules.check_parallelism(read(v["parallelism"]), batch_size)
+    rules.check_send_rate(read(v["send_rate"]), read(given.get("max_send_rate")), max_concurrency)
+    low_max_receive_count = rules.check_max_receive_count(max_receive_count)
+    rules.check_dedupe_ttl(dedupe_ttl_s, retention_s)
+    if v["outbox"]:
+        rules.check_outbox_dedupe_ttl(dedupe_ttl_s, retention_s)
+    if v["ses_events"]:
+        rules.check_evidence_grace_period(read_seconds(v["evidence_grace_period"]), visibility_s, retention_s,
+                                          max_receive_count)
+    elif "evidence_grace_period" in given:
         rules.evidence_grace_period_without_events()
-    if isinstance(sender, str):
-        rules.check_sender(sender)
-    if from_addresses is not None:
-        rules.check_from_addresses(from_addresses, sender_name)
-    table_overrides = [name for name, value in (("removal_policy", removal_policy),
-                                                ("deletion_protection", deletion_protection)) if value is not None]
-    rules.check_table_choice(existing_table is not None, table_overrides)
+    if isinstance(v["sender"], str):
+        rules.check_sender(v["sender"])
+    if v["from_addresses"] is not None:
+        rules.check_from_addresses(v["from_addresses"], v["sender_name"])
+    rules.check_table_choice(existing_table is not None,
+                             [name for name in ("removal_policy", "deletion_protection") if name in given])
     if existing_table is not None:
         schema = _key_schema(existing_table)
         if schema is not None:
             rules.check_existing_table_keys(*schema)
-    rules.check_encryption(encryption.name if encryption else None, encryption_key is not None)
-    rules.check_reserved_concurrency(known(reserved_concurrent_executions), known(max_concurrency))
-    rules.check_vpc_choice(vpc is not None, [name for name, value in (("vpc_subnets", vpc_subnets),
-                                                                      ("security_groups", security_groups))
-                                             if value is not None])
+    encryption = given.get("encryption")
+    rules.check_encryption(encryption.name if encryption else None, v["encryption_key"] is not None)
+    rules.check_reserved_concurrency(read(v["reserved_concurrent_executions"]), max_concurrency)
+    rules.check_vpc_choice(v["vpc"] is not None, [name for name in ("vpc_subnets", "security_groups") if name in given])
     if dead_letter_queue is not None:
-        rules.check_dead_letter_queue(_fifo_of(dead_letter_queue), fifo)
+        rules.check_dead_letter_queue(_fifo_of(dead_letter_queue), v["fifo"])
         rules.check_dead_letter_queue_retention(_retention_of(dead_letter_queue))
-    rules.check_suppression(suppression_reasons is not None, disable_suppression_list,
-                            ses_events and configuration_set is None)
+    rules.check_suppression(v["suppression_reasons"] is not None, v["disable_suppression_list"],
+                            v["ses_events"] and v["configuration_set"] is None)
     table_has_stream = None if existing_table is None else existing_table.table_stream_arn is not None
-    outcome_events_on = rules.check_outcome_events(outcome_events, outcome_bus is not None, table_has_stream)
-    rules.check_template_names([name for name in template_names or [] if known(name) is not None])
-    allowed = rules.check_allowed_recipients(allowed_recipients)
-    rules.check_quota_alarm_threshold(known(quota_alarm_threshold))
-
-    return PipelineProps(
-        sender=sender, sender_name=sender_name, from_addresses=from_addresses, configuration_set=configuration_set,
-        template_names=template_names or [], allow_raw_messages=allow_raw_messages,
-        function_timeout=function_timeout, memory_size=memory_size or 256,
-        architecture=architecture or lambda_.Architecture.ARM_64, runtime=runtime or newest_python_runtime(),
-        log_retention=log_retention or logs.RetentionDays.ONE_MONTH, tracing=tracing,
-        visibility_timeout=visibility_timeout, batch_size=batch_size, max_batching_window=max_batching_window,
-        max_concurrency=max_concurrency, parallelism=parallelism, max_send_rate=max_send_rate,
-        max_receive_count=max_receive_count, retention_period=retention_period, dedupe_ttl=dedupe_ttl,
-        delivery=delivery, ses_events=ses_events, evidence_grace_period=evidence_grace_period, fifo=fifo,
-        existing_table=existing_table, table_removal_policy=removal_policy or RemovalPolicy.RETAIN,
-        deletion_protection=deletion_protection,
-        queue_encryption=encryption or (
-            sqs.QueueEncryption.KMS if encryption_key is not None else sqs.QueueEncryption.SQS_MANAGED),
-        encryption_key=encryption_key, alarms=alarms, alarm_topic=alarm_topic,
-        oldest_message_alarm_threshold=oldest_message_alarm_threshold or Duration.minutes(15), dashboard=dashboard,
-        outbox=outbox, vpc=vpc, vpc_subnets=vpc_subnets, security_groups=security_groups,
-        reserved_concurrent_executions=reserved_concurrent_executions,
-        log_level=log_level or lambda_.ApplicationLogLevel.INFO,
-        queue_removal_policy=queue_removal_policy or RemovalPolicy.RETAIN,
-        log_removal_policy=log_removal_policy or RemovalPolicy.DESTROY, enabled=enabled,
-        dead_letter_queue=dead_letter_queue, suppression_reasons=suppression_reasons,
-        disable_suppression_list=disable_suppression_list, outcome_events=outcome_events_on,
-        outcome_events_skipped=outcome_events is None and not outcome_events_on, outcome_bus=outcome_bus,
-        low_max_receive_count=low_max_receive_count, key_privacy=key_privacy, allowed_recipients=allowed,
-        quota_watch=quota_watch,
-        quota_alarm_threshold=(rules.DEFAULT_QUOTA_ALARM_PERCENT if quota_alarm_threshold is None
-                               else quota_alarm_threshold),
-    )
+    outcome_events = rules.check_outcome_events(given.get("outcome_events"), v["outcome_bus"] is not None,
+                                                table_has_stream)
+    rules.check_template_names([name for name in v["template_names"] if is_known(read(name))])
+    allowed_recipients = rules.check_allowed_recipients(given.get("allowed_recipients"))
+    return {"outcome_events": outcome_events, "allowed_recipients": allowed_recipients,
+            "outcome_events_skipped": "outcome_events" not in given and not outcome_events,
+            "low_max_receive_count": low_max_receive_count}
 
 
 def _fifo_of(queue: sqs.IQueue) -> bool | None:
@@ -278,16 +265,16 @@ def _fifo_of(queue: sqs.IQueue) -> bool | None:
     return fifo if isinstance(fifo, bool) else None
 
 
-def _retention_of(queue: sqs.IQueue) -> float | None:
-    """How long a queue defined in this app keeps messages (SQS's default 4 days when unset); None for an imported
-    queue or a token."""
+def _retention_of(queue: sqs.IQueue) -> float | Unresolved:
+    """How long a queue defined in this app keeps messages (SQS's default 4 days when unset); UNRESOLVED for an
+    imported queue (CDK cannot tell) or a token."""
     cfn = queue.node.default_child if isinstance(queue, sqs.Queue) else None
     if not isinstance(cfn, sqs.CfnQueue):
-        return None
+        return UNRESOLVED
     retention = cfn.message_retention_period
     if retention is None:
         return float(SQS_DEFAULT_RETENTION_S)
-    return float(retention) if known(float(retention)) is not None else None
+    return UNRESOLVED if Token.is_unresolved(retention) else float(retention)
 
 
 SQS_DEFAULT_RETENTION_S = 345_600

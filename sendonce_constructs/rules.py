@@ -1,20 +1,24 @@
 """The synth-time rules that keep the pipeline's guarantees, one small function per rule.
 
-Each rule gets plain values (seconds, counts) already read from the props, with ``None`` for a value that is an
-unresolved token: CDK cannot know it at synth time, so the rule is skipped rather than guessed.
+Each rule gets plain values (seconds, counts) already read from the props: ``None`` for a prop not given, and
+``UNRESOLVED`` for a value that is an unresolved token: CDK cannot know it at synth time, so the rule is skipped
+rather than guessed.
 Each raises :class:`SendOnceConfigurationError` naming the prop, the value given, the rule and the fix.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import ParamSpec, TypeVar
 
 from sendonce_contract.allowed_recipients import AllowedRecipients, InvalidEntry, parse_entries
 from sendonce_contract.message import SES_NAME
 from sendonce_contract.schema import Ledger
 
-from .errors import SendOnceConfigurationError
+from .errors import ID_PREFIX, SendOnceConfigurationError
+from .unresolved import Number, Unresolved, is_known
 
 # AWS limits the rules are built from (Lambda, SQS and the SQS event source mapping).
 LAMBDA_MAX_TIMEOUT_S = 900
@@ -38,13 +42,40 @@ def _fail(message: str) -> None:
     raise SendOnceConfigurationError(message)
 
 
+Params = ParamSpec("Params")
+Result = TypeVar("Result")
+
+
+# Each rule's stable error id, by the rule's function name.
+RULE_IDS: dict[str, str] = {}
+
+
+def rule(id: str) -> Callable[[Callable[Params, Result]], Callable[Params, Result]]:
+    """Gives a rule's errors its stable id, ``SendOnce.`` + ``id`` (the pipeline adds its construct path)."""
+
+    def decorate(check: Callable[Params, Result]) -> Callable[Params, Result]:
+        RULE_IDS[check.__name__] = f"{ID_PREFIX}{id}"
+
+        @functools.wraps(check)
+        def checked(*args: Params.args, **kwargs: Params.kwargs) -> Result:
+            try:
+                return check(*args, **kwargs)
+            except SendOnceConfigurationError as error:
+                raise SendOnceConfigurationError(error.message, f"{ID_PREFIX}{id}") from None
+
+        return checked
+
+    return decorate
+
+
 def _s(seconds: float) -> str:
     # Whole seconds in full ("1641600 s", never "1.6416e+06 s"); fractions as they are.
     return f"{seconds:.0f} s" if float(seconds).is_integer() else f"{seconds:g} s"
 
 
-def check_function_timeout(function_timeout_s: float | None) -> None:
-    if function_timeout_s is not None and not 1 <= function_timeout_s <= LAMBDA_MAX_TIMEOUT_S:
+@rule("InvalidFunctionTimeout")
+def check_function_timeout(function_timeout_s: Number) -> None:
+    if is_known(function_timeout_s) and not 1 <= function_timeout_s <= LAMBDA_MAX_TIMEOUT_S:
         _fail(
             f"function_timeout ({_s(function_timeout_s)}) must be between 1 s and {LAMBDA_MAX_TIMEOUT_S} s, "
             "Lambda's limit; pick a timeout in that range"
@@ -72,10 +103,12 @@ def consumer_time_budget(function_timeout_s: float) -> dict[str, float]:
     }
 
 
+@rule("InvalidVisibilityTimeout")
 def check_visibility_timeout(
-    visibility_timeout_s: float | None, function_timeout_s: float | None, max_batching_window_s: float | None
+    visibility_timeout_s: Number, function_timeout_s: Number, max_batching_window_s: Number
 ) -> None:
-    if visibility_timeout_s is None or function_timeout_s is None or max_batching_window_s is None:
+    """``max_batching_window_s`` is 0 when no window is given."""
+    if not (is_known(visibility_timeout_s) and is_known(function_timeout_s) and is_known(max_batching_window_s)):
         return
     minimum = minimum_visibility_timeout_s(function_timeout_s, max_batching_window_s)
     if visibility_timeout_s < minimum:
@@ -92,8 +125,9 @@ def check_visibility_timeout(
         )
 
 
-def check_batching(batch_size: float | None, max_batching_window_s: float | None, fifo: bool) -> None:
-    if max_batching_window_s is not None:
+@rule("InvalidBatching")
+def check_batching(batch_size: Number, max_batching_window_s: Number, fifo: bool) -> None:
+    if is_known(max_batching_window_s):
         if fifo and max_batching_window_s > 0:
             _fail(
                 f"max_batching_window ({_s(max_batching_window_s)}) is not supported with fifo=True: Lambda's "
@@ -104,30 +138,32 @@ def check_batching(batch_size: float | None, max_batching_window_s: float | None
                 f"max_batching_window ({_s(max_batching_window_s)}) must be between 0 s and "
                 f"{MAX_BATCHING_WINDOW_S} s, the event source's limit"
             )
-    if batch_size is None:
+    if not is_known(batch_size):
         return
     limit = FIFO_MAX_BATCH if fifo else STANDARD_MAX_BATCH
     if not 1 <= batch_size <= limit:
         kind = "a FIFO" if fifo else "a standard"
         _fail(f"batch_size ({batch_size:g}) must be between 1 and {limit} for {kind} queue")
-    if batch_size > UNBATCHED_MAX_BATCH and not max_batching_window_s:
+    if batch_size > UNBATCHED_MAX_BATCH and (max_batching_window_s is None or max_batching_window_s == 0):
         _fail(
             f"batch_size ({batch_size:g}) above {UNBATCHED_MAX_BATCH} needs a max_batching_window of at least 1 s "
             "(an SQS event source rule); set max_batching_window or lower batch_size to 10"
         )
 
 
-def check_max_concurrency(max_concurrency: float | None) -> None:
-    if max_concurrency is not None and not MIN_MAX_CONCURRENCY <= max_concurrency <= MAX_MAX_CONCURRENCY:
+@rule("InvalidMaxConcurrency")
+def check_max_concurrency(max_concurrency: Number) -> None:
+    if is_known(max_concurrency) and not MIN_MAX_CONCURRENCY <= max_concurrency <= MAX_MAX_CONCURRENCY:
         _fail(
             f"max_concurrency ({max_concurrency:g}) must be between {MIN_MAX_CONCURRENCY} and "
             f"{MAX_MAX_CONCURRENCY}, the SQS event source's limit; leave it unset for no cap"
         )
 
 
-def check_max_receive_count(max_receive_count: float | None) -> bool:
+@rule("InvalidMaxReceiveCount")
+def check_max_receive_count(max_receive_count: Number) -> bool:
     """Fails below 1; returns True when the value is allowed but below the recommended 5 (a warning)."""
-    if max_receive_count is None:
+    if not is_known(max_receive_count):
         return False
     if max_receive_count < 1:
         _fail(
@@ -137,16 +173,18 @@ def check_max_receive_count(max_receive_count: float | None) -> bool:
     return max_receive_count < RECOMMENDED_MAX_RECEIVE_COUNT
 
 
-def check_retention_period(retention_period_s: float | None) -> None:
-    if retention_period_s is not None and not SQS_MIN_RETENTION_S <= retention_period_s <= SQS_MAX_RETENTION_S:
+@rule("InvalidRetentionPeriod")
+def check_retention_period(retention_period_s: Number) -> None:
+    if is_known(retention_period_s) and not SQS_MIN_RETENTION_S <= retention_period_s <= SQS_MAX_RETENTION_S:
         _fail(
             f"retention_period ({_s(retention_period_s)}) must be between {SQS_MIN_RETENTION_S} s and "
             f"{SQS_MAX_RETENTION_S} s (14 days), SQS's limits"
         )
 
 
-def check_dedupe_ttl(dedupe_ttl_s: float | None, retention_period_s: float | None) -> None:
-    if dedupe_ttl_s is None or retention_period_s is None:
+@rule("DedupeTtlTooShort")
+def check_dedupe_ttl(dedupe_ttl_s: Number, retention_period_s: Number) -> None:
+    if not (is_known(dedupe_ttl_s) and is_known(retention_period_s)):
         return
     if dedupe_ttl_s < retention_period_s:
         _fail(
@@ -166,8 +204,9 @@ def outbox_minimum_dedupe_ttl_s(retention_period_s: float) -> float:
     return OUTBOX_STREAM_RETENTION_S + retention_period_s + DEAD_LETTER_RETENTION_S
 
 
-def check_outbox_dedupe_ttl(dedupe_ttl_s: float | None, retention_period_s: float | None) -> None:
-    if dedupe_ttl_s is None or retention_period_s is None:
+@rule("OutboxDedupeTtlTooShort")
+def check_outbox_dedupe_ttl(dedupe_ttl_s: Number, retention_period_s: Number) -> None:
+    if not (is_known(dedupe_ttl_s) and is_known(retention_period_s)):
         return
     minimum = outbox_minimum_dedupe_ttl_s(retention_period_s)
     if dedupe_ttl_s < minimum:
@@ -178,33 +217,37 @@ def check_outbox_dedupe_ttl(dedupe_ttl_s: float | None, retention_period_s: floa
         )
 
 
-def check_memory_size(memory_size: float | None) -> None:
-    if memory_size is not None and not 128 <= memory_size <= 10_240:
+@rule("InvalidMemorySize")
+def check_memory_size(memory_size: Number) -> None:
+    if is_known(memory_size) and not 128 <= memory_size <= 10_240:
         _fail(f"memory_size ({memory_size:g} MB) must be between 128 and 10240 MB, Lambda's limits")
 
 
-def check_parallelism(parallelism: float | None, batch_size: float | None) -> None:
-    if parallelism is None:
+@rule("InvalidParallelism")
+def check_parallelism(parallelism: Number, batch_size: Number) -> None:
+    if not is_known(parallelism):
         return
     if parallelism < 1 or int(parallelism) != parallelism:
         _fail(f"parallelism ({parallelism:g}) must be a whole number of at least 1; 1 handles records in turn")
-    if batch_size is not None and parallelism > batch_size:
+    if is_known(batch_size) and parallelism > batch_size:
         _fail(
             f"parallelism ({parallelism:g}) must not exceed batch_size ({batch_size:g}): threads beyond the "
             "batch size never get a record; lower parallelism"
         )
 
 
-def check_max_send_rate(max_send_rate: float | None) -> None:
-    if max_send_rate is not None and max_send_rate <= 0:
+@rule("InvalidMaxSendRate")
+def check_max_send_rate(max_send_rate: Number) -> None:
+    if is_known(max_send_rate) and max_send_rate <= 0:
         _fail(f"max_send_rate ({max_send_rate:g}) must be above 0 recipients per second; leave it unset for no limit")
 
 
 DEFAULT_QUOTA_ALARM_PERCENT = 80.0  # of SES's 24-hour quota: time to ask SES for more before jobs wait
 
 
-def check_quota_alarm_threshold(percent: float | None) -> None:
-    if percent is not None and not 0 < percent <= 100:
+@rule("InvalidQuotaAlarmThreshold")
+def check_quota_alarm_threshold(percent: Number) -> None:
+    if is_known(percent) and not 0 < percent <= 100:
         _fail(f"quota_alarm_threshold ({percent:g}) must be a percentage of SES's 24-hour quota above 0 and at "
               "most 100; the default 80 warns with a fifth of the day's quota left")
 
@@ -212,27 +255,28 @@ def check_quota_alarm_threshold(percent: float | None) -> None:
 MAX_PACE_PER_INSTANCE = 200  # emails a second one consumer instance can send (ten parallel sends of ~50 ms)
 
 
-def check_send_rate(send_rate: float | None, max_send_rate_given: bool, max_concurrency: float | None,
-                    max_concurrency_given: bool) -> None:
+@rule("InvalidSendRate")
+def check_send_rate(send_rate: Number, max_send_rate: Number, max_concurrency: Number) -> None:
     """The pipeline's rate is held by pacing each instance at send_rate / max_concurrency: that needs a cap on
     Lambda's concurrency, and it replaces a per-instance max_send_rate."""
-    if send_rate is None:
+    if not is_known(send_rate):
         return
     if send_rate <= 0:
         _fail(f"send_rate ({send_rate:g}) must be above 0 recipients per second; leave it unset for no pacing")
-    if max_send_rate_given:
+    if max_send_rate is not None:
         _fail(f"send_rate ({send_rate:g}/s) and max_send_rate were both given: send_rate is the pipeline's rate and "
               "sets each instance's pace from max_concurrency; give one of them")
-    if not max_concurrency_given:
+    if max_concurrency is None:
         _fail(f"send_rate ({send_rate:g}/s) needs max_concurrency: each consumer instance paces itself at send_rate "
               "/ max_concurrency, and without a cap Lambda scales out past any per-instance pace; set "
               "max_concurrency (for example 5)")
-    if max_concurrency is not None and send_rate / max_concurrency > MAX_PACE_PER_INSTANCE:
+    if is_known(max_concurrency) and send_rate / max_concurrency > MAX_PACE_PER_INSTANCE:
         _fail(f"send_rate ({send_rate:g}/s) over max_concurrency ({max_concurrency:g}) is "
               f"{send_rate / max_concurrency:g} emails/s per instance, more than one instance sends "
               f"({MAX_PACE_PER_INSTANCE}/s at most); raise max_concurrency")
 
 
+@rule("InvalidSender")
 def check_sender(sender: str) -> None:
     """The SES identity: a domain (``example.com``) or an address (``receipts@example.com``)."""
     if _ADDRESS.match(sender) or _DOMAIN.match(sender):
@@ -243,7 +287,8 @@ def check_sender(sender: str) -> None:
     )
 
 
-def check_from_addresses(from_addresses: Sequence[str], sender: str | None) -> None:
+@rule("InvalidFromAddresses")
+def check_from_addresses(from_addresses: Sequence[str], sender: str | Unresolved) -> None:
     if not from_addresses:
         _fail("from_addresses must not be empty when given; leave it unset to allow any address of the sender")
     for address in from_addresses:
@@ -254,7 +299,7 @@ def check_from_addresses(from_addresses: Sequence[str], sender: str | None) -> N
                 "(the ses:FromAddress condition compares bare addresses)"
             )
             return
-        if sender is None:
+        if not is_known(sender):
             continue
         if "@" in sender and address.lower() != sender.lower():
             _fail(
@@ -268,6 +313,7 @@ def check_from_addresses(from_addresses: Sequence[str], sender: str | None) -> N
             )
 
 
+@rule("TablePropsWithExistingTable")
 def check_table_choice(existing_table_given: bool, table_overrides: Sequence[str]) -> None:
     if existing_table_given and table_overrides:
         names = ", ".join(table_overrides)
@@ -277,6 +323,7 @@ def check_table_choice(existing_table_given: bool, table_overrides: Sequence[str
         )
 
 
+@rule("ExistingTableKeySchema")
 def check_existing_table_keys(partition_keys: Sequence[tuple[str, str]], sort_keys: Sequence[str]) -> None:
     """``partition_keys`` as (name, type name) and ``sort_keys`` as names, read from a table defined in the app."""
     if list(partition_keys) == [(Ledger.KEY, "STRING")] and not sort_keys:
@@ -290,6 +337,7 @@ def check_existing_table_keys(partition_keys: Sequence[tuple[str, str]], sort_ke
     )
 
 
+@rule("InvalidEncryption")
 def check_encryption(encryption: str | None, encryption_key_given: bool) -> None:
     """``encryption`` is the name of the ``sqs.QueueEncryption`` given, or None for the default."""
     if encryption == "UNENCRYPTED":
@@ -308,12 +356,12 @@ EVIDENCE_MIN_GRACE_S = 10
 EVIDENCE_MIN_RECEIVES = 3  # delivered when the worker died, then to wait for SES's events, then to decide
 
 
+@rule("InvalidEvidenceGracePeriod")
 def check_evidence_grace_period(
-    grace_s: float | None, visibility_timeout_s: float | None, retention_s: float | None,
-    max_receive_count: float | None,
+    grace_s: Number, visibility_timeout_s: Number, retention_s: Number, max_receive_count: Number,
 ) -> None:
     """Waiting for SES's events must never push a job into the DLQ, nor outlive the job's retention."""
-    if grace_s is None:
+    if not is_known(grace_s):
         return
     if not EVIDENCE_MIN_GRACE_S <= grace_s <= SQS_MAX_VISIBILITY_S:
         _fail(
@@ -321,13 +369,13 @@ def check_evidence_grace_period(
             f"{SQS_MAX_VISIBILITY_S} s (12 hours, SQS's longest visibility timeout, which brings the job back when "
             "it ends); pick a period in that range"
         )
-    if max_receive_count is not None and max_receive_count < EVIDENCE_MIN_RECEIVES:
+    if is_known(max_receive_count) and max_receive_count < EVIDENCE_MIN_RECEIVES:
         _fail(
             f"max_receive_count ({max_receive_count:g}) must be at least {EVIDENCE_MIN_RECEIVES} with ses_events: a "
             "job whose worker died is received once more to wait for SES's events and once more to be decided, "
             "and would otherwise land in the DLQ unsent; raise max_receive_count, or set ses_events=False"
         )
-    if visibility_timeout_s is not None and retention_s is not None:
+    if is_known(visibility_timeout_s) and is_known(retention_s):
         needed = 2 * visibility_timeout_s + grace_s
         if retention_s < needed:
             _fail(
@@ -338,11 +386,13 @@ def check_evidence_grace_period(
             )
 
 
+@rule("EvidenceGracePeriodWithoutEvents")
 def evidence_grace_period_without_events() -> None:
     _fail("evidence_grace_period was given with ses_events=False: without SES's events there is nothing to wait "
           "for; drop evidence_grace_period or turn ses_events on")
 
 
+@rule("InvalidSuppression")
 def check_suppression(reasons_given: bool, disabled: bool, construct_makes_the_set: bool) -> None:
     if reasons_given and disabled:
         _fail("suppression_reasons and disable_suppression_list=True were both given: a disabled list suppresses "
@@ -353,6 +403,7 @@ def check_suppression(reasons_given: bool, disabled: bool, construct_makes_the_s
               "configuration set instead, or drop configuration_set")
 
 
+@rule("InvalidOutcomeEvents")
 def check_outcome_events(outcome_events: bool | None, bus_given: bool, existing_table_has_stream: bool | None) -> bool:
     """Whether outcome events are on. ``outcome_events`` None is the default: on, unless the existing table has no
     stream to read them from (then off, with a warning); ``existing_table_has_stream`` is None with no such table."""
@@ -366,24 +417,27 @@ def check_outcome_events(outcome_events: bool | None, bus_given: bool, existing_
     return outcome_events is not False and existing_table_has_stream is not False
 
 
-def check_reserved_concurrency(reserved: float | None, max_concurrency: float | None) -> None:
-    if reserved is None:
+@rule("InvalidReservedConcurrency")
+def check_reserved_concurrency(reserved: Number, max_concurrency: Number) -> None:
+    if not is_known(reserved):
         return
     if reserved < 1:
         _fail(f"reserved_concurrent_executions ({reserved:g}) must be at least 1; 0 would stop the consumer: to "
               "stop sending without deleting anything, set enabled=False")
-    if max_concurrency is not None and reserved < max_concurrency:
+    if is_known(max_concurrency) and reserved < max_concurrency:
         _fail(f"reserved_concurrent_executions ({reserved:g}) is below max_concurrency ({max_concurrency:g}): the "
               "event source would start invocations Lambda then throttles, and throttled batches come back after "
               "the visibility timeout; raise reserved_concurrent_executions or lower max_concurrency")
 
 
+@rule("VpcOptionsWithoutVpc")
 def check_vpc_choice(vpc_given: bool, vpc_options: Sequence[str]) -> None:
     if vpc_options and not vpc_given:
         _fail(f"{', '.join(vpc_options)} given without vpc: they place the functions in a VPC and mean nothing "
               "without one; pass vpc too, or drop them")
 
 
+@rule("DeadLetterQueueKind")
 def check_dead_letter_queue(fifo_given: bool | None, fifo: bool) -> None:
     """``fifo_given``: whether the dead-letter queue given is FIFO, None when CDK cannot tell (an imported queue)."""
     if fifo_given is not None and fifo_given != fifo:
@@ -391,14 +445,16 @@ def check_dead_letter_queue(fifo_given: bool | None, fifo: bool) -> None:
               "only between queues of one kind; give a dead-letter queue of the job queue's kind")
 
 
-def check_dead_letter_queue_retention(retention_s: float | None) -> None:
-    """``retention_s``: how long the dead-letter queue given keeps a message; None when CDK cannot tell."""
-    if retention_s is not None and retention_s < DEAD_LETTER_RETENTION_S:
+@rule("DeadLetterQueueRetention")
+def check_dead_letter_queue_retention(retention_s: Number) -> None:
+    """``retention_s``: how long the dead-letter queue given keeps a message; UNRESOLVED when CDK cannot tell."""
+    if is_known(retention_s) and retention_s < DEAD_LETTER_RETENTION_S:
         _fail(f"dead_letter_queue keeps messages {_s(retention_s)}; it must keep them {DEAD_LETTER_RETENTION_S} s "
               "(14 days, SQS's longest): a job dead-lettered is a job not sent, and the dedupe_ttl rules count on "
               "it waiting that long for a redrive; create it with retention_period=Duration.days(14)")
 
 
+@rule("InvalidTemplateName")
 def check_template_names(template_names: Sequence[str]) -> None:
     for name in template_names:
         if not SES_NAME.match(name):
@@ -407,6 +463,7 @@ def check_template_names(template_names: Sequence[str]) -> None:
                   "the template or fix the entry")
 
 
+@rule("InvalidAllowedRecipients")
 def check_allowed_recipients(entries: Sequence[str] | None) -> AllowedRecipients | None:
     """A stage's recipients: each a bare address or a domain. None (the default) allows every recipient."""
     if entries is None:

@@ -1,0 +1,65 @@
+"""The parts a ``SendOnceEmailQueue`` is built from, each the constructs one builder made: a builder takes the
+parts it needs as arguments and returns its own, so the order they are built in is the constructor's to read.
+
+(The outbox's part is its ``Outbox`` construct itself.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import aws_sqs as sqs
+
+from .evidence import SesEvidence
+from .outcome_events import OutcomeEvents
+from .quota_watch import QuotaWatch
+
+
+@dataclass(frozen=True)
+class Queues:
+    queue: sqs.Queue
+    dead_letter_queue: sqs.IQueue
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """The dedupe table, the customer keys its data is under (the queues' and table's key, and an existing table's
+    own: without them every claim is AccessDenied) and, with key_privacy, the key secret."""
+
+    table: dynamodb.ITable
+    data_keys: Sequence[kms.IKey]
+    key_secret: secretsmanager.ISecret | None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """SES's events (with ses_events), the outcome events (with outcome_events), and the configuration set every
+    send names (the construct's, the user's, or none)."""
+
+    ses: SesEvidence | None
+    outcome_events: OutcomeEvents | None
+    configuration_set_name: str | None
+
+
+@dataclass(frozen=True)
+class Consumer:
+    function: lambda_.Function
+    role: iam.IRole
+    log_group: logs.ILogGroup
+    event_source: event_sources.SqsEventSource
+
+
+@dataclass(frozen=True)
+class Monitoring:
+    quota_watch: QuotaWatch | None
+    alarms: dict[str, cloudwatch.Alarm]
+    dashboard: cloudwatch.Dashboard | None

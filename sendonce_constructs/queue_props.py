@@ -1,0 +1,520 @@
+"""The props of ``SendOnceEmailQueue``, each declared once: its type, its default, its doc and the rule checked at
+synth. The constructor takes them as ``**props: Unpack[SendOnceEmailQueueProps]``; ``props.resolve_props`` fills
+the defaults in and applies the rules; ``prop_docs`` renders the construct's docstring and the README's prop table
+from here (a test holds them to it).
+
+No postponed annotations here: the declarations are read at run time (``declared_props``).
+"""
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Final, Required, TypedDict, get_type_hints
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_events as events
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_ses as ses
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
+
+from sendonce_contract.delivery import DeliveryPolicy
+
+from . import rules
+from .rules import DEFAULT_QUOTA_ALARM_PERCENT
+from .unresolved import Number
+
+
+class _Marker:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+REQUIRED: Final = _Marker("REQUIRED")  # no default: the prop must be given
+DERIVED: Final = _Marker("DERIVED")  # the default is computed from other props by ``resolve_props``
+
+
+@dataclass(frozen=True)
+class Prop:
+    """One prop's declaration: ``default`` is the value used when the prop is absent (or None), ``REQUIRED`` or
+    ``DERIVED``; ``default_doc`` says it in words; ``doc`` is the docstring's text, ``rule`` the README's.
+
+    ``check`` is the prop's own rule, when it needs no other prop: it gets the value given as the rules see it
+    (seconds for a duration; ``UNRESOLVED`` for a token) and raises ``SendOnceConfigurationError``. Rules that
+    weigh several props are applied by ``props.resolve_props``.
+    """
+
+    default: object
+    default_doc: str
+    doc: str
+    rule: str
+    check: Callable[[Number], object] | None = None
+
+    def __repr__(self) -> str:
+        # What the API reference shows in each prop's type: short, and the same on every run.
+        return f"Prop(default={self.default_doc!r})"
+
+
+class SendOnceEmailQueueProps(TypedDict, total=False):
+    """The keyword arguments of ``SendOnceEmailQueue``; see its docstring or the README's prop table."""
+
+    sender: Required[Annotated[
+        str | ses.IEmailIdentity, Prop(
+            default=REQUIRED,
+            default_doc="required",
+            doc="the SES identity to send from: a domain (``\"example.com\"``), an address, or an "
+            "``aws_ses.IEmailIdentity``. The IAM grant names this identity's ARN only.",
+            rule="a domain or a bare address, or an `aws_ses.IEmailIdentity`; the grant names its ARN only",
+        )]]
+    from_addresses: Annotated[
+        Sequence[str] | None, Prop(
+            default=None,
+            default_doc="any address of the domain identity, or the address identity itself",
+            doc="the From addresses allowed (``ses:FromAddress`` condition).",
+            rule="bare addresses of the sender identity",
+        )]
+    configuration_set: Annotated[
+        str | ses.IConfigurationSet | None, Prop(
+            default=None,
+            default_doc="one the construct makes",
+            doc="an SES configuration set used for every send (name or ``IConfigurationSet``).",
+            rule="name or `IConfigurationSet`; granted and passed to the consumer; with `ses_events` the "
+            "construct adds its EventBridge event destination to it",
+        )]
+    ses_events: Annotated[
+        bool, Prop(
+            default=True,
+            default_doc="True",
+            doc="make SES's own events the evidence of each send (a configuration set publishing to the "
+            "default event bus, a rule, a queue and a recorder).",
+            rule="SES's events as the evidence of each send: configuration set, event destination to the "
+            "default bus, a rule matching this pipeline's `sendonce-pipeline` tag, a queue and DLQ, "
+            "the bundled recorder",
+        )]
+    evidence_grace_period: Annotated[
+        Duration | None, Prop(
+            default=DERIVED,
+            default_doc="5 minutes",
+            doc="how long after a dead worker's lease expired its send waits for SES's events before the "
+            "delivery policy decides it.",
+            rule="10 s to 12 h; how long after a dead worker's lease expired its send waits for SES's "
+            "events before the policy decides; with `ses_events` the retention period must cover 2 x "
+            "`visibility_timeout` + this, and `max_receive_count` must be at least 3",
+        )]
+    template_names: Annotated[
+        Sequence[str] | None, Prop(
+            default=(),
+            default_doc="none",
+            doc="SES templates the jobs may use; each is added to the grant.",
+            rule="SES templates jobs may use; each template ARN is granted; each name by SES's rule (1-64 "
+            "letters, digits, `_`, `-`)",
+        )]
+    allow_raw_messages: Annotated[
+        bool, Prop(
+            default=False,
+            default_doc="False",
+            doc="grant ``ses:SendRawEmail`` so jobs may carry raw MIME.",
+            rule="grants `ses:SendRawEmail`, which jobs with `raw` MIME content need",
+        )]
+    function_timeout: Annotated[
+        Duration | None, Prop(
+            default=Duration.seconds(30),
+            default_doc="30 s",
+            doc="the consumer's timeout.",
+            rule="1 s to 900 s; also sizes the consumer's SES timeouts, lease margin and ledger call "
+            "timeouts (no SDK retries; every call a record makes fits before the deadline guard, at 1 "
+            "s too)",
+            check=rules.check_function_timeout,
+        )]
+    memory_size: Annotated[
+        int | None, Prop(
+            default=256,
+            default_doc="256 MB",
+            doc="the consumer's memory in MB.",
+            rule="128 to 10240",
+            check=rules.check_memory_size,
+        )]
+    architecture: Annotated[
+        lambda_.Architecture | None, Prop(
+            default=lambda_.Architecture.ARM_64,
+            default_doc="ARM64",
+            doc="the instruction set of every bundled function.",
+            rule="",
+        )]
+    runtime: Annotated[
+        lambda_.Runtime | None, Prop(
+            default=DERIVED,
+            default_doc="newest Python runtime aws-cdk-lib knows",
+            doc="the Python runtime of every bundled function.",
+            rule="",
+        )]
+    log_retention: Annotated[
+        logs.RetentionDays | None, Prop(
+            default=logs.RetentionDays.ONE_MONTH,
+            default_doc="one month",
+            doc="how long the consumer's logs are kept.",
+            rule="the function has its own log group",
+        )]
+    tracing: Annotated[
+        lambda_.Tracing | None, Prop(
+            default=None,
+            default_doc="off",
+            doc="X-Ray tracing for the consumer.",
+            rule="`lambda_.Tracing.ACTIVE` turns X-Ray on",
+        )]
+    visibility_timeout: Annotated[
+        Duration | None, Prop(
+            default=DERIVED,
+            default_doc="6 x `function_timeout` + `max_batching_window`",
+            doc="the job queue's visibility timeout; smaller than the default fails synth.",
+            rule="smaller fails synth; at most 12 h",
+        )]
+    batch_size: Annotated[
+        int | None, Prop(
+            default=10,
+            default_doc="10",
+            doc="records per invocation.",
+            rule="1 to 10 (FIFO) or 10000; above 10 needs a batching window",
+        )]
+    max_batching_window: Annotated[
+        Duration | None, Prop(
+            default=None,
+            default_doc="none",
+            doc="how long the event source gathers a batch.",
+            rule="0 to 300 s; not with `fifo`",
+        )]
+    max_concurrency: Annotated[
+        int | None, Prop(
+            default=None,
+            default_doc="none",
+            doc="cap on concurrent consumer invocations (2 to 1000), e.g. to stay under SES's rate.",
+            rule="2 to 1000",
+            check=rules.check_max_concurrency,
+        )]
+    parallelism: Annotated[
+        int | None, Prop(
+            default=DERIVED,
+            default_doc="the batch size, at most 10",
+            doc="records of one batch handled at once by one invocation.",
+            rule="records of one batch handled at once by one invocation (threads sharing one client per "
+            "service); 1 turns it off; at most `batch_size`",
+        )]
+    send_rate: Annotated[
+        float | None, Prop(
+            default=None,
+            default_doc="none",
+            doc="recipients per second this pipeline may send (its share of the account's SES maximum "
+            "send rate); each instance paces at send_rate / max_concurrency, so it needs "
+            "max_concurrency.",
+            rule="recipients per second this pipeline may send (SES's quotas count recipients: to + cc + "
+            "bcc): its share of the account's SES maximum send rate; each instance is paced at "
+            "`send_rate` / `max_concurrency`, so it needs `max_concurrency`; not with `max_send_rate`",
+        )]
+    max_send_rate: Annotated[
+        float | None, Prop(
+            default=DERIVED,
+            default_doc="none",
+            doc="recipients per second per consumer instance (a token bucket before each send, one token "
+            "per recipient, as SES's quotas count them), so parallel sends stay under the account's "
+            "SES rate; multiply by max_concurrency for the pipeline's peak.",
+            rule="recipients per second per instance: a token bucket before each send takes one token per "
+            "recipient, so parallel sends stay under SES's rate (the pipeline's peak is this times "
+            "`max_concurrency`); a job with more recipients than the bucket holds waits for a full "
+            "bucket and goes; `send_rate` sets it for you",
+            check=rules.check_max_send_rate,
+        )]
+    max_receive_count: Annotated[
+        int | None, Prop(
+            default=5,
+            default_doc="5",
+            doc="deliveries before a message moves to the DLQ; below 5 warns.",
+            rule="a job failing on its last allowed receive is dead-lettered by the consumer with its "
+            "reason (`max-receives`) rather than moved by SQS with none; below 1 fails (below 3 with "
+            "`ses_events`: a dead worker's job is received once to wait for SES's events and once to "
+            "be decided); below 5 warns (acknowledgeable, see below)",
+        )]
+    retention_period: Annotated[
+        Duration | None, Prop(
+            default=Duration.days(4),
+            default_doc="4 days",
+            doc="how long the job queue keeps a message. The DLQ keeps 14 days.",
+            rule="60 s to 14 days; the DLQ keeps 14 days",
+            check=rules.check_retention_period,
+        )]
+    dedupe_ttl: Annotated[
+        Duration | None, Prop(
+            default=DERIVED,
+            default_doc="7 days",
+            doc="how long a sent key is remembered; at least retention_period.",
+            rule="at least `retention_period`: a key forgotten while its message can still arrive is sent "
+            "twice",
+        )]
+    delivery: Annotated[
+        DeliveryPolicy, Prop(
+            default=DeliveryPolicy.RESEND_WITHOUT_EVIDENCE,
+            default_doc="`DeliveryPolicy.RESEND_WITHOUT_EVIDENCE`",
+            doc="what happens to a send a crash left undecided and SES's events did not settle; "
+            "``NEVER_RESEND`` never risks a double.",
+            rule="or `NEVER_RESEND`; see above",
+        )]
+    fifo: Annotated[
+        bool, Prop(
+            default=False,
+            default_doc="False",
+            doc="use FIFO queues (per-group ordering).",
+            rule="FIFO job queue and DLQ; order kept per message group",
+        )]
+    existing_table: Annotated[
+        dynamodb.ITable | None, Prop(
+            default=None,
+            default_doc="a new table",
+            doc="bring your own dedupe table (partition key ``dedupeKey``, string, no sort key) instead. "
+            "Its keys are checked at synth when it is defined in the app; its own KMS key, if any, is "
+            "granted.",
+            rule="bring your own (partition key `dedupeKey`, string, no sort key: checked at synth for a "
+            "`Table` or `TableV2` defined in the app); its own KMS key, if any, is granted to the "
+            "consumer; not with the table props below",
+        )]
+    removal_policy: Annotated[
+        RemovalPolicy | None, Prop(
+            default=RemovalPolicy.RETAIN,
+            default_doc="RETAIN",
+            doc="for the dedupe table this construct makes.",
+            rule="for the table the construct makes",
+        )]
+    deletion_protection: Annotated[
+        bool | None, Prop(
+            default=None,
+            default_doc="False",
+            doc="for the dedupe table this construct makes.",
+            rule="for the table the construct makes",
+        )]
+    encryption: Annotated[
+        sqs.QueueEncryption | None, Prop(
+            default=DERIVED,
+            default_doc="SQS-managed (KMS when `encryption_key` is given)",
+            doc="queue encryption.",
+            rule="`UNENCRYPTED` is refused",
+        )]
+    encryption_key: Annotated[
+        kms.IKey | None, Prop(
+            default=None,
+            default_doc="none",
+            doc="a customer-managed KMS key for both queues and the dedupe table.",
+            rule="a customer-managed KMS key for both queues and the table, granted to the consumer",
+        )]
+    alarms: Annotated[
+        bool, Prop(
+            default=True,
+            default_doc="True",
+            doc="create the default alarms (DLQ not empty, oldest message too old, UNKNOWN records, "
+            "function errors).",
+            rule="the default alarms below",
+        )]
+    alarm_topic: Annotated[
+        sns.ITopic | None, Prop(
+            default=None,
+            default_doc="none",
+            doc="an SNS topic every alarm notifies.",
+            rule="an `sns.ITopic` every alarm notifies",
+        )]
+    oldest_message_alarm_threshold: Annotated[
+        Duration | None, Prop(
+            default=Duration.minutes(15),
+            default_doc="15 minutes",
+            doc="the age of the oldest job that raises an alarm.",
+            rule="age of the oldest job that raises an alarm",
+        )]
+    dashboard: Annotated[
+        bool, Prop(
+            default=False,
+            default_doc="False",
+            doc="draw the pipeline on a CloudWatch dashboard.",
+            rule="a CloudWatch dashboard of the pipeline (`.dashboard`)",
+        )]
+    vpc: Annotated[
+        ec2.IVpc | None, Prop(
+            default=None,
+            default_doc="none",
+            doc="put every bundled function in this VPC (with the subnets and security groups below); "
+            "they need routes or VPC endpoints to DynamoDB, SQS, SES and CloudWatch Logs.",
+            rule="every bundled function (consumer, relay, recorder) in the VPC; the functions need routes or VPC "
+            "endpoints to DynamoDB, SQS, SES and CloudWatch "
+            "Logs: selected subnets with no egress (isolated, or public: a function gets no public "
+            "address) in a VPC with no endpoint warn (acknowledgeable, see below)",
+        )]
+    vpc_subnets: Annotated[
+        ec2.SubnetSelection | None, Prop(
+            default=None,
+            default_doc="CDK's choice (private subnets)",
+            doc="the subnets of every bundled function.",
+            rule="needs `vpc`; selected subnets with no egress in a VPC with no endpoint warn",
+        )]
+    security_groups: Annotated[
+        Sequence[ec2.ISecurityGroup] | None, Prop(
+            default=None,
+            default_doc="one per function, outbound only",
+            doc="the security groups of every bundled function.",
+            rule="needs `vpc`",
+        )]
+    reserved_concurrent_executions: Annotated[
+        int | None, Prop(
+            default=None,
+            default_doc="none",
+            doc="the consumer's reserved concurrency; at least ``max_concurrency``.",
+            rule="the consumer's reserved concurrency; at least 1 and at least `max_concurrency`",
+        )]
+    log_level: Annotated[
+        lambda_.ApplicationLogLevel | None, Prop(
+            default=lambda_.ApplicationLogLevel.INFO,
+            default_doc="INFO",
+            doc="the application log level of every bundled function.",
+            rule="`lambda_.ApplicationLogLevel` of every bundled function",
+        )]
+    queue_removal_policy: Annotated[
+        RemovalPolicy | None, Prop(
+            default=RemovalPolicy.RETAIN,
+            default_doc="RETAIN",
+            doc="for the queues this construct makes: RETAIN keeps, when the stack is deleted, jobs not "
+            "yet sent.",
+            rule="for the queues the construct makes: deleting the stack keeps jobs not yet sent",
+        )]
+    log_removal_policy: Annotated[
+        RemovalPolicy | None, Prop(
+            default=RemovalPolicy.DESTROY,
+            default_doc="DESTROY",
+            doc="for the functions' log groups.",
+            rule="for the functions' log groups",
+        )]
+    enabled: Annotated[
+        bool, Prop(
+            default=True,
+            default_doc="True",
+            doc="whether the consumer's event source polls; False stops sending without deleting "
+            "anything.",
+            rule="the consumer's event source; False stops sending without deleting anything (jobs wait in "
+            "the queue)",
+        )]
+    dead_letter_queue: Annotated[
+        sqs.IQueue | None, Prop(
+            default=None,
+            default_doc="one the construct makes",
+            doc="bring your own dead-letter queue (of the job queue's kind; keep its retention at 14 "
+            "days, which the dedupe_ttl rules assume).",
+            rule="bring your own; it must be of the job queue's kind (FIFO or not), and keep messages 14 "
+            "days, as the `dedupe_ttl` rules assume (both checked at synth for a queue defined in the "
+            "app)",
+        )]
+    outcome_events: Annotated[
+        bool | None, Prop(
+            default=DERIVED,
+            default_doc="on (off with a warning for an `existing_table` without a stream)",
+            doc="publish each transition of a key (sent, delivered, bounced, complained, ..., cancelled) "
+            "to EventBridge for the application, read from the dedupe table's stream; see "
+            "``on_outcome``. True with an ``existing_table`` that has no stream fails synth.",
+            rule="each transition of a key published to EventBridge (see \"Hearing each email's fate\"): a "
+            "stream on the dedupe table, a bundled publisher, its failure queue and alarm; True with "
+            "a streamless `existing_table` fails synth",
+        )]
+    outcome_bus: Annotated[
+        events.IEventBus | None, Prop(
+            default=None,
+            default_doc="the default bus",
+            doc="the event bus outcome events go to.",
+            rule="an `events.IEventBus` for outcome events; needs `outcome_events`",
+        )]
+    suppression_reasons: Annotated[
+        ses.SuppressionReasons | None, Prop(
+            default=None,
+            default_doc="the account's",
+            doc="the configuration set's own suppression list reasons (bounces, complaints or both); only "
+            "for the configuration set the construct makes.",
+            rule="`ses.SuppressionReasons` for the configuration set the construct makes (bounces, "
+            "complaints or both); not with `configuration_set` or `ses_events=False`",
+        )]
+    disable_suppression_list: Annotated[
+        bool, Prop(
+            default=False,
+            default_doc="False",
+            doc="send even to addresses on the account's suppression list.",
+            rule="the configuration set ignores the account's suppression list; not with "
+            "`suppression_reasons`",
+        )]
+    key_privacy: Annotated[
+        bool, Prop(
+            default=False,
+            default_doc="False",
+            doc="outside the job body, a key travels as its HMAC-SHA256 under a secret the construct "
+            "keeps in Secrets Manager (``key_secret``): the ledger, SES's tags and events, logs and "
+            "the DLQ's attributes never carry its text. Switching an existing pipeline forgets every "
+            "key it recorded (see README).",
+            rule="outside the job body a key is `hmac-` + its HMAC-SHA256 under a secret the construct "
+            "keeps in Secrets Manager (`key_secret`, retained, never rotated): the ledger, SES's tags "
+            "and events, logs, metrics and the DLQ's attributes carry no key text; see \"Personal "
+            "data\" for why it is off by default",
+        )]
+    allowed_recipients: Annotated[
+        Sequence[str] | None, Prop(
+            default=None,
+            default_doc="none (every recipient)",
+            doc="the only addresses and domains this pipeline may send to (``SES_MAILBOX_SIMULATOR`` for "
+            "SES's simulator): a job naming any other recipient goes to the DLQ "
+            "(``recipient-not-allowed``), unsent. For staging stages.",
+            rule="for a non-production stage: the only addresses and domains (exactly those domains, not "
+            "subdomains; `SES_MAILBOX_SIMULATOR` for SES's simulator) it may email; a job naming any "
+            "other recipient goes to the DLQ with `recipient-not-allowed`, unsent; not empty, each "
+            "entry a bare address or a domain",
+        )]
+    quota_watch: Annotated[
+        bool, Prop(
+            default=True,
+            default_doc="True",
+            doc="a small function an EventBridge schedule runs every five minutes, reading SES's 24-hour "
+            "quota (SESv2 GetAccount) into the ``QuotaUsedPercent`` metric.",
+            rule="a small bundled function an EventBridge schedule runs every five minutes: it reads SESv2 "
+            "`GetAccount` (`SendQuota`) and publishes `QuotaUsedPercent`; the consumer never calls "
+            "`GetAccount` on the send path",
+        )]
+    quota_alarm_threshold: Annotated[
+        float | None, Prop(
+            default=DEFAULT_QUOTA_ALARM_PERCENT,
+            default_doc="80",
+            doc="the share of SES's 24-hour quota used (percent) that raises the ``QuotaNearlyUsed`` "
+            "alarm, with ``quota_watch``.",
+            rule="the share of SES's 24-hour quota used (percent, above 0 and at most 100) that raises the "
+            "`QuotaNearlyUsed` alarm",
+            check=rules.check_quota_alarm_threshold,
+        )]
+    outbox: Annotated[
+        bool, Prop(
+            default=False,
+            default_doc="False",
+            doc="add a transactional outbox (a table with a stream, relayed to the queue) that producers "
+            "write in their own DynamoDB transaction with ``sendonce_producer.outbox_put``.",
+            rule="a table with a stream, relayed to the queue (see \"The transactional outbox\"); its "
+            "removal policy is `removal_policy`",
+        )]
+
+
+def declared_props() -> Mapping[str, Prop]:
+    """Every prop's declaration, by name, in declaration order."""
+    hints = get_type_hints(SendOnceEmailQueueProps, include_extras=True)
+    declared: dict[str, Prop] = {}
+    for name, hint in hints.items():
+        [prop] = [meta for meta in getattr(_unrequired(hint), "__metadata__", ()) if isinstance(meta, Prop)]
+        declared[name] = prop
+    return declared
+
+
+def _unrequired(hint: object) -> object:
+    # get_type_hints keeps Required[...] around the Annotated[...] it wraps.
+    args = getattr(hint, "__args__", None)
+    if getattr(hint, "__origin__", None) is Required and args:
+        return args[0]
+    return hint

@@ -1,0 +1,125 @@
+"""Each prop of SendOnceEmailQueue is declared once (sendonce_constructs/queue_props.py): the README's prop table and
+the construct's docstring are rendered from the declarations, the keyword API is checked against them, and every
+error carries a stable id and the construct's path."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+from pathlib import Path
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_sqs as sqs
+from construct_support import build, make_stack
+from constructs import Construct
+
+from sendonce_constructs import SendOnceConfigurationError, SendOnceEmailQueue, email_queue, prop_docs, rules
+from sendonce_constructs.props import PipelineProps, read, read_seconds
+from sendonce_constructs.queue_props import REQUIRED, declared_props
+from sendonce_constructs.unresolved import UNRESOLVED
+
+ROOT = Path(__file__).resolve().parent.parent
+REGENERATE = "the declarations in sendonce_constructs/queue_props.py changed: run `make props-docs` and commit"
+S = cdk.Duration.seconds
+
+
+def test_the_readme_prop_table_is_the_one_the_declarations_render():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert prop_docs.table_in(readme) == prop_docs.render_table(), REGENERATE
+
+
+def test_the_construct_docstring_is_the_one_the_declarations_render():
+    source = inspect.getsource(email_queue)
+    assert prop_docs.docstring_params(source) == prop_docs.render_docstring_params(), REGENERATE
+    assert inspect.cleandoc(prop_docs.render_docstring_params()) in inspect.cleandoc(SendOnceEmailQueue.__doc__ or "")
+
+
+def test_every_declared_prop_is_documented_and_reaches_the_resolved_props():
+    declared = declared_props()
+    assert len(declared) >= 52
+    assert set(declared) <= {field.name for field in dataclasses.fields(PipelineProps)}
+    for name, prop in declared.items():
+        assert prop.doc and prop.default_doc, name
+    assert [name for name, prop in declared.items() if prop.default is REQUIRED] == ["sender"]
+
+
+def test_leaving_a_prop_out_and_passing_none_build_the_same_pipeline():
+    # Today's keyword API: every optional keyword accepts None as "the default".
+    _, defaults = build()
+    nones = {name: None for name, prop in declared_props().items() if prop.default is not REQUIRED}
+    _, with_nones = build(**nones)
+    assert with_nones.to_json() == defaults.to_json()
+
+
+def test_an_unknown_keyword_fails_naming_it_and_the_prop_meant():
+    with pytest.raises(SendOnceConfigurationError) as error:
+        build(visiblity_timeout=S(400))
+    assert error.value.id == "SendOnce.UnknownProp"
+    assert error.value.path == "Test/Receipts"
+    assert "visiblity_timeout is not a prop of SendOnceEmailQueue; did you mean visibility_timeout?" in str(
+        error.value)
+
+
+def test_a_missing_sender_fails_naming_it():
+    with pytest.raises(SendOnceConfigurationError, match=r"SendOnce\.MissingProp at Test/Receipts: sender is "
+                                                         r"required: the SES identity to send from"):
+        SendOnceEmailQueue(make_stack(), "Receipts")  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize(("props", "rule_id", "message"), [
+    ({"visibility_timeout": S(60)}, "SendOnce.InvalidVisibilityTimeout", "visibility_timeout (60 s) must be at least"),
+    ({"batch_size": 11}, "SendOnce.InvalidBatching", "batch_size (11) above 10 needs a max_batching_window"),
+    ({"send_rate": 14}, "SendOnce.InvalidSendRate", "send_rate (14/s) needs max_concurrency"),
+    ({"encryption": sqs.QueueEncryption.UNENCRYPTED}, "SendOnce.InvalidEncryption",
+     "encryption (UNENCRYPTED) is not allowed"),
+    ({"ses_events": False, "evidence_grace_period": S(60)}, "SendOnce.EvidenceGracePeriodWithoutEvents",
+     "evidence_grace_period was given with ses_events=False"),
+], ids=["visibility", "batching", "send rate", "encryption", "grace without events"])
+def test_a_rule_error_carries_the_rules_id_and_the_construct_path(props, rule_id, message):
+    stack = make_stack()
+    scope = Construct(stack, "Mail")
+    with pytest.raises(SendOnceConfigurationError) as error:
+        SendOnceEmailQueue(scope, "Receipts", sender="example.com", **props)
+    assert (error.value.id, error.value.path) == (rule_id, "Test/Mail/Receipts")
+    assert error.value.message.startswith(message)
+    assert str(error.value) == f"{rule_id} at Test/Mail/Receipts: {error.value.message}"
+
+
+def test_the_methods_errors_carry_an_id_and_the_construct_path():
+    pipeline, _ = build(outcome_events=False, ses_events=False)
+    cases = [
+        (lambda: pipeline.grant_outbox_write(pipeline.role), "SendOnce.NeedsOutbox", "needs outbox=True"),
+        (lambda: pipeline.on_outcome("Bounces"), "SendOnce.NeedsOutcomeEvents", "needs outcome_events=True"),
+        (lambda: pipeline.metric_complaint_rate(), "SendOnce.NeedsSesEvents", "needs ses_events=True"),
+    ]
+    for call, rule_id, message in cases:
+        with pytest.raises(SendOnceConfigurationError, match=re.escape(message)) as error:
+            call()
+        assert (error.value.id, error.value.path) == (rule_id, "Test/Receipts")
+    with_events, _ = build()
+    with pytest.raises(SendOnceConfigurationError, match="are not outcomes") as error:
+        with_events.on_outcome("Typo", outcomes=["bouncd"])
+    assert (error.value.id, error.value.path) == ("SendOnce.UnknownOutcome", "Test/Receipts")
+
+
+def test_a_token_reaches_the_rules_as_unresolved_and_an_absent_prop_as_none():
+    stack = make_stack()
+    number = cdk.CfnParameter(stack, "Number", type="Number").value_as_number
+    assert read(number) is UNRESOLVED
+    assert read_seconds(cdk.Duration.seconds(number)) is UNRESOLVED
+    assert read(None) is None and read_seconds(None) is None
+    assert (read(5.0), read_seconds(S(30))) == (5.0, 30)
+    # send_rate with a max_concurrency known only at deploy time: given, so not refused for lacking one; a batch
+    # above 10 with a batching window known only at deploy time: not refused for lacking a window.
+    build(stack, send_rate=14, max_concurrency=cdk.Token.as_number(number), batch_size=50,
+          max_batching_window=S(number))
+
+
+def test_every_rule_has_its_own_stable_id():
+    checks = {name for name, value in vars(rules).items() if name.startswith("check_") and callable(value)}
+    assert checks <= set(rules.RULE_IDS), f"rules without an id: {sorted(checks - set(rules.RULE_IDS))}"
+    ids = list(rules.RULE_IDS.values())
+    assert len(set(ids)) == len(ids), "two rules share an id"
+    assert all(re.fullmatch(r"SendOnce\.[A-Z][A-Za-z]+", rule_id) for rule_id in ids)
