@@ -21,6 +21,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from sendonce_contract.delivery import DeliveryPolicy
+from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget
 from sendonce_contract.schema import Ledger
 
 from . import rules, ses_permissions
@@ -393,44 +394,30 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
                       description=f"sendonce:{self.pipeline_name}:outbox")
 
     def _consumer_environment(self, props: PipelineProps, configuration_set_name: str | None) -> dict[str, str]:
-        environment = {
-            "SENDONCE_TABLE_NAME": self.table.table_name,
-            "SENDONCE_DLQ_URL": self.dead_letter_queue.queue_url,
-            "SENDONCE_DELIVERY": props.delivery.value,
-            "SENDONCE_DEDUPE_TTL_SECONDS": str(int(props.dedupe_ttl.to_seconds())),
-            "SENDONCE_PARALLELISM": str(props.parallelism or 1),
-            "SENDONCE_FIFO": "true" if props.fifo else "false",
-            "SENDONCE_PIPELINE_NAME": self.pipeline_name,
-            "SENDONCE_QUEUE_URL": self.queue.queue_url,
-        }
-        if configuration_set_name is not None:
-            environment["SENDONCE_CONFIGURATION_SET"] = configuration_set_name
-        if self.key_secret is not None:
-            environment["SENDONCE_KEY_SECRET_ARN"] = self.key_secret.secret_arn
-        if props.allowed_recipients is not None:
-            environment["SENDONCE_ALLOWED_RECIPIENTS"] = props.allowed_recipients.to_env()
         timeout_s = seconds(props.function_timeout)
-        if timeout_s is not None:
-            budget = rules.consumer_time_budget(timeout_s)
-            environment.update(
-                SENDONCE_SES_CONNECT_TIMEOUT_S=f"{budget['ses_connect_timeout_s']:g}",
-                SENDONCE_SES_READ_TIMEOUT_S=f"{budget['ses_read_timeout_s']:g}",
-                SENDONCE_LEDGER_BUDGET_MS=str(int(budget["ledger_budget_ms"])),
-                SENDONCE_LEASE_MARGIN_MS=str(int(budget["lease_margin_ms"])),
-            )
-        if props.max_send_rate is not None:
-            environment["SENDONCE_MAX_SEND_RATE"] = f"{props.max_send_rate:g}"
-        if known(props.max_receive_count) is not None:
-            environment["SENDONCE_MAX_RECEIVE_COUNT"] = str(props.max_receive_count)
-        if self.outcome_events is not None:
-            environment.update(SENDONCE_OUTCOME_BUS=self.outcome_events.bus.event_bus_name,
-                               SENDONCE_PIPELINE_TAG=self.node.addr)
-        if self.evidence is not None and props.evidence_grace_period is not None:
-            environment.update(
-                SENDONCE_EVIDENCE_GRACE_MS=str(int(props.evidence_grace_period.to_milliseconds())),
-                SENDONCE_PIPELINE_TAG=self.node.addr,
-            )
-        return environment
+        max_receive_count = known(props.max_receive_count)
+        ses_events = self.evidence is not None and props.evidence_grace_period is not None
+        return ConsumerConfig(
+            table_name=self.table.table_name,
+            dead_letter_queue_url=self.dead_letter_queue.queue_url,
+            delivery=props.delivery,
+            dedupe_ttl_s=int(props.dedupe_ttl.to_seconds()),
+            parallelism=props.parallelism or 1,
+            fifo=props.fifo,
+            pipeline_name=self.pipeline_name,
+            queue_url=self.queue.queue_url,
+            configuration_set=configuration_set_name,
+            key_secret_id=self.key_secret.secret_arn if self.key_secret is not None else None,
+            allowed_recipients=props.allowed_recipients,
+            time_budget=TimeBudget.for_function_timeout(timeout_s) if timeout_s is not None else None,
+            max_send_rate=props.max_send_rate,
+            max_receive_count=int(max_receive_count) if max_receive_count is not None else None,
+            outcome_bus=self.outcome_events.bus.event_bus_name if self.outcome_events is not None else None,
+            ses_events=ses_events,
+            evidence_grace_ms=int(props.evidence_grace_period.to_milliseconds())
+            if ses_events and props.evidence_grace_period is not None else 0,
+            pipeline_tag=self.node.addr,
+        ).to_env()
 
     def _grant_ses(self, props: PipelineProps, configuration_set_name: str | None) -> None:
         stack = Stack.of(self)

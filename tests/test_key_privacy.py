@@ -124,7 +124,7 @@ def test_the_operator_types_the_clear_key(pipeline, secret_arn, capsys):
 
 def test_the_operator_resolves_a_private_key_by_its_clear_text(pipeline, secret_arn, capsys):
     clock = FakeClock()
-    consumer = private(pipeline, clock, secret_arn, delivery=DeliveryPolicy.NEVER_RESEND, evidence_grace_ms=None)
+    consumer = private(pipeline, clock, secret_arn, delivery=DeliveryPolicy.NEVER_RESEND, ses_events=False)
     consumer.processor._ledger.claim(digest(KEY), "dead-worker", clock.now_ms() - 1, "h")
     consumer.handle(event(sqs_record(job(KEY))), FakeContext(clock))  # a dead worker's claim: UNKNOWN
     assert pipeline.status(digest(KEY)) == "UNKNOWN"

@@ -6,7 +6,7 @@ import pytest
 
 from sendonce_contract.allowed_recipients import parse_entries
 from sendonce_contract.delivery import DeliveryPolicy
-from sendonce_runtime.settings import Settings, SettingsError
+from sendonce_runtime.settings import Settings, SettingsError, TimeBudget
 
 
 def test_settings_come_from_the_constructs_environment():
@@ -19,10 +19,11 @@ def test_settings_come_from_the_constructs_environment():
     })
     assert settings == Settings(
         table_name="t", dead_letter_queue_url="u", delivery=DeliveryPolicy.RESEND_WITHOUT_EVIDENCE, dedupe_ttl_s=60,
-        parallelism=4, fifo=True, configuration_set="cs", pipeline_name="Shop/Receipts", lease_margin_ms=6000,
-        ses_connect_timeout_s=0.5, ses_read_timeout_s=1.0, ledger_budget_ms=500,
+        parallelism=4, fifo=True, configuration_set="cs", pipeline_name="Shop/Receipts",
+        time_budget=TimeBudget(lease_margin_ms=6000, ses_connect_timeout_s=0.5, ses_read_timeout_s=1.0,
+                               ledger_budget_ms=500),
     )
-    assert settings.record_budget_ms == 2000
+    assert settings.budget.record_budget_ms == 2000
 
 
 def test_missing_table_or_dlq_is_a_deployment_error():

@@ -8,59 +8,23 @@ an Embedded Metric Format document (namespace ``sendonce``, dimension ``Pipeline
 
 from __future__ import annotations
 
-import json
-import os
-import sys
-import threading
-import time
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from sendonce_contract.deploy_config import RecorderConfig
 from sendonce_contract.schema import SES_EVENTS_BY_NAME, Ledger, ReasonCode, Status
 
 from .clock import Clock, SystemClock
 from .dead_letter import DeadLetterQueue
 from .evidence import EvidenceLedger, Recorded, Verdict
-from .metrics import emf_document
 from .ses_events import IgnoredEvent, MalformedEvent, SesEvent, parse_event
-from .settings import SettingsError
+from .shell import JsonLog, Once
 from .sqs_record import SqsRecord
 
 VERDICT_METRICS = {Verdict.UNKNOWN_KEY: "UnknownKeyEvents", Verdict.EXPIRED_KEY: "ExpiredKeyEvents"}
-
-
-@dataclass(frozen=True)
-class RecorderSettings:
-    table_name: str
-    dead_letter_queue_url: str
-    pipeline_tag: str | None = None
-    pipeline_name: str | None = None
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] = os.environ) -> RecorderSettings:
-        missing = [n for n in ("SENDONCE_TABLE_NAME", "SENDONCE_EVIDENCE_DLQ_URL") if not env.get(n)]
-        if missing:
-            raise SettingsError(f"environment variables {', '.join(missing)} are not set; deploy with the construct")
-        return cls(env["SENDONCE_TABLE_NAME"], env["SENDONCE_EVIDENCE_DLQ_URL"],
-                   env.get("SENDONCE_PIPELINE_TAG") or None, env.get("SENDONCE_PIPELINE_NAME") or None)
-
-
-class EventLog:
-    def __init__(self, stream: TextIO | None = None, pipeline: str | None = None) -> None:
-        self._stream = stream
-        self._pipeline = pipeline
-        self._lock = threading.Lock()
-
-    def write(self, line: dict[str, Any], counts: list[str], latency_ms: int | None = None) -> None:
-        if self._pipeline is not None:
-            timings = {} if latency_ms is None else {"ConfirmationLatency": latency_ms}
-            line.update(emf_document(self._pipeline, counts, timings, time.time_ns() // 1_000_000))
-        text = json.dumps(line, ensure_ascii=False) + "\n"
-        with self._lock:
-            (self._stream or sys.stdout).write(text)
+RecorderSettings = RecorderConfig  # the recorder's environment
+EventLog = JsonLog  # the recorder's log: one line per event
 
 
 class EventRecorder:
@@ -125,7 +89,7 @@ class EventRecorder:
         if recorded.double_send:
             line["level"] = "ERROR"
             counts.append("DoubleSends")
-        self.log.write(line, counts, latency)
+        self.log.write(line, counts, {} if latency is None else {"ConfirmationLatency": latency})
 
 
 def _line(event: SesEvent, outcome: str) -> dict[str, Any]:
@@ -133,17 +97,15 @@ def _line(event: SesEvent, outcome: str) -> dict[str, Any]:
             Ledger.KEY: event.dedupe_key, Ledger.SES_MESSAGE_ID: event.ses_message_id}
 
 
-_lock = threading.Lock()
-_recorder: EventRecorder | None = None
+def _build() -> EventRecorder:
+    from . import aws_clients
+
+    return EventRecorder.from_clients(RecorderConfig.from_env(), aws_clients.recorder_client("dynamodb"),
+                                      aws_clients.recorder_client("sqs"))
+
+
+_recorder = Once(_build)
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    global _recorder
-    with _lock:
-        if _recorder is None:
-            from . import aws_clients
-
-            settings = RecorderSettings.from_env()
-            _recorder = EventRecorder.from_clients(settings, aws_clients.recorder_client("dynamodb"),
-                                                   aws_clients.recorder_client("sqs"))
-    return _recorder.handle(event, context)
+    return _recorder.get().handle(event, context)

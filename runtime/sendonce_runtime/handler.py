@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from typing import Any
 
@@ -19,10 +18,8 @@ from .redelivery import Redelivery
 from .send_rate import SendRateLimiter
 from .ses_sender import SesSender
 from .settings import Settings
+from .shell import Once
 from .sqs_record import SqsRecord
-
-_lock = threading.Lock()
-_consumer: Consumer | None = None
 
 
 class Consumer:
@@ -75,7 +72,7 @@ class Consumer:
             PrivateKeys(secrets, settings.key_secret_id) if settings.key_secret_id else None,
         )
         redelivery = Redelivery(sqs, settings.queue_url, settings.fifo, dead_letters, settings.max_receive_count,
-                                call_ms=int(sum(settings.ledger_call_timeouts_s) * 1000))
+                                call_ms=settings.budget.ledger_call_ms)
         dead_letter_events = (
             DeadLetterEvents(events, settings.outcome_bus, settings.pipeline_tag, clock)
             if events is not None and settings.outcome_bus and settings.pipeline_tag else None
@@ -104,9 +101,8 @@ class Consumer:
         return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in results if r.redeliver]}
 
 
+_consumer = Once(lambda: Consumer.from_settings(Settings.from_env()))
+
+
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    global _consumer
-    with _lock:
-        if _consumer is None:
-            _consumer = Consumer.from_settings(Settings.from_env())
-    return _consumer.handle(event, context)
+    return _consumer.get().handle(event, context)
