@@ -24,11 +24,12 @@ import aws_cdk as cdk
 from aws_cdk import integ_tests_alpha as integ
 
 from sendonce_constructs import SendOnceEmailQueue
+from sendonce_contract.deploy_config import INTEG_RUN, INTEG_SENDER
 
-SENDER = os.environ.get("SENDONCE_INTEG_SENDER", "example.com")
+SENDER = os.environ.get(INTEG_SENDER, "example.com")
 FROM = SENDER if "@" in SENDER else f"sendonce-integ@{SENDER}"
 SIMULATOR = "simulator.amazonses.com"
-RUN = os.environ.get("SENDONCE_INTEG_RUN", "snapshot")  # keys differ between runs, so a rerun proves anew
+RUN = os.environ.get(INTEG_RUN, "snapshot")  # keys differ between runs, so a rerun proves anew
 WAIT = {"total_timeout": cdk.Duration.minutes(10), "interval": cdk.Duration.seconds(20)}
 EPOCH_MS = integ.Match.string_like_regexp(r"^[0-9]{13}$")
 

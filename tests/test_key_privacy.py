@@ -17,6 +17,7 @@ from sendonce_constructs import SendOnceEmailQueue
 from sendonce_constructs.local.ses_publisher import SEND_LOG
 from sendonce_constructs.ops.cli import main as sendonce
 from sendonce_contract.delivery import DeliveryPolicy
+from sendonce_contract.deploy_config import Env
 from sendonce_contract.key_digest import key_digest
 
 # The playbook's own example: the key carries an address.
@@ -178,7 +179,7 @@ def test_the_construct_keeps_the_secret_and_grants_it_to_the_consumer_and_the_op
     consumer = template.find_resources("AWS::Lambda::Function", {"Properties": {"Description": Match.string_like_regexp(
         "sendonce consumer")}})
     variables = next(iter(consumer.values()))["Properties"]["Environment"]["Variables"]
-    assert variables["SENDONCE_KEY_SECRET_ARN"] == {"Ref": secret_id}
+    assert variables[Env.KEY_SECRET_ARN] == {"Ref": secret_id}
     outputs = {o["Description"]: o["Value"] for o in template.to_json()["Outputs"].values()}
     assert outputs["sendonce:Private/Receipts:key-secret"] == {"Ref": secret_id}
     assert outputs["sendonce:Private/Receipts:dedupe-ttl"] == "604800"

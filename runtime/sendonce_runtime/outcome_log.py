@@ -19,6 +19,7 @@ class OutcomeLog:
     line is also an Embedded Metric Format document, so CloudWatch derives the metrics from it."""
 
     def __init__(self, stream: TextIO | None = None, pipeline: str | None = None) -> None:
+        self._stream = stream
         self._log = JsonLog(stream, pipeline)
         self._pipeline = pipeline
 

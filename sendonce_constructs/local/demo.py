@@ -13,6 +13,8 @@ from typing import IO, Any
 
 import boto3
 
+from sendonce_contract.deploy_config import ConsumerConfig
+
 from ..runtime_asset import HANDLER, OUTCOME_HANDLER, RECORDER_HANDLER
 from .cdk_cli import bootstrap_and_deploy
 from .emulator import LocalAws, local_aws
@@ -123,12 +125,12 @@ def _deploy(options: DemoOptions, aws: LocalAws, cdk_out: Path, cdk_log: Path, s
     boto3.client("sesv2").create_email_identity(EmailIdentity=SENDER_IDENTITY)
     streams = read_stream_functions(options.stack, cdk_out)
     deployed = Deployed(consumer, recorder, [s for s in streams if s.function.handler != OUTCOME_HANDLER], table,
-                        consumer.function.environment["SENDONCE_CONFIGURATION_SET"],
+                        ConsumerConfig.from_env(consumer.function.environment).configuration_set or "",
                         [s for s in streams if s.function.handler == OUTCOME_HANDLER])
-    env = consumer.function.environment
+    config = ConsumerConfig.from_env(consumer.function.environment)
     say(f"[3/8] deployed {consumer.function.name}: timeout {consumer.function.timeout_s:g} s, batch "
         f"{consumer.source.batch_size}, {consumer.source.max_concurrency} concurrent, policy "
-        f"{env['SENDONCE_DELIVERY']}, SES evidence grace {int(env['SENDONCE_EVIDENCE_GRACE_MS']) // 1000} s; "
+        f"{config.delivery.value}, SES evidence grace {config.evidence_grace_ms // 1000} s; "
         f"recorder {recorder.function.name}; SES identity {SENDER_IDENTITY} verified")
     return deployed, notes
 
@@ -168,9 +170,9 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
             burst = _burst_phase(options, aws, deployed, log, say)
             outcome_events = _outcome_events(options, deployed, outcome_runners, say)
         publisher.stop()
-        env = deployed.consumer.function.environment
+        config = ConsumerConfig.from_env(deployed.consumer.function.environment)
         report = build_report(
-            aws.sent_emails(), workload, env["SENDONCE_DELIVERY"], deployed.table, env["SENDONCE_DLQ_URL"],
+            aws.sent_emails(), workload, config.delivery.value, deployed.table, config.dead_letter_queue_url,
             runner.stats.as_dict(), notes, residual, burst,
         )
         report.too_slow = too_slow or machine_too_slow(deployed.consumer.source.queue_url)
@@ -247,11 +249,12 @@ def _burst_phase(options: DemoOptions, aws: LocalAws, deployed: Deployed, log: I
     keys = options.burst_keys if options.burst_keys is not None else int((10 if options.keys < 100 else 50) * rate)
     if keys <= 0:
         return None
-    env = deployed.consumer.function.environment
+    config = ConsumerConfig.from_env(deployed.consumer.function.environment)
+    pace = "no limit" if config.max_send_rate is None else f"{config.max_send_rate:g}"
     say(f"[7/8] a burst of {keys} keys while the emulator's SES accepts {rate:g} emails/s and throttles the rest "
-        f"(the consumer paces each of its {deployed.consumer.source.max_concurrency} instances at "
-        f"{env.get('SENDONCE_MAX_SEND_RATE', 'no limit')}/s)")
-    burst = run_burst(deployed.consumer.function, deployed.consumer.source, aws.environment, env["SENDONCE_DLQ_URL"],
+        f"(the consumer paces each of its {deployed.consumer.source.max_concurrency} instances at {pace}/s)")
+    burst = run_burst(deployed.consumer.function, deployed.consumer.source, aws.environment,
+                      config.dead_letter_queue_url,
                       lambda: [getattr(m, "subject", "") for m in aws.sent_emails()], rate, keys, options.seed + 2,
                       log, options.bound())
     for line in burst.lines():
