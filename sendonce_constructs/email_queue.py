@@ -21,7 +21,14 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from sendonce_contract.delivery import DeliveryPolicy
-from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget
+from sendonce_contract.deploy_config import (
+    ChildId,
+    ConsumerConfig,
+    OutputId,
+    OutputPart,
+    TimeBudget,
+    output_description,
+)
 from sendonce_contract.schema import Ledger
 
 from . import rules, ses_permissions
@@ -251,7 +258,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     def _build_queues(self, props: PipelineProps) -> None:
         self.dead_letter_queue: sqs.IQueue = props.dead_letter_queue or sqs.Queue(
             self,
-            "DeadLetterQueue",
+            ChildId.DEAD_LETTER_QUEUE,
             fifo=props.fifo or None,
             retention_period=DLQ_RETENTION,
             encryption=props.queue_encryption,
@@ -265,7 +272,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
                         "them.")
         self.queue = sqs.Queue(
             self,
-            "Queue",
+            ChildId.QUEUE,
             fifo=props.fifo or None,
             visibility_timeout=props.visibility_timeout,
             retention_period=props.retention_period,
@@ -280,7 +287,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     def _build_table(self, props: PipelineProps) -> None:
         self.table: dynamodb.ITable = props.existing_table or dynamodb.Table(
             self,
-            "DedupeTable",
+            ChildId.DEDUPE_TABLE,
             partition_key=dynamodb.Attribute(name=Ledger.KEY, type=dynamodb.AttributeType.STRING),
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
             time_to_live_attribute=Ledger.EXPIRES_AT,
@@ -377,21 +384,22 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
 
     def _build_outputs(self, props: PipelineProps) -> None:
         # What `sendonce --stack NAME` reads to find this pipeline; the description says which pipeline and part.
-        for output_id, value, part in (("DedupeTableName", self.table.table_name, "table"),
-                                       ("QueueUrl", self.queue.queue_url, "queue"),
-                                       ("DeadLetterQueueUrl", self.dead_letter_queue.queue_url, "dlq")):
-            CfnOutput(self, output_id, value=value, description=f"sendonce:{self.pipeline_name}:{part}")
+        for output_id, value, part in ((OutputId.DEDUPE_TABLE_NAME, self.table.table_name, OutputPart.TABLE),
+                                       (OutputId.QUEUE_URL, self.queue.queue_url, OutputPart.QUEUE),
+                                       (OutputId.DEAD_LETTER_QUEUE_URL, self.dead_letter_queue.queue_url,
+                                        OutputPart.DLQ)):
+            CfnOutput(self, output_id, value=value, description=output_description(self.pipeline_name, part))
         # What `sendonce dlq redrive` reads to skip jobs whose key is forgotten, and `sendonce status` to digest a key.
         dedupe_ttl_s = seconds(props.dedupe_ttl)
         if dedupe_ttl_s is not None:
-            CfnOutput(self, "DedupeTtlSeconds", value=str(int(dedupe_ttl_s)),
-                      description=f"sendonce:{self.pipeline_name}:dedupe-ttl")
+            CfnOutput(self, OutputId.DEDUPE_TTL_SECONDS, value=str(int(dedupe_ttl_s)),
+                      description=output_description(self.pipeline_name, OutputPart.DEDUPE_TTL))
         if self.key_secret is not None:
-            CfnOutput(self, "KeySecretArn", value=self.key_secret.secret_arn,
-                      description=f"sendonce:{self.pipeline_name}:key-secret")
+            CfnOutput(self, OutputId.KEY_SECRET_ARN, value=self.key_secret.secret_arn,
+                      description=output_description(self.pipeline_name, OutputPart.KEY_SECRET))
         if self.outbox is not None:
-            CfnOutput(self, "OutboxTableName", value=self.outbox.table.table_name,
-                      description=f"sendonce:{self.pipeline_name}:outbox")
+            CfnOutput(self, OutputId.OUTBOX_TABLE_NAME, value=self.outbox.table.table_name,
+                      description=output_description(self.pipeline_name, OutputPart.OUTBOX))
 
     def _consumer_environment(self, props: PipelineProps, configuration_set_name: str | None) -> dict[str, str]:
         timeout_s = seconds(props.function_timeout)

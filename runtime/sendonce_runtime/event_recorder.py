@@ -13,7 +13,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from sendonce_contract.deploy_config import RecorderConfig
-from sendonce_contract.schema import SES_EVENTS_BY_NAME, Ledger, ReasonCode, Status
+from sendonce_contract.schema import SES_EVENTS_BY_NAME, Ledger, Metric, ReasonCode, Status
 
 from .clock import Clock, SystemClock
 from .dead_letter import DeadLetterQueue
@@ -22,7 +22,7 @@ from .ses_events import IgnoredEvent, MalformedEvent, SesEvent, parse_event
 from .shell import JsonLog, Once
 from .sqs_record import SqsRecord
 
-VERDICT_METRICS = {Verdict.UNKNOWN_KEY: "UnknownKeyEvents", Verdict.EXPIRED_KEY: "ExpiredKeyEvents"}
+VERDICT_METRICS = {Verdict.UNKNOWN_KEY: Metric.UNKNOWN_KEY_EVENTS, Verdict.EXPIRED_KEY: Metric.EXPIRED_KEY_EVENTS}
 RecorderSettings = RecorderConfig  # the recorder's environment
 EventLog = JsonLog  # the recorder's log: one line per event
 
@@ -54,21 +54,21 @@ class EventRecorder:
             parsed = parse_event(record.body)
         except IgnoredEvent as kind:
             self.log.write({"level": "INFO", "logger": "sendonce.evidence", "outcome": "ignored",
-                            "eventType": str(kind)}, ["IgnoredEvents"])
+                            "eventType": str(kind)}, [Metric.IGNORED_EVENTS])
             return True
         except MalformedEvent as error:
             self.log.write({"level": "WARN", "logger": "sendonce.evidence", "outcome": "malformed",
-                            "reason": error.reason, "messageId": record.message_id}, ["MalformedEvents"])
+                            "reason": error.reason, "messageId": record.message_id}, [Metric.MALFORMED_EVENTS])
             return self._dead_letters.send(record, ReasonCode.MALFORMED_EVENT, error.reason, None)
         if self.settings.pipeline_tag is not None and parsed.pipeline != self.settings.pipeline_tag:
-            self.log.write(_line(parsed, "other_pipeline"), ["OtherPipelineEvents"])
+            self.log.write(_line(parsed, "other_pipeline"), [Metric.OTHER_PIPELINE_EVENTS])
             return True
         try:
             recorded = self._ledger.record(parsed)
         except (ClientError, BotoCoreError) as error:
             line = _line(parsed, "ledger_unavailable")
             line.update(level="WARN", reason=f"{type(error).__name__}: {error}")
-            self.log.write(line, ["RecorderErrors"])
+            self.log.write(line, [Metric.RECORDER_ERRORS])
             return False
         self._log_recorded(parsed, recorded)
         return True
@@ -79,17 +79,17 @@ class EventRecorder:
             return
         line = _line(event, "double_send" if recorded.double_send else "recorded")
         line.update(wasStatus=recorded.was_status, sesMessageIds=list(recorded.ses_message_ids))
-        counts = ["EvidenceEvents", SES_EVENTS_BY_NAME[event.event_type].metric]
+        counts = [Metric.EVIDENCE_EVENTS, SES_EVENTS_BY_NAME[event.event_type].metric]
         latency = None
         if recorded.first_evidence:
-            counts.append("SendsConfirmed")
+            counts.append(Metric.SENDS_CONFIRMED)
             latency = max(0, self._clock.now_ms() - event.sent_at_ms)
             if recorded.was_status in (Status.IN_FLIGHT.value, Status.UNKNOWN.value):
-                counts.append("UndecidedSendsSettled")
+                counts.append(Metric.UNDECIDED_SENDS_SETTLED)
         if recorded.double_send:
             line["level"] = "ERROR"
-            counts.append("DoubleSends")
-        self.log.write(line, counts, {} if latency is None else {"ConfirmationLatency": latency})
+            counts.append(Metric.DOUBLE_SENDS)
+        self.log.write(line, counts, {} if latency is None else {Metric.CONFIRMATION_LATENCY: latency})
 
 
 def _line(event: SesEvent, outcome: str) -> dict[str, Any]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from sendonce_contract.schema import Metric
+
 from . import aws_clients
 from .batch import run_batch
 from .clock import Clock, Deadline, LambdaContext, SystemClock
@@ -97,7 +99,7 @@ class Consumer:
         if self.dead_letter_events is not None:
             unpublished = self.dead_letter_events.publish(results, deadline)
             if unpublished:
-                self.log.note("outcome_events_failed", "OutcomeEventsFailed", unpublished)
+                self.log.note("outcome_events_failed", Metric.OUTCOME_EVENTS_FAILED, unpublished)
         return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in results if r.redeliver]}
 
 

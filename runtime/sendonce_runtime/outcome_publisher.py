@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from sendonce_contract.deploy_config import PublisherConfig
 from sendonce_contract.outcome_events import OutcomeEvent, transitions
+from sendonce_contract.schema import Metric
 
 from .shell import JsonLog, Once
 
@@ -39,7 +40,7 @@ class OutcomePublisher:
         pending = [(r["dynamodb"]["SequenceNumber"], e) for r in records for e in self.outcomes(r)]
         failed = self._publish(pending)
         published = len(pending) - len(failed)
-        counts = {"OutcomeEvents": published, "OutcomeEventsFailed": len(failed)}
+        counts = {Metric.OUTCOME_EVENTS: published, Metric.OUTCOME_EVENTS_FAILED: len(failed)}
         nonzero = {name: count for name, count in counts.items() if count}
         self._log.write({"level": "WARN" if failed else "INFO", "logger": "sendonce.outcomes",
                          "outcome": "publish_failed" if failed else "published", "records": len(records),

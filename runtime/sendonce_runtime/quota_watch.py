@@ -12,11 +12,12 @@ import time
 from typing import Any, TextIO
 
 from sendonce_contract.deploy_config import QuotaWatchConfig
+from sendonce_contract.schema import Metric
 
 from .metrics import emf_values
 from .shell import JsonLog, Once
 
-QUOTA_USED_PERCENT = "QuotaUsedPercent"
+QUOTA_USED_PERCENT = Metric.QUOTA_USED_PERCENT
 
 
 def used_percent(send_quota: dict[str, Any]) -> float:

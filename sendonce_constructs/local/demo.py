@@ -13,7 +13,7 @@ from typing import IO, Any
 
 import boto3
 
-from sendonce_contract.deploy_config import ConsumerConfig
+from sendonce_contract.deploy_config import ChildId, ConsumerConfig
 
 from ..runtime_asset import HANDLER, OUTCOME_HANDLER, RECORDER_HANDLER
 from .cdk_cli import bootstrap_and_deploy
@@ -116,7 +116,7 @@ def _deploy(options: DemoOptions, aws: LocalAws, cdk_out: Path, cdk_log: Path, s
                "evidenceGraceSeconds": str(options.evidence_grace_s), "sendRate": f"{options.burst_rate:g}"}
     bootstrap_and_deploy(options.stack, options.project_dir.resolve(), cdk_out, {**os.environ}, aws.account_id,
                          aws.region, context, cdk_log)
-    table = physical_id_of(options.stack, "AWS::DynamoDB::Table", "ReceiptsDedupeTable")
+    table = physical_id_of(options.stack, "AWS::DynamoDB::Table", "Receipts" + ChildId.DEDUPE_TABLE)
     notes = apply_emulator_gaps(options.stack, table, cdk_out)
     for note in notes:
         say(f"      emulator gap: {note}")
