@@ -14,7 +14,7 @@ from constructs import Construct
 
 from sendonce_contract.schema import METRIC_DIMENSION as DIMENSION
 from sendonce_contract.schema import METRIC_NAMESPACE as NAMESPACE
-from sendonce_contract.schema import SES_EVENTS_BY_NAME, DeadLetter, Metric
+from sendonce_contract.schema import SES_BOUNCE, SES_COMPLAINT, SES_SEND, DeadLetter, Metric
 
 from .evidence import SesEvidence
 
@@ -129,11 +129,11 @@ class PipelineMetrics:
     def metric_bounce_rate(self, window: Duration = REPUTATION_WINDOW) -> cloudwatch.MathExpression:
         """Bounces per email SES accepted for this pipeline, in percent, over ``window`` (from the recorder's counts
         of SES's Bounce and Send events; 0 while the window holds fewer than REPUTATION_MIN_EMAILS emails)."""
-        return self._rate(SES_EVENTS_BY_NAME["Bounce"].metric, "Bounce rate (%)", window)
+        return self._rate(SES_BOUNCE.metric, "Bounce rate (%)", window)
 
     def metric_complaint_rate(self, window: Duration = REPUTATION_WINDOW) -> cloudwatch.MathExpression:
         """Complaints per email SES accepted for this pipeline, in percent, over ``window``."""
-        return self._rate(SES_EVENTS_BY_NAME["Complaint"].metric, "Complaint rate (%)", window)
+        return self._rate(SES_COMPLAINT.metric, "Complaint rate (%)", window)
 
     def _rate(self, events: str, label: str, window: Duration) -> cloudwatch.MathExpression:
         if self.evidence is None:
@@ -141,7 +141,7 @@ class PipelineMetrics:
         return cloudwatch.MathExpression(
             expression=f"IF(sends >= {REPUTATION_MIN_EMAILS}, 100 * {events.lower()} / sends, 0)",
             using_metrics={events.lower(): self.metric(events, period=window),
-                           "sends": self.metric(SES_EVENTS_BY_NAME["Send"].metric, period=window)},
+                           "sends": self.metric(SES_SEND.metric, period=window)},
             label=label, period=window,
         )
 

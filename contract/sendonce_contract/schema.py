@@ -141,20 +141,23 @@ class SesEventType(NamedTuple):
 
 # Every event that proves SES accepted an email or says what became of it (SES Developer Guide, "Contents of event
 # data"; EventBridge's detail-types from "Monitoring email sending using Amazon EventBridge").
-SES_EVENT_TYPES = (
-    SesEventType("Send", "Email Sent", "send", Ledger.SES_ACCEPTED_AT, Metric.SES_SENDS, None),
-    SesEventType("Delivery", "Email Delivered", "delivery", Ledger.DELIVERED_AT, Metric.DELIVERIES, "delivered"),
-    SesEventType("Bounce", "Email Bounced", "bounce", Ledger.BOUNCED_AT, Metric.BOUNCES, "bounced",
-                 ((Ledger.BOUNCE_TYPE, "bounceType"), (Ledger.BOUNCE_SUB_TYPE, "bounceSubType"))),
-    SesEventType("Complaint", "Email Complaint Received", "complaint", Ledger.COMPLAINED_AT, Metric.COMPLAINTS,
-                 "complained", ((Ledger.COMPLAINT_FEEDBACK_TYPE, "complaintFeedbackType"),)),
-    SesEventType("Reject", "Email Rejected", "reject", Ledger.REJECTED_AT, Metric.REJECTS, "rejected",
-                 ((Ledger.REJECT_REASON, "reason"),)),
-    SesEventType("DeliveryDelay", "Email Delivery Delayed", "deliveryDelay", Ledger.DELAYED_AT, Metric.DELIVERY_DELAYS,
-                 "delayed", ((Ledger.DELAY_TYPE, "delayType"),)),
-    SesEventType("Rendering Failure", "Email Rendering Failed", "failure", Ledger.RENDERING_FAILED_AT,
-                 Metric.RENDERING_FAILURES, "rendering failed", ((Ledger.RENDERING_ERROR, "errorMessage"),)),
-)
+SES_SEND = SesEventType("Send", "Email Sent", "send", Ledger.SES_ACCEPTED_AT, Metric.SES_SENDS, None)
+SES_DELIVERY = SesEventType("Delivery", "Email Delivered", "delivery", Ledger.DELIVERED_AT, Metric.DELIVERIES,
+                            "delivered")
+SES_BOUNCE = SesEventType("Bounce", "Email Bounced", "bounce", Ledger.BOUNCED_AT, Metric.BOUNCES, "bounced",
+                          ((Ledger.BOUNCE_TYPE, "bounceType"), (Ledger.BOUNCE_SUB_TYPE, "bounceSubType")))
+SES_COMPLAINT = SesEventType("Complaint", "Email Complaint Received", "complaint", Ledger.COMPLAINED_AT,
+                             Metric.COMPLAINTS, "complained",
+                             ((Ledger.COMPLAINT_FEEDBACK_TYPE, "complaintFeedbackType"),))
+SES_REJECT = SesEventType("Reject", "Email Rejected", "reject", Ledger.REJECTED_AT, Metric.REJECTS, "rejected",
+                          ((Ledger.REJECT_REASON, "reason"),))
+SES_DELIVERY_DELAY = SesEventType("DeliveryDelay", "Email Delivery Delayed", "deliveryDelay", Ledger.DELAYED_AT,
+                                  Metric.DELIVERY_DELAYS, "delayed", ((Ledger.DELAY_TYPE, "delayType"),))
+SES_RENDERING_FAILURE = SesEventType("Rendering Failure", "Email Rendering Failed", "failure",
+                                     Ledger.RENDERING_FAILED_AT, Metric.RENDERING_FAILURES, "rendering failed",
+                                     ((Ledger.RENDERING_ERROR, "errorMessage"),))
+SES_EVENT_TYPES = (SES_SEND, SES_DELIVERY, SES_BOUNCE, SES_COMPLAINT, SES_REJECT, SES_DELIVERY_DELAY,
+                   SES_RENDERING_FAILURE)
 SES_EVENTS_BY_NAME = {event.name: event for event in SES_EVENT_TYPES}
 # Events that say nothing about whether an email went out.
 IGNORED_SES_EVENT_TYPES = frozenset({"Open", "Click", "Subscription"})
