@@ -21,15 +21,9 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from sendonce_contract.delivery import DeliveryPolicy
-from sendonce_contract.deploy_config import (
-    ChildId,
-    ConsumerConfig,
-    OutputId,
-    OutputPart,
-    TimeBudget,
-    output_description,
-)
+from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget
 from sendonce_contract.schema import Ledger
+from sendonce_contract.stack_names import ChildId, OutputId, OutputPart, output_description
 
 from . import rules, ses_permissions
 from .acknowledgements import acknowledge

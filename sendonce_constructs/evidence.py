@@ -13,7 +13,7 @@ from aws_cdk import aws_ses as ses
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from sendonce_contract.deploy_config import RecorderConfig
+from sendonce_contract.companion_configs import RecorderConfig
 from sendonce_contract.key_tags import PIPELINE_TAG
 from sendonce_contract.schema import SES_EVENT_TYPES
 

@@ -11,7 +11,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from sendonce_contract.deploy_config import ChildId
+from sendonce_contract.stack_names import ChildId
 
 from .acknowledgements import acknowledge
 

@@ -16,7 +16,7 @@ from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from sendonce_contract.deploy_config import RelayConfig
+from sendonce_contract.companion_configs import RelayConfig
 from sendonce_contract.schema import OutboxItem
 
 from . import rules

@@ -20,7 +20,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from sendonce_contract.deploy_config import PublisherConfig
+from sendonce_contract.companion_configs import PublisherConfig
 from sendonce_contract.outcome_events import BY_TRANSITION, OUTCOME_TYPES, SOURCE
 
 from . import rules

@@ -13,7 +13,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from sendonce_contract.deploy_config import QuotaWatchConfig
+from sendonce_contract.companion_configs import QuotaWatchConfig
 
 from .acknowledgements import acknowledge
 from .bundled_function import BundledFunction, FunctionOptions

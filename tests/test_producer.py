@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sendonce_constructs.runtime_asset import runtime_asset_dir
-from sendonce_contract.deploy_config import RelayConfig
+from sendonce_contract.companion_configs import RelayConfig
 from sendonce_contract.message import parse_job
 from sendonce_contract.release import __version__
 from sendonce_producer import EmailJob, InvalidJob, dedupe_key, enqueue, enqueue_many, outbox_put

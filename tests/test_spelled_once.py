@@ -9,7 +9,7 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from sendonce_contract import deploy_config, schema
+from sendonce_contract import companion_configs, deploy_config, schema
 from sendonce_contract.deploy_config import ConsumerConfig, Env, TimeBudget
 from sendonce_contract.schema import IGNORED_SES_EVENT_TYPES, SES_EVENT_TYPES, Ledger, Metric
 
@@ -81,13 +81,13 @@ def test_each_config_reads_back_what_it_writes():
         outcome_bus="bus", key_secret_id="arn:secret",
     )
     assert ConsumerConfig.from_env(config.to_env()) == config
-    for config_type in (deploy_config.RecorderConfig, deploy_config.PublisherConfig):
+    for config_type in (companion_configs.RecorderConfig, companion_configs.PublisherConfig):
         other = config_type("a", "b", "Shop/Receipts")
         assert config_type.from_env(other.to_env()) == other
-    relay = deploy_config.RelayConfig("q", fifo=True)
-    assert deploy_config.RelayConfig.from_env(relay.to_env()) == relay
-    watch = deploy_config.QuotaWatchConfig("Shop/Receipts")
-    assert deploy_config.QuotaWatchConfig.from_env(watch.to_env()) == watch
+    relay = companion_configs.RelayConfig("q", fifo=True)
+    assert companion_configs.RelayConfig.from_env(relay.to_env()) == relay
+    watch = companion_configs.QuotaWatchConfig("Shop/Receipts")
+    assert companion_configs.QuotaWatchConfig.from_env(watch.to_env()) == watch
 
 
 def test_events_off_is_said_by_the_absence_of_a_grace_period_and_a_malformed_variable_is_named():
@@ -98,4 +98,4 @@ def test_events_off_is_said_by_the_absence_of_a_grace_period_and_a_malformed_var
     with pytest.raises(deploy_config.ConfigError, match=f"in {Env.PARALLELISM}='many'"):
         ConsumerConfig.from_env({Env.TABLE_NAME: "t", Env.DLQ_URL: "d", Env.PARALLELISM: "many"})
     with pytest.raises(deploy_config.ConfigError, match=f"{Env.QUEUE_URL} are not set"):
-        deploy_config.RelayConfig.from_env({})
+        companion_configs.RelayConfig.from_env({})

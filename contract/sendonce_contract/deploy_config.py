@@ -3,7 +3,8 @@
 The construct builds a config from its props and calls :meth:`to_env` for the function's ``environment``; the
 function reads it back once with :meth:`from_env`; the local tooling, the bench and the tests read a deployed
 function's environment the same way. Every ``SENDONCE_*`` name is spelled here and nowhere else, and so is the
-consumer's time budget, derived once from the function timeout.
+consumer's time budget, derived once from the function timeout. The other bundled functions' configs are in
+:mod:`sendonce_contract.companion_configs`, apart so that the consumer's cold start does not build them.
 
 No dependency: the Lambda bundle ships this module.
 """
@@ -13,12 +14,13 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Self, TypeVar
+from typing import TYPE_CHECKING, Self, TypeVar
 
-from . import allowed_recipients
-from .allowed_recipients import AllowedRecipients, InvalidEntry
 from .delivery import DeliveryPolicy
 from .schema import DEFAULT_DEDUPE_TTL_S
+
+if TYPE_CHECKING:  # a production consumer has none: it parses them only when a stage sets them
+    from .allowed_recipients import AllowedRecipients
 
 
 class Env:
@@ -51,46 +53,6 @@ class Env:
 INTEG_PREFIX = "SENDONCE_INTEG_"
 INTEG_SENDER = INTEG_PREFIX + "SENDER"
 INTEG_RUN = INTEG_PREFIX + "RUN"
-
-class ChildId:
-    """Construct ids of the pipeline's children that the operator command and the local tooling find in a deployed
-    stack (its logical ids contain them). Renaming one replaces its resource on deploy."""
-
-    DEDUPE_TABLE = "DedupeTable"
-    QUEUE = "Queue"
-    DEAD_LETTER_QUEUE = "DeadLetterQueue"
-    KEY_SECRET = "KeySecret"
-
-
-class OutputId:
-    """The pipeline's CfnOutput ids."""
-
-    DEDUPE_TABLE_NAME = "DedupeTableName"
-    QUEUE_URL = "QueueUrl"
-    DEAD_LETTER_QUEUE_URL = "DeadLetterQueueUrl"
-    DEDUPE_TTL_SECONDS = "DedupeTtlSeconds"
-    KEY_SECRET_ARN = "KeySecretArn"
-    OUTBOX_TABLE_NAME = "OutboxTableName"
-
-
-class OutputPart:
-    """What an output's description says it is: ``sendonce:<pipeline path>:<part>``, which `sendonce --stack`
-    reads to find a pipeline's parts."""
-
-    TABLE = "table"
-    QUEUE = "queue"
-    DLQ = "dlq"
-    DEDUPE_TTL = "dedupe-ttl"
-    KEY_SECRET = "key-secret"
-    OUTBOX = "outbox"
-
-
-OUTPUT_PREFIX = "sendonce:"
-
-
-def output_description(pipeline_path: str, part: str) -> str:
-    return f"{OUTPUT_PREFIX}{pipeline_path}:{part}"
-
 
 # The most calls besides the send one record makes in a row: claim, release after a refusal, dead-letter send.
 LEDGER_CALLS_PER_RECORD = 3
@@ -163,10 +125,10 @@ class TimeBudget:
             return None
         default = cls()
         return cls(
-            ses_connect_timeout_s=_read(env, Env.SES_CONNECT_TIMEOUT_S, float, default.ses_connect_timeout_s),
-            ses_read_timeout_s=_read(env, Env.SES_READ_TIMEOUT_S, float, default.ses_read_timeout_s),
-            ledger_budget_ms=_read(env, Env.LEDGER_BUDGET_MS, int, default.ledger_budget_ms),
-            lease_margin_ms=_read(env, Env.LEASE_MARGIN_MS, int, default.lease_margin_ms),
+            ses_connect_timeout_s=read(env, Env.SES_CONNECT_TIMEOUT_S, float, default.ses_connect_timeout_s),
+            ses_read_timeout_s=read(env, Env.SES_READ_TIMEOUT_S, float, default.ses_read_timeout_s),
+            ledger_budget_ms=read(env, Env.LEDGER_BUDGET_MS, int, default.ledger_budget_ms),
+            lease_margin_ms=read(env, Env.LEASE_MARGIN_MS, int, default.lease_margin_ms),
         )
 
 
@@ -210,12 +172,12 @@ class ConsumerConfig:
             Env.DELIVERY: self.delivery.value,
             Env.DEDUPE_TTL_SECONDS: str(int(self.dedupe_ttl_s)),
             Env.PARALLELISM: str(self.parallelism),
-            Env.FIFO: _flag(self.fifo),
+            Env.FIFO: flag(self.fifo),
         }
-        _put(env, Env.PIPELINE_NAME, self.pipeline_name)
-        _put(env, Env.QUEUE_URL, self.queue_url)
-        _put(env, Env.CONFIGURATION_SET, self.configuration_set)
-        _put(env, Env.KEY_SECRET_ARN, self.key_secret_id)
+        put(env, Env.PIPELINE_NAME, self.pipeline_name)
+        put(env, Env.QUEUE_URL, self.queue_url)
+        put(env, Env.CONFIGURATION_SET, self.configuration_set)
+        put(env, Env.KEY_SECRET_ARN, self.key_secret_id)
         if self.allowed_recipients is not None:
             env[Env.ALLOWED_RECIPIENTS] = self.allowed_recipients.to_env()
         if self.time_budget is not None:
@@ -226,32 +188,32 @@ class ConsumerConfig:
             env[Env.MAX_RECEIVE_COUNT] = str(self.max_receive_count)
         if self.outcome_bus is not None:
             env[Env.OUTCOME_BUS] = self.outcome_bus
-            _put(env, Env.PIPELINE_TAG, self.pipeline_tag)
+            put(env, Env.PIPELINE_TAG, self.pipeline_tag)
         if self.ses_events:
             env[Env.EVIDENCE_GRACE_MS] = str(int(self.evidence_grace_ms))
-            _put(env, Env.PIPELINE_TAG, self.pipeline_tag)
+            put(env, Env.PIPELINE_TAG, self.pipeline_tag)
         return env
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Self:
-        _require(env, Env.TABLE_NAME, Env.DLQ_URL)
-        grace_ms = _read(env, Env.EVIDENCE_GRACE_MS, int, None)
+        require(env, Env.TABLE_NAME, Env.DLQ_URL)
+        grace_ms = read(env, Env.EVIDENCE_GRACE_MS, int, None)
         return cls(
             table_name=env[Env.TABLE_NAME],
             dead_letter_queue_url=env[Env.DLQ_URL],
-            delivery=_read(env, Env.DELIVERY, DeliveryPolicy, cls.delivery),
-            dedupe_ttl_s=_read(env, Env.DEDUPE_TTL_SECONDS, int, cls.dedupe_ttl_s),
-            parallelism=max(1, _read(env, Env.PARALLELISM, int, cls.parallelism)),
-            fifo=_read_flag(env, Env.FIFO),
+            delivery=read(env, Env.DELIVERY, DeliveryPolicy, cls.delivery),
+            dedupe_ttl_s=read(env, Env.DEDUPE_TTL_SECONDS, int, cls.dedupe_ttl_s),
+            parallelism=max(1, read(env, Env.PARALLELISM, int, cls.parallelism)),
+            fifo=read_flag(env, Env.FIFO),
             configuration_set=env.get(Env.CONFIGURATION_SET) or None,
             pipeline_name=env.get(Env.PIPELINE_NAME) or None,
-            max_send_rate=_read(env, Env.MAX_SEND_RATE, float, None),
+            max_send_rate=read(env, Env.MAX_SEND_RATE, float, None),
             time_budget=TimeBudget.from_env(env),
             ses_events=grace_ms is not None,
             evidence_grace_ms=grace_ms or 0,
             pipeline_tag=env.get(Env.PIPELINE_TAG) or None,
             queue_url=env.get(Env.QUEUE_URL) or None,
-            max_receive_count=_read(env, Env.MAX_RECEIVE_COUNT, int, None),
+            max_receive_count=read(env, Env.MAX_RECEIVE_COUNT, int, None),
             outcome_bus=env.get(Env.OUTCOME_BUS) or None,
             key_secret_id=env.get(Env.KEY_SECRET_ARN) or None,
             allowed_recipients=_allowed_recipients(env),
@@ -263,102 +225,29 @@ class ConsumerConfig:
         return Env.DLQ_URL in env
 
 
-@dataclass(frozen=True)
-class RecorderConfig:
-    """The SES event recorder's (``sendonce_runtime.event_recorder.handler``) environment."""
-
-    table_name: str
-    dead_letter_queue_url: str
-    pipeline_tag: str | None = None
-    pipeline_name: str | None = None
-
-    def to_env(self) -> dict[str, str]:
-        env = {Env.TABLE_NAME: self.table_name, Env.EVIDENCE_DLQ_URL: self.dead_letter_queue_url}
-        _put(env, Env.PIPELINE_TAG, self.pipeline_tag)
-        _put(env, Env.PIPELINE_NAME, self.pipeline_name)
-        return env
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] = os.environ) -> Self:
-        _require(env, Env.TABLE_NAME, Env.EVIDENCE_DLQ_URL)
-        return cls(env[Env.TABLE_NAME], env[Env.EVIDENCE_DLQ_URL], env.get(Env.PIPELINE_TAG) or None,
-                   env.get(Env.PIPELINE_NAME) or None)
-
-
-@dataclass(frozen=True)
-class RelayConfig:
-    """The outbox relay's (``sendonce_runtime.outbox_relay.handler``) environment."""
-
-    queue_url: str
-    fifo: bool = False
-
-    def to_env(self) -> dict[str, str]:
-        return {Env.QUEUE_URL: self.queue_url, Env.FIFO: _flag(self.fifo)}
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] = os.environ) -> Self:
-        _require(env, Env.QUEUE_URL)
-        return cls(env[Env.QUEUE_URL], _read_flag(env, Env.FIFO))
-
-
-@dataclass(frozen=True)
-class PublisherConfig:
-    """The outcome publisher's (``sendonce_runtime.outcome_publisher.handler``) environment."""
-
-    bus: str  # the event bus name or ARN
-    pipeline_tag: str  # the detail's "pipeline": what an on_outcome rule matches
-    pipeline_name: str | None = None  # the metrics' Pipeline dimension
-
-    def to_env(self) -> dict[str, str]:
-        env = {Env.OUTCOME_BUS: self.bus, Env.PIPELINE_TAG: self.pipeline_tag}
-        _put(env, Env.PIPELINE_NAME, self.pipeline_name)
-        return env
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] = os.environ) -> Self:
-        _require(env, Env.PIPELINE_TAG)
-        return cls(env.get(Env.OUTCOME_BUS) or "default", env[Env.PIPELINE_TAG], env.get(Env.PIPELINE_NAME) or None)
-
-
-@dataclass(frozen=True)
-class QuotaWatchConfig:
-    """The quota watch's (``sendonce_runtime.quota_watch.handler``) environment."""
-
-    pipeline_name: str | None = None  # the metric's Pipeline dimension; no metric without it
-
-    def to_env(self) -> dict[str, str]:
-        env: dict[str, str] = {}
-        _put(env, Env.PIPELINE_NAME, self.pipeline_name)
-        return env
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] = os.environ) -> Self:
-        return cls(env.get(Env.PIPELINE_NAME) or None)
-
-
 T = TypeVar("T")
 
 
-def _flag(value: bool) -> str:
+def flag(value: bool) -> str:
     return "true" if value else "false"
 
 
-def _read_flag(env: Mapping[str, str], name: str) -> bool:
-    return _read(env, name, lambda text: text.lower() == "true", False)
+def read_flag(env: Mapping[str, str], name: str) -> bool:
+    return read(env, name, lambda text: text.lower() == "true", False)
 
 
-def _put(env: dict[str, str], name: str, value: str | None) -> None:
+def put(env: dict[str, str], name: str, value: str | None) -> None:
     if value is not None:
         env[name] = value
 
 
-def _require(env: Mapping[str, str], *names: str) -> None:
+def require(env: Mapping[str, str], *names: str) -> None:
     missing = [name for name in names if not env.get(name)]
     if missing:
         raise ConfigError(f"environment variables {', '.join(missing)} are not set; deploy with the construct")
 
 
-def _read(env: Mapping[str, str], name: str, parse: Callable[[str], T], default: T) -> T:
+def read(env: Mapping[str, str], name: str, parse: Callable[[str], T], default: T) -> T:
     """The variable parsed, or ``default`` when it is unset or empty; one error naming it when it is malformed."""
     text = env.get(name)
     if not text:
@@ -371,7 +260,11 @@ def _read(env: Mapping[str, str], name: str, parse: Callable[[str], T], default:
 
 def _allowed_recipients(env: Mapping[str, str]) -> AllowedRecipients | None:
     text = env.get(Env.ALLOWED_RECIPIENTS)
+    if text is None:
+        return None
+    from .allowed_recipients import InvalidEntry, from_env
+
     try:
-        return allowed_recipients.from_env(text)
+        return from_env(text)
     except InvalidEntry as error:
         raise ConfigError(f"invalid sendonce setting: {error} (in {Env.ALLOWED_RECIPIENTS}={text!r})") from error

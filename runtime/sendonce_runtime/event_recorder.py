@@ -12,7 +12,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from sendonce_contract.deploy_config import RecorderConfig
+from sendonce_contract.companion_configs import RecorderConfig
 from sendonce_contract.schema import SES_EVENTS_BY_NAME, Ledger, Metric, ReasonCode, Status
 
 from .clock import Clock, SystemClock

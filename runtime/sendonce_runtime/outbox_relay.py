@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sendonce_contract.deploy_config import RelayConfig
+from sendonce_contract.companion_configs import RelayConfig
 from sendonce_contract.fifo import fifo_message_ids
 from sendonce_contract.schema import OutboxItem
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any, TextIO
 
-from sendonce_contract.deploy_config import PublisherConfig
+from sendonce_contract.companion_configs import PublisherConfig
 from sendonce_contract.outcome_events import OutcomeEvent, transitions
 from sendonce_contract.schema import Metric
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -14,13 +15,15 @@ from sendonce_contract.schema import ReasonCode, Status
 from .aws_errors import ledger_trouble
 from .clock import Clock, Deadline
 from .dead_letter import DeadLetterQueue
-from .key_privacy import PrivateKeys
 from .ledger import Claim, DedupeLedger, LedgerRecord
 from .outcome import Outcome, RecordResult
-from .send_rate import SendRateLimiter
 from .ses_sender import Accepted, Refused, SesSender
 from .settings import LEDGER_CALLS_PER_RECORD, Settings
 from .sqs_record import SqsRecord
+
+if TYPE_CHECKING:  # built only where deployed with them (the handler imports them then)
+    from .key_privacy import PrivateKeys
+    from .send_rate import SendRateLimiter
 
 LOGGER = logging.getLogger("sendonce")
 # A lost race re-reads the state through the next conditional write; more rounds than this means churn.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any, TextIO
 
-from sendonce_contract.deploy_config import QuotaWatchConfig
+from sendonce_contract.companion_configs import QuotaWatchConfig
 from sendonce_contract.schema import Metric
 
 from .metrics import emf_values

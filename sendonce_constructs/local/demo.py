@@ -13,7 +13,8 @@ from typing import IO, Any
 
 import boto3
 
-from sendonce_contract.deploy_config import ChildId, ConsumerConfig
+from sendonce_contract.deploy_config import ConsumerConfig
+from sendonce_contract.stack_names import ChildId
 
 from ..runtime_asset import HANDLER, OUTCOME_HANDLER, RECORDER_HANDLER
 from .cdk_cli import bootstrap_and_deploy

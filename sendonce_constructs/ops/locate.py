@@ -8,7 +8,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 # The construct's outputs say which pipeline and which part they are: "sendonce:<pipeline path>:<part>".
-from sendonce_contract.deploy_config import OUTPUT_PREFIX, ChildId, OutputPart
+from sendonce_contract.stack_names import OUTPUT_PREFIX, ChildId, OutputPart
 
 PARTS = (OutputPart.TABLE, OutputPart.QUEUE, OutputPart.DLQ)
 # What each part's logical id contains, for stacks whose outputs the endpoint does not return.
