@@ -56,6 +56,12 @@ def recorder_client(service: str) -> Any:
     return _shared(service, Config(retries={"total_max_attempts": 3, "mode": "standard"}), f"recorder:{service}")
 
 
+def relay_client() -> Any:
+    """The outbox relay's SQS client, on the SDK's default retries: a job relayed twice is one the consumer's
+    ledger absorbs."""
+    return _shared("sqs", Config(), "relay:sqs")
+
+
 def ses(settings: Settings) -> SESV2Client:
     return _shared("sesv2", ses_config(settings))  # type: ignore[no-any-return]
 

@@ -45,9 +45,9 @@ def relay(records: list[dict[str, Any]], sqs: Any, queue_url: str, fifo: bool) -
 
 
 def _build() -> tuple[Any, RelayConfig]:
-    import boto3
+    from . import aws_clients
 
-    return boto3.session.Session().client("sqs"), RelayConfig.from_env()
+    return aws_clients.relay_client(), RelayConfig.from_env()
 
 
 _relay = Once(_build)
