@@ -38,7 +38,7 @@ def sendonce_handler(table: str, dlq_url: str, parallelism: int = 1,
     if evidence is not None:
         settings = Settings(table_name=table, dead_letter_queue_url=dlq_url, parallelism=parallelism,
                             pipeline_name="bench", configuration_set=evidence[0], pipeline_tag=evidence[1],
-                            evidence_grace_ms=300_000)
+                            ses_events=True, evidence_grace_ms=300_000)
     clients = {
         "dynamodb": boto3.client("dynamodb", config=ledger_config(settings)),
         "sesv2": boto3.client("sesv2", config=ses_config(settings)),

@@ -11,6 +11,8 @@ from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 
+from sendonce_contract.schema import Ledger
+
 
 def raw_pipeline(stack: cdk.Stack, code_dir: str) -> None:
     dlq = sqs.Queue(stack, "Dlq", retention_period=cdk.Duration.days(14), enforce_ssl=True,
@@ -20,7 +22,7 @@ def raw_pipeline(stack: cdk.Stack, code_dir: str) -> None:
                       dead_letter_queue=sqs.DeadLetterQueue(queue=dlq, max_receive_count=5))
     table = dynamodb.Table(stack, "Table", partition_key=dynamodb.Attribute(name="dedupeKey",
                                                                             type=dynamodb.AttributeType.STRING),
-                           billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST, time_to_live_attribute="expiresAt")
+                           billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST, time_to_live_attribute=Ledger.EXPIRES_AT)
     log_group = logs.LogGroup(stack, "Logs", retention=logs.RetentionDays.ONE_MONTH)
     role = iam.Role(stack, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"))
     log_group.grant_write(role)

@@ -457,12 +457,12 @@ def burst_scenario(factor: int) -> Any:
     """``factor`` x R jobs at once (with duplicates and re-enqueues) against an SES accepting R emails a second,
     the consumer deployed with default props plus send_rate = R (paced at R / max_concurrency an instance), played
     as Lambda's event source with one poller per instance. Runs its own in-process emulator."""
-    from sendonce_constructs import rules
     from sendonce_constructs.local.emulator import local_aws
     from sendonce_constructs.local.event_source_runner import EventSourceSpec
     from sendonce_constructs.local.lambda_instances import FunctionSpec
     from sendonce_constructs.local.load import run_burst
     from sendonce_constructs.runtime_asset import runtime_asset_dir
+    from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget
 
     saved = dict(os.environ)
     with local_aws() as aws:
@@ -479,13 +479,10 @@ def burst_scenario(factor: int) -> Any:
                 "VisibilityTimeout": "180",
                 "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "5"})})
             boto3.client("sesv2").create_email_identity(EmailIdentity="example.com")
-            budget = rules.consumer_time_budget(30)
-            environment = {
-                "SENDONCE_TABLE_NAME": "burst", "SENDONCE_DLQ_URL": dlq["QueueUrl"],
-                "SENDONCE_QUEUE_URL": queue["QueueUrl"], "SENDONCE_PARALLELISM": "10",
-                "SENDONCE_MAX_SEND_RATE": f"{BURST_RATE / BURST_POLLERS:g}", "SENDONCE_MAX_RECEIVE_COUNT": "5",
-                "SENDONCE_LEDGER_BUDGET_MS": str(int(budget["ledger_budget_ms"])),
-            }
+            environment = ConsumerConfig(
+                table_name="burst", dead_letter_queue_url=dlq["QueueUrl"], queue_url=queue["QueueUrl"],
+                parallelism=10, max_send_rate=BURST_RATE / BURST_POLLERS, max_receive_count=5,
+                time_budget=TimeBudget.for_function_timeout(30)).to_env()
             function = FunctionSpec("burst-consumer", "sendonce_runtime.handler.handler", runtime_asset_dir(),
                                     environment, timeout_s=30)
             arn = sqs.get_queue_attributes(QueueUrl=queue["QueueUrl"], AttributeNames=["QueueArn"])[
@@ -508,12 +505,12 @@ def recipient_burst_scenario(factor: int) -> Any:
     """``factor`` x R recipients at once in jobs of five recipients (to, cc, bcc), against an SES accepting R
     recipients a second, the consumer with send_rate = R over max_concurrency (paced in recipients), as in
     section 9 otherwise."""
-    from sendonce_constructs import rules
     from sendonce_constructs.local.emulator import local_aws
     from sendonce_constructs.local.event_source_runner import EventSourceSpec
     from sendonce_constructs.local.lambda_instances import FunctionSpec
     from sendonce_constructs.local.recipient_burst import run_recipient_burst
     from sendonce_constructs.runtime_asset import runtime_asset_dir
+    from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget
 
     saved = dict(os.environ)
     with local_aws() as aws:
@@ -530,13 +527,10 @@ def recipient_burst_scenario(factor: int) -> Any:
                 "VisibilityTimeout": "180",
                 "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "5"})})
             boto3.client("sesv2").create_email_identity(EmailIdentity="example.com")
-            budget = rules.consumer_time_budget(30)
-            environment = {
-                "SENDONCE_TABLE_NAME": "burst", "SENDONCE_DLQ_URL": dlq["QueueUrl"],
-                "SENDONCE_QUEUE_URL": queue["QueueUrl"], "SENDONCE_PARALLELISM": "10",
-                "SENDONCE_MAX_SEND_RATE": f"{RECIPIENT_RATE / BURST_POLLERS:g}", "SENDONCE_MAX_RECEIVE_COUNT": "5",
-                "SENDONCE_LEDGER_BUDGET_MS": str(int(budget["ledger_budget_ms"])),
-            }
+            environment = ConsumerConfig(
+                table_name="burst", dead_letter_queue_url=dlq["QueueUrl"], queue_url=queue["QueueUrl"],
+                parallelism=10, max_send_rate=RECIPIENT_RATE / BURST_POLLERS, max_receive_count=5,
+                time_budget=TimeBudget.for_function_timeout(30)).to_env()
             function = FunctionSpec("burst-consumer", "sendonce_runtime.handler.handler", runtime_asset_dir(),
                                     environment, timeout_s=30)
             arn = sqs.get_queue_attributes(QueueUrl=queue["QueueUrl"], AttributeNames=["QueueArn"])[

@@ -24,11 +24,13 @@ import aws_cdk as cdk
 from aws_cdk import integ_tests_alpha as integ
 
 from sendonce_constructs import SendOnceEmailQueue
+from sendonce_contract.deploy_config import INTEG_RUN, INTEG_SENDER
+from sendonce_contract.schema import Ledger, OutboxItem
 
-SENDER = os.environ.get("SENDONCE_INTEG_SENDER", "example.com")
+SENDER = os.environ.get(INTEG_SENDER, "example.com")
 FROM = SENDER if "@" in SENDER else f"sendonce-integ@{SENDER}"
 SIMULATOR = "simulator.amazonses.com"
-RUN = os.environ.get("SENDONCE_INTEG_RUN", "snapshot")  # keys differ between runs, so a rerun proves anew
+RUN = os.environ.get(INTEG_RUN, "snapshot")  # keys differ between runs, so a rerun proves anew
 WAIT = {"total_timeout": cdk.Duration.minutes(10), "interval": cdk.Duration.seconds(20)}
 EPOCH_MS = integ.Match.string_like_regexp(r"^[0-9]{13}$")
 
@@ -72,7 +74,7 @@ outbox_key = f"integ:{RUN}:outbox"
 sends.append(assertions.aws_api_call("DynamoDB", "putItem", {
     "TableName": pipeline.outbox.table.table_name if pipeline.outbox else "",
     "Item": {"dedupeKey": {"S": outbox_key}, "job": {"S": job("outbox", "success")},
-             "createdAt": {"N": "1700000000000"}, "expiresAt": {"N": "4102444800"}}}))
+             OutboxItem.CREATED_AT: {"N": "1700000000000"}, OutboxItem.EXPIRES_AT: {"N": "4102444800"}}}))
 first = sends[0]
 for call in sends[1:]:
     first = first.next(call)
@@ -80,7 +82,7 @@ for call in sends[1:]:
 # The job is sent once, and SES's Send and Delivery events are recorded on its key.
 sent = ledger("once")
 sent.expect(integ.ExpectedResult.object_like({"Item": {
-    "status": {"S": "SENT"}, "sesAcceptedAt": {"N": EPOCH_MS}, "deliveredAt": {"N": EPOCH_MS}}}))
+    "status": {"S": "SENT"}, Ledger.SES_ACCEPTED_AT: {"N": EPOCH_MS}, Ledger.DELIVERED_AT: {"N": EPOCH_MS}}}))
 sent.wait_for_assertions(**WAIT)
 first.next(sent)
 
@@ -94,19 +96,20 @@ drained.expect(integ.ExpectedResult.object_like({"Attributes": {
 drained.wait_for_assertions(**WAIT)
 once = ledger("once")
 once.expect(integ.ExpectedResult.object_like({"Item": {
-    "sesMessageIds": {"SS": [sent.get_att_string("Item.sesMessageId.S")]}}}))
+    Ledger.SES_MESSAGE_IDS: {"SS": [sent.get_att_string(f"Item.{Ledger.SES_MESSAGE_ID}.S")]}}}))
 once.wait_for_assertions(**WAIT)
 
 bounced = ledger("bounce")
 bounced.expect(integ.ExpectedResult.object_like({"Item": {
-    "status": {"S": "SENT"}, "bouncedAt": {"N": EPOCH_MS}, "bounceType": {"S": "Permanent"}}}))
+    "status": {"S": "SENT"}, Ledger.BOUNCED_AT: {"N": EPOCH_MS}, "bounceType": {"S": "Permanent"}}}))
 bounced.wait_for_assertions(**WAIT)
 complained = ledger("complaint")
 complained.expect(integ.ExpectedResult.object_like({"Item": {
-    "status": {"S": "SENT"}, "complainedAt": {"N": EPOCH_MS}}}))
+    "status": {"S": "SENT"}, Ledger.COMPLAINED_AT: {"N": EPOCH_MS}}}))
 complained.wait_for_assertions(**WAIT)
 relayed = ledger("outbox")
-relayed.expect(integ.ExpectedResult.object_like({"Item": {"status": {"S": "SENT"}, "deliveredAt": {"N": EPOCH_MS}}}))
+relayed.expect(integ.ExpectedResult.object_like({"Item": {"status": {"S": "SENT"},
+                                                          Ledger.DELIVERED_AT: {"N": EPOCH_MS}}}))
 relayed.wait_for_assertions(**WAIT)
 
 # The DLQ holds exactly the two poison jobs.

@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from sendonce_contract.deploy_config import INTEG_PREFIX, INTEG_RUN, INTEG_SENDER
+
 HERE = Path(__file__).resolve().parent
 TEST = HERE / "integ_sendonce.py"
 SNAPSHOT = HERE / "integ_sendonce.py.snapshot"
@@ -53,7 +55,7 @@ def canonical(template: str) -> object:
 
 def write_snapshot() -> None:
     with tempfile.TemporaryDirectory() as out:
-        synth(Path(out), {k: v for k, v in os.environ.items() if not k.startswith("SENDONCE_INTEG_")})
+        synth(Path(out), {k: v for k, v in os.environ.items() if not k.startswith(INTEG_PREFIX)})
         if SNAPSHOT.exists():
             shutil.rmtree(SNAPSHOT)
         SNAPSHOT.mkdir()
@@ -82,7 +84,7 @@ def run(sender: str) -> int:
     region = check_credentials(sender)
     print(f"Deploying sendonce's integration test to {region} from {sender}; it costs {COST}. "
           "It needs the CDK bootstrap stack (npx cdk bootstrap) and destroys what it made when done.", flush=True)
-    env = {**os.environ, "SENDONCE_INTEG_SENDER": sender, "SENDONCE_INTEG_RUN": str(int(time.time())),
+    env = {**os.environ, INTEG_SENDER: sender, INTEG_RUN: str(int(time.time())),
            "AWS_REGION": region, "CDK_DEFAULT_REGION": region}
     app = f"{sys.executable} {TEST}"
     with tempfile.TemporaryDirectory() as out:

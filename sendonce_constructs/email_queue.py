@@ -15,7 +15,9 @@ from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget
 from sendonce_contract.schema import Ledger as LedgerSchema
+from sendonce_contract.stack_names import ChildId, OutputId, OutputPart, output_description
 
 from . import rules, ses_permissions
 from .acknowledgements import acknowledge
@@ -176,7 +178,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     def _build_queues(self, props: PipelineProps) -> Queues:
         dead_letter_queue: sqs.IQueue = props.dead_letter_queue or sqs.Queue(
             self,
-            "DeadLetterQueue",
+            ChildId.DEAD_LETTER_QUEUE,
             fifo=props.fifo or None,
             retention_period=DLQ_RETENTION,
             encryption=props.encryption,
@@ -190,7 +192,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
                         "them.")
         queue = sqs.Queue(
             self,
-            "Queue",
+            ChildId.QUEUE,
             fifo=props.fifo or None,
             visibility_timeout=props.visibility_timeout,
             retention_period=props.retention_period,
@@ -205,7 +207,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     def _build_ledger(self, props: PipelineProps) -> Ledger:
         table: dynamodb.ITable = props.existing_table or dynamodb.Table(
             self,
-            "DedupeTable",
+            ChildId.DEDUPE_TABLE,
             partition_key=dynamodb.Attribute(name=LedgerSchema.KEY, type=dynamodb.AttributeType.STRING),
             billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
             time_to_live_attribute=LedgerSchema.EXPIRES_AT,
@@ -317,61 +319,48 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
 
     def _build_outputs(self, props: PipelineProps, queues: Queues, ledger: Ledger, outbox: Outbox | None) -> None:
         # What `sendonce --stack NAME` reads to find this pipeline; the description says which pipeline and part.
-        for output_id, value, part in (("DedupeTableName", ledger.table.table_name, "table"),
-                                       ("QueueUrl", queues.queue.queue_url, "queue"),
-                                       ("DeadLetterQueueUrl", queues.dead_letter_queue.queue_url, "dlq")):
-            CfnOutput(self, output_id, value=value, description=f"sendonce:{self.pipeline_name}:{part}")
+        for output_id, value, part in ((OutputId.DEDUPE_TABLE_NAME, ledger.table.table_name, OutputPart.TABLE),
+                                       (OutputId.QUEUE_URL, queues.queue.queue_url, OutputPart.QUEUE),
+                                       (OutputId.DEAD_LETTER_QUEUE_URL, queues.dead_letter_queue.queue_url,
+                                        OutputPart.DLQ)):
+            CfnOutput(self, output_id, value=value, description=output_description(self.pipeline_name, part))
         # What `sendonce dlq redrive` reads to skip jobs whose key is forgotten, and `sendonce status` to digest a key.
         dedupe_ttl_s = seconds(props.dedupe_ttl)
         if dedupe_ttl_s is not None:
-            CfnOutput(self, "DedupeTtlSeconds", value=str(int(dedupe_ttl_s)),
-                      description=f"sendonce:{self.pipeline_name}:dedupe-ttl")
+            CfnOutput(self, OutputId.DEDUPE_TTL_SECONDS, value=str(int(dedupe_ttl_s)),
+                      description=output_description(self.pipeline_name, OutputPart.DEDUPE_TTL))
         if ledger.key_secret is not None:
-            CfnOutput(self, "KeySecretArn", value=ledger.key_secret.secret_arn,
-                      description=f"sendonce:{self.pipeline_name}:key-secret")
+            CfnOutput(self, OutputId.KEY_SECRET_ARN, value=ledger.key_secret.secret_arn,
+                      description=output_description(self.pipeline_name, OutputPart.KEY_SECRET))
         if outbox is not None:
-            CfnOutput(self, "OutboxTableName", value=outbox.table.table_name,
-                      description=f"sendonce:{self.pipeline_name}:outbox")
+            CfnOutput(self, OutputId.OUTBOX_TABLE_NAME, value=outbox.table.table_name,
+                      description=output_description(self.pipeline_name, OutputPart.OUTBOX))
 
     def _consumer_environment(self, props: PipelineProps, configuration_set_name: str | None) -> dict[str, str]:
-        environment = {
-            "SENDONCE_TABLE_NAME": self.table.table_name,
-            "SENDONCE_DLQ_URL": self.dead_letter_queue.queue_url,
-            "SENDONCE_DELIVERY": props.delivery.value,
-            "SENDONCE_DEDUPE_TTL_SECONDS": str(int(props.dedupe_ttl.to_seconds())),
-            "SENDONCE_PARALLELISM": str(props.parallelism or 1),
-            "SENDONCE_FIFO": "true" if props.fifo else "false",
-            "SENDONCE_PIPELINE_NAME": self.pipeline_name,
-            "SENDONCE_QUEUE_URL": self.queue.queue_url,
-        }
-        if configuration_set_name is not None:
-            environment["SENDONCE_CONFIGURATION_SET"] = configuration_set_name
-        if self.key_secret is not None:
-            environment["SENDONCE_KEY_SECRET_ARN"] = self.key_secret.secret_arn
-        if props.allowed_recipients is not None:
-            environment["SENDONCE_ALLOWED_RECIPIENTS"] = props.allowed_recipients.to_env()
         timeout_s = seconds(props.function_timeout)
-        if timeout_s is not None:
-            budget = rules.consumer_time_budget(timeout_s)
-            environment.update(
-                SENDONCE_SES_CONNECT_TIMEOUT_S=f"{budget['ses_connect_timeout_s']:g}",
-                SENDONCE_SES_READ_TIMEOUT_S=f"{budget['ses_read_timeout_s']:g}",
-                SENDONCE_LEDGER_BUDGET_MS=str(int(budget["ledger_budget_ms"])),
-                SENDONCE_LEASE_MARGIN_MS=str(int(budget["lease_margin_ms"])),
-            )
-        if props.max_send_rate is not None:
-            environment["SENDONCE_MAX_SEND_RATE"] = f"{props.max_send_rate:g}"
-        if known(props.max_receive_count) is not None:
-            environment["SENDONCE_MAX_RECEIVE_COUNT"] = str(props.max_receive_count)
-        if self.outcome_events is not None:
-            environment.update(SENDONCE_OUTCOME_BUS=self.outcome_events.bus.event_bus_name,
-                               SENDONCE_PIPELINE_TAG=self.node.addr)
-        if self.evidence is not None and props.evidence_grace_period is not None:
-            environment.update(
-                SENDONCE_EVIDENCE_GRACE_MS=str(int(props.evidence_grace_period.to_milliseconds())),
-                SENDONCE_PIPELINE_TAG=self.node.addr,
-            )
-        return environment
+        max_receive_count = known(props.max_receive_count)
+        ses_events = self.evidence is not None and props.evidence_grace_period is not None
+        return ConsumerConfig(
+            table_name=self.table.table_name,
+            dead_letter_queue_url=self.dead_letter_queue.queue_url,
+            delivery=props.delivery,
+            dedupe_ttl_s=int(props.dedupe_ttl.to_seconds()),
+            parallelism=props.parallelism or 1,
+            fifo=props.fifo,
+            pipeline_name=self.pipeline_name,
+            queue_url=self.queue.queue_url,
+            configuration_set=configuration_set_name,
+            key_secret_id=self.key_secret.secret_arn if self.key_secret is not None else None,
+            allowed_recipients=props.allowed_recipients,
+            time_budget=TimeBudget.for_function_timeout(timeout_s) if timeout_s is not None else None,
+            max_send_rate=props.max_send_rate,
+            max_receive_count=int(max_receive_count) if max_receive_count is not None else None,
+            outcome_bus=self.outcome_events.bus.event_bus_name if self.outcome_events is not None else None,
+            ses_events=ses_events,
+            evidence_grace_ms=int(props.evidence_grace_period.to_milliseconds())
+            if ses_events and props.evidence_grace_period is not None else 0,
+            pipeline_tag=self.node.addr,
+        ).to_env()
 
     def _grant_ses(self, props: PipelineProps, function: lambda_.IFunction, configuration_set_name: str | None) -> None:
         stack = Stack.of(self)

@@ -13,6 +13,7 @@ from aws_cdk import aws_ses as ses
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from sendonce_contract.companion_configs import RecorderConfig
 from sendonce_contract.key_tags import PIPELINE_TAG
 from sendonce_contract.schema import SES_EVENT_TYPES
 
@@ -86,9 +87,8 @@ class SesEvidence(Construct):
                         function_options: FunctionOptions) -> None:
         recorder = BundledFunction(
             self, "Recorder", handler=RECORDER_HANDLER, timeout=RECORDER_TIMEOUT, options=function_options,
-            environment={"SENDONCE_TABLE_NAME": table.table_name,
-                         "SENDONCE_EVIDENCE_DLQ_URL": self.dead_letter_queue.queue_url,
-                         "SENDONCE_PIPELINE_TAG": pipeline_tag, "SENDONCE_PIPELINE_NAME": pipeline_name},
+            environment=RecorderConfig(table.table_name, self.dead_letter_queue.queue_url, pipeline_tag,
+                                       pipeline_name).to_env(),
             invoked_by="its SQS event source",
             description="sendonce SES event recorder: writes SES's word on each send onto its dedupe record",
             role_description="sendonce SES event recorder: its queue, the dedupe table, its DLQ, its logs",

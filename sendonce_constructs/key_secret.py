@@ -11,6 +11,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
+from sendonce_contract.stack_names import ChildId
+
 from .acknowledgements import acknowledge
 
 SECRET_LENGTH = 64  # characters of letters and digits: 380 bits, more than SHA-256's block needs
@@ -18,7 +20,7 @@ SECRET_LENGTH = 64  # characters of letters and digits: 380 bits, more than SHA-
 
 def build_key_secret(scope: Construct, encryption_key: kms.IKey | None) -> secretsmanager.Secret:
     secret = secretsmanager.Secret(
-        scope, "KeySecret",
+        scope, ChildId.KEY_SECRET,
         description="sendonce key_privacy: the HMAC-SHA256 key that digests each dedupe key; changing or deleting "
                     "it forgets every record",
         generate_secret_string=secretsmanager.SecretStringGenerator(

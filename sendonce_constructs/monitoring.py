@@ -14,7 +14,7 @@ from constructs import Construct
 
 from sendonce_contract.schema import METRIC_DIMENSION as DIMENSION
 from sendonce_contract.schema import METRIC_NAMESPACE as NAMESPACE
-from sendonce_contract.schema import SES_EVENTS_BY_NAME, DeadLetter
+from sendonce_contract.schema import SES_BOUNCE, SES_COMPLAINT, SES_SEND, DeadLetter, Metric
 
 from .errors import ID_PREFIX, SendOnceConfigurationError
 from .evidence import SesEvidence
@@ -53,45 +53,45 @@ class PipelineMetrics:
         )
 
     def metric_emails_sent(self, **options: Any) -> cloudwatch.Metric:
-        return self.metric("EmailsSent", **options)
+        return self.metric(Metric.EMAILS_SENT, **options)
 
     def metric_duplicates_skipped(self, **options: Any) -> cloudwatch.Metric:
-        return self.metric("DuplicatesSkipped", **options)
+        return self.metric(Metric.DUPLICATES_SKIPPED, **options)
 
     def metric_in_flight_retries(self, **options: Any) -> cloudwatch.Metric:
-        return self.metric("InFlightRetries", **options)
+        return self.metric(Metric.IN_FLIGHT_RETRIES, **options)
 
     def metric_unknown_records(self, **options: Any) -> cloudwatch.Metric:
         """Keys recorded UNKNOWN: a worker died mid-send, SES's events did not settle it, and never-resend did not
         send it again."""
-        return self.metric("UnknownRecords", **options)
+        return self.metric(Metric.UNKNOWN_RECORDS, **options)
 
     def metric_quota_exhausted(self, **options: Any) -> cloudwatch.Metric:
         """Sends refused because SES's 24-hour quota is used up: the jobs wait, delayed about ten minutes each."""
-        return self.metric("QuotaExhausted", **options)
+        return self.metric(Metric.QUOTA_EXHAUSTED, **options)
 
     def metric_paced(self, **options: Any) -> cloudwatch.Metric:
         """Jobs put back because send_rate left no send slot in the invocation."""
-        return self.metric("Paced", **options)
+        return self.metric(Metric.PACED, **options)
 
     def metric_recipients_not_allowed(self, **options: Any) -> cloudwatch.Metric:
         """Jobs refused to the DLQ because a recipient is outside allowed_recipients (a staging stage)."""
-        return self.metric("RecipientsNotAllowed", **options)
+        return self.metric(Metric.RECIPIENTS_NOT_ALLOWED, **options)
     def metric_contract_too_new(self, **options: Any) -> cloudwatch.Metric:
         """Jobs put back because they name a newer job contract version than the deployed consumer knows."""
-        return self.metric("ContractTooNew", **options)
+        return self.metric(Metric.CONTRACT_TOO_NEW, **options)
 
     def metric_double_sends(self, **options: Any) -> cloudwatch.Metric:
         """Keys for which SES reported a second email: the residual when SES's events for the first were lost."""
-        return self.metric("DoubleSends", **options)
+        return self.metric(Metric.DOUBLE_SENDS, **options)
 
     def metric_sends_confirmed(self, **options: Any) -> cloudwatch.Metric:
         """Keys whose send SES's events confirmed (the first event for each email)."""
-        return self.metric("SendsConfirmed", **options)
+        return self.metric(Metric.SENDS_CONFIRMED, **options)
 
     def metric_awaiting_evidence(self, **options: Any) -> cloudwatch.Metric:
         """Records of dead workers' sends put back to wait for SES's events."""
-        return self.metric("AwaitingEvidence", **options)
+        return self.metric(Metric.AWAITING_EVIDENCE, **options)
 
     def metric_evidence_dead_letter_queue_depth(self, **options: Any) -> cloudwatch.Metric:
         options.setdefault("statistic", "Maximum")
@@ -102,40 +102,40 @@ class PipelineMetrics:
 
     def metric_ledger_throttles(self, **options: Any) -> cloudwatch.Metric:
         """Jobs put back because DynamoDB throttled the consumer before the send."""
-        return self.metric("LedgerThrottles", **options)
+        return self.metric(Metric.LEDGER_THROTTLES, **options)
 
     def metric_ledger_errors(self, **options: Any) -> cloudwatch.Metric:
         """Jobs put back because DynamoDB timed out, failed with a 5xx or could not be reached before the send."""
-        return self.metric("LedgerErrors", **options)
+        return self.metric(Metric.LEDGER_ERRORS, **options)
 
     def metric_quota_used_percent(self, **options: Any) -> cloudwatch.Metric:
         """The share of SES's 24-hour quota used, as the quota watch last read it (Maximum)."""
         options.setdefault("statistic", "Maximum")
-        return self.metric("QuotaUsedPercent", **options)
+        return self.metric(Metric.QUOTA_USED_PERCENT, **options)
 
     def metric_ambiguous_sends(self, **options: Any) -> cloudwatch.Metric:
-        return self.metric("AmbiguousSends", **options)
+        return self.metric(Metric.AMBIGUOUS_SENDS, **options)
 
     def metric_key_conflicts(self, **options: Any) -> cloudwatch.Metric:
-        return self.metric("KeyConflicts", **options)
+        return self.metric(Metric.KEY_CONFLICTS, **options)
 
     def metric_poison_messages(self, **options: Any) -> cloudwatch.Metric:
-        return self.metric("PoisonMessages", **options)
+        return self.metric(Metric.POISON_MESSAGES, **options)
 
     def metric_ses_throttles(self, **options: Any) -> cloudwatch.Metric:
-        return self.metric("SesThrottles", **options)
+        return self.metric(Metric.SES_THROTTLES, **options)
 
     def metric_ses_refusals(self, **options: Any) -> cloudwatch.Metric:
-        return self.metric("SesRefusals", **options)
+        return self.metric(Metric.SES_REFUSALS, **options)
 
     def metric_bounce_rate(self, window: Duration = REPUTATION_WINDOW) -> cloudwatch.MathExpression:
         """Bounces per email SES accepted for this pipeline, in percent, over ``window`` (from the recorder's counts
         of SES's Bounce and Send events; 0 while the window holds fewer than REPUTATION_MIN_EMAILS emails)."""
-        return self._rate(SES_EVENTS_BY_NAME["Bounce"].metric, "Bounce rate (%)", window)
+        return self._rate(SES_BOUNCE.metric, "Bounce rate (%)", window)
 
     def metric_complaint_rate(self, window: Duration = REPUTATION_WINDOW) -> cloudwatch.MathExpression:
         """Complaints per email SES accepted for this pipeline, in percent, over ``window``."""
-        return self._rate(SES_EVENTS_BY_NAME["Complaint"].metric, "Complaint rate (%)", window)
+        return self._rate(SES_COMPLAINT.metric, "Complaint rate (%)", window)
 
     def _rate(self, events: str, label: str, window: Duration) -> cloudwatch.MathExpression:
         if self.evidence is None:
@@ -144,13 +144,13 @@ class PipelineMetrics:
         return cloudwatch.MathExpression(
             expression=f"IF(sends >= {REPUTATION_MIN_EMAILS}, 100 * {events.lower()} / sends, 0)",
             using_metrics={events.lower(): self.metric(events, period=window),
-                           "sends": self.metric(SES_EVENTS_BY_NAME["Send"].metric, period=window)},
+                           "sends": self.metric(SES_SEND.metric, period=window)},
             label=label, period=window,
         )
 
     def metric_record_latency(self, **options: Any) -> cloudwatch.Metric:
         options.setdefault("statistic", "p90")
-        return self.metric("RecordLatency", **options)
+        return self.metric(Metric.RECORD_LATENCY, **options)
 
     def metric_approximate_age_of_oldest_message(self, **options: Any) -> cloudwatch.Metric:
         return self.queue.metric_approximate_age_of_oldest_message(**options)
@@ -178,17 +178,17 @@ def build_alarms(
             f"A job has waited over {oldest_message_threshold.to_human_string()}: the consumer is failing, "
             "throttled or capped too low.",
         ),
-        "UnknownRecords": (
+        Metric.UNKNOWN_RECORDS: (
             pipeline.metric_unknown_records(period=one_minute), 1,
             "A worker died after its send may have reached SES, SES's events did not settle it, and never-resend "
             "did not send again. Check the key (sendonce status KEY) and the recipient's mailbox, then decide.",
         ),
-        "QuotaExhausted": (
+        Metric.QUOTA_EXHAUSTED: (
             pipeline.metric_quota_exhausted(period=one_minute), 1,
             "SES's 24-hour sending quota is used up: jobs are waiting (delayed copies, about ten minutes each), none "
             "is dead-lettered. Raise the quota with SES, or let the window pass.",
         ),
-        "ContractTooNew": (
+        Metric.CONTRACT_TOO_NEW: (
             pipeline.metric_contract_too_new(period=one_minute), 1,
             "Producers send jobs of a newer contract version than this consumer knows: the jobs wait (delayed "
             "copies, about five minutes each), none is dead-lettered. Upgrade the construct (the consumer) first.",
@@ -208,7 +208,7 @@ def build_alarms(
         ),
     }
     if pipeline.evidence is not None:
-        specs["DoubleSends"] = (
+        specs[Metric.DOUBLE_SENDS] = (
             pipeline.metric_double_sends(period=one_minute), 1,
             "SES reported a second email for one key: SES's events for the first were lost or late past the "
             "evidence grace period. `sendonce doubles` lists the keys with both SES message ids.",

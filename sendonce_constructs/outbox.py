@@ -16,6 +16,7 @@ from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from sendonce_contract.companion_configs import RelayConfig
 from sendonce_contract.schema import OutboxItem
 
 from . import rules
@@ -66,7 +67,7 @@ class Outbox(Construct):
                     "This queue is the relay's on-failure destination: a queue behind it would hide failures.")
         relay = BundledFunction(
             self, "Relay", handler=RELAY_HANDLER, timeout=Duration.seconds(30), options=function_options,
-            environment={"SENDONCE_QUEUE_URL": queue.queue_url, "SENDONCE_FIFO": "true" if fifo else "false"},
+            environment=RelayConfig(queue.queue_url, fifo).to_env(),
             invoked_by="its stream event source",
             description="sendonce outbox relay: moves outbox jobs from the table's stream to the job queue",
             role_description="sendonce outbox relay: its stream, the job queue, its log group",

@@ -20,6 +20,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from sendonce_contract.companion_configs import PublisherConfig
 from sendonce_contract.outcome_events import BY_TRANSITION, OUTCOME_TYPES, SOURCE
 
 from . import rules
@@ -61,8 +62,7 @@ class OutcomeEvents(Construct):
                     "failures.")
         publisher = BundledFunction(
             self, "Publisher", handler=OUTCOME_HANDLER, timeout=Duration.seconds(30), options=function_options,
-            environment={"SENDONCE_OUTCOME_BUS": self.bus.event_bus_name, "SENDONCE_PIPELINE_TAG": pipeline_tag,
-                         "SENDONCE_PIPELINE_NAME": pipeline_name},
+            environment=PublisherConfig(self.bus.event_bus_name, pipeline_tag, pipeline_name).to_env(),
             invoked_by="its stream event source",
             description="sendonce outcome publisher: each transition of a key, as an event on EventBridge",
             role_description="sendonce outcome publisher: the dedupe table's stream, its event bus, its log group",

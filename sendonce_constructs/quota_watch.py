@@ -13,6 +13,8 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
+from sendonce_contract.companion_configs import QuotaWatchConfig
+
 from .acknowledgements import acknowledge
 from .bundled_function import BundledFunction, FunctionOptions
 from .runtime_asset import QUOTA_WATCH_HANDLER
@@ -31,7 +33,7 @@ def build_quota_watch(scope: Construct, pipeline_name: str, options: FunctionOpt
         scope, "QuotaWatch", handler=QUOTA_WATCH_HANDLER,
         description=f"sendonce {pipeline_name}: reads SES's 24-hour sending quota and publishes QuotaUsedPercent",
         role_description="sendonce quota watch: ses:GetAccount and its own log group",
-        timeout=Duration.seconds(30), environment={"SENDONCE_PIPELINE_NAME": pipeline_name}, options=options,
+        timeout=Duration.seconds(30), environment=QuotaWatchConfig(pipeline_name).to_env(), options=options,
         invoked_by="its EventBridge schedule", memory_size=128,
     )
     built.role.add_to_principal_policy(iam.PolicyStatement(actions=["ses:GetAccount"], resources=["*"]))

@@ -87,22 +87,6 @@ def minimum_visibility_timeout_s(function_timeout_s: float, max_batching_window_
     return VISIBILITY_FACTOR * function_timeout_s + max_batching_window_s
 
 
-def consumer_time_budget(function_timeout_s: float) -> dict[str, float]:
-    """How the consumer splits its time, so a send never outlives the invocation nor a lease its worker.
-
-    SES gets at most a quarter of the function timeout to answer (5 s at most: it answers in ~100 ms), a tenth
-    to connect; the ledger's calls (three at most in a row, each with no SDK retry) three tenths, 6 s at most.
-    The lease outlives the deadline by at most twice the function timeout, well inside the visibility timeout
-    (6x), so a redelivered message finds a dead worker's lease expired.
-    """
-    return {
-        "ses_connect_timeout_s": min(2.0, function_timeout_s / 10),
-        "ses_read_timeout_s": min(5.0, function_timeout_s / 4),
-        "ledger_budget_ms": min(6000.0, function_timeout_s * 300),
-        "lease_margin_ms": min(10_000.0, function_timeout_s * 2000),
-    }
-
-
 @rule("InvalidVisibilityTimeout")
 def check_visibility_timeout(
     visibility_timeout_s: Number, function_timeout_s: Number, max_batching_window_s: Number

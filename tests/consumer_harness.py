@@ -120,7 +120,7 @@ class Pipeline:
 
     def evidence_settings(self, grace_ms: int = 60_000, **overrides: Any) -> dict[str, Any]:
         """Settings of a consumer whose sends SES's events confirm (see :meth:`ses_events`)."""
-        return {"evidence_grace_ms": grace_ms, "pipeline_tag": PIPELINE_TAG,
+        return {"ses_events": True, "evidence_grace_ms": grace_ms, "pipeline_tag": PIPELINE_TAG,
                 "configuration_set": CONFIGURATION_SET, **overrides}
 
     def ses_events(self, clock: Any = None, faults: Any = None, seed: int = 0) -> Any:

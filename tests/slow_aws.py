@@ -13,6 +13,7 @@ from consumer_harness import failed_ids
 
 from sendonce_constructs.local.event_source_runner import EventSourceSpec, lambda_record
 from sendonce_constructs.local.slow_services import SlowServices
+from sendonce_contract.deploy_config import TimeBudget
 from sendonce_runtime.aws_clients import ledger_config, ses_config
 from sendonce_runtime.handler import Consumer
 from sendonce_runtime.outcome_log import OutcomeLog
@@ -65,8 +66,8 @@ def consumer(
 ) -> tuple[Consumer, io.StringIO]:
     """The real consumer, its DynamoDB and SQS behind the slow proxy, sized as for a 3 s function."""
     settings = pipeline.settings(queue_url=jobs.url, max_receive_count=MAX_RECEIVES,
-                                 ledger_budget_ms=LEDGER_BUDGET_MS, ses_read_timeout_s=0.75,
-                                 ses_connect_timeout_s=0.3, **overrides)
+                                 time_budget=TimeBudget(ledger_budget_ms=LEDGER_BUDGET_MS, ses_read_timeout_s=0.75,
+                                                        ses_connect_timeout_s=0.3), **overrides)
     log = io.StringIO()
     built = Consumer.from_clients(
         settings,

@@ -15,6 +15,7 @@ from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
 
 from sendonce_constructs import SES_MAILBOX_SIMULATOR, SendOnceConfigurationError
 from sendonce_contract.allowed_recipients import parse_entries
+from sendonce_contract.deploy_config import Env
 from sendonce_contract.schema import ReasonCode
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,13 +65,13 @@ def consumer_variables(pipeline, template):
 def test_the_construct_hands_the_parsed_list_to_the_consumer():
     pipeline, template = build(allowed_recipients=[SES_MAILBOX_SIMULATOR, "QA@Example.com", "bücher.example"])
     variables = consumer_variables(pipeline, template)
-    assert variables["SENDONCE_ALLOWED_RECIPIENTS"] == "qa@example.com simulator.amazonses.com xn--bcher-kva.example"
+    assert variables[Env.ALLOWED_RECIPIENTS] == "qa@example.com simulator.amazonses.com xn--bcher-kva.example"
 
 
 def test_without_the_prop_every_recipient_is_allowed():
     pipeline, template = build()
     variables = consumer_variables(pipeline, template)
-    assert "SENDONCE_ALLOWED_RECIPIENTS" not in variables
+    assert Env.ALLOWED_RECIPIENTS not in variables
 
 
 @pytest.mark.parametrize(("value", "message"), [
@@ -95,4 +96,4 @@ def test_the_example_app_deploys_a_staging_stage_that_emails_the_simulator_and_t
         stack = module.build_app(context).node.find_child("SendOnceExample")
         pipeline = stack.node.find_child("Receipts")
         variables = consumer_variables(pipeline, Template.from_stack(stack))
-        assert variables.get("SENDONCE_ALLOWED_RECIPIENTS") == expected
+        assert variables.get(Env.ALLOWED_RECIPIENTS) == expected

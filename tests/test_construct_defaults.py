@@ -23,6 +23,7 @@ from construct_support import (
 
 from sendonce_constructs import DeliveryPolicy, SendOnceEmailQueue
 from sendonce_constructs.props import newest_python_runtime
+from sendonce_contract.deploy_config import Env
 
 FOUR_DAYS, FOURTEEN_DAYS = 4 * 86_400, 14 * 86_400
 
@@ -71,32 +72,32 @@ def test_consumer_function_defaults():
     assert props["MemorySize"] == 256
     assert props["LoggingConfig"]["LogGroup"]["Ref"].startswith("ReceiptsConsumerLogs")
     env = props["Environment"]["Variables"]
-    assert env["SENDONCE_TABLE_NAME"]["Ref"].startswith("ReceiptsDedupeTable")
-    assert env["SENDONCE_DLQ_URL"]["Ref"].startswith("ReceiptsDeadLetterQueue")
-    assert {k: v for k, v in env.items() if k not in ("SENDONCE_TABLE_NAME", "SENDONCE_DLQ_URL")} == {
-        "SENDONCE_DELIVERY": "resend-without-evidence",
-        "SENDONCE_DEDUPE_TTL_SECONDS": str(7 * 86_400),
-        "SENDONCE_PARALLELISM": "10",
-        "SENDONCE_FIFO": "false",
-        "SENDONCE_PIPELINE_NAME": "Test/Receipts",
-        "SENDONCE_SES_CONNECT_TIMEOUT_S": "2",
-        "SENDONCE_SES_READ_TIMEOUT_S": "5",
-        "SENDONCE_LEDGER_BUDGET_MS": "6000",
-        "SENDONCE_MAX_RECEIVE_COUNT": "5",
-        "SENDONCE_LEASE_MARGIN_MS": "10000",
-        "SENDONCE_CONFIGURATION_SET": {"Ref": "ReceiptsSesEvidenceConfigurationSetA0A72AAC"},
-        "SENDONCE_EVIDENCE_GRACE_MS": "300000",
-        "SENDONCE_PIPELINE_TAG": pipeline.node.addr,
-        "SENDONCE_OUTCOME_BUS": "default",
-        "SENDONCE_QUEUE_URL": {"Ref": "ReceiptsQueue4CA61331"},
+    assert env[Env.TABLE_NAME]["Ref"].startswith("ReceiptsDedupeTable")
+    assert env[Env.DLQ_URL]["Ref"].startswith("ReceiptsDeadLetterQueue")
+    assert {k: v for k, v in env.items() if k not in (Env.TABLE_NAME, Env.DLQ_URL)} == {
+        Env.DELIVERY: "resend-without-evidence",
+        Env.DEDUPE_TTL_SECONDS: str(7 * 86_400),
+        Env.PARALLELISM: "10",
+        Env.FIFO: "false",
+        Env.PIPELINE_NAME: "Test/Receipts",
+        Env.SES_CONNECT_TIMEOUT_S: "2",
+        Env.SES_READ_TIMEOUT_S: "5",
+        Env.LEDGER_BUDGET_MS: "6000",
+        Env.MAX_RECEIVE_COUNT: "5",
+        Env.LEASE_MARGIN_MS: "10000",
+        Env.CONFIGURATION_SET: {"Ref": "ReceiptsSesEvidenceConfigurationSetA0A72AAC"},
+        Env.EVIDENCE_GRACE_MS: "300000",
+        Env.PIPELINE_TAG: pipeline.node.addr,
+        Env.OUTCOME_BUS: "default",
+        Env.QUEUE_URL: {"Ref": "ReceiptsQueue4CA61331"},
     }
 
 
 def test_a_short_function_timeout_shrinks_the_consumers_time_budget_to_fit():
     _, template = build(function_timeout=cdk.Duration.seconds(4))
     env = only(template, "AWS::Lambda::Function")["Properties"]["Environment"]["Variables"]
-    connect, read = float(env["SENDONCE_SES_CONNECT_TIMEOUT_S"]), float(env["SENDONCE_SES_READ_TIMEOUT_S"])
-    ledger_s, margin_s = int(env["SENDONCE_LEDGER_BUDGET_MS"]) / 1000, int(env["SENDONCE_LEASE_MARGIN_MS"]) / 1000
+    connect, read = float(env[Env.SES_CONNECT_TIMEOUT_S]), float(env[Env.SES_READ_TIMEOUT_S])
+    ledger_s, margin_s = int(env[Env.LEDGER_BUDGET_MS]) / 1000, int(env[Env.LEASE_MARGIN_MS]) / 1000
     assert connect + read + ledger_s < 4  # a record can start and finish inside one invocation
     assert 4 + margin_s < 6 * 4  # a dead worker's lease has expired when SQS redelivers its message
 
@@ -154,10 +155,10 @@ def test_overrides_reach_the_resources():
     function = only(template, "AWS::Lambda::Function")["Properties"]
     assert (function["MemorySize"], function["Architectures"], function["Runtime"]) == (512, ["x86_64"], "python3.12")
     env = function["Environment"]["Variables"]
-    assert env["SENDONCE_DELIVERY"] == "resend-without-evidence"
-    assert env["SENDONCE_DEDUPE_TTL_SECONDS"] == str(3 * 86_400)
-    assert env["SENDONCE_PARALLELISM"] == "2"
-    assert env["SENDONCE_MAX_SEND_RATE"] == "14"
+    assert env[Env.DELIVERY] == "resend-without-evidence"
+    assert env[Env.DEDUPE_TTL_SECONDS] == str(3 * 86_400)
+    assert env[Env.PARALLELISM] == "2"
+    assert env[Env.MAX_SEND_RATE] == "14"
     mapping = only(template, "AWS::Lambda::EventSourceMapping")["Properties"]
     assert mapping["BatchSize"] == 5
     assert mapping["ScalingConfig"] == {"MaximumConcurrency": 3}
@@ -172,7 +173,7 @@ def test_fifo_makes_both_queues_fifo_and_tells_the_consumer():
     queues = pipeline_resources(template, "AWS::SQS::Queue")
     assert [q["Properties"].get("FifoQueue") for q in queues.values()] == [True, True]
     env = only(template, "AWS::Lambda::Function")["Properties"]["Environment"]["Variables"]
-    assert env["SENDONCE_FIFO"] == "true"
+    assert env[Env.FIFO] == "true"
 
 
 def test_existing_table_is_used_and_none_is_made():
@@ -182,7 +183,7 @@ def test_existing_table_is_used_and_none_is_made():
     template.resource_count_is("AWS::DynamoDB::Table", 0)
     assert pipeline.table is table
     env = only(template, "AWS::Lambda::Function")["Properties"]["Environment"]["Variables"]
-    assert env["SENDONCE_TABLE_NAME"] == "my-dedupe-table"
+    assert env[Env.TABLE_NAME] == "my-dedupe-table"
 
 
 def test_removal_policy_and_deletion_protection_shape_the_table():
@@ -291,7 +292,7 @@ def test_configuration_set_and_templates_are_granted_and_passed_on():
     tails = [r["Fn::Join"][1][-1] for r in resources]
     assert tails == [":identity/example.com", ":configuration-set/transactional", ":template/receipt"]
     env = only(template, "AWS::Lambda::Function")["Properties"]["Environment"]["Variables"]
-    assert env["SENDONCE_CONFIGURATION_SET"] == "transactional"
+    assert env[Env.CONFIGURATION_SET] == "transactional"
 
 
 def test_an_email_identity_construct_can_be_the_sender():
@@ -344,7 +345,7 @@ def test_outbox_adds_a_streamed_table_and_a_relay_to_the_job_queue():
     assert outbox["DeletionPolicy"] == "Retain"
     [relay] = [f for f in template.find_resources("AWS::Lambda::Function").values()
                if f["Properties"]["Handler"] == "sendonce_runtime.outbox_relay.handler"]
-    assert relay["Properties"]["Environment"]["Variables"]["SENDONCE_QUEUE_URL"]["Ref"].startswith("ReceiptsQueue")
+    assert relay["Properties"]["Environment"]["Variables"][Env.QUEUE_URL]["Ref"].startswith("ReceiptsQueue")
     [mapping] = [m["Properties"] for name, m in template.find_resources("AWS::Lambda::EventSourceMapping").items()
                  if "StartingPosition" in m["Properties"] and name.startswith("ReceiptsOutboxRelay")]
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
@@ -364,7 +365,7 @@ def test_outbox_raises_the_default_dedupe_ttl_past_stream_queue_and_dlq_retentio
     _, template = build(outbox=True)
     env = next(f for f in template.find_resources("AWS::Lambda::Function").values()
                if f["Properties"]["Handler"] == "sendonce_runtime.handler.handler")["Properties"]["Environment"]
-    assert env["Variables"]["SENDONCE_DEDUPE_TTL_SECONDS"] == str(19 * 86_400)  # 1 + 4 + 14 days
+    assert env["Variables"][Env.DEDUPE_TTL_SECONDS] == str(19 * 86_400)  # 1 + 4 + 14 days
 
 
 def test_grant_outbox_write_without_an_outbox_is_an_error():

@@ -17,6 +17,7 @@ from construct_support import build, make_stack
 from sendonce_constructs import SendOnceConfigurationError, SendOnceEmailQueue
 from sendonce_constructs.email_queue import LOW_MAX_RECEIVE_COUNT_WARNING
 from sendonce_constructs.rules import VPC_WITHOUT_EGRESS_WARNING
+from sendonce_contract.deploy_config import Env
 
 S = cdk.Duration.seconds
 
@@ -203,7 +204,7 @@ def test_send_rate_paces_each_instance_at_its_share():
 
     _, template = build(send_rate=14, max_concurrency=5)
     env = only(template, "AWS::Lambda::Function")["Properties"]["Environment"]["Variables"]
-    assert env["SENDONCE_MAX_SEND_RATE"] == "2.8"
+    assert env[Env.MAX_SEND_RATE] == "2.8"
 
 
 def test_an_existing_table_v2_with_another_key_fails_synth_with_the_fix():

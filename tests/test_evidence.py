@@ -16,6 +16,7 @@ from ses_fault_proxy import Fault
 
 from sendonce_constructs.local.ses_publisher import EventFaults
 from sendonce_contract.delivery import DeliveryPolicy
+from sendonce_contract.deploy_config import TimeBudget
 
 VISIBILITY_TIMEOUT_MS = 6 * 30_000
 GRACE_MS = 5 * 60_000
@@ -37,7 +38,8 @@ pytestmark = pytest.mark.usefixtures("at_both_parallelisms")
 
 
 def break_once(pipeline, ses_faults, clock, policy, what, records, settings):
-    consumer = pipeline.consumer(clock, delivery=policy, ses_read_timeout_s=0.5, **settings)
+    consumer = pipeline.consumer(clock, delivery=policy, time_budget=TimeBudget(ses_read_timeout_s=0.5),
+                                 **settings)
     if isinstance(what, CrashPoint):
         with pytest.raises(WorkerKilled):
             crash_at(consumer, what).handle(event(*records), FakeContext(clock))

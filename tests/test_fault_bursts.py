@@ -22,6 +22,7 @@ from sendonce_constructs.local.fault_burst import dynamodb_throttling, late_answ
 from sendonce_constructs.local.lambda_instances import FunctionSpec
 from sendonce_constructs.runtime_asset import HANDLER, runtime_asset_dir
 from sendonce_contract.delivery import DeliveryPolicy
+from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget
 
 # Minutes long and timed against the emulator: make test-soak runs them (see the README's "Slow answers").
 pytestmark = pytest.mark.soak
@@ -40,18 +41,12 @@ def deployed_like_the_construct(pipeline, policy: DeliveryPolicy) -> tuple[Funct
         "VisibilityTimeout": str(rules.minimum_visibility_timeout_s(FUNCTION_TIMEOUT_S, 0)),
         "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "5"})})["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    budget = rules.consumer_time_budget(FUNCTION_TIMEOUT_S)
-    environment = {
-        "SENDONCE_TABLE_NAME": pipeline.table_name, "SENDONCE_DLQ_URL": pipeline.dead_letter_queue_url,
-        "SENDONCE_QUEUE_URL": url, "SENDONCE_PARALLELISM": "10", "SENDONCE_MAX_RECEIVE_COUNT": "5",
-        "SENDONCE_DELIVERY": policy.value, "SENDONCE_MAX_SEND_RATE": f"{RATE / POLLERS:g}",
-        "SENDONCE_SES_CONNECT_TIMEOUT_S": f"{budget['ses_connect_timeout_s']:g}",
-        "SENDONCE_SES_READ_TIMEOUT_S": f"{budget['ses_read_timeout_s']:g}",
-        "SENDONCE_LEDGER_BUDGET_MS": str(int(budget["ledger_budget_ms"])),
-        "SENDONCE_LEASE_MARGIN_MS": str(int(budget["lease_margin_ms"])),
-        "SENDONCE_EVIDENCE_GRACE_MS": "10000", "SENDONCE_PIPELINE_TAG": PIPELINE_TAG,
-        "SENDONCE_CONFIGURATION_SET": CONFIGURATION_SET,
-    }
+    environment = ConsumerConfig(
+        table_name=pipeline.table_name, dead_letter_queue_url=pipeline.dead_letter_queue_url, queue_url=url,
+        parallelism=10, max_receive_count=5, delivery=policy, max_send_rate=RATE / POLLERS,
+        time_budget=TimeBudget.for_function_timeout(FUNCTION_TIMEOUT_S), ses_events=True, evidence_grace_ms=10_000,
+        pipeline_tag=PIPELINE_TAG, configuration_set=CONFIGURATION_SET,
+    ).to_env()
     function = FunctionSpec("consumer", HANDLER, runtime_asset_dir(), environment, timeout_s=FUNCTION_TIMEOUT_S)
     return function, EventSourceSpec(url, arn, batch_size=10, max_concurrency=POLLERS)
 

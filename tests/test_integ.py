@@ -16,9 +16,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "integ"))
 import run as integ_run  # noqa: E402  (integ/run.py: the snapshot's reader is the one that writes it)
 
+from sendonce_contract.deploy_config import INTEG_PREFIX  # noqa: E402
+
 
 def test_the_integration_test_synthesizes_to_its_committed_snapshot(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SENDONCE_INTEG_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(INTEG_PREFIX)}
     integ_run.synth(tmp_path, env)
     synthesized = integ_run.snapshot_files(tmp_path)
     committed = integ_run.snapshot_files(integ_run.SNAPSHOT)

@@ -17,6 +17,7 @@ from sendonce_constructs import SendOnceEmailQueue
 from sendonce_constructs.local.ses_publisher import SEND_LOG
 from sendonce_constructs.ops.cli import main as sendonce
 from sendonce_contract.delivery import DeliveryPolicy
+from sendonce_contract.deploy_config import Env
 from sendonce_contract.key_digest import key_digest
 
 # The playbook's own example: the key carries an address.
@@ -124,7 +125,7 @@ def test_the_operator_types_the_clear_key(pipeline, secret_arn, capsys):
 
 def test_the_operator_resolves_a_private_key_by_its_clear_text(pipeline, secret_arn, capsys):
     clock = FakeClock()
-    consumer = private(pipeline, clock, secret_arn, delivery=DeliveryPolicy.NEVER_RESEND, evidence_grace_ms=None)
+    consumer = private(pipeline, clock, secret_arn, delivery=DeliveryPolicy.NEVER_RESEND, ses_events=False)
     consumer.processor._ledger.claim(digest(KEY), "dead-worker", clock.now_ms() - 1, "h")
     consumer.handle(event(sqs_record(job(KEY))), FakeContext(clock))  # a dead worker's claim: UNKNOWN
     assert pipeline.status(digest(KEY)) == "UNKNOWN"
@@ -178,7 +179,7 @@ def test_the_construct_keeps_the_secret_and_grants_it_to_the_consumer_and_the_op
     consumer = template.find_resources("AWS::Lambda::Function", {"Properties": {"Description": Match.string_like_regexp(
         "sendonce consumer")}})
     variables = next(iter(consumer.values()))["Properties"]["Environment"]["Variables"]
-    assert variables["SENDONCE_KEY_SECRET_ARN"] == {"Ref": secret_id}
+    assert variables[Env.KEY_SECRET_ARN] == {"Ref": secret_id}
     outputs = {o["Description"]: o["Value"] for o in template.to_json()["Outputs"].values()}
     assert outputs["sendonce:Private/Receipts:key-secret"] == {"Ref": secret_id}
     assert outputs["sendonce:Private/Receipts:dedupe-ttl"] == "604800"

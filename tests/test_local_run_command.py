@@ -9,6 +9,7 @@ from pathlib import Path
 import boto3
 
 from sendonce_constructs.local.cli import main as local_cli
+from sendonce_contract.deploy_config import Env
 
 TEMPLATE = {"Resources": {
     "Role": {"Type": "AWS::IAM::Role", "Properties": {"AssumeRolePolicyDocument": {
@@ -60,14 +61,14 @@ def test_a_configuration_set_the_emulator_skipped_is_made_and_named_in_the_funct
 
     template = copy.deepcopy(TEMPLATE)
     template["Resources"]["Set"] = {"Type": "AWS::SES::ConfigurationSet"}
-    template["Resources"]["Fn"]["Properties"]["Environment"]["Variables"]["SENDONCE_CONFIGURATION_SET"] = {
+    template["Resources"]["Fn"]["Properties"]["Environment"]["Variables"][Env.CONFIGURATION_SET] = {
         "Ref": "Set"}
     boto3.client("cloudformation").create_stack(StackName="WithSet", TemplateBody=json.dumps(template))
     (tmp_path / "WithSet.template.json").write_text(json.dumps(template))
 
     assert make_skipped_configuration_sets("WithSet", tmp_path) == ["WithSet-Set"]
     function = next(f for f in boto3.client("lambda").list_functions()["Functions"] if "Fn" in f["FunctionName"])
-    assert function["Environment"]["Variables"]["SENDONCE_CONFIGURATION_SET"] == "WithSet-Set"
+    assert function["Environment"]["Variables"][Env.CONFIGURATION_SET] == "WithSet-Set"
     assert boto3.client("sesv2").get_configuration_set(ConfigurationSetName="WithSet-Set")
 
 

@@ -10,11 +10,13 @@ from botocore.exceptions import ReadTimeoutError
 from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
 from ses_fault_proxy import Fault
 
+from sendonce_contract.deploy_config import TimeBudget
+
 
 def test_read_timeout_after_acceptance_is_not_retried(pipeline, ses_faults):
     ses_faults.script(Fault.ACCEPT_THEN_HANG)
     record = sqs_record(job("reset:1:u1"))
-    consumer = pipeline.consumer(ses_read_timeout_s=0.5)
+    consumer = pipeline.consumer(time_budget=TimeBudget(ses_read_timeout_s=0.5))
 
     response = consumer.handle(event(record), FakeContext(FakeClock()))
 

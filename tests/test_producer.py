@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sendonce_constructs.runtime_asset import runtime_asset_dir
+from sendonce_contract.companion_configs import RelayConfig
 from sendonce_contract.message import parse_job
 from sendonce_contract.release import __version__
 from sendonce_producer import EmailJob, InvalidJob, dedupe_key, enqueue, enqueue_many, outbox_put
@@ -205,7 +206,7 @@ def test_an_order_through_the_outbox_sends_one_email_even_when_retried_and_relay
         dynamodb.transact_write_items(TransactItems=transaction)
         dynamodb.transact_write_items(TransactItems=transaction)  # the client retried after a timeout: commits
     relay = FunctionSpec("relay", "sendonce_runtime.outbox_relay.handler", runtime_asset_dir(),
-                         {"SENDONCE_QUEUE_URL": queue_url}, timeout_s=10)
+                         RelayConfig(queue_url).to_env(), timeout_s=10)
     for _ in range(2):  # a stream delivers at least once: relay the whole stream twice
         runner = StreamEventSourceRunner(relay, StreamSourceSpec(stream_arn, insert_only=True),
                                          pipeline.aws.environment).start()
@@ -250,7 +251,7 @@ def test_the_stream_runner_keeps_reading_after_a_refused_transaction(pipeline):
     queue_url = sqs.create_queue(QueueName="jobs")["QueueUrl"]
     stream_arn = dynamodb.describe_table(TableName="outbox")["Table"]["LatestStreamArn"]
     relay = FunctionSpec("relay", "sendonce_runtime.outbox_relay.handler", runtime_asset_dir(),
-                         {"SENDONCE_QUEUE_URL": queue_url}, timeout_s=10)
+                         RelayConfig(queue_url).to_env(), timeout_s=10)
     runner = StreamEventSourceRunner(relay, StreamSourceSpec(stream_arn, insert_only=True),
                                      pipeline.aws.environment).start()
     try:

@@ -17,6 +17,7 @@ from cfnlint.api import ManualArgs, lint
 from construct_support import evidence_statements, only, policy_statements
 
 from sendonce_constructs import SendOnceEmailQueue
+from sendonce_contract.deploy_config import Env
 
 ROOT = Path(__file__).resolve().parents[1]
 # The only actions granted on "*": AWS has no resource-level permission for them.
@@ -225,7 +226,7 @@ def test_the_quota_watch_reads_ses_quota_on_a_schedule_with_get_account_only():
     functions = template.find_resources("AWS::Lambda::Function")
     [watch] = [f["Properties"] for f in functions.values()
                if f["Properties"]["Handler"] == "sendonce_runtime.quota_watch.handler"]
-    assert watch["Environment"]["Variables"] == {"SENDONCE_PIPELINE_NAME": "SendOnceExample/Receipts"}
+    assert watch["Environment"]["Variables"] == {Env.PIPELINE_NAME: "SendOnceExample/Receipts"}
     assert rule["Properties"]["Targets"][0]["RetryPolicy"] == {"MaximumRetryAttempts": 0}
     role_id = watch["Role"]["Fn::GetAtt"][0]
     statements = [s for p in template.find_resources("AWS::IAM::Policy").values()

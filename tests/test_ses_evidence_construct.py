@@ -10,6 +10,7 @@ import pytest
 from construct_support import build, only
 
 from sendonce_constructs import SendOnceConfigurationError
+from sendonce_contract.deploy_config import Env
 
 EVENT_TYPES = ["send", "delivery", "bounce", "complaint", "reject", "deliveryDelay", "renderingFailure"]
 
@@ -42,8 +43,8 @@ def test_the_rule_matches_this_pipelines_emails_only_and_feeds_the_recorders_que
                                        {"Properties": {"Handler": "sendonce_runtime.event_recorder.handler"}})
     [props] = [r["Properties"] for r in recorder.values()]
     env = props["Environment"]["Variables"]
-    assert env["SENDONCE_PIPELINE_TAG"] == pipeline.node.addr
-    assert env["SENDONCE_TABLE_NAME"] == {"Ref": "ReceiptsDedupeTable97CEC35F"}
+    assert env[Env.PIPELINE_TAG] == pipeline.node.addr
+    assert env[Env.TABLE_NAME] == {"Ref": "ReceiptsDedupeTable97CEC35F"}
     [mapping] = [m for m in resources(template, "AWS::Lambda::EventSourceMapping").values()
                  if m["EventSourceArn"]["Fn::GetAtt"][0].startswith("ReceiptsSesEvidenceQueue")]
     assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
@@ -64,7 +65,7 @@ def test_a_users_configuration_set_gets_the_event_destination_and_no_second_set_
     [destination] = resources(template, "AWS::SES::ConfigurationSetEventDestination").values()
     assert destination["ConfigurationSetName"] == "transactional"
     env = only(template, "AWS::Lambda::Function")["Properties"]["Environment"]["Variables"]
-    assert env["SENDONCE_CONFIGURATION_SET"] == "transactional"
+    assert env[Env.CONFIGURATION_SET] == "transactional"
 
 
 def test_events_can_be_turned_off():
@@ -73,13 +74,13 @@ def test_events_can_be_turned_off():
         assert resources(template, kind) == {}
     assert len(resources(template, "AWS::Lambda::Function")) == 1
     env = only(template, "AWS::Lambda::Function")["Properties"]["Environment"]["Variables"]
-    assert "SENDONCE_EVIDENCE_GRACE_MS" not in env and "SENDONCE_CONFIGURATION_SET" not in env
+    assert Env.EVIDENCE_GRACE_MS not in env and Env.CONFIGURATION_SET not in env
 
 
 def test_the_grace_period_is_a_prop():
     _, template = build(evidence_grace_period=cdk.Duration.minutes(2))
     env = only(template, "AWS::Lambda::Function")["Properties"]["Environment"]["Variables"]
-    assert env["SENDONCE_EVIDENCE_GRACE_MS"] == "120000"
+    assert env[Env.EVIDENCE_GRACE_MS] == "120000"
 
 
 @pytest.mark.parametrize(("props", "message"), [

@@ -12,8 +12,8 @@ from consumer_harness import event, failed_ids, job, sqs_record
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sendonce_constructs import rules
 from sendonce_constructs.local.proxy import ForwardingProxy, ProxiedRequest, Reply
+from sendonce_contract.deploy_config import Env, TimeBudget
 from sendonce_runtime.aws_clients import ledger_config, ses_config
 from sendonce_runtime.clock import SystemClock
 from sendonce_runtime.handler import Consumer
@@ -23,14 +23,9 @@ from sendonce_runtime.settings import LEDGER_CALLS_PER_RECORD, Settings
 
 def settings_for(function_timeout_s: float, **base: str) -> Settings:
     """The settings the construct gives a consumer with this function timeout."""
-    budget = rules.consumer_time_budget(function_timeout_s)
-    return Settings.from_env({
-        "SENDONCE_TABLE_NAME": "dedupe", "SENDONCE_DLQ_URL": "http://localhost/q", **base,
-        "SENDONCE_SES_CONNECT_TIMEOUT_S": f"{budget['ses_connect_timeout_s']:g}",
-        "SENDONCE_SES_READ_TIMEOUT_S": f"{budget['ses_read_timeout_s']:g}",
-        "SENDONCE_LEDGER_BUDGET_MS": str(int(budget["ledger_budget_ms"])),
-        "SENDONCE_LEASE_MARGIN_MS": str(int(budget["lease_margin_ms"])),
-    })
+    config = Settings(table_name="dedupe", dead_letter_queue_url="http://localhost/q",
+                      time_budget=TimeBudget.for_function_timeout(function_timeout_s))
+    return Settings.from_env({**config.to_env(), **base})
 
 
 @given(st.integers(min_value=1, max_value=900))
@@ -40,8 +35,8 @@ def test_every_call_a_record_makes_fits_the_record_budget_and_the_invocation(fun
     ledger_call_s = ledger.connect_timeout + ledger.read_timeout
     worst_record_s = ses.connect_timeout + ses.read_timeout + LEDGER_CALLS_PER_RECORD * ledger_call_s
     assert ledger.retries["total_max_attempts"] == 1 and ses.retries["total_max_attempts"] == 1
-    assert worst_record_s <= settings.record_budget_ms / 1000 + 1e-9
-    assert settings.record_budget_ms / 1000 < function_timeout_s
+    assert worst_record_s <= settings.budget.record_budget_ms / 1000 + 1e-9
+    assert settings.budget.record_budget_ms / 1000 < function_timeout_s
 
 
 class RealTimeContext:
@@ -64,8 +59,7 @@ def test_a_hanging_ledger_at_the_smallest_timeout_fails_the_record_before_the_de
         return forward()
 
     proxy = ForwardingProxy(pipeline.aws.endpoint, hang_dynamodb).start()
-    settings = settings_for(1, SENDONCE_TABLE_NAME=pipeline.table_name,
-                            SENDONCE_DLQ_URL=pipeline.dead_letter_queue_url)
+    settings = settings_for(1, **{Env.TABLE_NAME: pipeline.table_name, Env.DLQ_URL: pipeline.dead_letter_queue_url})
     log = io.StringIO()
     consumer = Consumer.from_clients(
         settings,

@@ -89,7 +89,7 @@ def transitions(old: Image | None, new: Image | None, pipeline: str) -> list[Out
     key = str(new[Ledger.KEY]["S"])
     status, was = _text(new, Ledger.STATUS), _text(old, Ledger.STATUS)
     ids = _ids(new)
-    base = {DEDUPE_KEY: key, "pipeline": pipeline, "status": status, "sesMessageIds": sorted(ids)}
+    base = {DEDUPE_KEY: key, "pipeline": pipeline, "status": status, Ledger.SES_MESSAGE_IDS: sorted(ids)}
     found: list[OutcomeEvent] = []
 
     def add(outcome: OutcomeType, at_ms: int | None, discriminator: str = "",

@@ -22,6 +22,61 @@ METRIC_NAMESPACE = "sendonce"
 METRIC_DIMENSION = "Pipeline"  # its value is the construct's path
 
 
+class Metric:
+    """The metrics' names: what the bundled functions write and the construct's alarms and dashboard read."""
+
+    # The consumer's: each record counts once in RECORDS and once in its outcome's metric.
+    RECORDS = "Records"
+    RECORD_LATENCY = "RecordLatency"  # milliseconds
+    KEY_CONFLICTS = "KeyConflicts"
+    EMAILS_SENT = "EmailsSent"
+    SENT_UNRECORDED = "SentUnrecorded"
+    DUPLICATES_SKIPPED = "DuplicatesSkipped"
+    CANCELLED = "Cancelled"
+    UNKNOWN_RECORDS = "UnknownRecords"
+    POISON_MESSAGES = "PoisonMessages"
+    SES_REFUSALS = "SesRefusals"
+    IN_FLIGHT_RETRIES = "InFlightRetries"
+    AWAITING_EVIDENCE = "AwaitingEvidence"
+    SES_THROTTLES = "SesThrottles"
+    QUOTA_EXHAUSTED = "QuotaExhausted"
+    PACED = "Paced"
+    SCHEDULED = "Scheduled"
+    CONTRACT_TOO_NEW = "ContractTooNew"
+    RECEIVES_EXHAUSTED = "ReceivesExhausted"
+    RECIPIENTS_NOT_ALLOWED = "RecipientsNotAllowed"
+    AMBIGUOUS_SENDS = "AmbiguousSends"
+    DEADLINE_DEFERRALS = "DeadlineDeferrals"
+    GROUP_BLOCKED = "GroupBlocked"
+    LEDGER_THROTTLES = "LedgerThrottles"
+    LEDGER_ERRORS = "LedgerErrors"
+    RECORD_ERRORS = "RecordErrors"
+    # The consumer's and the outcome publisher's.
+    OUTCOME_EVENTS = "OutcomeEvents"
+    OUTCOME_EVENTS_FAILED = "OutcomeEventsFailed"
+    # The recorder's, besides one per SES event type (SesEventType.metric).
+    EVIDENCE_EVENTS = "EvidenceEvents"
+    SENDS_CONFIRMED = "SendsConfirmed"
+    CONFIRMATION_LATENCY = "ConfirmationLatency"  # milliseconds from SES's acceptance to its first event
+    UNDECIDED_SENDS_SETTLED = "UndecidedSendsSettled"
+    DOUBLE_SENDS = "DoubleSends"
+    IGNORED_EVENTS = "IgnoredEvents"
+    MALFORMED_EVENTS = "MalformedEvents"
+    OTHER_PIPELINE_EVENTS = "OtherPipelineEvents"
+    RECORDER_ERRORS = "RecorderErrors"
+    UNKNOWN_KEY_EVENTS = "UnknownKeyEvents"
+    EXPIRED_KEY_EVENTS = "ExpiredKeyEvents"
+    SES_SENDS = "SesSends"
+    DELIVERIES = "Deliveries"
+    BOUNCES = "Bounces"
+    COMPLAINTS = "Complaints"
+    REJECTS = "Rejects"
+    DELIVERY_DELAYS = "DeliveryDelays"
+    RENDERING_FAILURES = "RenderingFailures"
+    # The quota watch's (a percentage).
+    QUOTA_USED_PERCENT = "QuotaUsedPercent"
+
+
 class Status(enum.Enum):
     """A ledger record's ``status``."""
 
@@ -86,20 +141,23 @@ class SesEventType(NamedTuple):
 
 # Every event that proves SES accepted an email or says what became of it (SES Developer Guide, "Contents of event
 # data"; EventBridge's detail-types from "Monitoring email sending using Amazon EventBridge").
-SES_EVENT_TYPES = (
-    SesEventType("Send", "Email Sent", "send", Ledger.SES_ACCEPTED_AT, "SesSends", None),
-    SesEventType("Delivery", "Email Delivered", "delivery", Ledger.DELIVERED_AT, "Deliveries", "delivered"),
-    SesEventType("Bounce", "Email Bounced", "bounce", Ledger.BOUNCED_AT, "Bounces", "bounced",
-                 ((Ledger.BOUNCE_TYPE, "bounceType"), (Ledger.BOUNCE_SUB_TYPE, "bounceSubType"))),
-    SesEventType("Complaint", "Email Complaint Received", "complaint", Ledger.COMPLAINED_AT, "Complaints",
-                 "complained", ((Ledger.COMPLAINT_FEEDBACK_TYPE, "complaintFeedbackType"),)),
-    SesEventType("Reject", "Email Rejected", "reject", Ledger.REJECTED_AT, "Rejects", "rejected",
-                 ((Ledger.REJECT_REASON, "reason"),)),
-    SesEventType("DeliveryDelay", "Email Delivery Delayed", "deliveryDelay", Ledger.DELAYED_AT, "DeliveryDelays",
-                 "delayed", ((Ledger.DELAY_TYPE, "delayType"),)),
-    SesEventType("Rendering Failure", "Email Rendering Failed", "failure", Ledger.RENDERING_FAILED_AT,
-                 "RenderingFailures", "rendering failed", ((Ledger.RENDERING_ERROR, "errorMessage"),)),
-)
+SES_SEND = SesEventType("Send", "Email Sent", "send", Ledger.SES_ACCEPTED_AT, Metric.SES_SENDS, None)
+SES_DELIVERY = SesEventType("Delivery", "Email Delivered", "delivery", Ledger.DELIVERED_AT, Metric.DELIVERIES,
+                            "delivered")
+SES_BOUNCE = SesEventType("Bounce", "Email Bounced", "bounce", Ledger.BOUNCED_AT, Metric.BOUNCES, "bounced",
+                          ((Ledger.BOUNCE_TYPE, "bounceType"), (Ledger.BOUNCE_SUB_TYPE, "bounceSubType")))
+SES_COMPLAINT = SesEventType("Complaint", "Email Complaint Received", "complaint", Ledger.COMPLAINED_AT,
+                             Metric.COMPLAINTS, "complained",
+                             ((Ledger.COMPLAINT_FEEDBACK_TYPE, "complaintFeedbackType"),))
+SES_REJECT = SesEventType("Reject", "Email Rejected", "reject", Ledger.REJECTED_AT, Metric.REJECTS, "rejected",
+                          ((Ledger.REJECT_REASON, "reason"),))
+SES_DELIVERY_DELAY = SesEventType("DeliveryDelay", "Email Delivery Delayed", "deliveryDelay", Ledger.DELAYED_AT,
+                                  Metric.DELIVERY_DELAYS, "delayed", ((Ledger.DELAY_TYPE, "delayType"),))
+SES_RENDERING_FAILURE = SesEventType("Rendering Failure", "Email Rendering Failed", "failure",
+                                     Ledger.RENDERING_FAILED_AT, Metric.RENDERING_FAILURES, "rendering failed",
+                                     ((Ledger.RENDERING_ERROR, "errorMessage"),))
+SES_EVENT_TYPES = (SES_SEND, SES_DELIVERY, SES_BOUNCE, SES_COMPLAINT, SES_REJECT, SES_DELIVERY_DELAY,
+                   SES_RENDERING_FAILURE)
 SES_EVENTS_BY_NAME = {event.name: event for event in SES_EVENT_TYPES}
 # Events that say nothing about whether an email went out.
 IGNORED_SES_EVENT_TYPES = frozenset({"Open", "Click", "Subscription"})

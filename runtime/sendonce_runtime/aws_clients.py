@@ -23,8 +23,8 @@ def ses_config(settings: Settings) -> Config:
     # SendEmail has no idempotency token: one try only, or a retried read timeout becomes a second email.
     return Config(
         retries={"total_max_attempts": 1, "mode": "standard"},
-        connect_timeout=settings.ses_connect_timeout_s,
-        read_timeout=settings.ses_read_timeout_s,
+        connect_timeout=settings.budget.ses_connect_timeout_s,
+        read_timeout=settings.budget.ses_read_timeout_s,
         max_pool_connections=max(10, settings.parallelism),
     )
 
@@ -32,7 +32,7 @@ def ses_config(settings: Settings) -> Config:
 def ledger_config(settings: Settings) -> Config:
     # Timeouts sized from the record's ledger budget, and no SDK retry (its backoff alone can sleep for seconds):
     # no ledger or DLQ call outlives the deadline guard. The processor retries while the deadline allows.
-    connect_s, read_s = settings.ledger_call_timeouts_s
+    connect_s, read_s = settings.budget.ledger_call_timeouts_s
     return Config(
         retries={"total_max_attempts": 1, "mode": "standard"},
         connect_timeout=connect_s,
@@ -54,6 +54,12 @@ def recorder_client(service: str) -> Any:
     """The event recorder's and the quota watch's clients: idempotent writes and reads, so the SDK's standard
     retries are safe."""
     return _shared(service, Config(retries={"total_max_attempts": 3, "mode": "standard"}), f"recorder:{service}")
+
+
+def relay_client() -> Any:
+    """The outbox relay's SQS client, on the SDK's default retries: a job relayed twice is one the consumer's
+    ledger absorbs."""
+    return _shared("sqs", Config(), "relay:sqs")
 
 
 def ses(settings: Settings) -> SESV2Client:

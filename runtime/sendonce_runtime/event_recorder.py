@@ -8,59 +8,23 @@ an Embedded Metric Format document (namespace ``sendonce``, dimension ``Pipeline
 
 from __future__ import annotations
 
-import json
-import os
-import sys
-import threading
-import time
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from sendonce_contract.schema import SES_EVENTS_BY_NAME, Ledger, ReasonCode, Status
+from sendonce_contract.companion_configs import RecorderConfig
+from sendonce_contract.schema import SES_EVENTS_BY_NAME, Ledger, Metric, ReasonCode, Status
 
 from .clock import Clock, SystemClock
 from .dead_letter import DeadLetterQueue
 from .evidence import EvidenceLedger, Recorded, Verdict
-from .metrics import emf_document
 from .ses_events import IgnoredEvent, MalformedEvent, SesEvent, parse_event
-from .settings import SettingsError
+from .shell import JsonLog, Once
 from .sqs_record import SqsRecord
 
-VERDICT_METRICS = {Verdict.UNKNOWN_KEY: "UnknownKeyEvents", Verdict.EXPIRED_KEY: "ExpiredKeyEvents"}
-
-
-@dataclass(frozen=True)
-class RecorderSettings:
-    table_name: str
-    dead_letter_queue_url: str
-    pipeline_tag: str | None = None
-    pipeline_name: str | None = None
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] = os.environ) -> RecorderSettings:
-        missing = [n for n in ("SENDONCE_TABLE_NAME", "SENDONCE_EVIDENCE_DLQ_URL") if not env.get(n)]
-        if missing:
-            raise SettingsError(f"environment variables {', '.join(missing)} are not set; deploy with the construct")
-        return cls(env["SENDONCE_TABLE_NAME"], env["SENDONCE_EVIDENCE_DLQ_URL"],
-                   env.get("SENDONCE_PIPELINE_TAG") or None, env.get("SENDONCE_PIPELINE_NAME") or None)
-
-
-class EventLog:
-    def __init__(self, stream: TextIO | None = None, pipeline: str | None = None) -> None:
-        self._stream = stream
-        self._pipeline = pipeline
-        self._lock = threading.Lock()
-
-    def write(self, line: dict[str, Any], counts: list[str], latency_ms: int | None = None) -> None:
-        if self._pipeline is not None:
-            timings = {} if latency_ms is None else {"ConfirmationLatency": latency_ms}
-            line.update(emf_document(self._pipeline, counts, timings, time.time_ns() // 1_000_000))
-        text = json.dumps(line, ensure_ascii=False) + "\n"
-        with self._lock:
-            (self._stream or sys.stdout).write(text)
+VERDICT_METRICS = {Verdict.UNKNOWN_KEY: Metric.UNKNOWN_KEY_EVENTS, Verdict.EXPIRED_KEY: Metric.EXPIRED_KEY_EVENTS}
+RecorderSettings = RecorderConfig  # the recorder's environment
+EventLog = JsonLog  # the recorder's log: one line per event
 
 
 class EventRecorder:
@@ -90,21 +54,21 @@ class EventRecorder:
             parsed = parse_event(record.body)
         except IgnoredEvent as kind:
             self.log.write({"level": "INFO", "logger": "sendonce.evidence", "outcome": "ignored",
-                            "eventType": str(kind)}, ["IgnoredEvents"])
+                            "eventType": str(kind)}, [Metric.IGNORED_EVENTS])
             return True
         except MalformedEvent as error:
             self.log.write({"level": "WARN", "logger": "sendonce.evidence", "outcome": "malformed",
-                            "reason": error.reason, "messageId": record.message_id}, ["MalformedEvents"])
+                            "reason": error.reason, "messageId": record.message_id}, [Metric.MALFORMED_EVENTS])
             return self._dead_letters.send(record, ReasonCode.MALFORMED_EVENT, error.reason, None)
         if self.settings.pipeline_tag is not None and parsed.pipeline != self.settings.pipeline_tag:
-            self.log.write(_line(parsed, "other_pipeline"), ["OtherPipelineEvents"])
+            self.log.write(_line(parsed, "other_pipeline"), [Metric.OTHER_PIPELINE_EVENTS])
             return True
         try:
             recorded = self._ledger.record(parsed)
         except (ClientError, BotoCoreError) as error:
             line = _line(parsed, "ledger_unavailable")
             line.update(level="WARN", reason=f"{type(error).__name__}: {error}")
-            self.log.write(line, ["RecorderErrors"])
+            self.log.write(line, [Metric.RECORDER_ERRORS])
             return False
         self._log_recorded(parsed, recorded)
         return True
@@ -115,17 +79,17 @@ class EventRecorder:
             return
         line = _line(event, "double_send" if recorded.double_send else "recorded")
         line.update(wasStatus=recorded.was_status, sesMessageIds=list(recorded.ses_message_ids))
-        counts = ["EvidenceEvents", SES_EVENTS_BY_NAME[event.event_type].metric]
+        counts = [Metric.EVIDENCE_EVENTS, SES_EVENTS_BY_NAME[event.event_type].metric]
         latency = None
         if recorded.first_evidence:
-            counts.append("SendsConfirmed")
+            counts.append(Metric.SENDS_CONFIRMED)
             latency = max(0, self._clock.now_ms() - event.sent_at_ms)
             if recorded.was_status in (Status.IN_FLIGHT.value, Status.UNKNOWN.value):
-                counts.append("UndecidedSendsSettled")
+                counts.append(Metric.UNDECIDED_SENDS_SETTLED)
         if recorded.double_send:
             line["level"] = "ERROR"
-            counts.append("DoubleSends")
-        self.log.write(line, counts, latency)
+            counts.append(Metric.DOUBLE_SENDS)
+        self.log.write(line, counts, {} if latency is None else {Metric.CONFIRMATION_LATENCY: latency})
 
 
 def _line(event: SesEvent, outcome: str) -> dict[str, Any]:
@@ -133,17 +97,15 @@ def _line(event: SesEvent, outcome: str) -> dict[str, Any]:
             Ledger.KEY: event.dedupe_key, Ledger.SES_MESSAGE_ID: event.ses_message_id}
 
 
-_lock = threading.Lock()
-_recorder: EventRecorder | None = None
+def _build() -> EventRecorder:
+    from . import aws_clients
+
+    return EventRecorder.from_clients(RecorderConfig.from_env(), aws_clients.recorder_client("dynamodb"),
+                                      aws_clients.recorder_client("sqs"))
+
+
+_recorder = Once(_build)
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    global _recorder
-    with _lock:
-        if _recorder is None:
-            from . import aws_clients
-
-            settings = RecorderSettings.from_env()
-            _recorder = EventRecorder.from_clients(settings, aws_clients.recorder_client("dynamodb"),
-                                                   aws_clients.recorder_client("sqs"))
-    return _recorder.handle(event, context)
+    return _recorder.get().handle(event, context)

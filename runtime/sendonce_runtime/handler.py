@@ -2,27 +2,28 @@
 
 from __future__ import annotations
 
-import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from sendonce_contract.schema import Metric
 
 from . import aws_clients
 from .batch import run_batch
 from .clock import Clock, Deadline, LambdaContext, SystemClock
 from .dead_letter import DeadLetterQueue
-from .dead_letter_events import DeadLetterEvents
-from .key_privacy import PrivateKeys
 from .ledger import DedupeLedger
 from .outcome_log import OutcomeLog
 from .processor import RecordProcessor
 from .redelivery import Redelivery
-from .send_rate import SendRateLimiter
 from .ses_sender import SesSender
 from .settings import Settings
+from .shell import Once
 from .sqs_record import SqsRecord
 
-_lock = threading.Lock()
-_consumer: Consumer | None = None
+if TYPE_CHECKING:
+    from .dead_letter_events import DeadLetterEvents
+    from .key_privacy import PrivateKeys
+    from .send_rate import SendRateLimiter
 
 
 class Consumer:
@@ -71,16 +72,12 @@ class Consumer:
             SesSender(ses, settings.configuration_set, settings.pipeline_tag),
             dead_letters,
             clock,
-            SendRateLimiter(settings.max_send_rate) if settings.max_send_rate else None,
-            PrivateKeys(secrets, settings.key_secret_id) if settings.key_secret_id else None,
+            _send_rate(settings),
+            _private_keys(settings, secrets),
         )
         redelivery = Redelivery(sqs, settings.queue_url, settings.fifo, dead_letters, settings.max_receive_count,
-                                call_ms=int(sum(settings.ledger_call_timeouts_s) * 1000))
-        dead_letter_events = (
-            DeadLetterEvents(events, settings.outcome_bus, settings.pipeline_tag, clock)
-            if events is not None and settings.outcome_bus and settings.pipeline_tag else None
-        )
-        return cls(settings, processor, log, redelivery, dead_letter_events)
+                                call_ms=settings.budget.ledger_call_ms)
+        return cls(settings, processor, log, redelivery, _dead_letter_events(settings, events, clock))
 
     def handle(self, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         deadline = Deadline(context)
@@ -100,13 +97,37 @@ class Consumer:
         if self.dead_letter_events is not None:
             unpublished = self.dead_letter_events.publish(results, deadline)
             if unpublished:
-                self.log.note("outcome_events_failed", "OutcomeEventsFailed", unpublished)
+                self.log.note("outcome_events_failed", Metric.OUTCOME_EVENTS_FAILED, unpublished)
         return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in results if r.redeliver]}
 
 
+# The parts only some deployments use are imported by those only: a cold start compiles what it runs.
+def _send_rate(settings: Settings) -> SendRateLimiter | None:
+    if not settings.max_send_rate:
+        return None
+    from .send_rate import SendRateLimiter
+
+    return SendRateLimiter(settings.max_send_rate)
+
+
+def _private_keys(settings: Settings, secrets: Any) -> PrivateKeys | None:
+    if not settings.key_secret_id:
+        return None
+    from .key_privacy import PrivateKeys
+
+    return PrivateKeys(secrets, settings.key_secret_id)
+
+
+def _dead_letter_events(settings: Settings, events: Any, clock: Clock) -> DeadLetterEvents | None:
+    if events is None or not settings.outcome_bus or not settings.pipeline_tag:
+        return None
+    from .dead_letter_events import DeadLetterEvents
+
+    return DeadLetterEvents(events, settings.outcome_bus, settings.pipeline_tag, clock)
+
+
+_consumer = Once(lambda: Consumer.from_settings(Settings.from_env()))
+
+
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    global _consumer
-    with _lock:
-        if _consumer is None:
-            _consumer = Consumer.from_settings(Settings.from_env())
-    return _consumer.handle(event, context)
+    return _consumer.get().handle(event, context)

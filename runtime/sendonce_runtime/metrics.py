@@ -11,44 +11,45 @@ from typing import Any
 
 from sendonce_contract.schema import METRIC_DIMENSION as DIMENSION
 from sendonce_contract.schema import METRIC_NAMESPACE as NAMESPACE
+from sendonce_contract.schema import Metric
 
 from .outcome import Outcome, RecordResult
 
 OUTCOME_METRICS: dict[Outcome, tuple[str, ...]] = {
-    Outcome.SENT: ("EmailsSent",),
-    Outcome.SENT_UNRECORDED: ("EmailsSent", "SentUnrecorded"),
-    Outcome.DUPLICATE: ("DuplicatesSkipped",),
-    Outcome.CANCELLED: ("Cancelled",),
-    Outcome.MARKED_UNKNOWN: ("UnknownRecords",),
-    Outcome.INVALID_MESSAGE: ("PoisonMessages",),
-    Outcome.REFUSED: ("SesRefusals",),
-    Outcome.IN_FLIGHT_ELSEWHERE: ("InFlightRetries",),
-    Outcome.AWAITING_EVIDENCE: ("AwaitingEvidence",),
-    Outcome.THROTTLED: ("SesThrottles",),
-    Outcome.QUOTA_EXHAUSTED: ("SesThrottles", "QuotaExhausted"),
-    Outcome.PACED: ("Paced",),
-    Outcome.SCHEDULED: ("Scheduled",),
-    Outcome.CONTRACT_TOO_NEW: ("ContractTooNew",),
-    Outcome.RECEIVES_EXHAUSTED: ("ReceivesExhausted",),
-    Outcome.RECIPIENT_NOT_ALLOWED: ("RecipientsNotAllowed",),
-    Outcome.AMBIGUOUS: ("AmbiguousSends",),
-    Outcome.DEADLINE: ("DeadlineDeferrals",),
-    Outcome.GROUP_BLOCKED: ("GroupBlocked",),
-    Outcome.LEDGER_THROTTLED: ("LedgerThrottles",),
-    Outcome.LEDGER_UNAVAILABLE: ("LedgerErrors",),
-    Outcome.LEDGER_FAILED: ("RecordErrors",),
-    Outcome.DEAD_LETTER_FAILED: ("RecordErrors",),
-    Outcome.CONTENDED: ("RecordErrors",),
-    Outcome.INTERNAL_ERROR: ("RecordErrors",),
+    Outcome.SENT: (Metric.EMAILS_SENT,),
+    Outcome.SENT_UNRECORDED: (Metric.EMAILS_SENT, Metric.SENT_UNRECORDED),
+    Outcome.DUPLICATE: (Metric.DUPLICATES_SKIPPED,),
+    Outcome.CANCELLED: (Metric.CANCELLED,),
+    Outcome.MARKED_UNKNOWN: (Metric.UNKNOWN_RECORDS,),
+    Outcome.INVALID_MESSAGE: (Metric.POISON_MESSAGES,),
+    Outcome.REFUSED: (Metric.SES_REFUSALS,),
+    Outcome.IN_FLIGHT_ELSEWHERE: (Metric.IN_FLIGHT_RETRIES,),
+    Outcome.AWAITING_EVIDENCE: (Metric.AWAITING_EVIDENCE,),
+    Outcome.THROTTLED: (Metric.SES_THROTTLES,),
+    Outcome.QUOTA_EXHAUSTED: (Metric.SES_THROTTLES, Metric.QUOTA_EXHAUSTED),
+    Outcome.PACED: (Metric.PACED,),
+    Outcome.SCHEDULED: (Metric.SCHEDULED,),
+    Outcome.CONTRACT_TOO_NEW: (Metric.CONTRACT_TOO_NEW,),
+    Outcome.RECEIVES_EXHAUSTED: (Metric.RECEIVES_EXHAUSTED,),
+    Outcome.RECIPIENT_NOT_ALLOWED: (Metric.RECIPIENTS_NOT_ALLOWED,),
+    Outcome.AMBIGUOUS: (Metric.AMBIGUOUS_SENDS,),
+    Outcome.DEADLINE: (Metric.DEADLINE_DEFERRALS,),
+    Outcome.GROUP_BLOCKED: (Metric.GROUP_BLOCKED,),
+    Outcome.LEDGER_THROTTLED: (Metric.LEDGER_THROTTLES,),
+    Outcome.LEDGER_UNAVAILABLE: (Metric.LEDGER_ERRORS,),
+    Outcome.LEDGER_FAILED: (Metric.RECORD_ERRORS,),
+    Outcome.DEAD_LETTER_FAILED: (Metric.RECORD_ERRORS,),
+    Outcome.CONTENDED: (Metric.RECORD_ERRORS,),
+    Outcome.INTERNAL_ERROR: (Metric.RECORD_ERRORS,),
 }
-ALL_COUNTS = ("Records", "KeyConflicts", *sorted({m for names in OUTCOME_METRICS.values() for m in names}))
+ALL_COUNTS = (Metric.RECORDS, Metric.KEY_CONFLICTS, *sorted({m for names in OUTCOME_METRICS.values() for m in names}))
 
 
 def emf_fields(result: RecordResult, pipeline: str, latency_ms: float, timestamp_ms: int) -> dict[str, Any]:
-    counts = ["Records", *OUTCOME_METRICS[result.outcome]]
+    counts = [Metric.RECORDS, *OUTCOME_METRICS[result.outcome]]
     if result.key_conflict:
-        counts.append("KeyConflicts")
-    return emf_document(pipeline, counts, {"RecordLatency": round(latency_ms, 3)}, timestamp_ms)
+        counts.append(Metric.KEY_CONFLICTS)
+    return emf_document(pipeline, counts, {Metric.RECORD_LATENCY: round(latency_ms, 3)}, timestamp_ms)
 
 
 def emf_document(

@@ -7,26 +7,15 @@ source retries from there and nothing after it is skipped.
 
 from __future__ import annotations
 
-import os
-import threading
 from typing import Any
 
+from sendonce_contract.companion_configs import RelayConfig
 from sendonce_contract.fifo import fifo_message_ids
 from sendonce_contract.schema import OutboxItem
 
-_lock = threading.Lock()
-_sqs: Any = None
+from .shell import Once
+
 BATCH = 10
-
-
-def _client() -> Any:
-    global _sqs
-    with _lock:
-        if _sqs is None:
-            import boto3
-
-            _sqs = boto3.session.Session().client("sqs")
-        return _sqs
 
 
 def _entry(index: int, image: dict[str, Any], fifo: bool) -> dict[str, Any]:
@@ -55,8 +44,16 @@ def relay(records: list[dict[str, Any]], sqs: Any, queue_url: str, fifo: bool) -
     return failed
 
 
+def _build() -> tuple[Any, RelayConfig]:
+    from . import aws_clients
+
+    return aws_clients.relay_client(), RelayConfig.from_env()
+
+
+_relay = Once(_build)
+
+
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    queue_url = os.environ["SENDONCE_QUEUE_URL"]
-    fifo = os.environ.get("SENDONCE_FIFO", "false") == "true"
-    failed = relay(event.get("Records", []), _client(), queue_url, fifo)
+    sqs, config = _relay.get()
+    failed = relay(event.get("Records", []), sqs, config.queue_url, config.fifo)
     return {"batchItemFailures": [{"itemIdentifier": sequence} for sequence in failed]}

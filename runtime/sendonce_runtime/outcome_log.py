@@ -3,17 +3,15 @@ also an Embedded Metric Format document, so CloudWatch derives the metrics from 
 
 from __future__ import annotations
 
-import json
-import sys
-import threading
 import time
 from typing import TextIO
 
 from sendonce_contract.address import redact_addresses
 from sendonce_contract.schema import Ledger
 
-from .metrics import emf_document, emf_fields
+from .metrics import emf_fields
 from .outcome import RecordResult
+from .shell import JsonLog
 
 
 class OutcomeLog:
@@ -22,16 +20,13 @@ class OutcomeLog:
 
     def __init__(self, stream: TextIO | None = None, pipeline: str | None = None) -> None:
         self._stream = stream
+        self._log = JsonLog(stream, pipeline)
         self._pipeline = pipeline
-        self._lock = threading.Lock()
 
     def note(self, outcome: str, count_name: str, count: int) -> None:
         """A line about the batch, not a record (``count`` of ``count_name``), e.g. outcome events not published."""
-        line: dict[str, object] = {"level": "WARN", "logger": "sendonce", "outcome": outcome}
-        if self._pipeline is not None:
-            line.update(emf_document(self._pipeline, [count_name], {}, time.time_ns() // 1_000_000))
-        line[count_name] = count
-        self._emit(line)
+        self._log.write({"level": "WARN", "logger": "sendonce", "outcome": outcome}, [count_name],
+                        values={count_name: count})
 
     def write(self, result: RecordResult, receive_count: int, latency_ms: float = 0.0) -> None:
         line: dict[str, object] = {
@@ -53,11 +48,4 @@ class OutcomeLog:
             line["postponedSeconds"] = result.postponed_s
         if self._pipeline is not None:
             line.update(emf_fields(result, self._pipeline, latency_ms, time.time_ns() // 1_000_000))
-        self._emit(line)
-
-    def _emit(self, line: dict[str, object]) -> None:
-        text = json.dumps(line, ensure_ascii=False) + "\n"
-        stream = self._stream or sys.stdout
-        with self._lock:
-            stream.write(text)
-            stream.flush()
+        self._log.emit(line)

@@ -11,36 +11,20 @@ never waits for any of it.
 
 from __future__ import annotations
 
-import json
-import os
-import sys
-import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, TextIO
 
+from sendonce_contract.companion_configs import PublisherConfig
 from sendonce_contract.outcome_events import OutcomeEvent, transitions
+from sendonce_contract.schema import Metric
 
-from .metrics import emf_document
-from .settings import SettingsError
+from .shell import JsonLog, Once
 
 PUT_EVENTS_BATCH = 10  # PutEvents takes at most ten entries
 PUBLISH_TRIES = 3
 
 
-@dataclass(frozen=True)
-class PublisherSettings:
-    bus: str  # the event bus name or ARN
-    pipeline_tag: str  # the detail's "pipeline": what an on_outcome rule matches
-    pipeline_name: str | None = None  # the metrics' Pipeline dimension
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] = os.environ) -> PublisherSettings:
-        if not env.get("SENDONCE_PIPELINE_TAG"):
-            raise SettingsError("environment variable SENDONCE_PIPELINE_TAG is not set; deploy with the construct")
-        return cls(env.get("SENDONCE_OUTCOME_BUS") or "default", env["SENDONCE_PIPELINE_TAG"],
-                   env.get("SENDONCE_PIPELINE_NAME") or None)
+PublisherSettings = PublisherConfig  # the publisher's environment
 
 
 class OutcomePublisher:
@@ -48,7 +32,7 @@ class OutcomePublisher:
                  sleep: Any = time.sleep) -> None:
         self.settings = settings
         self._events = events
-        self._log = log
+        self._log = JsonLog(log, settings.pipeline_name)
         self._sleep = sleep
 
     def handle(self, event: dict[str, Any], context: Any = None) -> dict[str, Any]:
@@ -56,11 +40,13 @@ class OutcomePublisher:
         pending = [(r["dynamodb"]["SequenceNumber"], e) for r in records for e in self.outcomes(r)]
         failed = self._publish(pending)
         published = len(pending) - len(failed)
-        self._write({"level": "WARN" if failed else "INFO", "logger": "sendonce.outcomes",
-                     "outcome": "publish_failed" if failed else "published", "records": len(records),
-                     "published": published, "failed": len(failed),
-                     "transitions": sorted({e.outcome.transition for _, e in pending})},
-                    {"OutcomeEvents": published, "OutcomeEventsFailed": len(failed)})
+        counts = {Metric.OUTCOME_EVENTS: published, Metric.OUTCOME_EVENTS_FAILED: len(failed)}
+        nonzero = {name: count for name, count in counts.items() if count}
+        self._log.write({"level": "WARN" if failed else "INFO", "logger": "sendonce.outcomes",
+                         "outcome": "publish_failed" if failed else "published", "records": len(records),
+                         "published": published, "failed": len(failed),
+                         "transitions": sorted({e.outcome.transition for _, e in pending})},
+                        list(nonzero), values=nonzero)
         # The stream retries from the first failed record, so every later transition is published again too:
         # in order, at least once, with the same event ids.
         first = min((sequence for sequence, _ in failed), key=int, default=None)
@@ -93,23 +79,15 @@ class OutcomePublisher:
         return [item for item, result in zip(chunk, results, strict=False) if result.get("ErrorCode")] + \
             chunk[len(results):]
 
-    def _write(self, line: dict[str, Any], counts: dict[str, int]) -> None:
-        if self.settings.pipeline_name is not None:
-            names = [name for name, count in counts.items() if count]
-            line.update(emf_document(self.settings.pipeline_name, names, {}, time.time_ns() // 1_000_000))
-            line.update({name: count for name, count in counts.items() if count})
-        (self._log or sys.stdout).write(json.dumps(line) + "\n")
+
+def _build() -> OutcomePublisher:
+    from . import aws_clients
+
+    return OutcomePublisher(PublisherConfig.from_env(), aws_clients.recorder_client("events"))
 
 
-_lock = threading.Lock()
-_publisher: OutcomePublisher | None = None
+_publisher = Once(_build)
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    global _publisher
-    with _lock:
-        if _publisher is None:
-            from . import aws_clients
-
-            _publisher = OutcomePublisher(PublisherSettings.from_env(), aws_clients.recorder_client("events"))
-    return _publisher.handle(event, context)
+    return _publisher.get().handle(event, context)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 import uuid
+from typing import TYPE_CHECKING
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -15,13 +16,15 @@ from sendonce_contract.schema import ReasonCode, Status
 from .aws_errors import ledger_trouble
 from .clock import Clock, Deadline
 from .dead_letter import DeadLetterQueue
-from .key_privacy import PrivateKeys
 from .ledger import Claim, DedupeLedger, LedgerRecord
 from .outcome import Outcome, RecordResult
-from .send_rate import SendRateLimiter
 from .ses_sender import Accepted, Refused, SesSender
 from .settings import LEDGER_CALLS_PER_RECORD, Settings
 from .sqs_record import SqsRecord
+
+if TYPE_CHECKING:  # built only where deployed with them (the handler imports them then)
+    from .key_privacy import PrivateKeys
+    from .send_rate import SendRateLimiter
 
 LOGGER = logging.getLogger("sendonce")
 # A lost race re-reads the state through the next conditional write; more rounds than this means churn.
@@ -64,7 +67,7 @@ class RecordProcessor:
             return RecordResult(record.message_id, Outcome.INTERNAL_ERROR, reason=_describe(error))
 
     def _process(self, record: SqsRecord, deadline: Deadline) -> RecordResult:
-        if deadline.remaining_ms() < self._settings.record_budget_ms:
+        if deadline.remaining_ms() < self._settings.budget.record_budget_ms:
             return RecordResult(record.message_id, Outcome.DEADLINE, reason="too little time left to send")
         try:
             job = parse_job(record.body, record.message_id)
@@ -87,7 +90,7 @@ class RecordProcessor:
                 record, Outcome.RECIPIENT_NOT_ALLOWED, ReasonCode.RECIPIENT_NOT_ALLOWED,
                 f"{', '.join(refused)} not in the pipeline's allowed_recipients: this stage sends to those only; "
                 "nothing was sent", job.dedupe_key)
-        if self._settings.evidence_grace_ms is not None and job.configuration_set not in (
+        if self._settings.ses_events and job.configuration_set not in (
             None, self._settings.configuration_set
         ):
             return self._dead_letter(
@@ -108,7 +111,7 @@ class RecordProcessor:
         # SES counts recipients, not emails: a send takes one token per recipient.
         recipients = len(job.to) + len(job.cc) + len(job.bcc)
         if self._send_rate is not None:
-            spare_s = (deadline.remaining_ms() - self._settings.record_budget_ms) / 1000
+            spare_s = (deadline.remaining_ms() - self._settings.budget.record_budget_ms) / 1000
             if not self._send_rate.acquire(max_wait_s=max(0.0, spare_s), tokens=recipients):
                 return RecordResult(record.message_id, Outcome.PACED, job.dedupe_key,
                                     reason="the send rate leaves no send slot in this invocation",
@@ -192,14 +195,14 @@ class RecordProcessor:
             try:
                 return self._ledger.claim(job.dedupe_key, owner, self._lease_until(deadline), job.payload_hash)
             except LEDGER_ERRORS as error:
-                if tries >= CLAIM_TRIES or deadline.remaining_ms() < self._settings.record_budget_ms:
+                if tries >= CLAIM_TRIES or deadline.remaining_ms() < self._settings.budget.record_budget_ms:
                     raise
                 tries += 1
                 LOGGER.warning("claim of %s failed, trying again: %s", job.dedupe_key, _describe(error))
 
     def _lease_until(self, deadline: Deadline) -> int:
         """A lease outlives the invocation by a margin, so it expires only once its worker is surely dead."""
-        return self._clock.now_ms() + deadline.remaining_ms() + self._settings.lease_margin_ms
+        return self._clock.now_ms() + deadline.remaining_ms() + self._settings.budget.lease_margin_ms
 
     def _settle_existing(
         self,
@@ -227,9 +230,8 @@ class RecordProcessor:
                                 key_conflict=conflict, retry_after_s=-(-lease_left_ms // 1000))
         # IN_FLIGHT with an expired lease: its worker died, and whether SES accepted its send is unknown. SES's
         # events would have marked it SENT; until the grace period ends, they may still come.
-        grace_ms = self._settings.evidence_grace_ms
-        if grace_ms is not None:
-            wait_ms = existing.lease_expires_at_ms + grace_ms - self._clock.now_ms()
+        if self._settings.ses_events:
+            wait_ms = existing.lease_expires_at_ms + self._settings.evidence_grace_ms - self._clock.now_ms()
             if wait_ms > 0:
                 return RecordResult(record.message_id, Outcome.AWAITING_EVIDENCE, job.dedupe_key,
                                     attempt=existing.attempts, key_conflict=conflict,
@@ -271,7 +273,7 @@ class RecordProcessor:
 
     def _abandon(self, key: str, owner: str, deadline: Deadline) -> None:
         """Best effort: delete a first claim of ours that may have been written (never a takeover's record)."""
-        if deadline.remaining_ms() < self._settings.ledger_budget_ms // LEDGER_CALLS_PER_RECORD:
+        if deadline.remaining_ms() < self._settings.budget.ledger_budget_ms // LEDGER_CALLS_PER_RECORD:
             return
         try:
             self._ledger.release(key, owner)
@@ -294,7 +296,7 @@ class RecordProcessor:
                 return self._ledger.mark_sent(key, owner, ses_message_id)
             except LEDGER_ERRORS as error:
                 LOGGER.warning("could not record %s as SENT: %s", key, _describe(error))
-                if deadline.remaining_ms() < self._settings.ledger_budget_ms:
+                if deadline.remaining_ms() < self._settings.budget.ledger_budget_ms:
                     break
         return False
 

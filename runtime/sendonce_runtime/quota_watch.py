@@ -8,15 +8,16 @@ it. It runs from an EventBridge schedule, never on the send path: the consumer m
 
 from __future__ import annotations
 
-import json
-import os
-import sys
 import time
 from typing import Any, TextIO
 
-from .metrics import emf_values
+from sendonce_contract.companion_configs import QuotaWatchConfig
+from sendonce_contract.schema import Metric
 
-QUOTA_USED_PERCENT = "QuotaUsedPercent"
+from .metrics import emf_values
+from .shell import JsonLog, Once
+
+QUOTA_USED_PERCENT = Metric.QUOTA_USED_PERCENT
 
 
 def used_percent(send_quota: dict[str, Any]) -> float:
@@ -37,11 +38,19 @@ def watch(ses: Any, pipeline: str | None, stream: TextIO | None = None) -> dict[
     }
     if pipeline is not None:
         line.update(emf_values(pipeline, {QUOTA_USED_PERCENT: (percent, "Percent")}, time.time_ns() // 1_000_000))
-    (stream or sys.stdout).write(json.dumps(line) + "\n")
+    JsonLog(stream).emit(line)
     return line
 
 
-def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+def _build() -> tuple[Any, QuotaWatchConfig]:
     from . import aws_clients
 
-    return watch(aws_clients.recorder_client("sesv2"), os.environ.get("SENDONCE_PIPELINE_NAME") or None)
+    return aws_clients.recorder_client("sesv2"), QuotaWatchConfig.from_env()
+
+
+_watch = Once(_build)
+
+
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    ses, config = _watch.get()
+    return watch(ses, config.pipeline_name)

@@ -13,7 +13,8 @@ from typing import IO, Any
 
 import boto3
 
-from sendonce_runtime.settings import Settings
+from sendonce_contract.deploy_config import ConsumerConfig
+from sendonce_contract.stack_names import ChildId
 
 from ..runtime_asset import HANDLER, OUTCOME_HANDLER, RECORDER_HANDLER
 from .cdk_cli import bootstrap_and_deploy
@@ -120,7 +121,7 @@ def _deploy(options: DemoOptions, aws: LocalAws, cdk_out: Path, cdk_log: Path, s
                "evidenceGraceSeconds": str(options.evidence_grace_s), "sendRate": f"{options.burst_rate:g}"}
     bootstrap_and_deploy(options.stack, options.project_dir.resolve(), cdk_out, {**os.environ}, aws.account_id,
                          aws.region, context, cdk_log)
-    table = physical_id_of(options.stack, "AWS::DynamoDB::Table", "ReceiptsDedupeTable")
+    table = physical_id_of(options.stack, "AWS::DynamoDB::Table", "Receipts" + ChildId.DEDUPE_TABLE)
     notes = apply_emulator_gaps(options.stack, table, cdk_out)
     for note in notes:
         say(f"      emulator gap: {note}")
@@ -129,12 +130,12 @@ def _deploy(options: DemoOptions, aws: LocalAws, cdk_out: Path, cdk_log: Path, s
     boto3.client("sesv2").create_email_identity(EmailIdentity=SENDER_IDENTITY)
     streams = read_stream_functions(options.stack, cdk_out)
     deployed = Deployed(consumer, recorder, [s for s in streams if s.function.handler != OUTCOME_HANDLER], table,
-                        consumer.function.environment["SENDONCE_CONFIGURATION_SET"],
+                        ConsumerConfig.from_env(consumer.function.environment).configuration_set or "",
                         [s for s in streams if s.function.handler == OUTCOME_HANDLER])
-    env = consumer.function.environment
+    config = ConsumerConfig.from_env(consumer.function.environment)
     say(f"[3/9] deployed {consumer.function.name}: timeout {consumer.function.timeout_s:g} s, batch "
         f"{consumer.source.batch_size}, {consumer.source.max_concurrency} concurrent, policy "
-        f"{env['SENDONCE_DELIVERY']}, SES evidence grace {int(env['SENDONCE_EVIDENCE_GRACE_MS']) // 1000} s; "
+        f"{config.delivery.value}, SES evidence grace {config.evidence_grace_ms // 1000} s; "
         f"recorder {recorder.function.name}; SES identity {SENDER_IDENTITY} verified")
     return deployed, notes
 
@@ -175,9 +176,9 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
             fault_bursts = _fault_phase(options, aws, deployed, log, say)
             outcome_events = _outcome_events(options, deployed, outcome_runners, say)
         publisher.stop()
-        env = deployed.consumer.function.environment
+        config = ConsumerConfig.from_env(deployed.consumer.function.environment)
         report = build_report(
-            aws.sent_emails(), workload, env["SENDONCE_DELIVERY"], deployed.table, env["SENDONCE_DLQ_URL"],
+            aws.sent_emails(), workload, config.delivery.value, deployed.table, config.dead_letter_queue_url,
             runner.stats.as_dict(), notes, residual, burst, fault_bursts,
         )
         report.too_slow = too_slow or machine_too_slow(deployed.consumer.source.queue_url)
@@ -254,11 +255,12 @@ def _burst_phase(options: DemoOptions, aws: LocalAws, deployed: Deployed, log: I
     keys = options.burst_keys if options.burst_keys is not None else int((10 if options.keys < 100 else 25) * rate)
     if keys <= 0:
         return None
-    env = deployed.consumer.function.environment
+    config = ConsumerConfig.from_env(deployed.consumer.function.environment)
+    pace = "no limit" if config.max_send_rate is None else f"{config.max_send_rate:g}"
     say(f"[7/9] a burst of {keys} keys while the emulator's SES accepts {rate:g} emails/s and throttles the rest "
-        f"(the consumer paces each of its {deployed.consumer.source.max_concurrency} instances at "
-        f"{env.get('SENDONCE_MAX_SEND_RATE', 'no limit')}/s)")
-    burst = run_burst(deployed.consumer.function, deployed.consumer.source, aws.environment, env["SENDONCE_DLQ_URL"],
+        f"(the consumer paces each of its {deployed.consumer.source.max_concurrency} instances at {pace}/s)")
+    burst = run_burst(deployed.consumer.function, deployed.consumer.source, aws.environment,
+                      config.dead_letter_queue_url,
                       lambda: [getattr(m, "subject", "") for m in aws.sent_emails()], rate, keys, options.seed + 2,
                       log, options.bound())
     for line in burst.lines():
@@ -275,7 +277,8 @@ def _fault_phase(options: DemoOptions, aws: LocalAws, deployed: Deployed, log: I
     if options.fault_burst_keys <= 0:
         return []
     function = deployed.consumer.function
-    read_timeout_s = Settings.from_env(function.environment).ledger_call_timeouts_s[1]
+    config = ConsumerConfig.from_env(function.environment)
+    read_timeout_s = config.budget.ledger_call_timeouts_s[1]
     stretches = [dynamodb_throttling(options.fault_stretch_s),
                  late_answers(options.fault_stretch_s, late_s=round(read_timeout_s + 0.1, 2))]
     say(f"[8/9] slow and throttled answers: {len(stretches)} bursts of {options.fault_burst_keys} keys, each through "
@@ -284,7 +287,7 @@ def _fault_phase(options: DemoOptions, aws: LocalAws, deployed: Deployed, log: I
     reports = []
     for n, stretch in enumerate(stretches):
         report = run_fault_burst(
-            function, deployed.consumer.source, aws.environment, function.environment["SENDONCE_DLQ_URL"],
+            function, deployed.consumer.source, aws.environment, config.dead_letter_queue_url,
             deployed.table, lambda: [getattr(m, "subject", "") for m in aws.sent_emails()], options.burst_rate,
             options.fault_burst_keys, options.seed + 3 + n, stretch, log, options.bound(), copy_kills=0.5,
             first=700_000 + 100_000 * n)

@@ -8,11 +8,12 @@ from pathlib import Path
 import boto3
 from botocore.exceptions import ClientError
 
+from sendonce_contract.deploy_config import Env
 from sendonce_contract.schema import Ledger
 
 from .stack_reader import physical_ids
 
-CONFIGURATION_SET_VARIABLE = "SENDONCE_CONFIGURATION_SET"
+CONFIGURATION_SET_VARIABLE = Env.CONFIGURATION_SET
 
 
 def apply_ttl(table_name: str) -> str:

@@ -19,6 +19,7 @@ from typing import IO, Any
 
 import boto3
 
+from sendonce_contract.deploy_config import ConsumerConfig
 from sendonce_contract.schema import Ledger, Status
 
 from .event_source_runner import EventSourceRunner, EventSourceSpec, FaultPlan
@@ -172,7 +173,7 @@ def run_fault_burst(
     per_key = workload.emails_per_key(sent_subjects())
     unknown = _unknown_keys(table_name, set(per_key))
     return FaultBurstReport(
-        stretch=stretch.describe(), policy=function.environment.get("SENDONCE_DELIVERY", "resend-without-evidence"),
+        stretch=stretch.describe(), policy=ConsumerConfig.from_env(function.environment).delivery.value,
         jobs=len(bodies), keys=len(per_key), emails_per_key=dict(sorted(Counter(per_key.values()).items())),
         keys_sent_twice=sorted(k for k, n in per_key.items() if n > 1),
         keys_lost=sorted(k for k, n in per_key.items() if n == 0 and k not in unknown),

@@ -26,6 +26,7 @@ from typing import IO, Any
 
 import boto3
 
+from sendonce_contract.deploy_config import ConsumerConfig
 from sendonce_contract.schema import Ledger, ReasonCode
 
 from .emulator_gaps import make_skipped_configuration_sets
@@ -211,7 +212,7 @@ def run(options: RunOptions, out: IO[str] | None = None, stop: threading.Event |
     consumers = read_consumers(options.stack, options.cdk_out)
     if not consumers:
         raise RunRefused(f"stack {options.stack} has no SQS-triggered function")
-    sends_email = any("SENDONCE_DLQ_URL" in c.function.environment for c in consumers)
+    sends_email = any(ConsumerConfig.is_consumer_env(c.function.environment) for c in consumers)
     if sends_email and not options.skip_identities:
         verify_identities(options.stack, template, say)
     configuration_sets = make_skipped_configuration_sets(options.stack, options.cdk_out)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sendonce_contract.schema import SES_EVENTS_BY_NAME
+from sendonce_contract.schema import SES_BOUNCE, SES_COMPLAINT, SES_DELIVERY, SES_EVENTS_BY_NAME, SES_SEND
 
 from .moto_patches import wrap_once
 
@@ -124,7 +124,7 @@ def _mail(send: AcceptedSend, account: str, region: str) -> dict[str, Any]:
 def ses_event_records(send: AcceptedSend, account: str, region: str) -> list[dict[str, Any]]:
     """The records SES publishes for ``send``: Send first, then each recipient's outcome."""
     mail = _mail(send, account, region)
-    records: list[dict[str, Any]] = [{"eventType": "Send", "mail": mail, "send": {}}]
+    records: list[dict[str, Any]] = [{"eventType": SES_SEND.name, "mail": mail, SES_SEND.record_object: {}}]
     later = send.accepted_at + 1.0
     by_outcome: dict[str, list[str]] = {}
     for recipient in (_bare(d) for d in send.destinations):
@@ -134,18 +134,18 @@ def ses_event_records(send: AcceptedSend, account: str, region: str) -> list[dic
                               .get(outcome, "delivered"), []).append(recipient)
     delivered = by_outcome.get("delivered", []) + by_outcome.get("complaint", [])
     if delivered:
-        records.append({"eventType": "Delivery", "mail": mail, "delivery": {
+        records.append({"eventType": SES_DELIVERY.name, "mail": mail, SES_DELIVERY.record_object: {
             "timestamp": _iso(later), "processingTimeMillis": 1000, "recipients": delivered,
             "smtpResponse": "250 2.6.0 Message received", "reportingMTA": "a8-70.smtp-out.amazonses.com"}})
     for subtype, kind in (("General", "bounce"), ("Suppressed", "suppressed")):
         if by_outcome.get(kind):
-            records.append({"eventType": "Bounce", "mail": mail, "bounce": {
+            records.append({"eventType": SES_BOUNCE.name, "mail": mail, SES_BOUNCE.record_object: {
                 "bounceType": "Permanent", "bounceSubType": subtype, "timestamp": _iso(later),
                 "feedbackId": f"{uuid.uuid4().hex}-000000", "reportingMTA": "dsn; a8-70.smtp-out.amazonses.com",
                 "bouncedRecipients": [{"emailAddress": a, "action": "failed", "status": "5.1.1",
                                        "diagnosticCode": "smtp; 550 5.1.1 user unknown"} for a in by_outcome[kind]]}})
     if by_outcome.get("complaint"):
-        records.append({"eventType": "Complaint", "mail": mail, "complaint": {
+        records.append({"eventType": SES_COMPLAINT.name, "mail": mail, SES_COMPLAINT.record_object: {
             "complainedRecipients": [{"emailAddress": a} for a in by_outcome["complaint"]],
             "timestamp": _iso(later + 1), "feedbackId": f"{uuid.uuid4().hex}-000000",
             "complaintFeedbackType": "abuse", "arrivalDate": _iso(later + 1)}})
@@ -247,14 +247,15 @@ class SesEventPublisher:
             for record in ses_event_records(send, self._account, self._region):
                 if self._dropped(record, send.ses_message_id):
                     continue
-                delay = self.faults.delay_s + (self.faults.outcome_delay_s if record["eventType"] != "Send" else 0)
+                outcome = record["eventType"] != SES_SEND.name
+                delay = self.faults.delay_s + (self.faults.outcome_delay_s if outcome else 0)
                 copies = 2 if self._random.random() < self.faults.duplicate else 1
                 for _ in range(copies):
                     self._due.append((now + delay * (0.9 + 0.2 * self._random.random()),
                                       eventbridge_event(record, self._account, self._region)))
 
     def _dropped(self, record: dict[str, Any], message_id: str) -> bool:
-        if record["eventType"] == "Send" and self._random.random() < self.faults.drop_send:
+        if record["eventType"] == SES_SEND.name and self._random.random() < self.faults.drop_send:
             self.stats.send_events_dropped.append(message_id)
             return True
         return self._random.random() < self.faults.drop

@@ -8,12 +8,14 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 # The construct's outputs say which pipeline and which part they are: "sendonce:<pipeline path>:<part>".
-OUTPUT_PREFIX = "sendonce:"
-PARTS = ("table", "queue", "dlq")
+from sendonce_contract.stack_names import OUTPUT_PREFIX, ChildId, OutputPart
+
+PARTS = (OutputPart.TABLE, OutputPart.QUEUE, OutputPart.DLQ)
 # What each part's logical id contains, for stacks whose outputs the endpoint does not return.
-LOGICAL_MARKERS = {"table": ("AWS::DynamoDB::Table", "DedupeTable"), "queue": ("AWS::SQS::Queue", "Queue"),
-                   "dlq": ("AWS::SQS::Queue", "DeadLetterQueue"),
-                   "key-secret": ("AWS::SecretsManager::Secret", "KeySecret")}
+LOGICAL_MARKERS = {OutputPart.TABLE: ("AWS::DynamoDB::Table", ChildId.DEDUPE_TABLE),
+                   OutputPart.QUEUE: ("AWS::SQS::Queue", ChildId.QUEUE),
+                   OutputPart.DLQ: ("AWS::SQS::Queue", ChildId.DEAD_LETTER_QUEUE),
+                   OutputPart.KEY_SECRET: ("AWS::SecretsManager::Secret", ChildId.KEY_SECRET)}
 
 
 class LocateError(LookupError):
@@ -46,9 +48,10 @@ def locate(cloudformation: Any, stack: str | None, pipeline: str | None, table: 
     if stack:
         name, found = _from_outputs(cloudformation, stack, pipeline) or _from_resources(cloudformation, stack,
                                                                                           pipeline)
-    ttl = found.get("dedupe-ttl")
-    return Pipeline(table or found.get("table"), queue or found.get("queue"), dlq or found.get("dlq"),
-                    int(ttl) if ttl and ttl.isdigit() else None, found.get("key-secret"), name, found.get("outbox"))
+    ttl = found.get(OutputPart.DEDUPE_TTL)
+    return Pipeline(table or found.get(OutputPart.TABLE), queue or found.get(OutputPart.QUEUE),
+                    dlq or found.get(OutputPart.DLQ), int(ttl) if ttl and ttl.isdigit() else None,
+                    found.get(OutputPart.KEY_SECRET), name, found.get(OutputPart.OUTBOX))
 
 
 Found = tuple[str | None, dict[str, str]]

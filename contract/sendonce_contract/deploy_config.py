@@ -1,0 +1,270 @@
+"""What crosses the deploy boundary: the environment of each bundled function, one typed config per function.
+
+The construct builds a config from its props and calls :meth:`to_env` for the function's ``environment``; the
+function reads it back once with :meth:`from_env`; the local tooling, the bench and the tests read a deployed
+function's environment the same way. Every ``SENDONCE_*`` name is spelled here and nowhere else, and so is the
+consumer's time budget, derived once from the function timeout. The other bundled functions' configs are in
+:mod:`sendonce_contract.companion_configs`, apart so that the consumer's cold start does not build them.
+
+No dependency: the Lambda bundle ships this module.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Self, TypeVar
+
+from .delivery import DeliveryPolicy
+from .schema import DEFAULT_DEDUPE_TTL_S
+
+if TYPE_CHECKING:  # a production consumer has none: it parses them only when a stage sets them
+    from .allowed_recipients import AllowedRecipients
+
+
+class Env:
+    """The environment variables of the bundled functions."""
+
+    TABLE_NAME = "SENDONCE_TABLE_NAME"  # the dedupe ledger
+    DLQ_URL = "SENDONCE_DLQ_URL"  # the job queue's dead-letter queue
+    DELIVERY = "SENDONCE_DELIVERY"
+    DEDUPE_TTL_SECONDS = "SENDONCE_DEDUPE_TTL_SECONDS"
+    PARALLELISM = "SENDONCE_PARALLELISM"
+    FIFO = "SENDONCE_FIFO"
+    PIPELINE_NAME = "SENDONCE_PIPELINE_NAME"  # the metrics' Pipeline dimension
+    QUEUE_URL = "SENDONCE_QUEUE_URL"  # the job queue
+    CONFIGURATION_SET = "SENDONCE_CONFIGURATION_SET"
+    KEY_SECRET_ARN = "SENDONCE_KEY_SECRET_ARN"
+    ALLOWED_RECIPIENTS = "SENDONCE_ALLOWED_RECIPIENTS"
+    SES_CONNECT_TIMEOUT_S = "SENDONCE_SES_CONNECT_TIMEOUT_S"
+    SES_READ_TIMEOUT_S = "SENDONCE_SES_READ_TIMEOUT_S"
+    LEDGER_BUDGET_MS = "SENDONCE_LEDGER_BUDGET_MS"
+    LEASE_MARGIN_MS = "SENDONCE_LEASE_MARGIN_MS"
+    MAX_SEND_RATE = "SENDONCE_MAX_SEND_RATE"
+    MAX_RECEIVE_COUNT = "SENDONCE_MAX_RECEIVE_COUNT"
+    OUTCOME_BUS = "SENDONCE_OUTCOME_BUS"
+    PIPELINE_TAG = "SENDONCE_PIPELINE_TAG"  # tags every email and outcome event of one pipeline
+    EVIDENCE_GRACE_MS = "SENDONCE_EVIDENCE_GRACE_MS"
+    EVIDENCE_DLQ_URL = "SENDONCE_EVIDENCE_DLQ_URL"  # the recorder's dead-letter queue
+
+
+# What the integration test's runner hands its app (not a function's environment).
+INTEG_PREFIX = "SENDONCE_INTEG_"
+INTEG_SENDER = INTEG_PREFIX + "SENDER"
+INTEG_RUN = INTEG_PREFIX + "RUN"
+
+# The most calls besides the send one record makes in a row: claim, release after a refusal, dead-letter send.
+LEDGER_CALLS_PER_RECORD = 3
+
+
+class ConfigError(RuntimeError):
+    """A function's environment is incomplete or malformed: a deployment error, not a message error."""
+
+
+@dataclass(frozen=True)
+class TimeBudget:
+    """How the consumer splits its time, so a send never outlives the invocation nor a lease its worker.
+
+    Derived once from the function timeout (:meth:`for_function_timeout`) by the construct; the consumer reads it.
+    The defaults are the budget of any function timeout of 20 s or more.
+    """
+
+    ses_connect_timeout_s: float = 2.0
+    ses_read_timeout_s: float = 5.0
+    # What a claim and the completion write need on top of the send, when deciding whether to start a record.
+    ledger_budget_ms: int = 6_000
+    # A lease outlives the invocation by this much, so it expires only once its worker is surely dead.
+    lease_margin_ms: int = 10_000
+
+    @classmethod
+    def for_function_timeout(cls, function_timeout_s: float) -> TimeBudget:
+        """SES gets at most a quarter of the function timeout to answer (5 s at most: it answers in ~100 ms), a
+        tenth to connect; the ledger's calls (three at most in a row, each with no SDK retry) three tenths, 6 s at
+        most. The lease outlives the deadline by at most twice the function timeout, well inside the visibility
+        timeout (6x), so a redelivered message finds a dead worker's lease expired."""
+        return cls(
+            ses_connect_timeout_s=min(2.0, function_timeout_s / 10),
+            ses_read_timeout_s=min(5.0, function_timeout_s / 4),
+            ledger_budget_ms=int(min(6000.0, function_timeout_s * 300)),
+            lease_margin_ms=int(min(10_000.0, function_timeout_s * 2000)),
+        )
+
+    @property
+    def ledger_call_timeouts_s(self) -> tuple[float, float]:
+        """(connect, read) for one ledger or DLQ call, with no SDK retry: the calls a record makes besides the send
+        (a claim, then a completion, or a release and a dead-letter send) all fit ``ledger_budget_ms``."""
+        per_call_s = self.ledger_budget_ms / 1000 / LEDGER_CALLS_PER_RECORD
+        # Connecting gets the larger share: at 30 s it outlasts one lost SYN (Linux retransmits after 1 s), while
+        # DynamoDB answers a write in milliseconds.
+        return per_call_s * 0.6, per_call_s * 0.4
+
+    @property
+    def ledger_call_ms(self) -> int:
+        """The longest one ledger or queue call can take."""
+        return int(sum(self.ledger_call_timeouts_s) * 1000)
+
+    @property
+    def record_budget_ms(self) -> int:
+        """The least time a record needs: a claim, a send that may run to its timeouts, and a completion."""
+        return int((self.ses_connect_timeout_s + self.ses_read_timeout_s) * 1000) + self.ledger_budget_ms
+
+    def to_env(self) -> dict[str, str]:
+        return {
+            Env.SES_CONNECT_TIMEOUT_S: f"{self.ses_connect_timeout_s:g}",
+            Env.SES_READ_TIMEOUT_S: f"{self.ses_read_timeout_s:g}",
+            Env.LEDGER_BUDGET_MS: str(int(self.ledger_budget_ms)),
+            Env.LEASE_MARGIN_MS: str(int(self.lease_margin_ms)),
+        }
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> TimeBudget | None:
+        """None when the construct set none (a function timeout it could not read at synth)."""
+        if not any(env.get(name) for name in (Env.SES_CONNECT_TIMEOUT_S, Env.SES_READ_TIMEOUT_S,
+                                                Env.LEDGER_BUDGET_MS, Env.LEASE_MARGIN_MS)):
+            return None
+        default = cls()
+        return cls(
+            ses_connect_timeout_s=read(env, Env.SES_CONNECT_TIMEOUT_S, float, default.ses_connect_timeout_s),
+            ses_read_timeout_s=read(env, Env.SES_READ_TIMEOUT_S, float, default.ses_read_timeout_s),
+            ledger_budget_ms=read(env, Env.LEDGER_BUDGET_MS, int, default.ledger_budget_ms),
+            lease_margin_ms=read(env, Env.LEASE_MARGIN_MS, int, default.lease_margin_ms),
+        )
+
+
+DEFAULT_TIME_BUDGET = TimeBudget()
+
+
+@dataclass(frozen=True)
+class ConsumerConfig:
+    """The consumer's (``sendonce_runtime.handler.handler``) environment."""
+
+    table_name: str
+    dead_letter_queue_url: str
+    delivery: DeliveryPolicy = DeliveryPolicy.RESEND_WITHOUT_EVIDENCE
+    dedupe_ttl_s: int = DEFAULT_DEDUPE_TTL_S
+    parallelism: int = 1
+    fifo: bool = False
+    configuration_set: str | None = None
+    pipeline_name: str | None = None  # the metrics' Pipeline dimension; no metrics without it
+    max_send_rate: float | None = None  # recipients a second per execution environment; None for no limit
+    # From the function timeout; None when the construct could not read it at synth (the default budget applies).
+    time_budget: TimeBudget | None = None
+    # SES's events are the evidence. A send whose worker died is decided this long after its lease expired: by
+    # SES's events if any came, by the delivery policy if none did.
+    ses_events: bool = False
+    evidence_grace_ms: int = 0  # read only when ses_events
+    pipeline_tag: str | None = None  # tags every email, so the pipeline's event rule matches its events only
+    queue_url: str | None = None  # the job queue: a delayed copy of a throttled job, an earlier redelivery
+    max_receive_count: int | None = None  # the queue's; the last receive dead-letters a failure with its reason
+    outcome_bus: str | None = None  # where Email Dead-Lettered events go (None: outcome events are off)
+    key_secret_id: str | None = None  # key_privacy: the secret whose HMAC of each key stands for it
+    allowed_recipients: AllowedRecipients | None = None  # a stage's only recipients; None allows all
+
+    @property
+    def budget(self) -> TimeBudget:
+        return self.time_budget or DEFAULT_TIME_BUDGET
+
+    def to_env(self) -> dict[str, str]:
+        env = {
+            Env.TABLE_NAME: self.table_name,
+            Env.DLQ_URL: self.dead_letter_queue_url,
+            Env.DELIVERY: self.delivery.value,
+            Env.DEDUPE_TTL_SECONDS: str(int(self.dedupe_ttl_s)),
+            Env.PARALLELISM: str(self.parallelism),
+            Env.FIFO: flag(self.fifo),
+        }
+        put(env, Env.PIPELINE_NAME, self.pipeline_name)
+        put(env, Env.QUEUE_URL, self.queue_url)
+        put(env, Env.CONFIGURATION_SET, self.configuration_set)
+        put(env, Env.KEY_SECRET_ARN, self.key_secret_id)
+        if self.allowed_recipients is not None:
+            env[Env.ALLOWED_RECIPIENTS] = self.allowed_recipients.to_env()
+        if self.time_budget is not None:
+            env.update(self.time_budget.to_env())
+        if self.max_send_rate is not None:
+            env[Env.MAX_SEND_RATE] = f"{self.max_send_rate:g}"
+        if self.max_receive_count is not None:
+            env[Env.MAX_RECEIVE_COUNT] = str(self.max_receive_count)
+        if self.outcome_bus is not None:
+            env[Env.OUTCOME_BUS] = self.outcome_bus
+            put(env, Env.PIPELINE_TAG, self.pipeline_tag)
+        if self.ses_events:
+            env[Env.EVIDENCE_GRACE_MS] = str(int(self.evidence_grace_ms))
+            put(env, Env.PIPELINE_TAG, self.pipeline_tag)
+        return env
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] = os.environ) -> Self:
+        require(env, Env.TABLE_NAME, Env.DLQ_URL)
+        grace_ms = read(env, Env.EVIDENCE_GRACE_MS, int, None)
+        return cls(
+            table_name=env[Env.TABLE_NAME],
+            dead_letter_queue_url=env[Env.DLQ_URL],
+            delivery=read(env, Env.DELIVERY, DeliveryPolicy, cls.delivery),
+            dedupe_ttl_s=read(env, Env.DEDUPE_TTL_SECONDS, int, cls.dedupe_ttl_s),
+            parallelism=max(1, read(env, Env.PARALLELISM, int, cls.parallelism)),
+            fifo=read_flag(env, Env.FIFO),
+            configuration_set=env.get(Env.CONFIGURATION_SET) or None,
+            pipeline_name=env.get(Env.PIPELINE_NAME) or None,
+            max_send_rate=read(env, Env.MAX_SEND_RATE, float, None),
+            time_budget=TimeBudget.from_env(env),
+            ses_events=grace_ms is not None,
+            evidence_grace_ms=grace_ms or 0,
+            pipeline_tag=env.get(Env.PIPELINE_TAG) or None,
+            queue_url=env.get(Env.QUEUE_URL) or None,
+            max_receive_count=read(env, Env.MAX_RECEIVE_COUNT, int, None),
+            outcome_bus=env.get(Env.OUTCOME_BUS) or None,
+            key_secret_id=env.get(Env.KEY_SECRET_ARN) or None,
+            allowed_recipients=_allowed_recipients(env),
+        )
+
+    @staticmethod
+    def is_consumer_env(env: Mapping[str, str]) -> bool:
+        """Whether a function's environment is a consumer's (the only one with the job queue's DLQ)."""
+        return Env.DLQ_URL in env
+
+
+T = TypeVar("T")
+
+
+def flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def read_flag(env: Mapping[str, str], name: str) -> bool:
+    return read(env, name, lambda text: text.lower() == "true", False)
+
+
+def put(env: dict[str, str], name: str, value: str | None) -> None:
+    if value is not None:
+        env[name] = value
+
+
+def require(env: Mapping[str, str], *names: str) -> None:
+    missing = [name for name in names if not env.get(name)]
+    if missing:
+        raise ConfigError(f"environment variables {', '.join(missing)} are not set; deploy with the construct")
+
+
+def read(env: Mapping[str, str], name: str, parse: Callable[[str], T], default: T) -> T:
+    """The variable parsed, or ``default`` when it is unset or empty; one error naming it when it is malformed."""
+    text = env.get(name)
+    if not text:
+        return default
+    try:
+        return parse(text)
+    except ValueError as error:
+        raise ConfigError(f"invalid sendonce setting: {error} (in {name}={text!r})") from error
+
+
+def _allowed_recipients(env: Mapping[str, str]) -> AllowedRecipients | None:
+    text = env.get(Env.ALLOWED_RECIPIENTS)
+    if text is None:
+        return None
+    from .allowed_recipients import InvalidEntry, from_env
+
+    try:
+        return from_env(text)
+    except InvalidEntry as error:
+        raise ConfigError(f"invalid sendonce setting: {error} (in {Env.ALLOWED_RECIPIENTS}={text!r})") from error

@@ -1,0 +1,44 @@
+"""What the operator command and the local tooling look up in a deployed stack: the pipeline's output ids, what
+each output's description says it is, and the construct ids of the children whose logical ids they search."""
+
+from __future__ import annotations
+
+
+class ChildId:
+    """Construct ids of the pipeline's children that the operator command and the local tooling find in a deployed
+    stack (its logical ids contain them). Renaming one replaces its resource on deploy."""
+
+    DEDUPE_TABLE = "DedupeTable"
+    QUEUE = "Queue"
+    DEAD_LETTER_QUEUE = "DeadLetterQueue"
+    KEY_SECRET = "KeySecret"
+
+
+class OutputId:
+    """The pipeline's CfnOutput ids."""
+
+    DEDUPE_TABLE_NAME = "DedupeTableName"
+    QUEUE_URL = "QueueUrl"
+    DEAD_LETTER_QUEUE_URL = "DeadLetterQueueUrl"
+    DEDUPE_TTL_SECONDS = "DedupeTtlSeconds"
+    KEY_SECRET_ARN = "KeySecretArn"
+    OUTBOX_TABLE_NAME = "OutboxTableName"
+
+
+class OutputPart:
+    """What an output's description says it is: ``sendonce:<pipeline path>:<part>``, which `sendonce --stack`
+    reads to find a pipeline's parts."""
+
+    TABLE = "table"
+    QUEUE = "queue"
+    DLQ = "dlq"
+    DEDUPE_TTL = "dedupe-ttl"
+    KEY_SECRET = "key-secret"
+    OUTBOX = "outbox"
+
+
+OUTPUT_PREFIX = "sendonce:"
+
+
+def output_description(pipeline_path: str, part: str) -> str:
+    return f"{OUTPUT_PREFIX}{pipeline_path}:{part}"

@@ -1,0 +1,61 @@
+"""The shell every bundled function's handler shares: its parts built once per execution environment (from its
+config, read from the environment, and its boto3 clients), and its log, one JSON line per write on stdout, which
+CloudWatch Logs keeps as one event and, with a pipeline name, reads as an Embedded Metric Format document.
+
+A handler module holds ``_app = Once(build)`` and calls ``_app.get().handle(event, context)``: nothing is built at
+import, so a test imports the module freely, and the first invocation builds it under a lock (the batch's threads
+share it afterwards).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Generic, TextIO, TypeVar
+
+from .metrics import emf_document
+
+T = TypeVar("T")
+
+
+class Once(Generic[T]):
+    """``build()``'s result, made on first use and kept for the execution environment's life."""
+
+    def __init__(self, build: Callable[[], T]) -> None:
+        self._build = build
+        self._lock = threading.Lock()
+        self._built: T | None = None
+
+    def get(self) -> T:
+        with self._lock:
+            if self._built is None:
+                self._built = self._build()
+            return self._built
+
+
+class JsonLog:
+    """One JSON line per write on ``stream`` (stdout when None), whole lines even from the batch's threads."""
+
+    def __init__(self, stream: TextIO | None = None, pipeline: str | None = None) -> None:
+        self._stream = stream
+        self.pipeline = pipeline  # the metrics' Pipeline dimension: no metrics without it
+        self._lock = threading.Lock()
+
+    def write(self, line: dict[str, Any], counts: Sequence[str] = (), timings: Mapping[str, float] | None = None,
+              values: Mapping[str, int] | None = None) -> None:
+        """``line``, made an EMF document when there is a pipeline: a count of 1 for each name in ``counts``,
+        ``timings`` in milliseconds, and ``values`` overriding the counts' 1s."""
+        if self.pipeline is not None:
+            line.update(emf_document(self.pipeline, list(counts), timings or {}, time.time_ns() // 1_000_000))
+        line.update(values or {})
+        self.emit(line)
+
+    def emit(self, line: Mapping[str, Any]) -> None:
+        text = json.dumps(line, ensure_ascii=False) + "\n"
+        stream = self._stream or sys.stdout
+        with self._lock:
+            stream.write(text)
+            stream.flush()
