@@ -22,6 +22,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 
 from sendonce_contract.delivery import DeliveryPolicy
+from sendonce_contract.schema import DEDUPE_KEY, ReasonCode
 
 from . import rules
 from .rules import DEFAULT_QUOTA_ALARM_PERCENT
@@ -235,8 +236,8 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             default_doc="5",
             doc="deliveries before a message moves to the DLQ; below 5 warns.",
             rule="a job failing on its last allowed receive is dead-lettered by the consumer with its "
-            "reason (`max-receives`) rather than moved by SQS with none; below 1 fails (below 3 with "
-            "`ses_events`: a dead worker's job is received once to wait for SES's events and once to "
+            f"reason (`{ReasonCode.MAX_RECEIVES.value}`) rather than moved by SQS with none; below 1 fails "
+            "(below 3 with `ses_events`: a dead worker's job is received once to wait for SES's events and once to "
             "be decided); below 5 warns (acknowledgeable, see below)",
         )]
     retention_period: Annotated[
@@ -274,10 +275,10 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
         dynamodb.ITable | None, Prop(
             default=None,
             default_doc="a new table",
-            doc="bring your own dedupe table (partition key ``dedupeKey``, string, no sort key) instead. "
+            doc=f"bring your own dedupe table (partition key ``{DEDUPE_KEY}``, string, no sort key) instead. "
             "Its keys are checked at synth when it is defined in the app; its own KMS key, if any, is "
             "granted.",
-            rule="bring your own (partition key `dedupeKey`, string, no sort key: checked at synth for a "
+            rule=f"bring your own (partition key `{DEDUPE_KEY}`, string, no sort key: checked at synth for a "
             "`Table` or `TableV2` defined in the app); its own KMS key, if any, is granted to the "
             "consumer; not with the table props below",
         )]
@@ -465,10 +466,10 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             default_doc="none (every recipient)",
             doc="the only addresses and domains this pipeline may send to (``SES_MAILBOX_SIMULATOR`` for "
             "SES's simulator): a job naming any other recipient goes to the DLQ "
-            "(``recipient-not-allowed``), unsent. For staging stages.",
+            f"(``{ReasonCode.RECIPIENT_NOT_ALLOWED.value}``), unsent. For staging stages.",
             rule="for a non-production stage: the only addresses and domains (exactly those domains, not "
             "subdomains; `SES_MAILBOX_SIMULATOR` for SES's simulator) it may email; a job naming any "
-            "other recipient goes to the DLQ with `recipient-not-allowed`, unsent; not empty, each "
+            f"other recipient goes to the DLQ with `{ReasonCode.RECIPIENT_NOT_ALLOWED.value}`, unsent; not empty, each "
             "entry a bare address or a domain",
         )]
     quota_watch: Annotated[

@@ -269,7 +269,7 @@ def test_changing_only_the_delivery_field_is_not_a_key_conflict(pipeline):
 def test_too_little_time_left_fails_this_and_every_later_record_without_claiming(pipeline):
     records = [sqs_record(job(f"receipt:28:u{i}")) for i in range(3)]
     consumer = pipeline.consumer()
-    context = FakeContext(FakeClock(), budget_ms=consumer.settings.record_budget_ms - 1)
+    context = FakeContext(FakeClock(), budget_ms=consumer.settings.budget.record_budget_ms - 1)
 
     response = consumer.handle(event(*records), context)
 
@@ -280,7 +280,7 @@ def test_too_little_time_left_fails_this_and_every_later_record_without_claiming
 def test_deadline_reached_mid_batch_stops_there(pipeline):
     clock = FakeClock()
     consumer = pipeline.consumer(clock, parallelism=1)
-    context = FakeContext(clock, budget_ms=consumer.settings.record_budget_ms + 500)
+    context = FakeContext(clock, budget_ms=consumer.settings.budget.record_budget_ms + 500)
     original = consumer.processor.process
 
     def slow_process(record, deadline):

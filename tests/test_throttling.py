@@ -166,7 +166,7 @@ def test_paced_jobs_come_back_spread_at_the_rate_not_all_at_once(pipeline, jobs)
     consumer, _ = consumer_for(pipeline, jobs, parallelism=1, max_send_rate=0.1)
     records = [sqs_record(job(f"spread:{n}")) for n in range(4)]
     # Two seconds to spare beyond what a send needs: the burst's token, then none until 10 s later.
-    budget_ms = consumer.processor._settings.record_budget_ms + 2_000
+    budget_ms = consumer.processor._settings.budget.record_budget_ms + 2_000
     assert consumer.handle(event(*records), FakeContext(FakeClock(), budget_ms=budget_ms)) == {
         "batchItemFailures": []}
     assert [c["DelaySeconds"] for c in delayed_copies(consumer, jobs)] == [10, 20, 30]
