@@ -36,14 +36,14 @@ test-soak: setup
 	$(PY) -m pytest -m soak
 
 lint: setup
-	$(PY) -m ruff check contract sendonce_constructs producer runtime tests examples bench integ
+	$(PY) -m ruff check contract sendonce_constructs sendonce_ops sendonce_local producer runtime tests examples bench integ
 	$(PY) -m mypy
 
 synth: setup
 	npx cdk synth --quiet
 
 demo: setup
-	$(PY) -m sendonce_constructs.local demo $(ARGS)
+	$(PY) -m sendonce_local demo $(ARGS)
 
 bench: setup
 	$(PY) bench/run.py $(ARGS)

@@ -49,7 +49,7 @@ class _Counting:
 def _emulator() -> Iterator[Any]:
     """The embedded emulator, with this process's AWS environment pointing at it while the section runs. moto keeps
     one state per process, so each section names its resources apart from the other's."""
-    from sendonce_constructs.local.emulator import LocalAws
+    from sendonce_local.emulator import LocalAws
 
     aws = LocalAws().start()
     saved = dict(os.environ)
@@ -88,7 +88,7 @@ class _Context:
 def outcome_event_costs(emails: int) -> dict[str, Any]:
     """Ordinary first sends (90% delivered, 10% bounced) with SES's events recorded, then the table's stream read
     and handed to the outcome publisher in batches of 100, as its event source would."""
-    from sendonce_constructs.local.ses_publisher import EventFaults, SesEventPublisher, as_sqs_records
+    from sendonce_local.ses_publisher import EventFaults, SesEventPublisher, as_sqs_records
     from sendonce_runtime.event_recorder import EventLog, EventRecorder, RecorderSettings
     from sendonce_runtime.handler import Consumer
     from sendonce_runtime.outcome_log import OutcomeLog

@@ -74,7 +74,7 @@ class Spread:
 
 
 def start_emulator() -> subprocess.Popen[str]:
-    process = subprocess.Popen([sys.executable, "-m", "sendonce_constructs.local", "serve"], cwd=ROOT,
+    process = subprocess.Popen([sys.executable, "-m", "sendonce_local", "serve"], cwd=ROOT,
                                stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
     for line in process.stdout:
@@ -223,7 +223,7 @@ def delayed(delays_ms: dict[str, float]) -> Any:
 
 def latency_run(names: dict[str, str], batches: int, delays_ms: dict[str, float]) -> dict[str, dict[str, float]]:
     """One instance per consumer, batches of ten first sends through a delaying proxy: rate and batch latency."""
-    from sendonce_constructs.local.proxy import ForwardingProxy
+    from sendonce_local.proxy import ForwardingProxy
 
     proxy = ForwardingProxy(os.environ["AWS_ENDPOINT_URL"], delayed(delays_ms)).start()
     direct = os.environ["AWS_ENDPOINT_URL"]
@@ -355,7 +355,7 @@ RECORDER_MS_PER_INVOCATION = 60  # billed duration assumed for a batch of ten Up
 def evidence_costs(names: dict[str, str], emails: int) -> dict[str, Any]:
     """First sends with SES events on: SES's events played as SES publishes them (Send and Delivery for each
     email) and handed to the recorder in batches of ten, as its SQS event source does; every AWS call counted."""
-    from sendonce_constructs.local.ses_publisher import (
+    from sendonce_local.ses_publisher import (
         EventFaults,
         SendLog,
         SesEventPublisher,
@@ -458,11 +458,11 @@ def burst_scenario(factor: int) -> Any:
     the consumer deployed with default props plus send_rate = R (paced at R / max_concurrency an instance), played
     as Lambda's event source with one poller per instance. Runs its own in-process emulator."""
     from sendonce_constructs import rules
-    from sendonce_constructs.local.emulator import local_aws
-    from sendonce_constructs.local.event_source_runner import EventSourceSpec
-    from sendonce_constructs.local.lambda_instances import FunctionSpec
-    from sendonce_constructs.local.load import run_burst
     from sendonce_constructs.runtime_asset import runtime_asset_dir
+    from sendonce_local.emulator import local_aws
+    from sendonce_local.event_source_runner import EventSourceSpec
+    from sendonce_local.lambda_instances import FunctionSpec
+    from sendonce_local.load import run_burst
 
     saved = dict(os.environ)
     with local_aws() as aws:
@@ -509,11 +509,11 @@ def recipient_burst_scenario(factor: int) -> Any:
     recipients a second, the consumer with send_rate = R over max_concurrency (paced in recipients), as in
     section 9 otherwise."""
     from sendonce_constructs import rules
-    from sendonce_constructs.local.emulator import local_aws
-    from sendonce_constructs.local.event_source_runner import EventSourceSpec
-    from sendonce_constructs.local.lambda_instances import FunctionSpec
-    from sendonce_constructs.local.recipient_burst import run_recipient_burst
     from sendonce_constructs.runtime_asset import runtime_asset_dir
+    from sendonce_local.emulator import local_aws
+    from sendonce_local.event_source_runner import EventSourceSpec
+    from sendonce_local.lambda_instances import FunctionSpec
+    from sendonce_local.recipient_burst import run_recipient_burst
 
     saved = dict(os.environ)
     with local_aws() as aws:

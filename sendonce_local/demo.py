@@ -13,7 +13,8 @@ from typing import IO, Any
 
 import boto3
 
-from ..runtime_asset import HANDLER, OUTCOME_HANDLER, RECORDER_HANDLER
+from sendonce_runtime.entry_points import HANDLER, OUTCOME_HANDLER, RECORDER_HANDLER
+
 from .cdk_cli import bootstrap_and_deploy
 from .emulator import LocalAws, local_aws
 from .emulator_gaps import apply_ttl, make_skipped_configuration_sets

@@ -10,7 +10,7 @@ from consumer_harness import Pipeline, create_pipeline
 from ses_fault_proxy import SesFaultProxy
 from slow_aws import LATE_S, Jobs, SlowServices
 
-from sendonce_constructs.local.emulator import LocalAws
+from sendonce_local.emulator import LocalAws
 
 
 @pytest.fixture(scope="session")

@@ -10,9 +10,9 @@ import boto3
 import pytest
 from consumer_harness import event, sqs_record
 
-from sendonce_constructs.local.ses_publisher import EventFaults
-from sendonce_constructs.ops.cli import main as sendonce
-from sendonce_constructs.ops.latency import SIMULATOR_SUCCESS, percentile
+from sendonce_local.ses_publisher import EventFaults
+from sendonce_ops.cli import main as sendonce
+from sendonce_ops.latency import SIMULATOR_SUCCESS, percentile
 
 EVENT_DELAY_S = 1.5  # what the publisher plays as EventBridge's latency for every event
 

@@ -13,9 +13,6 @@ from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
 from ses_event_fixtures import OWN_OBJECTS, ses_event, sqs_records
 
 from sendonce_constructs import DeliveryPolicy as ConstructPolicy
-from sendonce_constructs.local import report
-from sendonce_constructs.ops.dead_letters import DeadLetters
-from sendonce_constructs.ops.ledger_view import LedgerView
 from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_contract.message import parse_job
 from sendonce_contract.schema import (
@@ -27,6 +24,9 @@ from sendonce_contract.schema import (
     ReasonCode,
     Status,
 )
+from sendonce_local import report
+from sendonce_ops.dead_letters import DeadLetters
+from sendonce_ops.ledger_view import LedgerView
 from sendonce_producer import EmailJob, outbox_put
 from sendonce_runtime.event_recorder import EventLog, EventRecorder, RecorderSettings
 from sendonce_runtime.outbox_relay import relay
@@ -129,7 +129,7 @@ def test_the_contract_s_event_types_are_ses_s_and_the_construct_s_policy_is_the_
 # spell them as SES does.
 SES_FIELD_NAMES = {"bounceType", "bounceSubType", "complaintFeedbackType", "delayType"}
 # Raw job documents, malformed ones included, are the local workload's test input: it spells the job's key field.
-RAW_JOBS = {Path("sendonce_constructs/local/workload.py")}
+RAW_JOBS = {Path("sendonce_local/workload.py")}
 SCANNED = [ROOT / "runtime" / "sendonce_runtime", ROOT / "producer" / "sendonce_producer", ROOT / "sendonce_constructs"]
 
 

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sendonce_constructs import rules
-from sendonce_constructs.local.proxy import ForwardingProxy, ProxiedRequest, Reply
+from sendonce_local.proxy import ForwardingProxy, ProxiedRequest, Reply
 from sendonce_runtime.aws_clients import ledger_config, ses_config
 from sendonce_runtime.clock import SystemClock
 from sendonce_runtime.handler import Consumer
