@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -49,17 +48,10 @@ class _Counting:
 def _emulator() -> Iterator[Any]:
     """The embedded emulator, with this process's AWS environment pointing at it while the section runs. moto keeps
     one state per process, so each section names its resources apart from the other's."""
-    from sendonce_local.emulator import LocalAws
+    from sendonce_local.emulator import local_aws
 
-    aws = LocalAws().start()
-    saved = dict(os.environ)
-    os.environ.update(aws.environment)
-    try:
+    with local_aws(fresh=False, pointed=True) as aws:
         yield aws
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-        aws.stop()
 
 
 def _table(name: str, stream: bool) -> None:

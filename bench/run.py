@@ -464,40 +464,34 @@ def burst_scenario(factor: int) -> Any:
     from sendonce_local.lambda_instances import FunctionSpec
     from sendonce_local.load import run_burst
 
-    saved = dict(os.environ)
-    with local_aws() as aws:
-        os.environ.update(aws.environment)
-        try:
-            sqs, dynamodb = boto3.client("sqs"), boto3.client("dynamodb")
-            dynamodb.create_table(TableName="burst", KeySchema=[{"AttributeName": "dedupeKey", "KeyType": "HASH"}],
-                                  AttributeDefinitions=[{"AttributeName": "dedupeKey", "AttributeType": "S"}],
-                                  BillingMode="PAY_PER_REQUEST")
-            dlq = sqs.create_queue(QueueName="burst-dlq")
-            dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq["QueueUrl"], AttributeNames=["QueueArn"])[
-                "Attributes"]["QueueArn"]
-            queue = sqs.create_queue(QueueName="burst-jobs", Attributes={
-                "VisibilityTimeout": "180",
-                "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "5"})})
-            boto3.client("sesv2").create_email_identity(EmailIdentity="example.com")
-            budget = rules.consumer_time_budget(30)
-            environment = {
-                "SENDONCE_TABLE_NAME": "burst", "SENDONCE_DLQ_URL": dlq["QueueUrl"],
-                "SENDONCE_QUEUE_URL": queue["QueueUrl"], "SENDONCE_PARALLELISM": "10",
-                "SENDONCE_MAX_SEND_RATE": f"{BURST_RATE / BURST_POLLERS:g}", "SENDONCE_MAX_RECEIVE_COUNT": "5",
-                "SENDONCE_LEDGER_BUDGET_MS": str(int(budget["ledger_budget_ms"])),
-            }
-            function = FunctionSpec("burst-consumer", "sendonce_runtime.handler.handler", runtime_asset_dir(),
-                                    environment, timeout_s=30)
-            arn = sqs.get_queue_attributes(QueueUrl=queue["QueueUrl"], AttributeNames=["QueueArn"])[
-                "Attributes"]["QueueArn"]
-            source = EventSourceSpec(queue["QueueUrl"], arn, batch_size=10, max_concurrency=BURST_POLLERS)
-            with open(os.devnull, "w") as log:
-                return run_burst(function, source, aws.environment, dlq["QueueUrl"],
-                                 lambda: [getattr(m, "subject", "") for m in aws.sent_emails()],
-                                 BURST_RATE, int(factor * BURST_RATE), seed=9, log=log)
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
+    with local_aws(pointed=True) as aws:
+        sqs, dynamodb = boto3.client("sqs"), boto3.client("dynamodb")
+        dynamodb.create_table(TableName="burst", KeySchema=[{"AttributeName": "dedupeKey", "KeyType": "HASH"}],
+                              AttributeDefinitions=[{"AttributeName": "dedupeKey", "AttributeType": "S"}],
+                              BillingMode="PAY_PER_REQUEST")
+        dlq = sqs.create_queue(QueueName="burst-dlq")
+        dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq["QueueUrl"], AttributeNames=["QueueArn"])[
+            "Attributes"]["QueueArn"]
+        queue = sqs.create_queue(QueueName="burst-jobs", Attributes={
+            "VisibilityTimeout": "180",
+            "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "5"})})
+        boto3.client("sesv2").create_email_identity(EmailIdentity="example.com")
+        budget = rules.consumer_time_budget(30)
+        environment = {
+            "SENDONCE_TABLE_NAME": "burst", "SENDONCE_DLQ_URL": dlq["QueueUrl"],
+            "SENDONCE_QUEUE_URL": queue["QueueUrl"], "SENDONCE_PARALLELISM": "10",
+            "SENDONCE_MAX_SEND_RATE": f"{BURST_RATE / BURST_POLLERS:g}", "SENDONCE_MAX_RECEIVE_COUNT": "5",
+            "SENDONCE_LEDGER_BUDGET_MS": str(int(budget["ledger_budget_ms"])),
+        }
+        function = FunctionSpec("burst-consumer", "sendonce_runtime.handler.handler", runtime_asset_dir(),
+                                environment, timeout_s=30)
+        arn = sqs.get_queue_attributes(QueueUrl=queue["QueueUrl"], AttributeNames=["QueueArn"])[
+            "Attributes"]["QueueArn"]
+        source = EventSourceSpec(queue["QueueUrl"], arn, batch_size=10, max_concurrency=BURST_POLLERS)
+        with open(os.devnull, "w") as log:
+            return run_burst(function, source, aws.environment, dlq["QueueUrl"],
+                             lambda: [getattr(m, "subject", "") for m in aws.sent_emails()],
+                             BURST_RATE, int(factor * BURST_RATE), seed=9, log=log)
 
 
 RECIPIENT_RATE = 25.0  # recipients a second the emulator's SES accepts in the recipients burst
@@ -515,41 +509,35 @@ def recipient_burst_scenario(factor: int) -> Any:
     from sendonce_local.lambda_instances import FunctionSpec
     from sendonce_local.recipient_burst import run_recipient_burst
 
-    saved = dict(os.environ)
-    with local_aws() as aws:
-        os.environ.update(aws.environment)
-        try:
-            sqs, dynamodb = boto3.client("sqs"), boto3.client("dynamodb")
-            dynamodb.create_table(TableName="burst", KeySchema=[{"AttributeName": "dedupeKey", "KeyType": "HASH"}],
-                                  AttributeDefinitions=[{"AttributeName": "dedupeKey", "AttributeType": "S"}],
-                                  BillingMode="PAY_PER_REQUEST")
-            dlq = sqs.create_queue(QueueName="burst-dlq")
-            dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq["QueueUrl"], AttributeNames=["QueueArn"])[
-                "Attributes"]["QueueArn"]
-            queue = sqs.create_queue(QueueName="burst-jobs", Attributes={
-                "VisibilityTimeout": "180",
-                "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "5"})})
-            boto3.client("sesv2").create_email_identity(EmailIdentity="example.com")
-            budget = rules.consumer_time_budget(30)
-            environment = {
-                "SENDONCE_TABLE_NAME": "burst", "SENDONCE_DLQ_URL": dlq["QueueUrl"],
-                "SENDONCE_QUEUE_URL": queue["QueueUrl"], "SENDONCE_PARALLELISM": "10",
-                "SENDONCE_MAX_SEND_RATE": f"{RECIPIENT_RATE / BURST_POLLERS:g}", "SENDONCE_MAX_RECEIVE_COUNT": "5",
-                "SENDONCE_LEDGER_BUDGET_MS": str(int(budget["ledger_budget_ms"])),
-            }
-            function = FunctionSpec("burst-consumer", "sendonce_runtime.handler.handler", runtime_asset_dir(),
-                                    environment, timeout_s=30)
-            arn = sqs.get_queue_attributes(QueueUrl=queue["QueueUrl"], AttributeNames=["QueueArn"])[
-                "Attributes"]["QueueArn"]
-            source = EventSourceSpec(queue["QueueUrl"], arn, batch_size=10, max_concurrency=BURST_POLLERS)
-            with open(os.devnull, "w") as log:
-                return run_recipient_burst(function, source, aws.environment, dlq["QueueUrl"],
-                                           lambda: [getattr(m, "subject", "") for m in aws.sent_emails()],
-                                           RECIPIENT_RATE, int(factor * RECIPIENT_RATE / RECIPIENTS_PER_JOB),
-                                           RECIPIENTS_PER_JOB, seed=11, log=log)
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
+    with local_aws(pointed=True) as aws:
+        sqs, dynamodb = boto3.client("sqs"), boto3.client("dynamodb")
+        dynamodb.create_table(TableName="burst", KeySchema=[{"AttributeName": "dedupeKey", "KeyType": "HASH"}],
+                              AttributeDefinitions=[{"AttributeName": "dedupeKey", "AttributeType": "S"}],
+                              BillingMode="PAY_PER_REQUEST")
+        dlq = sqs.create_queue(QueueName="burst-dlq")
+        dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq["QueueUrl"], AttributeNames=["QueueArn"])[
+            "Attributes"]["QueueArn"]
+        queue = sqs.create_queue(QueueName="burst-jobs", Attributes={
+            "VisibilityTimeout": "180",
+            "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "5"})})
+        boto3.client("sesv2").create_email_identity(EmailIdentity="example.com")
+        budget = rules.consumer_time_budget(30)
+        environment = {
+            "SENDONCE_TABLE_NAME": "burst", "SENDONCE_DLQ_URL": dlq["QueueUrl"],
+            "SENDONCE_QUEUE_URL": queue["QueueUrl"], "SENDONCE_PARALLELISM": "10",
+            "SENDONCE_MAX_SEND_RATE": f"{RECIPIENT_RATE / BURST_POLLERS:g}", "SENDONCE_MAX_RECEIVE_COUNT": "5",
+            "SENDONCE_LEDGER_BUDGET_MS": str(int(budget["ledger_budget_ms"])),
+        }
+        function = FunctionSpec("burst-consumer", "sendonce_runtime.handler.handler", runtime_asset_dir(),
+                                environment, timeout_s=30)
+        arn = sqs.get_queue_attributes(QueueUrl=queue["QueueUrl"], AttributeNames=["QueueArn"])[
+            "Attributes"]["QueueArn"]
+        source = EventSourceSpec(queue["QueueUrl"], arn, batch_size=10, max_concurrency=BURST_POLLERS)
+        with open(os.devnull, "w") as log:
+            return run_recipient_burst(function, source, aws.environment, dlq["QueueUrl"],
+                                       lambda: [getattr(m, "subject", "") for m in aws.sent_emails()],
+                                       RECIPIENT_RATE, int(factor * RECIPIENT_RATE / RECIPIENTS_PER_JOB),
+                                       RECIPIENTS_PER_JOB, seed=11, log=log)
 
 
 def render_recipient_burst(burst: Any, factor: int) -> str:
