@@ -36,7 +36,7 @@ test-soak: setup
 	$(PY) -m pytest -m soak
 
 lint: setup
-	$(PY) -m ruff check contract sendonce_constructs sendonce_ops sendonce_local producer runtime tests examples bench integ
+	$(PY) -m ruff check contract sendonce_constructs sendonce_ops sendonce_local sendonce_testing producer runtime tests examples bench integ
 	$(PY) -m mypy
 
 synth: setup

@@ -18,6 +18,8 @@ from typing import Any
 
 import boto3
 
+from sendonce_testing.lambda_events import LambdaContext, job, sqs_record
+
 OUTCOME_SECTION = "## 12. Outcome events: cost per email"
 SCHEDULED_SECTION = "## 13. A scheduled email: cost per hour of waiting"
 EVENTS_PRICE_PER_MILLION = 1.00  # EventBridge custom events put on a bus (us-east-1; check current pricing)
@@ -63,18 +65,7 @@ def _table(name: str, stream: bool) -> None:
 
 
 def _job(key: str, to: str, **extra: Any) -> str:
-    return json.dumps({"dedupeKey": key, "from": "Shop <receipts@example.com>", "to": [to], "subject": "Receipt",
-                       "text": "Thanks", **extra})
-
-
-def _record(body: str, n: int) -> dict[str, Any]:
-    return {"messageId": f"m-{n}", "body": body, "attributes": {"ApproximateReceiveCount": "1"},
-            "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:jobs"}
-
-
-class _Context:
-    def get_remaining_time_in_millis(self) -> int:
-        return 60_000
+    return json.dumps(job(key, to=[to], subject="Receipt", text="Thanks", **extra))
 
 
 def outcome_event_costs(emails: int) -> dict[str, Any]:
@@ -107,8 +98,8 @@ def outcome_event_costs(emails: int) -> dict[str, Any]:
         bodies = [_job(f"k:{n}", "bounce@simulator.amazonses.com" if n % 10 == 0 else f"user{n}@example.org")
                   for n in range(emails)]
         for start in range(0, emails, 10):
-            consumer.handle({"Records": [_record(b, start + i) for i, b in enumerate(bodies[start:start + 10])]},
-                            _Context())
+            consumer.handle({"Records": [sqs_record(b) for b in bodies[start:start + 10]]},
+                            LambdaContext(remaining_ms=60_000))
         publisher_ses.pump(float("inf"))
         streams = boto3.client("dynamodbstreams")
         arn = boto3.client("dynamodb").describe_table(TableName="ledger")["Table"]["LatestStreamArn"]
@@ -197,7 +188,7 @@ def scheduled_costs(hours: int) -> dict[str, Any]:
         while True:  # SQS would hand back each copy when its delay ends: deliver the job again then
             deliveries += 1
             copies_before = calls["send_message"]
-            consumer.handle({"Records": [_record(body, deliveries)]}, _Context())
+            consumer.handle({"Records": [sqs_record(body)]}, LambdaContext(remaining_ms=60_000))
             if calls["send_message"] == copies_before:
                 break
             Clock.now += COPY_DELAY_S * 1000

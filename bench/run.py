@@ -34,7 +34,10 @@ import boto3  # noqa: E402
 import consumers  # noqa: E402
 import lifecycle  # noqa: E402
 
-SENDER = "Shop <receipts@example.com>"
+from sendonce_testing.lambda_events import LambdaContext as Context  # noqa: E402
+from sendonce_testing.lambda_events import job  # noqa: E402
+from sendonce_testing.lambda_events import lambda_sqs_record as record  # noqa: E402
+
 DELAYS_MS = {"dynamodb": 5.0, "sesv2": 60.0, "sqs": 5.0, "other": 5.0}  # one round trip each, in region
 
 
@@ -96,28 +99,6 @@ def create_resources() -> dict[str, str]:
     names["dlq"] = sqs.create_queue(QueueName=f"dlq-{uuid.uuid4().hex[:6]}")["QueueUrl"]
     boto3.client("sesv2").create_email_identity(EmailIdentity="example.com")
     return names
-
-
-class Context:
-    def get_remaining_time_in_millis(self) -> int:
-        return 30_000
-
-    function_name = "bench"
-    memory_limit_in_mb = 256
-    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:bench"
-    aws_request_id = "bench"
-
-
-def job(key: str) -> dict[str, Any]:
-    return {"dedupeKey": key, "from": SENDER, "to": ["ada@example.org"], "subject": f"Receipt {key}",
-            "text": "Thanks for your order."}
-
-
-def record(body: dict[str, Any] | str) -> dict[str, Any]:
-    return {"messageId": uuid.uuid4().hex, "body": body if isinstance(body, str) else json.dumps(body),
-            "attributes": {"ApproximateReceiveCount": "1"}, "eventSourceARN": "arn:aws:sqs:us-east-1:1:jobs",
-            "messageAttributes": {}, "receiptHandle": "r", "md5OfBody": "", "eventSource": "aws:sqs",
-            "awsRegion": "us-east-1"}
 
 
 def factory(kind: str, names: dict[str, str], parallelism: int = 1) -> Callable[[], Any]:
@@ -223,7 +204,7 @@ def delayed(delays_ms: dict[str, float]) -> Any:
 
 def latency_run(names: dict[str, str], batches: int, delays_ms: dict[str, float]) -> dict[str, dict[str, float]]:
     """One instance per consumer, batches of ten first sends through a delaying proxy: rate and batch latency."""
-    from sendonce_local.proxy import ForwardingProxy
+    from sendonce_testing.proxy import ForwardingProxy
 
     proxy = ForwardingProxy(os.environ["AWS_ENDPOINT_URL"], delayed(delays_ms)).start()
     direct = os.environ["AWS_ENDPOINT_URL"]
