@@ -20,11 +20,6 @@ import boto3
 
 from sendonce_testing.lambda_events import LambdaContext, job, sqs_record
 
-OUTCOME_SECTION = "## 12. Outcome events: cost per email"
-SCHEDULED_SECTION = "## 13. A scheduled email: cost per hour of waiting"
-EVENTS_PRICE_PER_MILLION = 1.00  # EventBridge custom events put on a bus (us-east-1; check current pricing)
-SQS_PRICE_PER_MILLION = 0.40  # standard queue requests, first tier
-LAMBDA_REQUEST_PRICE_PER_MILLION = 0.20
 COPY_DELAY_S = 900  # SQS's longest message delay: a waiting job is copied this often
 
 
@@ -129,32 +124,6 @@ def outcome_event_costs(emails: int) -> dict[str, Any]:
             "put_events": calls["put_events"], "invocations": invocations, "cpu_ms": cpu_ms}
 
 
-def render_outcome_events(figures: dict[str, Any]) -> str:
-    emails = figures["emails"]
-    per_email = figures["events"] / emails
-    invocations = figures["invocations"] / emails
-    dollars = per_email * EVENTS_PRICE_PER_MILLION + invocations * LAMBDA_REQUEST_PRICE_PER_MILLION
-    shown = ", ".join(f"{name} {count}" for name, count in sorted(figures["transitions"].items()))
-    return "\n".join([
-        OUTCOME_SECTION,
-        "",
-        f"{emails} first sends (a tenth to SES's bounce simulator) with SES's events recorded; the dedupe table's "
-        f"stream then read and handed to the bundled publisher in batches of 100, as its event source does. "
-        "`make bench ARGS=\"--only outcome-events\"` reruns this section alone.",
-        "",
-        f"- stream records per email: {figures['stream_records'] / emails:.2f} (the claim, the completion and one "
-        "write per SES event)",
-        f"- outcome events per email: **{per_email:.2f}** ({shown})",
-        f"- PutEvents calls per email: {figures['put_events'] / emails:.2f} (ten events a call); publisher "
-        f"invocations per email: {invocations:.3f}; publisher CPU per email: {figures['cpu_ms'] / emails:.2f} ms",
-        f"- on paper, per million emails: ${per_email * EVENTS_PRICE_PER_MILLION:.2f} of EventBridge events "
-        f"(${EVENTS_PRICE_PER_MILLION:.2f} per million) + ${invocations * LAMBDA_REQUEST_PRICE_PER_MILLION:.2f} of "
-        f"Lambda requests = **${dollars:.2f}**, plus the publisher's Lambda duration; Lambda reads a DynamoDB "
-        "stream at no charge",
-        "",
-    ])
-
-
 def scheduled_costs(hours: int) -> dict[str, Any]:
     """One job scheduled ``hours`` ahead, handled on each delivery with the clock moved to when its copy would
     come back, until it is sent: the consumer's own SQS calls, counted."""
@@ -196,25 +165,3 @@ def scheduled_costs(hours: int) -> dict[str, Any]:
     return {"hours": hours, "deliveries": deliveries, "send_message": calls["send_message"], "sent": sent}
 
 
-def render_scheduled(figures: dict[str, Any]) -> str:
-    hours = figures["hours"]
-    copies_per_hour = figures["send_message"] / hours
-    # Each copy is one SendMessage (the consumer's), and one receive and one delete by the event source, at worst
-    # one each when the queue holds nothing else to share a batch with.
-    requests_per_hour = 3 * copies_per_hour
-    return "\n".join([
-        SCHEDULED_SECTION,
-        "",
-        f"One job with `sendAt` {hours} hours ahead, delivered again each time its delayed copy would come back "
-        "(SQS delays a message at most 15 minutes), until it was sent. `make bench ARGS=\"--only scheduled\"` "
-        "reruns this section alone.",
-        "",
-        f"- deliveries until sent: {figures['deliveries']}; emails sent: {figures['sent']}; receives spent: none "
-        "(each copy is a new message)",
-        f"- the consumer's SendMessage calls per hour of waiting: **{copies_per_hour:.2f}**; with the event "
-        f"source's receive and delete for each copy, at most {requests_per_hour:.0f} SQS requests an hour",
-        f"- on paper: at most ${requests_per_hour * SQS_PRICE_PER_MILLION:.2f} per million scheduled emails per "
-        f"hour of waiting (${SQS_PRICE_PER_MILLION:.2f} per million requests; a receive or delete shared by a "
-        "batch of ten costs a tenth), and one consumer invocation per copy at worst",
-        "",
-    ])
