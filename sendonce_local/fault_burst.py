@@ -20,12 +20,12 @@ from typing import IO, Any
 import boto3
 
 from sendonce_contract.schema import Ledger, Status
-from sendonce_local.event_source_runner import EventSourceRunner, EventSourceSpec, FaultPlan
-from sendonce_local.lambda_instances import FunctionSpec
-from sendonce_local.ses_limits import SES_RATE
-from sendonce_local.workload import build_workload, enqueue
 
+from .event_source_runner import EventSourceRunner, EventSourceSpec, FaultPlan
+from .lambda_instances import FunctionSpec
+from .ses_limits import SES_RATE
 from .slow_services import LATE, Rule, SlowServices
+from .workload import build_workload, enqueue
 
 # The queue may hold at most this many messages per job enqueued (the README's bound is two per message).
 DEPTH_AIM = 2.0

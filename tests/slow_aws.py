@@ -12,10 +12,10 @@ import boto3
 from consumer_harness import failed_ids
 
 from sendonce_local.event_source_runner import EventSourceSpec, lambda_record
+from sendonce_local.slow_services import SlowServices
 from sendonce_runtime.aws_clients import ledger_config, ses_config
 from sendonce_runtime.handler import Consumer
 from sendonce_runtime.outcome_log import OutcomeLog
-from sendonce_testing.slow_services import SlowServices
 
 # A 3 s function's ledger and SQS calls: 180 ms to connect, 120 ms to read (the construct's sizing).
 LEDGER_BUDGET_MS = 900

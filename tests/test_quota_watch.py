@@ -12,8 +12,8 @@ import boto3
 import pytest
 
 from sendonce_constructs import SendOnceConfigurationError, SendOnceEmailQueue
+from sendonce_local.proxy import Behaviour, ForwardingProxy, ProxiedRequest, Reply
 from sendonce_runtime.quota_watch import used_percent, watch
-from sendonce_testing.proxy import Behaviour, ForwardingProxy, ProxiedRequest, Reply
 
 ACCOUNT_PATH = "/v2/email/account"
 

@@ -13,12 +13,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sendonce_constructs import rules
+from sendonce_local.proxy import ForwardingProxy, ProxiedRequest, Reply
 from sendonce_runtime.aws_clients import ledger_config, ses_config
 from sendonce_runtime.clock import SystemClock
 from sendonce_runtime.handler import Consumer
 from sendonce_runtime.outcome_log import OutcomeLog
 from sendonce_runtime.settings import LEDGER_CALLS_PER_RECORD, Settings
-from sendonce_testing.proxy import ForwardingProxy, ProxiedRequest, Reply
 
 
 def settings_for(function_timeout_s: float, **base: str) -> Settings:
