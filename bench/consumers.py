@@ -86,3 +86,11 @@ def baseline_handler() -> tuple[Handler, dict[str, Any]]:
         return {"batchItemFailures": []}
 
     return handler, clients
+
+
+def factory(kind: str, names: dict[str, str], parallelism: int = 1) -> Callable[[], Any]:
+    return {
+        "sendonce": lambda: sendonce_handler(names["ours"], names["dlq"], parallelism),
+        "powertools": lambda: powertools_handler(names["powertools"]),
+        "baseline": baseline_handler,
+    }[kind]

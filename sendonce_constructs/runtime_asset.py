@@ -15,15 +15,29 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sendonce_runtime.entry_points import (
+    HANDLER,
+    OUTCOME_HANDLER,
+    QUOTA_WATCH_HANDLER,
+    RECORDER_HANDLER,
+    RELAY_HANDLER,
+)
+
 if TYPE_CHECKING:
     from aws_cdk import aws_lambda as lambda_
 
-# The bundled functions' handlers.
-HANDLER = "sendonce_runtime.handler.handler"
-RECORDER_HANDLER = "sendonce_runtime.event_recorder.handler"
-RELAY_HANDLER = "sendonce_runtime.outbox_relay.handler"
-OUTCOME_HANDLER = "sendonce_runtime.outcome_publisher.handler"
-QUOTA_WATCH_HANDLER = "sendonce_runtime.quota_watch.handler"
+__all__ = [
+    "HANDLER",
+    "OUTCOME_HANDLER",
+    "QUOTA_WATCH_HANDLER",
+    "RECORDER_HANDLER",
+    "RELAY_HANDLER",
+    "bundle_files",
+    "package_dir",
+    "runtime_asset_dir",
+    "runtime_code",
+]
+
 PACKAGES = ("sendonce_runtime", "sendonce_contract")
 SHIPPED_SUFFIXES = (".py", ".json")  # code and the message's JSON Schema; no bytecode, no typing markers
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 import pytest
@@ -10,20 +9,14 @@ from consumer_harness import Pipeline, create_pipeline
 from ses_fault_proxy import SesFaultProxy
 from slow_aws import LATE_S, Jobs, SlowServices
 
-from sendonce_constructs.local.emulator import LocalAws
+from sendonce_local import emulator
+from sendonce_local.emulator import LocalAws
 
 
 @pytest.fixture(scope="session")
 def local_aws() -> Iterator[LocalAws]:
-    aws = LocalAws().start()
-    saved = dict(os.environ)
-    os.environ.update(aws.environment)
-    try:
+    with emulator.local_aws(fresh=False, pointed=True) as aws:
         yield aws
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-        aws.stop()
 
 
 @pytest.fixture

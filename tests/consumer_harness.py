@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import io
-import itertools
 import json
 import threading
-import time
 from collections import Counter
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import boto3
@@ -17,73 +15,21 @@ from sendonce_runtime.aws_clients import ledger_config, ses_config
 from sendonce_runtime.handler import Consumer
 from sendonce_runtime.outcome_log import OutcomeLog
 from sendonce_runtime.settings import Settings
+from sendonce_testing.lambda_events import (
+    SENDER_DOMAIN,
+    FakeClock,
+    FakeContext,
+    event,
+    failed_ids,
+    job,
+    sqs_record,
+)
 
-SENDER_DOMAIN = "example.com"
+__all__ = ["SENDER_DOMAIN", "FakeClock", "FakeContext", "Pipeline", "create_pipeline", "event", "failed_ids", "job",
+           "run_at_once", "sqs_record"]
+
 CONFIGURATION_SET = "sendonce-test-evidence"
 PIPELINE_TAG = "test-pipeline"
-QUEUE_ARN = "arn:aws:sqs:us-east-1:123456789012:jobs"
-_ids = itertools.count(1)
-
-
-class FakeClock:
-    """Wall-clock milliseconds that move only when a test says so."""
-
-    def __init__(self) -> None:
-        self.now = time.time_ns() // 1_000_000
-
-    def now_ms(self) -> int:
-        return self.now
-
-    def advance(self, ms: int) -> None:
-        self.now += ms
-
-
-@dataclass
-class FakeContext:
-    """A Lambda context whose deadline is ``budget_ms`` after it was made, on the test's clock."""
-
-    clock: Any
-    budget_ms: int = 30_000
-    deadline_ms: int = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.deadline_ms = self.clock.now_ms() + self.budget_ms
-
-    def get_remaining_time_in_millis(self) -> int:
-        return max(0, self.deadline_ms - self.clock.now_ms())
-
-
-def job(key: str, **overrides: Any) -> dict[str, Any]:
-    """A valid job whose subject names its key, so the emulator's sent mail can be counted per key."""
-    body: dict[str, Any] = {
-        "dedupeKey": key,
-        "from": f"Shop <receipts@{SENDER_DOMAIN}>",
-        "to": ["ada@example.org"],
-        "subject": f"Receipt {key}",
-        "text": "Thanks for your order.",
-    }
-    body.update(overrides)
-    return body
-
-
-def sqs_record(body: dict[str, Any] | str, receive_count: int = 1, group: str | None = None) -> dict[str, Any]:
-    attributes = {"ApproximateReceiveCount": str(receive_count)}
-    if group is not None:
-        attributes["MessageGroupId"] = group
-    return {
-        "messageId": f"msg-{next(_ids):06d}",
-        "body": body if isinstance(body, str) else json.dumps(body),
-        "attributes": attributes,
-        "eventSourceARN": QUEUE_ARN,
-    }
-
-
-def event(*records: dict[str, Any]) -> dict[str, Any]:
-    return {"Records": list(records)}
-
-
-def failed_ids(response: dict[str, Any]) -> set[str]:
-    return {item["itemIdentifier"] for item in response["batchItemFailures"]}
 
 
 @dataclass
@@ -126,7 +72,7 @@ class Pipeline:
     def ses_events(self, clock: Any = None, faults: Any = None, seed: int = 0) -> Any:
         """SES's event publishing played for this pipeline, delivered straight to a recorder (no EventBridge):
         ``publisher.pump(float("inf"))`` hands every event so far to the recorder."""
-        from sendonce_constructs.local.ses_publisher import EventFaults, SesEventPublisher, as_sqs_records
+        from sendonce_local.ses_publisher import EventFaults, SesEventPublisher, as_sqs_records
         from sendonce_runtime.event_recorder import EventLog, EventRecorder, RecorderSettings
 
         if self.evidence_dead_letter_queue_url is None:

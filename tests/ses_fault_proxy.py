@@ -11,7 +11,7 @@ import enum
 import json
 import threading
 
-from sendonce_constructs.local.proxy import Forward, ForwardingProxy, ProxiedRequest, Reply
+from sendonce_local.proxy import Forward, ForwardingProxy, ProxiedRequest, Reply
 
 SEND_PATH = "/v2/email/outbound-emails"
 HOLD_LIMIT_S = 30  # a held response is released at the latest by stop(), or after this

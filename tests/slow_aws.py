@@ -11,9 +11,9 @@ from typing import Any
 import boto3
 from consumer_harness import failed_ids
 
-from sendonce_constructs.local.event_source_runner import EventSourceSpec, lambda_record
-from sendonce_constructs.local.slow_services import SlowServices
 from sendonce_contract.deploy_config import TimeBudget
+from sendonce_local.event_source_runner import EventSourceSpec, lambda_record
+from sendonce_local.slow_services import SlowServices
 from sendonce_runtime.aws_clients import ledger_config, ses_config
 from sendonce_runtime.handler import Consumer
 from sendonce_runtime.outcome_log import OutcomeLog

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sendonce_constructs import SendOnceEmailQueue
-from sendonce_constructs.ops.cli import main as sendonce
 from sendonce_contract.schema import Status
+from sendonce_ops.cli import main as sendonce
 from sendonce_producer import Pipeline, cancel, status
 from sendonce_runtime.outcome_log import OutcomeLog
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import boto3
 import pytest
 
-from sendonce_constructs.local.cli import main as local_cli
-from sendonce_constructs.ops.cli import main as sendonce
+from sendonce_local.cli import main as local_cli
+from sendonce_ops.cli import main as sendonce
 
 ROOT = Path(__file__).resolve().parents[1]
 CREDENTIAL_VARIABLES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",

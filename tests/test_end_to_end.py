@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from sendonce_constructs.local.cli import main as local_cli
-from sendonce_constructs.local.demo import DemoOptions, run_demo
-from sendonce_constructs.local.workload import build_workload
+from sendonce_local.cli import main as local_cli
+from sendonce_local.demo import DemoOptions, run_demo
+from sendonce_local.workload import build_workload
 
 ROOT = Path(__file__).resolve().parents[1]
 KEYS, SEED, ORDERS = 30, 7, 4

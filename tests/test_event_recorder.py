@@ -193,7 +193,7 @@ def test_the_longest_key_needs_six_chunks():
 
 def test_a_resend_whose_own_events_are_lost_is_a_double_when_the_first_emails_late_event_arrives(pipeline, recorder,
                                                                                                    capsys):
-    from sendonce_constructs.ops.cli import main as sendonce
+    from sendonce_ops.cli import main as sendonce
     from sendonce_runtime.ledger import LedgerRecord
 
     # The first worker died after SES accepted "ses-first"; its events came later than the grace period, so a

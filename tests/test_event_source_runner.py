@@ -9,8 +9,8 @@ from pathlib import Path
 import boto3
 import pytest
 
-from sendonce_constructs.local.event_source_runner import EventSourceRunner, EventSourceSpec, succeeded_ids
-from sendonce_constructs.local.lambda_instances import Ending, FunctionSpec, Invocation
+from sendonce_local.event_source_runner import EventSourceRunner, EventSourceSpec, succeeded_ids
+from sendonce_local.lambda_instances import Ending, FunctionSpec, Invocation
 
 VISIBILITY_S = 1
 MAX_RECEIVES = 2

@@ -17,8 +17,8 @@ from crash_injection import CrashPoint, WorkerKilled, crash_at
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sendonce_constructs.local.ses_publisher import EventFaults
 from sendonce_contract.delivery import DeliveryPolicy
+from sendonce_local.ses_publisher import EventFaults
 
 KEYS = 3
 GRACE_MS = 60_000

@@ -14,11 +14,11 @@ from aws_cdk.assertions import Match, Template
 from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
 
 from sendonce_constructs import SendOnceEmailQueue
-from sendonce_constructs.local.ses_publisher import SEND_LOG
-from sendonce_constructs.ops.cli import main as sendonce
 from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_contract.deploy_config import Env
 from sendonce_contract.key_digest import key_digest
+from sendonce_local.ses_publisher import SEND_LOG
+from sendonce_ops.cli import main as sendonce
 
 # The playbook's own example: the key carries an address.
 KEY = "order-1042:shipped:ada@example.org"

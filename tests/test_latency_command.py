@@ -10,16 +10,12 @@ import boto3
 import pytest
 from consumer_harness import event, sqs_record
 
-from sendonce_constructs.local.ses_publisher import EventFaults
-from sendonce_constructs.ops.cli import main as sendonce
-from sendonce_constructs.ops.latency import SIMULATOR_SUCCESS, percentile
+from sendonce_local.ses_publisher import EventFaults
+from sendonce_ops.cli import main as sendonce
+from sendonce_ops.latency import SIMULATOR_SUCCESS, percentile
+from sendonce_testing.lambda_events import LambdaContext
 
 EVENT_DELAY_S = 1.5  # what the publisher plays as EventBridge's latency for every event
-
-
-class LambdaContext:
-    def get_remaining_time_in_millis(self) -> int:
-        return 30_000
 
 
 class RunningPipeline:

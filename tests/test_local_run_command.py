@@ -8,8 +8,8 @@ from pathlib import Path
 
 import boto3
 
-from sendonce_constructs.local.cli import main as local_cli
 from sendonce_contract.deploy_config import Env
+from sendonce_local.cli import main as local_cli
 
 TEMPLATE = {"Resources": {
     "Role": {"Type": "AWS::IAM::Role", "Properties": {"AssumeRolePolicyDocument": {
@@ -57,7 +57,7 @@ def test_run_plays_the_event_source_of_a_deployed_stack_until_the_queue_is_drain
 
 
 def test_a_configuration_set_the_emulator_skipped_is_made_and_named_in_the_functions_environment(aws, tmp_path):
-    from sendonce_constructs.local.emulator_gaps import make_skipped_configuration_sets
+    from sendonce_local.emulator_gaps import make_skipped_configuration_sets
 
     template = copy.deepcopy(TEMPLATE)
     template["Resources"]["Set"] = {"Type": "AWS::SES::ConfigurationSet"}
@@ -73,7 +73,7 @@ def test_a_configuration_set_the_emulator_skipped_is_made_and_named_in_the_funct
 
 
 def test_each_record_is_one_readable_line_and_the_summary_counts_by_outcome_and_reason():
-    from sendonce_constructs.local.run_command import Summary, readable
+    from sendonce_local.run_command import Summary, readable
 
     lines = [
         {"logger": "sendonce", "outcome": "sent", "dedupeKey": "k1", "sesMessageId": "m1"},
@@ -93,7 +93,7 @@ def test_each_record_is_one_readable_line_and_the_summary_counts_by_outcome_and_
 
 
 def test_the_sender_identities_are_read_from_the_stack_policies():
-    from sendonce_constructs.local.run_command import sender_identities
+    from sendonce_local.run_command import sender_identities
 
     arn = {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":ses:us-east-1:123456789012:identity/example.com"]]}
     template = {"Resources": {"Policy": {"Type": "AWS::IAM::Policy", "Properties": {"PolicyDocument": {
@@ -106,7 +106,7 @@ def test_a_request_the_emulator_failed_is_one_line_unless_verbose():
     import logging
     import sys
 
-    from sendonce_constructs.local.emulator_log import OneLine
+    from sendonce_local.emulator_log import OneLine
 
     try:
         raise ValueError("list.remove(x): x not in list")

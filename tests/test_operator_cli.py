@@ -11,11 +11,11 @@ import pytest
 from botocore.stub import Stubber
 from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
 
-from sendonce_constructs.ops import dead_letters as dead_letters_module
-from sendonce_constructs.ops.cli import main as sendonce
-from sendonce_constructs.ops.dead_letters import DeadLetters
-from sendonce_constructs.ops.ledger_view import LedgerView, StateChanged
 from sendonce_contract.delivery import DeliveryPolicy
+from sendonce_ops import dead_letters as dead_letters_module
+from sendonce_ops.cli import main as sendonce
+from sendonce_ops.dead_letters import DeadLetters
+from sendonce_ops.ledger_view import LedgerView, StateChanged
 
 
 @pytest.fixture
@@ -262,7 +262,7 @@ def test_a_stack_is_found_by_its_outputs_or_its_resources(aws, capsys):
 
 
 def test_the_stack_outputs_give_the_dedupe_ttl_and_the_key_secret(aws):
-    from sendonce_constructs.ops.locate import locate
+    from sendonce_ops.locate import locate
 
     cloudformation = boto3.client("cloudformation")
     outputs = {"T": {"Value": {"Ref": "ReceiptsDedupeTable1"}, "Description": "sendonce:Shop/Receipts:table"},

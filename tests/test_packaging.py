@@ -52,9 +52,21 @@ def test_the_construct_wheel_ships_the_consumer_as_its_own_package_and_depends_o
     assert "sendonce_constructs/py.typed" in names
     assert not any(n.startswith(("tests/", "examples/", "sendonce_constructs/_runtime", "sendonce_contract/",
                                  "sendonce_producer/")) for n in names)
+    assert {"sendonce_ops/cli.py", "sendonce_local/cli.py", "sendonce_local/emulator.py"} <= names
+    assert not [n for n in names if n.startswith("sendonce_testing/")]  # the test support is in no wheel
     version = next(n for n in zipfile.ZipFile(wheels["sendonce-contract"]).namelist() if n.endswith("METADATA"))
     contract_version = version.split("/")[0].removeprefix("sendonce_contract-").removesuffix(".dist-info")
     assert f"sendonce-contract=={contract_version}" in requirements(wheels["sendonce"])
+
+
+def test_the_commands_are_the_operator_and_local_packages(wheels):
+    archive = zipfile.ZipFile(wheels["sendonce"])
+    entry_points = archive.read(next(n for n in archive.namelist() if n.endswith("entry_points.txt"))).decode()
+    assert "sendonce = sendonce_ops.cli:main" in entry_points
+    assert "sendonce-local = sendonce_local.cli:main" in entry_points
+    extras = requirements(wheels["sendonce"])
+    assert any(r.startswith("boto3") and "extra == 'ops'" in r for r in extras)
+    assert any(r.startswith("moto") and "extra == 'local'" in r for r in extras)
 
 
 def test_the_contract_wheel_has_no_dependency_and_no_lambda_code(wheels):

@@ -13,9 +13,6 @@ from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
 from ses_event_fixtures import OWN_OBJECTS, ses_event, sqs_records
 
 from sendonce_constructs import DeliveryPolicy as ConstructPolicy
-from sendonce_constructs.local import report
-from sendonce_constructs.ops.dead_letters import DeadLetters
-from sendonce_constructs.ops.ledger_view import LedgerView
 from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_contract.message import parse_job
 from sendonce_contract.schema import (
@@ -27,6 +24,9 @@ from sendonce_contract.schema import (
     ReasonCode,
     Status,
 )
+from sendonce_local import report
+from sendonce_ops.dead_letters import DeadLetters
+from sendonce_ops.ledger_view import LedgerView
 from sendonce_producer import EmailJob, outbox_put
 from sendonce_runtime.event_recorder import EventLog, EventRecorder, RecorderSettings
 from sendonce_runtime.outbox_relay import relay
@@ -128,9 +128,11 @@ def test_the_contract_s_event_types_are_ses_s_and_the_construct_s_policy_is_the_
 # SES's own field names, which the ledger keeps for what an event says: the local SES and the event parser
 # spell them as SES does.
 SES_FIELD_NAMES = {"bounceType", "bounceSubType", "complaintFeedbackType", "delayType"}
-# Raw job documents, malformed ones included, are the local workload's test input: it spells the job's key field.
-RAW_JOBS = {Path("sendonce_constructs/local/workload.py")}
-SCANNED = [ROOT / "runtime" / "sendonce_runtime", ROOT / "producer" / "sendonce_producer", ROOT / "sendonce_constructs"]
+# Raw job documents, malformed ones included, are the local workload's and the test support's input: they spell the
+# job's key field.
+RAW_JOBS = {Path("sendonce_local/workload.py"), Path("sendonce_testing/lambda_events.py")}
+SCANNED = [ROOT / "runtime" / "sendonce_runtime", ROOT / "producer" / "sendonce_producer", ROOT / "sendonce_constructs",
+           ROOT / "sendonce_ops", ROOT / "sendonce_local", ROOT / "sendonce_testing"]
 
 
 def _literals(path: Path) -> list[tuple[int, str]]:

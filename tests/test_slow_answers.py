@@ -16,8 +16,8 @@ from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs
 from ses_fault_proxy import Fault
 from slow_aws import MAX_RECEIVES, consumer
 
-from sendonce_constructs.local.slow_services import LATE, Rule
 from sendonce_contract.delivery import DeliveryPolicy
+from sendonce_local.slow_services import LATE, Rule
 
 
 def lines(log: io.StringIO) -> list[dict]:

@@ -12,8 +12,8 @@ from consumer_harness import event, failed_ids, job, sqs_record
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sendonce_constructs.local.proxy import ForwardingProxy, ProxiedRequest, Reply
 from sendonce_contract.deploy_config import Env, TimeBudget
+from sendonce_local.proxy import ForwardingProxy, ProxiedRequest, Reply
 from sendonce_runtime.aws_clients import ledger_config, ses_config
 from sendonce_runtime.clock import SystemClock
 from sendonce_runtime.handler import Consumer

@@ -260,13 +260,20 @@ class LocalAws:
 
 
 @contextmanager
-def local_aws(region: str = DEFAULT_REGION, fresh: bool = True) -> Iterator[LocalAws]:
+def local_aws(region: str = DEFAULT_REGION, fresh: bool = True, pointed: bool = False) -> Iterator[LocalAws]:
     """Start an emulator for the ``with`` block, empty unless ``fresh`` is False; it stops on exit, on error and
-    on Ctrl-C."""
+    on Ctrl-C. ``pointed``: this process's environment points at it (:attr:`LocalAws.environment`) for the block,
+    so every client made in it talks to the emulator, and is restored after."""
     aws = LocalAws(region=region).start()
     if fresh:
         aws.reset()  # the process's moto state may hold another emulator's resources
+    saved = dict(os.environ)
+    if pointed:
+        os.environ.update(aws.environment)
     try:
         yield aws
     finally:
+        if pointed:
+            os.environ.clear()
+            os.environ.update(saved)
         aws.stop()

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
@@ -15,8 +14,8 @@ import boto3
 
 from sendonce_contract.deploy_config import ConsumerConfig
 from sendonce_contract.stack_names import ChildId
+from sendonce_runtime.entry_points import HANDLER, OUTCOME_HANDLER, RECORDER_HANDLER
 
-from ..runtime_asset import HANDLER, OUTCOME_HANDLER, RECORDER_HANDLER
 from .cdk_cli import bootstrap_and_deploy
 from .emulator import LocalAws, local_aws
 from .emulator_gaps import apply_ttl, make_skipped_configuration_sets
@@ -79,17 +78,6 @@ class DemoOptions:
         return max(5.0, min(self.bound_s, self.deadline - time.monotonic()))
 
 
-@contextmanager
-def _pointed_at(aws: LocalAws) -> Iterator[None]:
-    saved = dict(os.environ)
-    os.environ.update(aws.environment)
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-
-
 def apply_emulator_gaps(stack: str, table_name: str, cdk_out: Path) -> list[str]:
     """Do by API what the emulator's CloudFormation skips, and say so."""
     configuration_sets = make_skipped_configuration_sets(stack, cdk_out)
@@ -148,7 +136,7 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
     cdk_log, consumer_log_path = out / "cdk.log", out / "consumer.log"
     cdk_log.write_text("")
     started = time.monotonic()
-    with local_aws() as aws, _pointed_at(aws):
+    with local_aws(pointed=True) as aws:
         say(f"[1/9] embedded AWS emulator (moto) on {aws.endpoint}, account {aws.account_id}, {aws.region}")
         deployed, notes = _deploy(options, aws, out / "cdk.out", cdk_log, say)
         too_slow = machine_too_slow(deployed.consumer.source.queue_url)

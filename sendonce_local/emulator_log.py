@@ -37,4 +37,4 @@ def log_failed_requests(verbose: bool) -> None:
     root.handlers[:] = [handler]
     root.setLevel(logging.ERROR)
     if verbose:
-        logging.getLogger("sendonce_constructs").setLevel(logging.DEBUG)  # a failed deploy's own traceback
+        logging.getLogger("sendonce_local").setLevel(logging.DEBUG)  # a failed deploy's own traceback

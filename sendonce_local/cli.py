@@ -1,4 +1,4 @@
-"""`sendonce-local` (or `python -m sendonce_constructs.local`): the demo, the emulator, and the runner."""
+"""`sendonce-local` (or `python -m sendonce_local`): the demo, the emulator, and the runner."""
 
 from __future__ import annotations
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -19,11 +18,8 @@ from typing import Any
 
 import boto3
 
-OUTCOME_SECTION = "## 12. Outcome events: cost per email"
-SCHEDULED_SECTION = "## 13. A scheduled email: cost per hour of waiting"
-EVENTS_PRICE_PER_MILLION = 1.00  # EventBridge custom events put on a bus (us-east-1; check current pricing)
-SQS_PRICE_PER_MILLION = 0.40  # standard queue requests, first tier
-LAMBDA_REQUEST_PRICE_PER_MILLION = 0.20
+from sendonce_testing.lambda_events import LambdaContext, job, sqs_record
+
 COPY_DELAY_S = 900  # SQS's longest message delay: a waiting job is copied this often
 
 
@@ -49,17 +45,10 @@ class _Counting:
 def _emulator() -> Iterator[Any]:
     """The embedded emulator, with this process's AWS environment pointing at it while the section runs. moto keeps
     one state per process, so each section names its resources apart from the other's."""
-    from sendonce_constructs.local.emulator import LocalAws
+    from sendonce_local.emulator import local_aws
 
-    aws = LocalAws().start()
-    saved = dict(os.environ)
-    os.environ.update(aws.environment)
-    try:
+    with local_aws(fresh=False, pointed=True) as aws:
         yield aws
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-        aws.stop()
 
 
 def _table(name: str, stream: bool) -> None:
@@ -71,24 +60,13 @@ def _table(name: str, stream: bool) -> None:
 
 
 def _job(key: str, to: str, **extra: Any) -> str:
-    return json.dumps({"dedupeKey": key, "from": "Shop <receipts@example.com>", "to": [to], "subject": "Receipt",
-                       "text": "Thanks", **extra})
-
-
-def _record(body: str, n: int) -> dict[str, Any]:
-    return {"messageId": f"m-{n}", "body": body, "attributes": {"ApproximateReceiveCount": "1"},
-            "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:jobs"}
-
-
-class _Context:
-    def get_remaining_time_in_millis(self) -> int:
-        return 60_000
+    return json.dumps(job(key, to=[to], subject="Receipt", text="Thanks", **extra))
 
 
 def outcome_event_costs(emails: int) -> dict[str, Any]:
     """Ordinary first sends (90% delivered, 10% bounced) with SES's events recorded, then the table's stream read
     and handed to the outcome publisher in batches of 100, as its event source would."""
-    from sendonce_constructs.local.ses_publisher import EventFaults, SesEventPublisher, as_sqs_records
+    from sendonce_local.ses_publisher import EventFaults, SesEventPublisher, as_sqs_records
     from sendonce_runtime.event_recorder import EventLog, EventRecorder, RecorderSettings
     from sendonce_runtime.handler import Consumer
     from sendonce_runtime.outcome_log import OutcomeLog
@@ -116,8 +94,8 @@ def outcome_event_costs(emails: int) -> dict[str, Any]:
         bodies = [_job(f"k:{n}", "bounce@simulator.amazonses.com" if n % 10 == 0 else f"user{n}@example.org")
                   for n in range(emails)]
         for start in range(0, emails, 10):
-            consumer.handle({"Records": [_record(b, start + i) for i, b in enumerate(bodies[start:start + 10])]},
-                            _Context())
+            consumer.handle({"Records": [sqs_record(b) for b in bodies[start:start + 10]]},
+                            LambdaContext(remaining_ms=60_000))
         publisher_ses.pump(float("inf"))
         streams = boto3.client("dynamodbstreams")
         arn = boto3.client("dynamodb").describe_table(TableName="ledger")["Table"]["LatestStreamArn"]
@@ -145,32 +123,6 @@ def outcome_event_costs(emails: int) -> dict[str, Any]:
     published = sum(transitions.values())
     return {"emails": emails, "stream_records": len(records), "events": published, "transitions": transitions,
             "put_events": calls["put_events"], "invocations": invocations, "cpu_ms": cpu_ms}
-
-
-def render_outcome_events(figures: dict[str, Any]) -> str:
-    emails = figures["emails"]
-    per_email = figures["events"] / emails
-    invocations = figures["invocations"] / emails
-    dollars = per_email * EVENTS_PRICE_PER_MILLION + invocations * LAMBDA_REQUEST_PRICE_PER_MILLION
-    shown = ", ".join(f"{name} {count}" for name, count in sorted(figures["transitions"].items()))
-    return "\n".join([
-        OUTCOME_SECTION,
-        "",
-        f"{emails} first sends (a tenth to SES's bounce simulator) with SES's events recorded; the dedupe table's "
-        f"stream then read and handed to the bundled publisher in batches of 100, as its event source does. "
-        "`make bench ARGS=\"--only outcome-events\"` reruns this section alone.",
-        "",
-        f"- stream records per email: {figures['stream_records'] / emails:.2f} (the claim, the completion and one "
-        "write per SES event)",
-        f"- outcome events per email: **{per_email:.2f}** ({shown})",
-        f"- PutEvents calls per email: {figures['put_events'] / emails:.2f} (ten events a call); publisher "
-        f"invocations per email: {invocations:.3f}; publisher CPU per email: {figures['cpu_ms'] / emails:.2f} ms",
-        f"- on paper, per million emails: ${per_email * EVENTS_PRICE_PER_MILLION:.2f} of EventBridge events "
-        f"(${EVENTS_PRICE_PER_MILLION:.2f} per million) + ${invocations * LAMBDA_REQUEST_PRICE_PER_MILLION:.2f} of "
-        f"Lambda requests = **${dollars:.2f}**, plus the publisher's Lambda duration; Lambda reads a DynamoDB "
-        "stream at no charge",
-        "",
-    ])
 
 
 def scheduled_costs(hours: int) -> dict[str, Any]:
@@ -206,7 +158,7 @@ def scheduled_costs(hours: int) -> dict[str, Any]:
         while True:  # SQS would hand back each copy when its delay ends: deliver the job again then
             deliveries += 1
             copies_before = calls["send_message"]
-            consumer.handle({"Records": [_record(body, deliveries)]}, _Context())
+            consumer.handle({"Records": [sqs_record(body)]}, LambdaContext(remaining_ms=60_000))
             if calls["send_message"] == copies_before:
                 break
             Clock.now += COPY_DELAY_S * 1000
@@ -214,25 +166,3 @@ def scheduled_costs(hours: int) -> dict[str, Any]:
     return {"hours": hours, "deliveries": deliveries, "send_message": calls["send_message"], "sent": sent}
 
 
-def render_scheduled(figures: dict[str, Any]) -> str:
-    hours = figures["hours"]
-    copies_per_hour = figures["send_message"] / hours
-    # Each copy is one SendMessage (the consumer's), and one receive and one delete by the event source, at worst
-    # one each when the queue holds nothing else to share a batch with.
-    requests_per_hour = 3 * copies_per_hour
-    return "\n".join([
-        SCHEDULED_SECTION,
-        "",
-        f"One job with `sendAt` {hours} hours ahead, delivered again each time its delayed copy would come back "
-        "(SQS delays a message at most 15 minutes), until it was sent. `make bench ARGS=\"--only scheduled\"` "
-        "reruns this section alone.",
-        "",
-        f"- deliveries until sent: {figures['deliveries']}; emails sent: {figures['sent']}; receives spent: none "
-        "(each copy is a new message)",
-        f"- the consumer's SendMessage calls per hour of waiting: **{copies_per_hour:.2f}**; with the event "
-        f"source's receive and delete for each copy, at most {requests_per_hour:.0f} SQS requests an hour",
-        f"- on paper: at most ${requests_per_hour * SQS_PRICE_PER_MILLION:.2f} per million scheduled emails per "
-        f"hour of waiting (${SQS_PRICE_PER_MILLION:.2f} per million requests; a receive or delete shared by a "
-        "batch of ten costs a tenth), and one consumer invocation per copy at worst",
-        "",
-    ])

@@ -1,0 +1,43 @@
+"""What a run measures and how often (the full plan, and the quick one that checks the suite works), and the
+median-with-spread every figure is shown as."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]  # the repository
+DELAYS_MS = {"dynamodb": 5.0, "sesv2": 60.0, "sqs": 5.0, "other": 5.0}  # one round trip each, in region
+
+
+@dataclass(frozen=True)
+class Plan:
+    records: int
+    repeats: int
+    workers: tuple[int, ...]
+    import_runs: int
+    synth_runs: int
+    latency_batches: int
+    evidence_emails: int
+    burst_factor: int  # the burst is this many times SES's rate
+    privacy_emails: int = 20_000
+    outcome_emails: int = 500
+    scheduled_hours: int = 24
+
+
+QUICK = Plan(records=60, repeats=2, workers=(1, 4), import_runs=5, synth_runs=1, latency_batches=3,
+             evidence_emails=20, burst_factor=10, privacy_emails=2_000, outcome_emails=50, scheduled_hours=2)
+FULL = Plan(records=400, repeats=5, workers=(1, 2, 4, 8), import_runs=21, synth_runs=3, latency_batches=20,
+            evidence_emails=200, burst_factor=50)
+
+
+class Spread:
+    def __init__(self, values: list[float]) -> None:
+        self.values = values
+        self.median = statistics.median(values)
+
+    def show(self, digits: int = 1) -> str:
+        if len(self.values) == 1:
+            return f"{self.median:.{digits}f}"
+        return f"{self.median:.{digits}f} ({min(self.values):.{digits}f} to {max(self.values):.{digits}f})"

@@ -1,0 +1,75 @@
+"""9. A burst far beyond SES's sending rate, in emails and (9b) in recipients, each with its own in-process
+emulator."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import IO, Any
+
+import boto3
+
+BURST_RATE = 5.0  # what the emulator's SES accepts a second
+BURST_POLLERS = 5  # Lambda instances, as max_concurrency caps them
+RECIPIENT_RATE = 25.0  # recipients a second the emulator's SES accepts in the recipients burst
+RECIPIENTS_PER_JOB = 5
+
+
+@contextmanager
+def _burst_consumer(send_rate: float) -> Iterator[tuple[Any, Any, Any, str, Callable[[], list[str]], IO[str]]]:
+    """An emulator of its own with the burst's table, queue and DLQ, and the consumer as deployed with default
+    props plus ``send_rate`` (paced at send_rate / max_concurrency an instance), one poller per instance: (function,
+    event source, emulator environment, DLQ url, the subjects SES accepted, the runners' log)."""
+    from sendonce_constructs.runtime_asset import runtime_asset_dir
+    from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget
+    from sendonce_local.emulator import local_aws
+    from sendonce_local.event_source_runner import EventSourceSpec
+    from sendonce_local.lambda_instances import FunctionSpec
+    from sendonce_runtime.entry_points import HANDLER
+
+    with local_aws(pointed=True) as aws:
+        sqs, dynamodb = boto3.client("sqs"), boto3.client("dynamodb")
+        dynamodb.create_table(TableName="burst", KeySchema=[{"AttributeName": "dedupeKey", "KeyType": "HASH"}],
+                              AttributeDefinitions=[{"AttributeName": "dedupeKey", "AttributeType": "S"}],
+                              BillingMode="PAY_PER_REQUEST")
+        dlq = sqs.create_queue(QueueName="burst-dlq")
+        dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq["QueueUrl"], AttributeNames=["QueueArn"])[
+            "Attributes"]["QueueArn"]
+        queue = sqs.create_queue(QueueName="burst-jobs", Attributes={
+            "VisibilityTimeout": "180",
+            "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "5"})})
+        boto3.client("sesv2").create_email_identity(EmailIdentity="example.com")
+        environment = ConsumerConfig(
+            table_name="burst", dead_letter_queue_url=dlq["QueueUrl"], queue_url=queue["QueueUrl"],
+            parallelism=10, max_send_rate=send_rate / BURST_POLLERS, max_receive_count=5,
+            time_budget=TimeBudget.for_function_timeout(30)).to_env()
+        function = FunctionSpec("burst-consumer", HANDLER, runtime_asset_dir(), environment, timeout_s=30)
+        arn = sqs.get_queue_attributes(QueueUrl=queue["QueueUrl"], AttributeNames=["QueueArn"])[
+            "Attributes"]["QueueArn"]
+        source = EventSourceSpec(queue["QueueUrl"], arn, batch_size=10, max_concurrency=BURST_POLLERS)
+        with open(os.devnull, "w") as log:
+            yield (function, source, aws.environment, dlq["QueueUrl"],
+                   lambda: [getattr(m, "subject", "") for m in aws.sent_emails()], log)
+
+
+def burst_scenario(factor: int) -> Any:
+    """``factor`` x R jobs at once (with duplicates and re-enqueues) against an SES accepting R emails a second,
+    the consumer with send_rate = R, played as Lambda's event source. Runs its own in-process emulator."""
+    from sendonce_local.load import run_burst
+
+    with _burst_consumer(BURST_RATE) as (function, source, environment, dlq_url, subjects, log):
+        return run_burst(function, source, environment, dlq_url, subjects, BURST_RATE, int(factor * BURST_RATE),
+                         seed=9, log=log)
+
+
+def recipient_burst_scenario(factor: int) -> Any:
+    """``factor`` x R recipients at once in jobs of five recipients (to, cc, bcc), against an SES accepting R
+    recipients a second, the consumer with send_rate = R (paced in recipients), as in section 9 otherwise."""
+    from sendonce_local.recipient_burst import run_recipient_burst
+
+    with _burst_consumer(RECIPIENT_RATE) as (function, source, environment, dlq_url, subjects, log):
+        return run_recipient_burst(function, source, environment, dlq_url, subjects, RECIPIENT_RATE,
+                                   int(factor * RECIPIENT_RATE / RECIPIENTS_PER_JOB), RECIPIENTS_PER_JOB, seed=11,
+                                   log=log)

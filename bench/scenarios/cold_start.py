@@ -1,0 +1,65 @@
+"""3. Cold start (import time in a fresh interpreter), 4. the Lambda asset's size, 5. synth time."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from plan import ROOT
+
+IMPORTS = {
+    "import boto3": ("import boto3", None),
+    "sendonce handler, compiled from source (as Lambda loads the asset: no .pyc)": (
+        "import sendonce_runtime.handler", "source"),
+    "sendonce handler, bytecode cached": ("import sendonce_runtime.handler", "bytecode"),
+    "Powertools idempotency + batch": (
+        "import boto3; from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, "
+        "IdempotencyConfig, idempotent_function; from aws_lambda_powertools.utilities.batch import BatchProcessor",
+        None,
+    ),
+}
+
+
+def runtime_copy(kind: str) -> Path:
+    """A copy of the consumer's code: bare source (what the asset holds), or with its bytecode compiled."""
+    import compileall
+    import shutil
+    import tempfile
+
+    from sendonce_constructs.runtime_asset import runtime_asset_dir
+
+    folder = Path(tempfile.mkdtemp(prefix=f"sendonce-{kind}-"))
+    shutil.copytree(runtime_asset_dir(), folder, dirs_exist_ok=True)
+    if kind == "bytecode":
+        compileall.compile_dir(str(folder), quiet=1)
+    return folder
+
+
+def import_ms(statement: str, code_dir: Path | None) -> float:
+    """Milliseconds to run ``statement`` in a fresh interpreter; the handler's code from ``code_dir``."""
+    code = f"import time; t = time.perf_counter(); {statement}; print((time.perf_counter() - t) * 1000)"
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    if code_dir is not None:
+        env["PYTHONPATH"] = str(code_dir)
+    return float(subprocess.check_output([sys.executable, "-c", code], env=env, text=True, cwd="/"))
+
+
+def asset_size() -> tuple[int, int]:
+    from sendonce_constructs.runtime_asset import bundle_files
+
+    buffer = io.BytesIO()
+    files = bundle_files()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, path in files:
+            archive.write(path, name)
+    return len(files), len(buffer.getvalue())
+
+
+def synth_seconds(flavour: str) -> float:
+    output = subprocess.check_output([sys.executable, str(ROOT / "bench" / "synth_probe.py"), flavour],
+                                     text=True, stderr=subprocess.DEVNULL)
+    return float(output.strip().splitlines()[-1])
