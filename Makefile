@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 export CDK_DISABLE_VERSION_CHECK := 1
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 
-.PHONY: setup test test-release test-soak lint demo synth bench clean dist docs integ integ-snapshot test-compat
+.PHONY: setup test test-release test-soak test-demo lint demo synth bench clean dist docs integ integ-snapshot test-compat
 # Every distribution, each built from its own folder: `make dist` writes their wheels and sdists to $(DIST).
 DISTRIBUTIONS := contract producer .
 DIST ?= dist
@@ -31,9 +31,13 @@ test: setup
 test-release: setup
 	$(PY) -m pytest -m release
 
-# The fault bursts: DynamoDB throttled, DynamoDB and SQS answering late, during a burst (minutes each).
+# The fault bursts under never-resend too (DynamoDB and SQS answering late, during a burst: minutes).
 test-soak: setup
 	$(PY) -m pytest -m soak
+
+# The demo end to end with a small workload and every assertion on its report (about five minutes; CI runs it).
+test-demo: setup
+	$(PY) -m pytest -m demo
 
 lint: setup
 	$(PY) -m ruff check contract sendonce_constructs sendonce_ops sendonce_local sendonce_testing producer runtime tests examples bench integ
