@@ -37,6 +37,12 @@ def test_fuzzed_bodies_are_dead_lettered_with_a_reason_and_never_raise(pipeline)
         record = sqs_record(body)
         response = consumer.handle(event(record), FakeContext(FakeClock()))
         outcome = json.loads(log.getvalue().splitlines()[-1])
+        if outcome["outcome"] == "contract_too_new":
+            # A newer producer's job waits for this consumer's upgrade (the README's ContractTooNew): not
+            # dead-lettered, however malformed the rest of it is.
+            assert response == {"batchItemFailures": [{"itemIdentifier": record["messageId"]}]}
+            assert outcome["reason"]
+            return
         assert response == {"batchItemFailures": []}
         assert outcome["outcome"] in ("invalid_message", "sent", "refused")
         if outcome["outcome"] != "sent":

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-# The demo itself, minutes long: make test-demo (CI runs it); make demo runs the full workload.
-pytestmark = pytest.mark.demo
-
 from sendonce_local.cli import main as local_cli
 from sendonce_local.demo import DemoOptions, run_demo
 from sendonce_local.workload import build_workload
+
+# The demo itself, minutes long: make test-demo (CI runs it); make demo runs the full workload.
+pytestmark = pytest.mark.demo
 
 ROOT = Path(__file__).resolve().parents[1]
 KEYS, SEED, ORDERS = 30, 7, 4
