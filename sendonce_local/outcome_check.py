@@ -35,7 +35,7 @@ class OutcomeEventsCheck:
 
     def line(self) -> str:
         parts = [f"{name} {self.heard.get(name, 0)} (ledger {self.ledger.get(name, 0)})" for name in SUBSCRIBED]
-        return (f"outcome events the app heard ({self.events} events): " + ", ".join(parts)
+        return (f"outcome events the app heard, every phase's keys ({self.events} events): " + ", ".join(parts)
                 + ("" if self.ok else " MISMATCH"))
 
 

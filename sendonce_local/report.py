@@ -157,7 +157,8 @@ class Report:
             f"{sum(self.dead_letters.values())} poison messages in the DLQ"
         )
         if self.residual is not None:
-            verdict += (f"; residual: {len(self.residual.sent_twice)} doubles with SES's Send events lost, "
+            doubles = len(self.residual.sent_twice)
+            verdict += (f"; residual: {doubles} double{'s' if doubles != 1 else ''} with SES's Send events lost, "
                         f"{len(self.residual.detected)} detected")
         if self.burst is not None:
             verdict += (f"; burst: {self.burst.keys} keys at {self.burst.sent_rate / self.burst.rate:.0%} of SES's "
@@ -357,7 +358,7 @@ def render_text(report: Report) -> str:
         f"  left UNKNOWN for a person: {report.unknown_records}",
         f"  confirmed by SES's events:  {report.confirmed_by_ses} keys; send to confirmation "
         + (", ".join(f"{k} {v} ms" for k, v in report.confirmation_ms.items()) or "-"),
-        "  delivery outcomes (from SES's events): "
+        "  delivery outcomes of these keys (from SES's events): "
         + (", ".join(f"{k} {v}" for k, v in report.delivery_outcomes.items()) or "none recorded"),
         *([f"  {report.outcome_events.line()}"] if report.outcome_events is not None else []),
         f"  dead-letter queue ({sum(report.dead_letters.values())} messages, {report.expected_dead_letters} expected, "

@@ -105,7 +105,7 @@ def _main(args: argparse.Namespace) -> int:
         _error(str(error))
         return 2
     except NoRegionError:
-        _error("no AWS region: set AWS_REGION (or AWS_DEFAULT_REGION), or use a profile that has one")
+        _error("no AWS region: set AWS_DEFAULT_REGION (the SDK reads that one), or use a profile that has one")
         return 2
     except NoCredentialsError:
         _error("no AWS credentials found: configure a profile, or set AWS_ENDPOINT_URL for a local emulator")

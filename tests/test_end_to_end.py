@@ -50,7 +50,7 @@ def test_the_report_shows_delivery_outcomes_and_the_time_to_confirmation(demo):
     assert report.delivery_outcomes["delivered"] >= KEYS
     assert report.delivery_outcomes.get("bounced (Permanent/General)", 0) >= 1  # bounce@ the mailbox simulator
     assert report.confirmation_ms["p50"] > 0
-    assert "delivery outcomes (from SES's events)" in output
+    assert "delivery outcomes of these keys (from SES's events)" in output
 
 
 def test_the_app_subscribed_with_on_outcome_hears_every_bounce_and_complaint_the_ledger_holds(demo):
