@@ -33,7 +33,7 @@ from render import (  # noqa: E402
 from scenarios import lifecycle  # noqa: E402
 from scenarios.bursts import burst_scenario, recipient_burst_scenario  # noqa: E402
 from scenarios.calls import count_calls  # noqa: E402
-from scenarios.cold_start import IMPORTS, asset_size, import_ms, runtime_copy, synth_seconds  # noqa: E402
+from scenarios.cold_start import asset_size, cold_starts, synth_seconds  # noqa: E402
 from scenarios.evidence import evidence_costs  # noqa: E402
 from scenarios.floor import floor_run  # noqa: E402
 from scenarios.key_privacy import key_privacy_costs  # noqa: E402
@@ -42,6 +42,7 @@ from scenarios.table_cost import sent_item  # noqa: E402
 from scenarios.throughput import throughput  # noqa: E402
 
 SECTIONS = {
+    "cold-start": (render.COLD_START_SECTION, lambda plan: render.render_cold_start(cold_starts(plan.import_runs))),
     "key-privacy": (KEY_PRIVACY_SECTION, lambda plan: render_key_privacy(
         key_privacy_costs(plan.privacy_emails, plan.repeats))),
     "outcome-events": (render.OUTCOME_SECTION, lambda plan: render.render_outcome_events(
@@ -102,11 +103,7 @@ def run(plan: Plan, command: str) -> str:
             ratios[other, workers] = Spread([a[0] / b[0] for a, b in zip(samples["sendonce"], samples[other],
                                                                           strict=True)])
     print("cold start...", file=sys.stderr)
-    copies = {kind: runtime_copy(kind) for kind in ("source", "bytecode")}
-    imports = {
-        name: Spread([import_ms(stmt, copies[kind] if kind else None) for _ in range(plan.import_runs)])
-        for name, (stmt, kind) in IMPORTS.items()
-    }
+    imports = cold_starts(plan.import_runs)
     files, zipped = asset_size()
     print("synth...", file=sys.stderr)
     synth = {f: Spread([synth_seconds(f) for _ in range(plan.synth_runs)]) for f in ("sendonce", "raw")}

@@ -38,6 +38,7 @@ class FunctionOptions:
     vpc: ec2.IVpc | None = None
     vpc_subnets: ec2.SubnetSelection | None = None
     security_groups: Sequence[ec2.ISecurityGroup] | None = None
+    precompiled_bytecode: bool = False  # the asset carries the synth interpreter's bytecode
 
     @property
     def traced(self) -> bool:
@@ -66,7 +67,7 @@ class BundledFunction:
                              description=role_description)
         self.log_group.grant_write(self.role)
         self.function = lambda_.Function(
-            scope, name, code=runtime_code(), handler=handler, runtime=options.runtime,
+            scope, name, code=runtime_code(options.precompiled_bytecode), handler=handler, runtime=options.runtime,
             architecture=options.architecture, timeout=timeout, memory_size=memory_size, role=self.role,
             log_group=self.log_group, logging_format=lambda_.LoggingFormat.JSON,
             application_log_level_v2=options.log_level,

@@ -68,6 +68,9 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     :param memory_size: the consumer's memory in MB. Default: 256 MB.
     :param architecture: the instruction set of every bundled function. Default: ARM64.
     :param runtime: the Python runtime of every bundled function. Default: newest Python runtime aws-cdk-lib knows.
+    :param precompiled_bytecode: ship the bundled functions' bytecode, compiled at synth by the Python running it,
+        so that a cold start loads it instead of compiling the source (the asset's folder is read-only, so Lambda
+        compiles every module at each cold start otherwise). Default: False.
     :param log_retention: how long the consumer's logs are kept. Default: one month.
     :param tracing: X-Ray tracing for the consumer. Default: off.
     :param visibility_timeout: the job queue's visibility timeout; smaller than the default fails synth. Default: 6
@@ -234,7 +237,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             runtime=props.runtime, architecture=props.architecture, log_retention=props.log_retention,
             tracing=props.tracing, data_keys=list(ledger.data_keys), log_level=props.log_level,
             log_removal_policy=props.log_removal_policy, vpc=props.vpc, vpc_subnets=props.vpc_subnets,
-            security_groups=props.security_groups,
+            security_groups=props.security_groups, precompiled_bytecode=props.precompiled_bytecode,
         )
 
     def _build_evidence(self, props: PipelineProps, ledger: Ledger, function_options: FunctionOptions) -> Evidence:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -98,6 +99,7 @@ class PipelineProps:
     memory_size: int
     architecture: lambda_.Architecture
     runtime: lambda_.Runtime
+    precompiled_bytecode: bool
     log_retention: logs.RetentionDays
     tracing: lambda_.Tracing | None
     visibility_timeout: Duration | None  # None when the function timeout is a token: the queue's own default
@@ -243,6 +245,8 @@ def _apply_rules(given: Mapping[str, Any], v: Mapping[str, Any], window_s: float
     encryption = given.get("encryption")
     rules.check_encryption(encryption.name if encryption else None, v["encryption_key"] is not None)
     rules.check_reserved_concurrency(read(v["reserved_concurrent_executions"]), max_concurrency)
+    if v["precompiled_bytecode"]:
+        rules.check_precompiled_bytecode(v["runtime"].name, sys.version_info[:2])
     rules.check_vpc_choice(v["vpc"] is not None, [name for name in ("vpc_subnets", "security_groups") if name in given])
     if dead_letter_queue is not None:
         rules.check_dead_letter_queue(_fifo_of(dead_letter_queue), v["fifo"])

@@ -414,6 +414,17 @@ def check_reserved_concurrency(reserved: Number, max_concurrency: Number) -> Non
               "the visibility timeout; raise reserved_concurrent_executions or lower max_concurrency")
 
 
+@rule("BytecodeForAnotherPython")
+def check_precompiled_bytecode(runtime_name: str, synth_version: tuple[int, int]) -> None:
+    """``runtime_name`` as Lambda names it (``python3.12``); ``synth_version`` the Python running synth."""
+    major, minor = synth_version
+    if runtime_name != f"python{major}.{minor}":
+        _fail(f"precompiled_bytecode=True with runtime {runtime_name}, while synth runs on Python {major}.{minor}: "
+              "Lambda's interpreter reads only bytecode of its own version, so it would compile the source again; "
+              f"set runtime=lambda_.Runtime.PYTHON_{major}_{minor}, run synth with the runtime's Python, or leave "
+              "precompiled_bytecode off")
+
+
 @rule("VpcOptionsWithoutVpc")
 def check_vpc_choice(vpc_given: bool, vpc_options: Sequence[str]) -> None:
     if vpc_options and not vpc_given:

@@ -3,6 +3,11 @@
 Both are ordinary installed packages (from a wheel, or from the checkout in an editable install). A Lambda asset is
 one folder, so their source files are staged together in a folder named by their content's hash: the same code
 always gives the same folder, hence the same asset hash, and nothing is copied into the wheel at build time.
+
+With ``bytecode`` (the ``precompiled_bytecode`` prop) the folder also holds each module's bytecode, compiled by this
+interpreter: Lambda's asset folder is read-only, so without it Python compiles every module at each cold start. The
+bytecode is hash-based (PEP 552: checked against the source's hash, not its mtime, which a zip does not keep) and
+names each file by its path in the asset, so the same code and interpreter give the same bytes.
 """
 
 from __future__ import annotations
@@ -10,7 +15,9 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import py_compile
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -60,19 +67,23 @@ def bundle_files() -> list[tuple[str, Path]]:
     return files
 
 
-def runtime_asset_dir() -> Path:
-    """A folder holding exactly the bundled packages, made once per content."""
+def runtime_asset_dir(bytecode: bool = False) -> Path:
+    """A folder holding exactly the bundled packages (with this interpreter's bytecode if asked), made once per
+    content."""
     files = bundle_files()
     digest = hashlib.sha256()
     for name, path in files:
         digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
-    target = Path(tempfile.gettempdir()) / f"sendonce-lambda-{digest.hexdigest()[:20]}"
+    flavour = f"-{sys.implementation.cache_tag}" if bytecode else ""
+    target = Path(tempfile.gettempdir()) / f"sendonce-lambda-{digest.hexdigest()[:20]}{flavour}"
     if target.is_dir():
         return target
     staging = Path(tempfile.mkdtemp(prefix=".sendonce-lambda-", dir=target.parent))
     for name, path in files:
         (staging / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(path, staging / name)
+        if bytecode and name.endswith(".py"):
+            _compile(staging, name)
     try:
         os.rename(staging, target)  # atomic: a folder under the final name is always complete
     except OSError:
@@ -80,7 +91,13 @@ def runtime_asset_dir() -> Path:
     return target
 
 
-def runtime_code() -> lambda_.Code:
+def _compile(folder: Path, name: str) -> None:
+    source = folder / name
+    py_compile.compile(str(source), cfile=importlib.util.cache_from_source(str(source)), dfile=name, doraise=True,
+                       invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+
+
+def runtime_code(bytecode: bool = False) -> lambda_.Code:
     from aws_cdk import aws_lambda as lambda_
 
-    return lambda_.Code.from_asset(str(runtime_asset_dir()))
+    return lambda_.Code.from_asset(str(runtime_asset_dir(bytecode)))

@@ -6,7 +6,7 @@ import io
 import json
 import threading
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import boto3
@@ -48,7 +48,7 @@ class Pipeline:
     def settings(self, **overrides: Any) -> Settings:
         overrides.setdefault("parallelism", self.parallelism)
         base = Settings(table_name=self.table_name, dead_letter_queue_url=self.dead_letter_queue_url)
-        return replace(base, **overrides)
+        return base._replace(**overrides)
 
     def consumer(self, clock: Any = None, ses_endpoint: str | None = None, **overrides: Any) -> Consumer:
         settings = self.settings(**overrides)

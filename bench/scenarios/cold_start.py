@@ -9,13 +9,14 @@ import sys
 import zipfile
 from pathlib import Path
 
-from plan import ROOT
+from plan import ROOT, Spread
 
 IMPORTS = {
     "import boto3": ("import boto3", None),
-    "sendonce handler, compiled from source (as Lambda loads the asset: no .pyc)": (
+    "sendonce handler, compiled from source (the default asset: no .pyc)": (
         "import sendonce_runtime.handler", "source"),
-    "sendonce handler, bytecode cached": ("import sendonce_runtime.handler", "bytecode"),
+    "sendonce handler, precompiled_bytecode=True (the asset's own bytecode)": (
+        "import sendonce_runtime.handler", "precompiled"),
     "Powertools idempotency + batch": (
         "import boto3; from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer, "
         "IdempotencyConfig, idempotent_function; from aws_lambda_powertools.utilities.batch import BatchProcessor",
@@ -25,18 +26,25 @@ IMPORTS = {
 
 
 def runtime_copy(kind: str) -> Path:
-    """A copy of the consumer's code: bare source (what the asset holds), or with its bytecode compiled."""
-    import compileall
+    """A private copy of the consumer's asset, as synth makes it: ``source`` (the default) or ``precompiled``."""
     import shutil
     import tempfile
 
     from sendonce_constructs.runtime_asset import runtime_asset_dir
 
     folder = Path(tempfile.mkdtemp(prefix=f"sendonce-{kind}-"))
-    shutil.copytree(runtime_asset_dir(), folder, dirs_exist_ok=True)
-    if kind == "bytecode":
-        compileall.compile_dir(str(folder), quiet=1)
+    shutil.copytree(runtime_asset_dir(bytecode=kind == "precompiled"), folder, dirs_exist_ok=True)
     return folder
+
+
+def cold_starts(runs: int) -> dict[str, Spread]:
+    """Each import of ``IMPORTS`` ``runs`` times, interleaved, so drift in the machine's load hits all alike."""
+    copies = {kind: runtime_copy(kind) for kind in ("source", "precompiled")}
+    samples: dict[str, list[float]] = {name: [] for name in IMPORTS}
+    for _ in range(runs):
+        for name, (statement, kind) in IMPORTS.items():
+            samples[name].append(import_ms(statement, copies[kind] if kind else None))
+    return {name: Spread(values) for name, values in samples.items()}
 
 
 def import_ms(statement: str, code_dir: Path | None) -> float:

@@ -25,7 +25,9 @@ _ATEXT = r"A-Za-z0-9!#$%&'*+/=?^_`{|}~\-"
 _DOT_ATOM = re.compile(rf"^[{_ATEXT}]+(\.[{_ATEXT}]+)*$")
 # A display name needs no quotes when it is words of atext (and dots, as RFC 5322's obsolete phrase allows).
 _BARE_NAME = re.compile(rf"^[{_ATEXT}.]+( [{_ATEXT}.]+)*$")
-_QUOTED_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+# Rare paths (a quoted display name, a refusal's text) name their patterns, which ``re`` compiles at first use and
+# caches: compiling them at import would cost every cold start.
+_QUOTED_STRING = r'"(?:[^"\\]|\\.)*"'
 # Raw bytes per RFC 2047 encoded word: 45 bytes are 60 base64 characters, 72 with "=?utf-8?b?" and "?=".
 _ENCODED_WORD_BYTES = 45
 
@@ -52,13 +54,13 @@ class Mailbox(NamedTuple):
 
 
 # Anything shaped like an address in free text (SES's refusal messages name the addresses they refuse).
-_ADDRESS_IN_TEXT = re.compile(r"""[^\s<>()\[\],;:"']+@[^\s<>()\[\],;:"']*|@[^\s<>()\[\],;:"']+""")
+_ADDRESS_IN_TEXT = r"""[^\s<>()\[\],;:"']+@[^\s<>()\[\],;:"']*|@[^\s<>()\[\],;:"']+"""
 REDACTED_ADDRESS = "<address>"
 
 
 def redact_addresses(text: str) -> str:
     """``text`` with every address-shaped word replaced, so that it can go to a log line or a DLQ attribute."""
-    return _ADDRESS_IN_TEXT.sub(REDACTED_ADDRESS, text)
+    return re.sub(_ADDRESS_IN_TEXT, REDACTED_ADDRESS, text)
 
 
 def find_control_character(text: str) -> str | None:
@@ -124,7 +126,7 @@ def _display_name(phrase: str) -> str | None:
     if not phrase:
         return None
     if phrase.startswith('"'):
-        match = _QUOTED_STRING.match(phrase)
+        match = re.match(_QUOTED_STRING, phrase)
         if match is None or match.end() != len(phrase):
             raise InvalidAddress("display name mixes quoted and unquoted words: quote the whole name")
         name = re.sub(r"\\(.)", r"\1", phrase[1:-1])

@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Self
+from typing import NamedTuple, Self
 
 from .deploy_config import Env, flag, put, read_flag, require
 
 
-@dataclass(frozen=True)
-class RecorderConfig:
+class RecorderConfig(NamedTuple):
     """The SES event recorder's (``sendonce_runtime.event_recorder.handler``) environment."""
 
     table_name: str
@@ -35,8 +33,7 @@ class RecorderConfig:
                    env.get(Env.PIPELINE_NAME) or None)
 
 
-@dataclass(frozen=True)
-class RelayConfig:
+class RelayConfig(NamedTuple):
     """The outbox relay's (``sendonce_runtime.outbox_relay.handler``) environment."""
 
     queue_url: str
@@ -51,8 +48,7 @@ class RelayConfig:
         return cls(env[Env.QUEUE_URL], read_flag(env, Env.FIFO))
 
 
-@dataclass(frozen=True)
-class PublisherConfig:
+class PublisherConfig(NamedTuple):
     """The outcome publisher's (``sendonce_runtime.outcome_publisher.handler``) environment."""
 
     bus: str  # the event bus name or ARN
@@ -70,8 +66,7 @@ class PublisherConfig:
         return cls(env.get(Env.OUTCOME_BUS) or "default", env[Env.PIPELINE_TAG], env.get(Env.PIPELINE_NAME) or None)
 
 
-@dataclass(frozen=True)
-class QuotaWatchConfig:
+class QuotaWatchConfig(NamedTuple):
     """The quota watch's (``sendonce_runtime.quota_watch.handler``) environment."""
 
     pipeline_name: str | None = None  # the metric's Pipeline dimension; no metric without it

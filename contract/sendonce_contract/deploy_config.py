@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Self, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, Self, TypeVar
 
 from .delivery import DeliveryPolicy
 from .schema import DEFAULT_DEDUPE_TTL_S
@@ -62,8 +61,7 @@ class ConfigError(RuntimeError):
     """A function's environment is incomplete or malformed: a deployment error, not a message error."""
 
 
-@dataclass(frozen=True)
-class TimeBudget:
+class TimeBudget(NamedTuple):
     """How the consumer splits its time, so a send never outlives the invocation nor a lease its worker.
 
     Derived once from the function timeout (:meth:`for_function_timeout`) by the construct; the consumer reads it.
@@ -135,8 +133,7 @@ class TimeBudget:
 DEFAULT_TIME_BUDGET = TimeBudget()
 
 
-@dataclass(frozen=True)
-class ConsumerConfig:
+class ConsumerConfig(NamedTuple):
     """The consumer's (``sendonce_runtime.handler.handler``) environment."""
 
     table_name: str
@@ -198,12 +195,13 @@ class ConsumerConfig:
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Self:
         require(env, Env.TABLE_NAME, Env.DLQ_URL)
         grace_ms = read(env, Env.EVIDENCE_GRACE_MS, int, None)
+        default = cls._field_defaults
         return cls(
             table_name=env[Env.TABLE_NAME],
             dead_letter_queue_url=env[Env.DLQ_URL],
-            delivery=read(env, Env.DELIVERY, DeliveryPolicy, cls.delivery),
-            dedupe_ttl_s=read(env, Env.DEDUPE_TTL_SECONDS, int, cls.dedupe_ttl_s),
-            parallelism=max(1, read(env, Env.PARALLELISM, int, cls.parallelism)),
+            delivery=read(env, Env.DELIVERY, DeliveryPolicy, default["delivery"]),
+            dedupe_ttl_s=read(env, Env.DEDUPE_TTL_SECONDS, int, default["dedupe_ttl_s"]),
+            parallelism=max(1, read(env, Env.PARALLELISM, int, default["parallelism"])),
             fifo=read_flag(env, Env.FIFO),
             configuration_set=env.get(Env.CONFIGURATION_SET) or None,
             pipeline_name=env.get(Env.PIPELINE_NAME) or None,

@@ -19,7 +19,6 @@ with no dependency:
 from __future__ import annotations
 
 import re
-import unicodedata
 
 ACE_PREFIX = "xn--"
 MAX_LABEL_OCTETS = 63
@@ -85,6 +84,8 @@ def check_a_label(label: str) -> None:
 
 def check_u_label(label: str) -> None:
     """A lower-cased non-ASCII label: NFC, no leading mark, hyphen rules, every character PVALID."""
+    import unicodedata  # here, not at the top: only a non-ASCII domain needs it, and loading it costs a cold start
+
     if unicodedata.normalize("NFC", label) != label:
         raise InvalidLabel("it is not in Unicode normalisation form C")
     if unicodedata.category(label[0]) in ("Mn", "Mc", "Me"):
@@ -100,6 +101,8 @@ def check_u_label(label: str) -> None:
 
 
 def _pvalid(char: str) -> bool:
+    import unicodedata  # see check_u_label
+
     if char.isascii():
         return char.isalnum() or char == "-"
     if char in _PVALID_EXCEPTIONS:
