@@ -261,10 +261,9 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
 
     def _build_consumer(self, props: PipelineProps, queues: Queues, ledger: Ledger, evidence: Evidence,
                         function_options: FunctionOptions) -> Consumer:
-        # The environment reads the parts already on the construct (queues, ledger, evidence).
         consumer = BundledFunction(
             self, "Consumer", handler=HANDLER, timeout=props.function_timeout, memory_size=props.memory_size,
-            environment=self._consumer_environment(props, evidence.configuration_set_name), options=function_options,
+            environment=self._consumer_environment(props, queues, ledger, evidence), options=function_options,
             invoked_by="its SQS event source", reserved_concurrent_executions=props.reserved_concurrent_executions,
             description="sendonce consumer: sends each queued email once",
             role_description="sendonce consumer: its dedupe table, its DLQ, SES on its identity, its log group",
@@ -339,26 +338,27 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             CfnOutput(self, OutputId.OUTBOX_TABLE_NAME, value=outbox.table.table_name,
                       description=output_description(self.pipeline_name, OutputPart.OUTBOX))
 
-    def _consumer_environment(self, props: PipelineProps, configuration_set_name: str | None) -> dict[str, str]:
+    def _consumer_environment(self, props: PipelineProps, queues: Queues, ledger: Ledger,
+                              evidence: Evidence) -> dict[str, str]:
         timeout_s = seconds(props.function_timeout)
         max_receive_count = known(props.max_receive_count)
-        ses_events = self.evidence is not None and props.evidence_grace_period is not None
+        ses_events = evidence.ses is not None and props.evidence_grace_period is not None
         return ConsumerConfig(
-            table_name=self.table.table_name,
-            dead_letter_queue_url=self.dead_letter_queue.queue_url,
+            table_name=ledger.table.table_name,
+            dead_letter_queue_url=queues.dead_letter_queue.queue_url,
             delivery=props.delivery,
             dedupe_ttl_s=int(props.dedupe_ttl.to_seconds()),
             parallelism=props.parallelism or 1,
             fifo=props.fifo,
             pipeline_name=self.pipeline_name,
-            queue_url=self.queue.queue_url,
-            configuration_set=configuration_set_name,
-            key_secret_id=self.key_secret.secret_arn if self.key_secret is not None else None,
+            queue_url=queues.queue.queue_url,
+            configuration_set=evidence.configuration_set_name,
+            key_secret_id=ledger.key_secret.secret_arn if ledger.key_secret is not None else None,
             allowed_recipients=props.allowed_recipients,
             time_budget=TimeBudget.for_function_timeout(timeout_s) if timeout_s is not None else None,
             max_send_rate=props.max_send_rate,
             max_receive_count=int(max_receive_count) if max_receive_count is not None else None,
-            outcome_bus=self.outcome_events.bus.event_bus_name if self.outcome_events is not None else None,
+            outcome_bus=evidence.outcome_events.bus.event_bus_name if evidence.outcome_events is not None else None,
             ses_events=ses_events,
             evidence_grace_ms=int(props.evidence_grace_period.to_milliseconds())
             if ses_events and props.evidence_grace_period is not None else 0,
