@@ -12,8 +12,8 @@ import uuid
 from collections import Counter
 
 import pytest
-from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
-from crash_injection import CrashPoint, play_steps
+from consumer_harness import FakeClock
+from crash_injection import CrashPoint, deliver, play_steps
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -43,8 +43,7 @@ def play(pipeline, policy, plan, ses_events, everything: bool) -> tuple[str, dic
     for _ in range(3):
         clock.advance(PAST_ANY_LEASE_MS + GRACE_MS)
         for key_index in range(KEYS):
-            pipeline.consumer(clock, **options).handle(event(sqs_record(job(f"{prefix}:{key_index}"))),
-                                                        FakeContext(clock))
+            deliver(pipeline, clock, f"{prefix}:{key_index}", **options)
             ses_events.pump(now)
     return prefix, crashes
 

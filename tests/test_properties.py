@@ -5,8 +5,8 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
-from crash_injection import CrashPoint, play_steps
+from consumer_harness import FakeClock
+from crash_injection import CrashPoint, deliver, play_steps
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -36,8 +36,7 @@ def run(pipeline, policy, plan):
     crashes = play_steps(pipeline, clock, prefix, plan, KEYS, delivery=policy)
     clock.advance(PAST_ANY_LEASE_MS)
     for key_index in range(KEYS):
-        pipeline.consumer(clock, delivery=policy).handle(event(sqs_record(job(f"{prefix}:{key_index}"))),
-                                                         FakeContext(clock))
+        deliver(pipeline, clock, f"{prefix}:{key_index}", delivery=policy)
     return prefix, crashes
 
 
