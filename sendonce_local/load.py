@@ -14,7 +14,7 @@ from typing import IO, Any
 
 import boto3
 
-from .burst_drain import drain_burst
+from .burst_drain import drain_burst, queue_depth
 from .emulator import REQUESTS
 from .event_source_runner import EventSourceSpec
 from .lambda_instances import FunctionSpec
@@ -90,7 +90,7 @@ def run_burst(
     workload = build_workload(keys, seed, first=500_000, poison=False)
     bodies = workload.first_wave + workload.reenqueued
     sqs = boto3.client("sqs")
-    dead_before = _depth(sqs, dead_letter_queue_url)
+    dead_before = queue_depth(sqs, dead_letter_queue_url)
     calls_before = REQUESTS.snapshot()
     run = drain_burst(function, source, environment, sqs, bodies, rate, log, bound_s)
     calls: Counter[str] = Counter()
@@ -102,14 +102,9 @@ def run_burst(
         emails_per_key=dict(sorted(Counter(per_key.values()).items())),
         keys_sent_twice=sorted(k for k, n in per_key.items() if n > 1),
         keys_lost=sorted(k for k, n in per_key.items() if n == 0),
-        dead_letters=_depth(sqs, dead_letter_queue_url) - dead_before, drain_s=run.drain_s,
+        dead_letters=queue_depth(sqs, dead_letter_queue_url) - dead_before, drain_s=run.drain_s,
         sent_rate=(len(run.accepted_at) - 1) / run.span_s if run.span_s else 0.0, throttles=run.throttles,
-        invocations=run.invocations, aws_calls=dict(calls), subjects=frozenset(workload.subject_to_key),
+        invocations=run.runner["invocations"], aws_calls=dict(calls), subjects=frozenset(workload.subject_to_key),
         accepted_s=[at - run.started for at in run.accepted_at],
     )
 
-
-def _depth(sqs: Any, queue_url: str) -> int:
-    attributes = sqs.get_queue_attributes(
-        QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])
-    return sum(int(v) for v in attributes["Attributes"].values())
