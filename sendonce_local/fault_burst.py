@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import IO, Any
@@ -26,7 +25,7 @@ from .burst_drain import drain_burst, queue_depth
 from .event_source_runner import EventSourceSpec, FaultPlan
 from .lambda_instances import FunctionSpec
 from .slow_services import LATE, Rule, SlowServices
-from .workload import build_workload
+from .workload import build_workload, keys_by_emails, keys_sent_twice
 
 # The queue may hold at most this many messages per job enqueued (the README's bound is two per message).
 DEPTH_AIM = 2.0
@@ -171,8 +170,8 @@ def run_fault_burst(
     unknown = _unknown_keys(table_name, set(per_key))
     return FaultBurstReport(
         stretch=stretch.describe(), policy=ConsumerConfig.from_env(function.environment).delivery.value,
-        jobs=len(bodies), keys=len(per_key), emails_per_key=dict(sorted(Counter(per_key.values()).items())),
-        keys_sent_twice=sorted(k for k, n in per_key.items() if n > 1),
+        jobs=len(bodies), keys=len(per_key), emails_per_key=keys_by_emails(per_key),
+        keys_sent_twice=keys_sent_twice(per_key),
         keys_lost=sorted(k for k, n in per_key.items() if n == 0 and k not in unknown),
         dead_letters=queue_depth(sqs, dead_letter_queue_url) - dead_before, peak_depth=sampler.peak,
         unknown_keys=sorted(unknown), unknown_never_seen=sorted(k for k in unknown if per_key[k] == 0),

@@ -18,7 +18,7 @@ from .burst_drain import drain_burst, queue_depth
 from .emulator import REQUESTS
 from .event_source_runner import EventSourceSpec
 from .lambda_instances import FunctionSpec
-from .workload import build_workload
+from .workload import build_workload, keys_by_emails, keys_sent_twice
 
 SENT_RATE_AIM = 0.9  # of R, once the burst is under way
 DRAIN_AIM = 1.15  # x the ideal drain time, jobs / R
@@ -99,8 +99,8 @@ def run_burst(
     per_key = workload.emails_per_key(sent_subjects())
     return BurstReport(
         rate=rate, jobs=len(bodies), keys=len(per_key), pollers=source.max_concurrency,
-        emails_per_key=dict(sorted(Counter(per_key.values()).items())),
-        keys_sent_twice=sorted(k for k, n in per_key.items() if n > 1),
+        emails_per_key=keys_by_emails(per_key),
+        keys_sent_twice=keys_sent_twice(per_key),
         keys_lost=sorted(k for k, n in per_key.items() if n == 0),
         dead_letters=queue_depth(sqs, dead_letter_queue_url) - dead_before, drain_s=run.drain_s,
         sent_rate=(len(run.accepted_at) - 1) / run.span_s if run.span_s else 0.0, throttles=run.throttles,

@@ -6,7 +6,6 @@ throttles nothing. Counted outside the consumer: emails and recipients SES accep
 from __future__ import annotations
 
 import json
-from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import IO, Any
 
@@ -15,7 +14,7 @@ import boto3
 from .burst_drain import drain_burst
 from .event_source_runner import EventSourceSpec
 from .lambda_instances import FunctionSpec
-from .workload import build_workload
+from .workload import build_workload, keys_by_emails
 
 SENT_RATE_AIM = 0.9  # of R, in recipients a second, once the burst is under way
 
@@ -82,7 +81,7 @@ def run_recipient_burst(
     counts = run.recipients
     return RecipientBurstReport(
         rate=rate, recipients_per_job=recipients, jobs=len(bodies), keys=len(per_key),
-        emails_per_key=dict(sorted(Counter(per_key.values()).items())),
+        emails_per_key=keys_by_emails(per_key),
         dead_letters=int(dead["ApproximateNumberOfMessages"]), drain_s=run.drain_s,
         # the first email's recipients were sent at the start of the span, so they do not count toward its rate
         recipients_per_s=(sum(counts) - counts[0]) / run.span_s if run.span_s else 0.0, throttles=run.throttles,

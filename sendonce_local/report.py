@@ -18,7 +18,7 @@ from sendonce_contract.schema import DEDUPE_KEY, DeadLetter, Ledger, ReasonCode,
 from .fault_burst import FaultBurstReport
 from .load import DRAIN_AIM, SENT_RATE_AIM, BurstReport
 from .outcome_check import OutcomeEventsCheck
-from .workload import Workload
+from .workload import Workload, keys_by_emails, keys_sent_twice
 
 UNKNOWN = Status.UNKNOWN.value
 
@@ -215,8 +215,8 @@ def build_report(
         deliveries_to_handler=runner_stats.get("records_delivered", 0),
         invocations=runner_stats.get("invocations", 0),
         workers_killed=runner_stats.get("workers_killed", 0),
-        emails_per_key=dict(sorted(Counter(per_key.values()).items())),
-        keys_sent_twice=sorted(k for k, c in per_key.items() if c >= 2),
+        emails_per_key=keys_by_emails(per_key),
+        keys_sent_twice=keys_sent_twice(per_key),
         keys_lost=dict(sorted(lost.items())),
         keys_sent_once_recorded_unknown=sum(1 for k, c in per_key.items() if c == 1 and statuses.get(k) == UNKNOWN),
         unexpected_emails=unexpected,
