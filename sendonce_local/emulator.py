@@ -254,6 +254,15 @@ class LocalAws:
 
         return list(ses_backends[self.account_id][self.region].sent_messages)
 
+    def sent_subjects(self) -> list[str]:
+        """The subjects of what the emulator's SES accepted, in order (the workloads name each email's key by it)."""
+        return [subject_of(message) for message in self.sent_emails()]
+
+
+def subject_of(sent: Any) -> str:
+    """The subject of an email the emulator's SES accepted; '' for a raw message, whose subject is inside it."""
+    return str(getattr(sent, "subject", ""))
+
 
 @contextmanager
 def local_aws(region: str = DEFAULT_REGION, fresh: bool = True, pointed: bool = False) -> Iterator[LocalAws]:

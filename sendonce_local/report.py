@@ -15,6 +15,7 @@ from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_contract.record import EmailRecord
 from sendonce_contract.schema import DEDUPE_KEY, DeadLetter, Ledger, ReasonCode, Status
 
+from .emulator import subject_of
 from .fault_burst import FaultBurstReport
 from .load import DRAIN_AIM, SENT_RATE_AIM, BurstReport
 from .outcome_check import OutcomeEventsCheck
@@ -196,7 +197,7 @@ def build_report(
     burst: BurstReport | None = None,
     fault_bursts: list[FaultBurstReport] | None = None,
 ) -> Report:
-    subjects = [getattr(message, "subject", "") for message in sent_emails]
+    subjects = [subject_of(message) for message in sent_emails]
     per_key = workload.emails_per_key(subjects)
     expected = {*workload.subject_to_key, *(residual.workload.subject_to_key if residual else ()),
                 *(burst.subjects if burst else ()), *(s for f in fault_bursts or () for s in f.subjects)}
@@ -241,7 +242,7 @@ def build_report(
 def _residual(residual: Residual, sent_emails: list[Any], table_name: str) -> ResidualReport:
     ids_per_key: dict[str, list[str]] = {key: [] for key in residual.workload.subject_to_key.values()}
     for message in sent_emails:
-        key = residual.workload.subject_to_key.get(getattr(message, "subject", ""))
+        key = residual.workload.subject_to_key.get(subject_of(message))
         if key is not None:
             ids_per_key[key].append(str(message.id))
     records = _ledger_records(table_name, list(ids_per_key))
