@@ -77,38 +77,41 @@ def render_evidence(figures: dict[str, Any]) -> str:
 
 
 def render_recipient_burst(burst: Any, factor: int) -> str:
-    verdict = "met" if burst.aims_met else "NOT met"
-    return "\n".join([
+    return _render_burst_section(
         f"## 9b. A burst of {factor} x SES's rate, counted in recipients",
-        "",
         f"SES (the emulator's) accepting {RECIPIENT_RATE:g} recipients/s, as SES's quotas count them, and refusing "
         "the rest with `TooManyRequestsException`; jobs of "
         f"{RECIPIENTS_PER_JOB} recipients; the consumer with `send_rate` = that rate over `max_concurrency` = "
         f"{BURST_POLLERS} (each instance paced at {RECIPIENT_RATE / BURST_POLLERS:g} recipients/s: one token per "
         "recipient), function timeout 30 s; recipients counted in SES.",
-        "",
-        *[f"- {line.strip()}" for line in burst.lines()],
-        "",
-        f"Aims (at least 90% of R in recipients once under way, zero throttles; nothing in the DLQ, lost or sent "
-        f"twice): {verdict}.",
-        "",
-    ])
+        "at least 90% of R in recipients once under way, zero throttles; nothing in the DLQ, lost or sent twice",
+        burst,
+    )
 
 
 def render_burst(burst: Any, factor: int) -> str:
-    verdict = "met" if burst.aims_met else "NOT met"
-    return "\n".join([
+    return _render_burst_section(
         f"## 9. A burst of {factor} x SES's rate",
-        "",
         f"SES (the emulator's, accepting {BURST_RATE:g} emails/s and refusing the rest with SES's own "
         "`TooManyRequestsException`), the consumer with default props plus `send_rate` = that rate over "
         f"`max_concurrency` = {BURST_POLLERS} (each instance paced at {BURST_RATE / BURST_POLLERS:g}/s, function "
         f"timeout 30 s), {BURST_POLLERS} pollers playing Lambda's event source; emails counted in SES.",
+        "at least 90% of R once under way; drained within 1.15 x jobs / R; nothing in the DLQ, lost or sent twice",
+        burst,
+    )
+
+
+def _render_burst_section(heading: str, setup: str, aims: str, burst: Any) -> str:
+    """A burst's section: what ran, the report's lines as a list, and whether its aims were met."""
+    verdict = "met" if burst.aims_met else "NOT met"
+    return "\n".join([
+        heading,
+        "",
+        setup,
         "",
         *[f"- {line.strip()}" for line in burst.lines()],
         "",
-        f"Aims (at least 90% of R once under way; drained within 1.15 x jobs / R; nothing in the DLQ, lost or sent "
-        f"twice): {verdict}.",
+        f"Aims ({aims}): {verdict}.",
         "",
     ])
 

@@ -252,7 +252,7 @@ def _burst_phase(options: DemoOptions, aws: LocalAws, deployed: Deployed, log: I
         f"(the consumer paces each of its {deployed.consumer.source.max_concurrency} instances at {pace}/s)")
     burst = run_burst(deployed.consumer.function, deployed.consumer.source, aws.environment,
                       config.dead_letter_queue_url,
-                      lambda: [getattr(m, "subject", "") for m in aws.sent_emails()], rate, keys, options.seed + 2,
+                      aws.sent_subjects, rate, keys, options.seed + 2,
                       log, options.bound())
     for line in burst.lines():
         say(f"    {line.strip()}")
@@ -280,7 +280,7 @@ def _fault_phase(options: DemoOptions, aws: LocalAws, deployed: Deployed, log: I
     for n, stretch in enumerate(stretches):
         report = run_fault_burst(
             function, deployed.consumer.source, aws.environment, config.dead_letter_queue_url,
-            deployed.table, lambda: [getattr(m, "subject", "") for m in aws.sent_emails()], options.burst_rate,
+            deployed.table, aws.sent_subjects, options.burst_rate,
             options.fault_burst_keys, options.seed + 3 + n, stretch, log, options.bound(), copy_kills=0.5,
             first=700_000 + 100_000 * n)
         for line in report.lines():

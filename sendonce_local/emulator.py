@@ -59,16 +59,21 @@ _sqs_lock = threading.RLock()
 def make_dynamodb_writes_atomic() -> None:
     """Serialise moto's DynamoDB item writes, as the service does per item (idempotent)."""
     for name in _WRITES:
-        wrap_once(DynamoDBBackend, name, _locked, "atomic item writes")
+        wrap_once(DynamoDBBackend, name, _holding(_write_lock), "atomic item writes")
 
 
-def _locked(method: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(method)
-    def locked(*args: Any, **kwargs: Any) -> Any:
-        with _write_lock:
-            return method(*args, **kwargs)
+def _holding(lock: threading.RLock) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A wrapper for :func:`wrap_once` whose method runs holding ``lock``."""
 
-    return locked
+    def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)
+        def locked(*args: Any, **kwargs: Any) -> Any:
+            with lock:
+                return method(*args, **kwargs)
+
+        return locked
+
+    return wrap
 
 
 def make_sqs_linear() -> None:
@@ -103,17 +108,8 @@ def _retention_from_the_queue(original: Callable[..., Any]) -> Callable[..., Any
 def make_sqs_message_moves_atomic() -> None:
     """Serialise moto's SQS calls that move messages, as the service is consistent per message (idempotent)."""
     for name in _SQS_MOVES:
-        wrap_once(SQSBackend, name, _sqs_locked, "atomic message moves")
+        wrap_once(SQSBackend, name, _holding(_sqs_lock), "atomic message moves")
     wrap_once(SQSBackend, "receive_message", _receive_polling_outside_the_lock, "atomic message moves")
-
-
-def _sqs_locked(method: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(method)
-    def locked(*args: Any, **kwargs: Any) -> Any:
-        with _sqs_lock:
-            return method(*args, **kwargs)
-
-    return locked
 
 
 def _receive_polling_outside_the_lock(receive: Callable[..., Any]) -> Callable[..., Any]:
@@ -257,6 +253,15 @@ class LocalAws:
         from moto.ses.models import ses_backends
 
         return list(ses_backends[self.account_id][self.region].sent_messages)
+
+    def sent_subjects(self) -> list[str]:
+        """The subjects of what the emulator's SES accepted, in order (the workloads name each email's key by it)."""
+        return [subject_of(message) for message in self.sent_emails()]
+
+
+def subject_of(sent: Any) -> str:
+    """The subject of an email the emulator's SES accepted; '' for a raw message, whose subject is inside it."""
+    return str(getattr(sent, "subject", ""))
 
 
 @contextmanager

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from typing import IO, Any
@@ -22,11 +21,11 @@ import boto3
 from sendonce_contract.deploy_config import ConsumerConfig
 from sendonce_contract.schema import Ledger, Status
 
-from .event_source_runner import EventSourceRunner, EventSourceSpec, FaultPlan
+from .burst_drain import drain_burst, queue_depth
+from .event_source_runner import EventSourceSpec, FaultPlan
 from .lambda_instances import FunctionSpec
-from .ses_limits import SES_RATE
 from .slow_services import LATE, Rule, SlowServices
-from .workload import build_workload, enqueue
+from .workload import build_workload, keys_by_emails, keys_sent_twice
 
 # The queue may hold at most this many messages per job enqueued (the README's bound is two per message).
 DEPTH_AIM = 2.0
@@ -148,38 +147,35 @@ def run_fault_burst(
     workload = build_workload(keys, seed, first=first, poison=False)
     bodies = workload.first_wave + workload.reenqueued
     sqs = boto3.client("sqs")
-    dead_before = _depth(sqs, dead_letter_queue_url)
+    dead_before = queue_depth(sqs, dead_letter_queue_url)
     proxy = SlowServices(environment["AWS_ENDPOINT_URL"], late_s=stretch.late_s).start()
     # Only the consumer goes through the proxy: the event source's own receives and deletes are Lambda's.
     slowed = replace(function, environment={**function.environment, "AWS_ENDPOINT_URL": proxy.endpoint})
     faults = FaultPlan(copy_kills, seed, ("after_copy",))
-    SES_RATE.limit(rate)
-    started = time.monotonic()
+
+    def start_the_stretch() -> None:
+        # The stretch starts once the burst reaches DynamoDB (cold starts come first).
+        warm_by = time.monotonic() + bound_s
+        while not proxy.requests["dynamodb"] and time.monotonic() < warm_by:
+            time.sleep(0.05)
+        proxy.fault(*stretch.rules, for_s=stretch.seconds)
+
     try:
-        with _DepthSampler(source.queue_url) as sampler, EventSourceRunner(slowed, source, environment, log,
-                                                                          faults) as runner:
-            enqueue(sqs, source.queue_url, bodies)
-            # The stretch starts once the burst reaches DynamoDB (cold starts come first).
-            warm_by = time.monotonic() + bound_s
-            while not proxy.requests["dynamodb"] and time.monotonic() < warm_by:
-                time.sleep(0.05)
-            proxy.fault(*stretch.rules, for_s=stretch.seconds)
-            drained = runner.run_until_drained(bound_s)
-            drain_s = time.monotonic() - started
-            stats = runner.stats.as_dict()
+        with _DepthSampler(source.queue_url) as sampler:
+            run = drain_burst(slowed, source, environment, sqs, bodies, rate, log, bound_s, faults,
+                              once_enqueued=start_the_stretch)
     finally:
-        SES_RATE.limit(None)
         proxy.stop()
     per_key = workload.emails_per_key(sent_subjects())
     unknown = _unknown_keys(table_name, set(per_key))
     return FaultBurstReport(
         stretch=stretch.describe(), policy=ConsumerConfig.from_env(function.environment).delivery.value,
-        jobs=len(bodies), keys=len(per_key), emails_per_key=dict(sorted(Counter(per_key.values()).items())),
-        keys_sent_twice=sorted(k for k, n in per_key.items() if n > 1),
+        jobs=len(bodies), keys=len(per_key), emails_per_key=keys_by_emails(per_key),
+        keys_sent_twice=keys_sent_twice(per_key),
         keys_lost=sorted(k for k, n in per_key.items() if n == 0 and k not in unknown),
-        dead_letters=_depth(sqs, dead_letter_queue_url) - dead_before, peak_depth=sampler.peak,
+        dead_letters=queue_depth(sqs, dead_letter_queue_url) - dead_before, peak_depth=sampler.peak,
         unknown_keys=sorted(unknown), unknown_never_seen=sorted(k for k in unknown if per_key[k] == 0),
-        drain_s=drain_s, drained=drained, runner=stats,
+        drain_s=run.drain_s, drained=run.drained, runner=run.runner,
         proxy_hits={" ".join(k): v for k, v in proxy.hits.items()}, proxy_requests=dict(proxy.requests),
         subjects=frozenset(workload.subject_to_key),
     )
@@ -195,8 +191,3 @@ def _unknown_keys(table_name: str, keys: set[str]) -> set[str]:
                 found.add(key)
     return found
 
-
-def _depth(sqs: Any, queue_url: str) -> int:
-    attributes = sqs.get_queue_attributes(
-        QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])
-    return sum(int(v) for v in attributes["Attributes"].values())

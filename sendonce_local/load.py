@@ -7,7 +7,6 @@ drain, the sent rate against R, throttles per email, invocations and AWS calls p
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -15,11 +14,11 @@ from typing import IO, Any
 
 import boto3
 
+from .burst_drain import drain_burst, queue_depth
 from .emulator import REQUESTS
-from .event_source_runner import EventSourceRunner, EventSourceSpec
+from .event_source_runner import EventSourceSpec
 from .lambda_instances import FunctionSpec
-from .ses_limits import SES_RATE
-from .workload import build_workload, enqueue
+from .workload import build_workload, keys_by_emails, keys_sent_twice
 
 SENT_RATE_AIM = 0.9  # of R, once the burst is under way
 DRAIN_AIM = 1.15  # x the ideal drain time, jobs / R
@@ -91,37 +90,21 @@ def run_burst(
     workload = build_workload(keys, seed, first=500_000, poison=False)
     bodies = workload.first_wave + workload.reenqueued
     sqs = boto3.client("sqs")
-    dead_before = _depth(sqs, dead_letter_queue_url)
-    SES_RATE.limit(rate)
+    dead_before = queue_depth(sqs, dead_letter_queue_url)
     calls_before = REQUESTS.snapshot()
-    started = time.monotonic()
-    try:
-        with EventSourceRunner(function, source, environment, log) as runner:
-            enqueue(sqs, source.queue_url, bodies)
-            runner.run_until_drained(bound_s)
-            drain_s = time.monotonic() - started
-            invocations = runner.stats.invocations
-    finally:
-        accepted_at, throttles = list(SES_RATE.accepted_at), SES_RATE.throttled
-        SES_RATE.limit(None)
+    run = drain_burst(function, source, environment, sqs, bodies, rate, log, bound_s)
     calls: Counter[str] = Counter()
     for (service, _), count in (REQUESTS.snapshot() - calls_before).items():
         calls[service] += count
     per_key = workload.emails_per_key(sent_subjects())
-    span = accepted_at[-1] - accepted_at[0] if len(accepted_at) > 1 else 0.0
     return BurstReport(
         rate=rate, jobs=len(bodies), keys=len(per_key), pollers=source.max_concurrency,
-        emails_per_key=dict(sorted(Counter(per_key.values()).items())),
-        keys_sent_twice=sorted(k for k, n in per_key.items() if n > 1),
+        emails_per_key=keys_by_emails(per_key),
+        keys_sent_twice=keys_sent_twice(per_key),
         keys_lost=sorted(k for k, n in per_key.items() if n == 0),
-        dead_letters=_depth(sqs, dead_letter_queue_url) - dead_before, drain_s=drain_s,
-        sent_rate=(len(accepted_at) - 1) / span if span else 0.0, throttles=throttles, invocations=invocations,
-        aws_calls=dict(calls), subjects=frozenset(workload.subject_to_key),
-        accepted_s=[at - started for at in accepted_at],
+        dead_letters=queue_depth(sqs, dead_letter_queue_url) - dead_before, drain_s=run.drain_s,
+        sent_rate=(len(run.accepted_at) - 1) / run.span_s if run.span_s else 0.0, throttles=run.throttles,
+        invocations=run.runner["invocations"], aws_calls=dict(calls), subjects=frozenset(workload.subject_to_key),
+        accepted_s=[at - run.started for at in run.accepted_at],
     )
 
-
-def _depth(sqs: Any, queue_url: str) -> int:
-    attributes = sqs.get_queue_attributes(
-        QueueUrl=queue_url, AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])
-    return sum(int(v) for v in attributes["Attributes"].values())

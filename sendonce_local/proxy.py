@@ -8,11 +8,13 @@ split write stalls about 40 ms per call on loopback.
 from __future__ import annotations
 
 import http.client
+import json
 import socket
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Self
 from urllib.parse import urlsplit
 
 _HOP_BY_HOP = ("connection", "content-length", "transfer-encoding", "keep-alive")
@@ -52,12 +54,19 @@ def pass_through(request: ProxiedRequest, forward: Forward) -> Reply | None:
     return forward()
 
 
+def error_reply(status: int, code: str, body: dict[str, str], content_type: str) -> Reply:
+    """An AWS error as the SDKs read it: the error code in ``x-amzn-ErrorType``, beside the service's JSON body."""
+    return Reply(status, [("x-amzn-ErrorType", code), ("Content-Type", content_type)], json.dumps(body).encode())
+
+
 class _Server(ThreadingHTTPServer):
     # The default backlog of 5 drops SYNs when ten sends connect at once, and a dropped SYN waits a second.
     request_queue_size = 128
 
 
 class ForwardingProxy:
+    """Forwards each request to ``upstream`` as ``behaviour`` decides; a fault proxy subclasses it with its own."""
+
     def __init__(self, upstream: str, behaviour: Behaviour = pass_through) -> None:
         parts = urlsplit(upstream)
         self._upstream = (parts.hostname or "localhost", parts.port or 80)
@@ -67,7 +76,7 @@ class ForwardingProxy:
         self.endpoint = f"http://localhost:{self._server.server_address[1]}"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
-    def start(self) -> ForwardingProxy:
+    def start(self) -> Self:
         self._thread.start()
         return self
 

@@ -6,17 +6,15 @@ throttles nothing. Counted outside the consumer: emails and recipients SES accep
 from __future__ import annotations
 
 import json
-import time
-from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import IO, Any
 
 import boto3
 
-from .event_source_runner import EventSourceRunner, EventSourceSpec
+from .burst_drain import drain_burst
+from .event_source_runner import EventSourceSpec
 from .lambda_instances import FunctionSpec
-from .ses_limits import SES_RATE
-from .workload import build_workload, enqueue
+from .workload import build_workload, keys_by_emails
 
 SENT_RATE_AIM = 0.9  # of R, in recipients a second, once the burst is under way
 
@@ -76,24 +74,15 @@ def run_recipient_burst(
     workload = build_workload(keys, seed, first=800_000, poison=False)
     bodies = [with_recipients(body, recipients) for body in workload.first_wave + workload.reenqueued]
     sqs = boto3.client("sqs")
-    SES_RATE.limit(rate)
-    started = time.monotonic()
-    try:
-        with EventSourceRunner(function, source, environment, log) as runner:
-            enqueue(sqs, source.queue_url, bodies)
-            runner.run_until_drained(bound_s)
-            drain_s = time.monotonic() - started
-    finally:
-        accepted_at, counts, throttles = list(SES_RATE.accepted_at), list(SES_RATE.recipients), SES_RATE.throttled
-        SES_RATE.limit(None)
-    span = accepted_at[-1] - accepted_at[0] if len(accepted_at) > 1 else 0.0
+    run = drain_burst(function, source, environment, sqs, bodies, rate, log, bound_s)
     per_key = workload.emails_per_key(sent_subjects())
     dead = sqs.get_queue_attributes(QueueUrl=dead_letter_queue_url,
                                     AttributeNames=["ApproximateNumberOfMessages"])["Attributes"]
+    counts = run.recipients
     return RecipientBurstReport(
         rate=rate, recipients_per_job=recipients, jobs=len(bodies), keys=len(per_key),
-        emails_per_key=dict(sorted(Counter(per_key.values()).items())),
-        dead_letters=int(dead["ApproximateNumberOfMessages"]), drain_s=drain_s,
+        emails_per_key=keys_by_emails(per_key),
+        dead_letters=int(dead["ApproximateNumberOfMessages"]), drain_s=run.drain_s,
         # the first email's recipients were sent at the start of the span, so they do not count toward its rate
-        recipients_per_s=(sum(counts) - counts[0]) / span if span else 0.0, throttles=throttles,
+        recipients_per_s=(sum(counts) - counts[0]) / run.span_s if run.span_s else 0.0, throttles=run.throttles,
     )

@@ -15,10 +15,11 @@ from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_contract.record import EmailRecord
 from sendonce_contract.schema import DEDUPE_KEY, DeadLetter, Ledger, ReasonCode, Status
 
+from .emulator import subject_of
 from .fault_burst import FaultBurstReport
 from .load import DRAIN_AIM, SENT_RATE_AIM, BurstReport
 from .outcome_check import OutcomeEventsCheck
-from .workload import Workload
+from .workload import Workload, keys_by_emails, keys_sent_twice
 
 UNKNOWN = Status.UNKNOWN.value
 
@@ -196,7 +197,7 @@ def build_report(
     burst: BurstReport | None = None,
     fault_bursts: list[FaultBurstReport] | None = None,
 ) -> Report:
-    subjects = [getattr(message, "subject", "") for message in sent_emails]
+    subjects = [subject_of(message) for message in sent_emails]
     per_key = workload.emails_per_key(subjects)
     expected = {*workload.subject_to_key, *(residual.workload.subject_to_key if residual else ()),
                 *(burst.subjects if burst else ()), *(s for f in fault_bursts or () for s in f.subjects)}
@@ -215,8 +216,8 @@ def build_report(
         deliveries_to_handler=runner_stats.get("records_delivered", 0),
         invocations=runner_stats.get("invocations", 0),
         workers_killed=runner_stats.get("workers_killed", 0),
-        emails_per_key=dict(sorted(Counter(per_key.values()).items())),
-        keys_sent_twice=sorted(k for k, c in per_key.items() if c >= 2),
+        emails_per_key=keys_by_emails(per_key),
+        keys_sent_twice=keys_sent_twice(per_key),
         keys_lost=dict(sorted(lost.items())),
         keys_sent_once_recorded_unknown=sum(1 for k, c in per_key.items() if c == 1 and statuses.get(k) == UNKNOWN),
         unexpected_emails=unexpected,
@@ -241,7 +242,7 @@ def build_report(
 def _residual(residual: Residual, sent_emails: list[Any], table_name: str) -> ResidualReport:
     ids_per_key: dict[str, list[str]] = {key: [] for key in residual.workload.subject_to_key.values()}
     for message in sent_emails:
-        key = residual.workload.subject_to_key.get(getattr(message, "subject", ""))
+        key = residual.workload.subject_to_key.get(subject_of(message))
         if key is not None:
             ids_per_key[key].append(str(message.id))
     records = _ledger_records(table_name, list(ids_per_key))

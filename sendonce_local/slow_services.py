@@ -8,13 +8,12 @@ refusal is answered at once with the error code given, as DynamoDB's throttling 
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections import Counter
 from dataclasses import dataclass
 
-from .proxy import Forward, ForwardingProxy, ProxiedRequest, Reply
+from .proxy import Forward, ForwardingProxy, ProxiedRequest, Reply, error_reply
 
 LATE = "late"
 
@@ -32,7 +31,7 @@ def operation_of(request: ProxiedRequest) -> str:
     return target.rpartition(".")[2]
 
 
-class SlowServices:
+class SlowServices(ForwardingProxy):
     def __init__(self, upstream: str, late_s: float = 0.5) -> None:
         self.late_s = late_s
         self._rules: list[Rule] = []
@@ -40,15 +39,7 @@ class SlowServices:
         self._lock = threading.Lock()
         self.hits: Counter[tuple[str, str, str]] = Counter()  # requests that met a fault
         self.requests: Counter[str] = Counter()  # every request, by service
-        self._proxy = ForwardingProxy(upstream, self._behave)
-        self.endpoint = self._proxy.endpoint
-
-    def start(self) -> SlowServices:
-        self._proxy.start()
-        return self
-
-    def stop(self) -> None:
-        self._proxy.stop()
+        super().__init__(upstream, self._behave)
 
     def fault(self, *rules: Rule, for_s: float = 3600.0) -> None:
         """From now on and for ``for_s`` seconds, requests matching a rule get its fault."""
@@ -78,6 +69,5 @@ class SlowServices:
             reply = forward()
             time.sleep(self.late_s)  # the client gave up already; the write happened
             return reply
-        body = json.dumps({"__type": rule.fault, "message": f"played {rule.fault}"}).encode()
-        headers = [("x-amzn-ErrorType", rule.fault), ("Content-Type", "application/x-amz-json-1.0")]
-        return Reply(rule.status, headers, body)
+        return error_reply(rule.status, rule.fault, {"__type": rule.fault, "message": f"played {rule.fault}"},
+                           "application/x-amz-json-1.0")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 SENDER = "Shop <receipts@example.com>"
@@ -37,6 +37,16 @@ class Workload:
     @property
     def expected_dead_letters(self) -> int:
         return self.kinds["malformed"] + self.kinds["ses_refused"]
+
+
+def keys_by_emails(per_key: Mapping[str, int]) -> dict[int, int]:
+    """How many keys got each number of emails, fewest emails first: {1: 50} when each of 50 keys got one."""
+    return dict(sorted(Counter(per_key.values()).items()))
+
+
+def keys_sent_twice(per_key: Mapping[str, int]) -> list[str]:
+    """The keys that got more than one email, sorted."""
+    return sorted(key for key, emails in per_key.items() if emails > 1)
 
 
 def _job(key: str, subject: str, recipient: str, sender: str = SENDER) -> str:

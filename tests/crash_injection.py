@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import enum
+from collections import Counter
+from collections.abc import Callable, Iterable
 from typing import Any
+
+from sendonce_testing.lambda_events import FakeContext, event, job, sqs_record
 
 
 class WorkerKilled(BaseException):
@@ -45,3 +49,34 @@ def crash_at(consumer: Any, point: CrashPoint) -> Any:
     if point is CrashPoint.AFTER_SENT:
         ledger.mark_sent = mark_sent_then_die
     return consumer
+
+
+def deliver(pipeline: Any, clock: Any, key: str, crash: CrashPoint | None = None, **consumer_options: Any) -> bool:
+    """Deliver ``key``'s job to a fresh consumer, killed at ``crash`` if one is given; True when it was killed."""
+    consumer = pipeline.consumer(clock, **consumer_options)
+    if crash is not None:
+        crash_at(consumer, crash)
+    try:
+        consumer.handle(event(sqs_record(job(key))), FakeContext(clock))
+    except WorkerKilled:
+        return True
+    return False
+
+
+# A step of an interleaving: which key is delivered, where its worker dies (None: nowhere), then how far time moves.
+Step = tuple[int, CrashPoint | None, int]
+
+
+def play_steps(
+    pipeline: Any, clock: Any, prefix: str, steps: Iterable[Step], keys: int,
+    after_each: Callable[[], None] = lambda: None, **consumer_options: Any,
+) -> dict[int, Counter[CrashPoint]]:
+    """Deliver each step's key (``prefix:index``), killed at the step's crash point if any, call ``after_each``, then
+    advance the clock; return how often each key's worker was killed at each point."""
+    crashes: dict[int, Counter[CrashPoint]] = {k: Counter() for k in range(keys)}
+    for key_index, crash, advance_ms in steps:
+        if deliver(pipeline, clock, f"{prefix}:{key_index}", crash, **consumer_options) and crash is not None:
+            crashes[key_index][crash] += 1
+        after_each()
+        clock.advance(advance_ms)
+    return crashes

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import collections
 import enum
-import json
 import threading
 
-from sendonce_local.proxy import Forward, ForwardingProxy, ProxiedRequest, Reply
+from sendonce_local.proxy import Forward, ForwardingProxy, ProxiedRequest, Reply, error_reply
 
 SEND_PATH = "/v2/email/outbound-emails"
 HOLD_LIMIT_S = 30  # a held response is released at the latest by stop(), or after this
@@ -40,22 +39,22 @@ _ERRORS = {
 }
 
 
-class SesFaultProxy:
+def _scripted_error(fault: Fault) -> Reply:
+    status, code, message = _ERRORS[fault]
+    return error_reply(status, code, {"message": message}, "application/json")
+
+
+class SesFaultProxy(ForwardingProxy):
     def __init__(self, upstream: str) -> None:
         self._faults: collections.deque[Fault] = collections.deque()
         self._lock = threading.Lock()
         self._release = threading.Event()
         self.send_requests = 0
-        self._proxy = ForwardingProxy(upstream, self._behave)
-        self.endpoint = self._proxy.endpoint
-
-    def start(self) -> SesFaultProxy:
-        self._proxy.start()
-        return self
+        super().__init__(upstream, self._behave)
 
     def stop(self) -> None:
-        self._release.set()
-        self._proxy.stop()
+        self._release.set()  # a held answer ends first, so the server's shutdown does not wait for it
+        super().stop()
 
     def script(self, *faults: Fault) -> None:
         """The next SendEmail calls get these faults, in order; after them, calls pass."""
@@ -70,9 +69,7 @@ class SesFaultProxy:
     def _behave(self, request: ProxiedRequest, forward: Forward) -> Reply | None:
         fault = self._next_fault() if request.path.startswith(SEND_PATH) else Fault.PASS
         if fault in _ERRORS:
-            status, code, message = _ERRORS[fault]
-            headers = [("x-amzn-ErrorType", code), ("Content-Type", "application/json")]
-            return Reply(status, headers, json.dumps({"message": message}).encode())
+            return _scripted_error(fault)
         reply = forward()
         if fault is Fault.ACCEPT_THEN_HANG:
             self._release.wait(HOLD_LIMIT_S)
@@ -80,7 +77,5 @@ class SesFaultProxy:
         if fault is Fault.ACCEPT_THEN_DROP:
             return None
         if fault is Fault.ACCEPT_THEN_SERVER_ERROR:
-            status, code, message = _ERRORS[Fault.SERVER_ERROR]
-            return Reply(status, [("x-amzn-ErrorType", code), ("Content-Type", "application/json")],
-                         json.dumps({"message": message}).encode())
+            return _scripted_error(Fault.SERVER_ERROR)
         return reply

@@ -12,8 +12,8 @@ import uuid
 from collections import Counter
 
 import pytest
-from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
-from crash_injection import CrashPoint, WorkerKilled, crash_at
+from consumer_harness import FakeClock
+from crash_injection import CrashPoint, deliver, play_steps
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -39,22 +39,11 @@ def play(pipeline, policy, plan, ses_events, everything: bool) -> tuple[str, dic
     now = float("inf") if everything else None
     clock, prefix = FakeClock(), uuid.uuid4().hex[:8]
     options = pipeline.evidence_settings(grace_ms=GRACE_MS, delivery=policy)
-    crashes: dict[int, Counter] = {k: Counter() for k in range(KEYS)}
-    for key_index, crash, advance_ms in plan:
-        consumer = pipeline.consumer(clock, **options)
-        if crash is not None:
-            crash_at(consumer, crash)
-        try:
-            consumer.handle(event(sqs_record(job(f"{prefix}:{key_index}"))), FakeContext(clock))
-        except WorkerKilled:
-            crashes[key_index][crash] += 1
-        ses_events.pump(now)
-        clock.advance(advance_ms)
+    crashes = play_steps(pipeline, clock, prefix, plan, KEYS, after_each=lambda: ses_events.pump(now), **options)
     for _ in range(3):
         clock.advance(PAST_ANY_LEASE_MS + GRACE_MS)
         for key_index in range(KEYS):
-            pipeline.consumer(clock, **options).handle(event(sqs_record(job(f"{prefix}:{key_index}"))),
-                                                        FakeContext(clock))
+            deliver(pipeline, clock, f"{prefix}:{key_index}", **options)
             ses_events.pump(now)
     return prefix, crashes
 

@@ -54,8 +54,7 @@ def burst(pipeline, stretch, policy=DeliveryPolicy.RESEND_WITHOUT_EVIDENCE):
     publisher = pipeline.ses_events().start()  # SES's events reach the recorder within a second
     try:
         report = run_fault_burst(function, source, pipeline.aws.environment, pipeline.dead_letter_queue_url,
-                                 pipeline.table_name, lambda: [getattr(m, "subject", "") for m in
-                                                               pipeline.aws.sent_emails()],
+                                 pipeline.table_name, pipeline.aws.sent_subjects,
                                  RATE, KEYS, seed=5, stretch=stretch, bound_s=240, copy_kills=0.5)
         bound = time.monotonic() + 30
         while publisher.pending() and time.monotonic() < bound:

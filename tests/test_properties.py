@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import uuid
-from collections import Counter
 
 import pytest
-from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
-from crash_injection import CrashPoint, WorkerKilled, crash_at
+from consumer_harness import FakeClock
+from crash_injection import CrashPoint, deliver, play_steps
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -34,20 +33,10 @@ pytestmark = pytest.mark.usefixtures("at_both_parallelisms")
 def run(pipeline, policy, plan):
     """Play the plan, then let SQS redeliver each key once more after every lease expired."""
     clock, prefix = FakeClock(), uuid.uuid4().hex[:8]
-    crashes: dict[int, Counter] = {k: Counter() for k in range(KEYS)}
-    for key_index, crash, advance_ms in plan:
-        consumer = pipeline.consumer(clock, delivery=policy)
-        if crash is not None:
-            crash_at(consumer, crash)
-        try:
-            consumer.handle(event(sqs_record(job(f"{prefix}:{key_index}"))), FakeContext(clock))
-        except WorkerKilled:
-            crashes[key_index][crash] += 1
-        clock.advance(advance_ms)
+    crashes = play_steps(pipeline, clock, prefix, plan, KEYS, delivery=policy)
     clock.advance(PAST_ANY_LEASE_MS)
     for key_index in range(KEYS):
-        pipeline.consumer(clock, delivery=policy).handle(event(sqs_record(job(f"{prefix}:{key_index}"))),
-                                                         FakeContext(clock))
+        deliver(pipeline, clock, f"{prefix}:{key_index}", delivery=policy)
     return prefix, crashes
 
 

@@ -202,15 +202,22 @@ def test_unverified_sender_is_refused_by_ses_and_dead_lettered(pipeline):
     assert "MessageRejected" in dead["MessageAttributes"]["sendonce.reason"]["StringValue"]
 
 
-def test_server_error_is_ambiguous_keeps_the_claim_and_at_most_once_sends_no_more(pipeline, ses_faults):
-    ses_faults.script(Fault.SERVER_ERROR)
+def _ambiguous_first_send(pipeline, ses_faults, fault: Fault, key: str, policy: DeliveryPolicy):
+    """The first delivery's send meets ``fault``, which leaves it unknown whether SES sent: the record fails, the
+    claim stays IN_FLIGHT, and its lease expires. Returns the clock and the record, for the redelivery."""
+    ses_faults.script(fault)
     clock = FakeClock()
-    record = sqs_record(job("receipt:23:u1"))
-    first = pipeline.consumer(clock, delivery=NEVER).handle(event(record), FakeContext(clock))
+    record = sqs_record(job(key))
+    first = pipeline.consumer(clock, delivery=policy).handle(event(record), FakeContext(clock))
 
     assert failed_ids(first) == {record["messageId"]}
-    assert pipeline.status("receipt:23:u1") == "IN_FLIGHT"
+    assert pipeline.status(key) == "IN_FLIGHT"
     clock.advance(LEASE_EXPIRED_MS)
+    return clock, record
+
+
+def test_server_error_is_ambiguous_keeps_the_claim_and_at_most_once_sends_no_more(pipeline, ses_faults):
+    clock, record = _ambiguous_first_send(pipeline, ses_faults, Fault.SERVER_ERROR, "receipt:23:u1", NEVER)
     assert pipeline.consumer(clock, delivery=NEVER).handle(event(record), FakeContext(clock)) == {
         "batchItemFailures": []}
     assert pipeline.status("receipt:23:u1") == "UNKNOWN"
@@ -222,14 +229,7 @@ def test_server_error_is_ambiguous_keeps_the_claim_and_at_most_once_sends_no_mor
 def test_connection_dropped_after_ses_accepted_is_ambiguous_and_the_policy_decides(
     pipeline, ses_faults, policy, emails
 ):
-    ses_faults.script(Fault.ACCEPT_THEN_DROP)
-    clock = FakeClock()
-    record = sqs_record(job("receipt:24:u1"))
-    first = pipeline.consumer(clock, delivery=policy).handle(event(record), FakeContext(clock))
-
-    assert failed_ids(first) == {record["messageId"]}
-    assert pipeline.status("receipt:24:u1") == "IN_FLIGHT"
-    clock.advance(LEASE_EXPIRED_MS)
+    clock, record = _ambiguous_first_send(pipeline, ses_faults, Fault.ACCEPT_THEN_DROP, "receipt:24:u1", policy)
     pipeline.consumer(clock, delivery=policy).handle(event(record), FakeContext(clock))
     assert pipeline.emails_for("receipt:24:u1") == emails
     assert pipeline.status("receipt:24:u1") == ("UNKNOWN" if policy is DeliveryPolicy.NEVER_RESEND else "SENT")
