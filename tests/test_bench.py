@@ -27,7 +27,8 @@ def test_quick_bench_writes_every_section_with_figures(tmp_path: Path):
     assert "| sendonce | first send | 1 PutItem, 1 SendEmail, 1 UpdateItem |" in text
     assert "| sendonce | duplicate | 1 PutItem |" in text
     assert re.search(r"\| 1 \| [\d.]+ \([\d.]+ to [\d.]+\) \| [\d.]+", text), "throughput rows with spreads"
-    assert re.search(r"\| sendonce handler, precompiled_bytecode=True \(the asset.s own bytecode\) \| [\d.]+", text)
+    assert re.search(r"\| sendonce handler, precompiled_bytecode=True \(the asset.s own bytecode\), over boto3 "
+                     r"\| [\d.]+ \([\d.]+ to [\d.]+\) \| \d+% \|", text)
     assert "Machine:" in text and "Versions:" in text
     # With SES events on: two events per email (Send, Delivery), one recorder write each, batched by ten.
     assert "| recorder UpdateItem calls | 2.00 |" in text and "| SES events | 2.00 |" in text
