@@ -9,17 +9,17 @@ consumer's time budget, derived once from the function timeout. The other bundle
 No dependency: the Lambda bundle ships this module.
 """
 
-from __future__ import annotations
-
 import os
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, NamedTuple, Self, TypeVar
+from typing import NamedTuple, Self, TypeVar
 
+from .allowed_recipients import AllowedRecipients, InvalidEntry
+from .allowed_recipients import from_env as allowed_recipients_from_env
 from .delivery import DeliveryPolicy
 from .schema import DEFAULT_DEDUPE_TTL_S
 
-if TYPE_CHECKING:  # a production consumer has none: it parses them only when a stage sets them
-    from .allowed_recipients import AllowedRecipients
+# No postponed annotations: the configs' fields are real types, which the API reference resolves (a named tuple's
+# constructor cannot resolve names as strings) and which cost a cold start less than strings the typing module parses.
 
 
 class Env:
@@ -76,7 +76,7 @@ class TimeBudget(NamedTuple):
     lease_margin_ms: int = 10_000
 
     @classmethod
-    def for_function_timeout(cls, function_timeout_s: float) -> TimeBudget:
+    def for_function_timeout(cls, function_timeout_s: float) -> Self:
         """SES gets at most a quarter of the function timeout to answer (5 s at most: it answers in ~100 ms), a
         tenth to connect; the ledger's calls (three at most in a row, each with no SDK retry) three tenths, 6 s at
         most. The lease outlives the deadline by at most twice the function timeout, well inside the visibility
@@ -116,7 +116,7 @@ class TimeBudget(NamedTuple):
         }
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> TimeBudget | None:
+    def from_env(cls, env: Mapping[str, str]) -> Self | None:
         """None when the construct set none (a function timeout it could not read at synth)."""
         if not any(env.get(name) for name in (Env.SES_CONNECT_TIMEOUT_S, Env.SES_READ_TIMEOUT_S,
                                                 Env.LEDGER_BUDGET_MS, Env.LEASE_MARGIN_MS)):
@@ -260,9 +260,7 @@ def _allowed_recipients(env: Mapping[str, str]) -> AllowedRecipients | None:
     text = env.get(Env.ALLOWED_RECIPIENTS)
     if text is None:
         return None
-    from .allowed_recipients import InvalidEntry, from_env
-
     try:
-        return from_env(text)
+        return allowed_recipients_from_env(text)
     except InvalidEntry as error:
         raise ConfigError(f"invalid sendonce setting: {error} (in {Env.ALLOWED_RECIPIENTS}={text!r})") from error
