@@ -193,13 +193,13 @@ def test_the_longest_key_needs_six_chunks():
 
 def test_a_resend_whose_own_events_are_lost_is_a_double_when_the_first_emails_late_event_arrives(pipeline, recorder,
                                                                                                    capsys):
+    from sendonce_contract.record import EmailRecord
     from sendonce_ops.cli import main as sendonce
-    from sendonce_runtime.ledger import LedgerRecord
 
     # The first worker died after SES accepted "ses-first"; its events came later than the grace period, so a
     # takeover resent the key and recorded SES's answer "ses-resend", whose own events are then lost.
     claim(recorder, "k:late")
-    dead = LedgerRecord.from_item(pipeline.ledger_item("k:late"))
+    dead = EmailRecord.from_item(pipeline.ledger_item("k:late"))
     assert recorder.ledger.take_over(dead, "takeover", recorder.clock.now_ms() + 60_000, "hash").won
     assert recorder.ledger.mark_sent("k:late", "takeover", "ses-resend")
     recorder.handle(sqs_records(ses_event("Send", "k:late", "ses-first"), ses_event("Delivery", "k:late", "ses-first")))

@@ -1,12 +1,13 @@
-"""A key's ledger record as its readers see it: the operator command, the producer's ``status`` and the local
-report decode an item with this one codec, so none can read an attribute differently.
+"""A key's ledger record as its readers see it: the consumer (the record that stood in the way of its claim), the
+operator command, the producer's ``status``, its ``cancel`` and the local report decode an item with this one
+codec, so none can read an attribute differently.
 
 The consumer and the recorder write the item (attribute names in :mod:`sendonce_contract.schema`); this module
-only reads it, and tolerates attributes it does not know.
+only reads it, and tolerates attributes it does not know. A named tuple, not a dataclass: the consumer's cold
+start defines it.
 """
 
 # No `from __future__ import annotations`: NamedTuple field types stay objects, which the API reference resolves.
-from dataclasses import asdict, dataclass
 from typing import Any, NamedTuple
 
 from .schema import SES_EVENT_TYPES, Ledger, Status
@@ -21,8 +22,7 @@ class SesOutcome(NamedTuple):
     detail: str
 
 
-@dataclass(frozen=True)
-class EmailRecord:
+class EmailRecord(NamedTuple):
     key: str
     status: str
     owner: str
@@ -38,6 +38,7 @@ class EmailRecord:
     ses_accepted_at_ms: int | None = None
     evidence_at_ms: int | None = None
     outcomes: tuple[SesOutcome, ...] = ()  # in the order they happened
+    payload_hash: str = ""  # of the job that claimed the key: another payload under the key is a conflict
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> "EmailRecord":
@@ -61,7 +62,7 @@ class EmailRecord:
             expires_at_s=number(Ledger.EXPIRES_AT),
             ses_message_ids=tuple(sorted(item.get(Ledger.SES_MESSAGE_IDS, {}).get("SS", []))),
             ses_accepted_at_ms=number(Ledger.SES_ACCEPTED_AT), evidence_at_ms=number(Ledger.EVIDENCE_AT),
-            outcomes=tuple(outcomes),
+            outcomes=tuple(outcomes), payload_hash=text(Ledger.PAYLOAD_HASH),
         )
 
     @property
@@ -98,5 +99,5 @@ class EmailRecord:
         return max(v or 0 for v in (self.claimed_at_ms, self.sent_at_ms, self.unknown_at_ms))
 
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "every_ses_message_id": list(self.every_ses_message_id),
+        return {**self._asdict(), "every_ses_message_id": list(self.every_ses_message_id),
                 "double_send": self.double_send}

@@ -11,6 +11,7 @@ from typing import Any, NamedTuple
 
 from botocore.exceptions import ClientError
 
+from sendonce_contract.record import EmailRecord
 from sendonce_contract.schema import Ledger, Status
 
 from .clock import Clock
@@ -21,34 +22,12 @@ NAMES = {"#owner": Ledger.OWNER, "#status": Ledger.STATUS}
 KEY, EXPIRES_AT, LEASE = Ledger.KEY, Ledger.EXPIRES_AT, Ledger.LEASE_EXPIRES_AT
 
 
-class LedgerRecord(NamedTuple):
-    dedupe_key: str
-    status: Status
-    owner: str
-    lease_expires_at_ms: int
-    payload_hash: str
-    attempts: int
-    ses_message_id: str | None = None
-
-    @classmethod
-    def from_item(cls, item: dict[str, Any]) -> LedgerRecord:
-        return cls(
-            dedupe_key=item[Ledger.KEY]["S"],
-            status=Status(item[Ledger.STATUS]["S"]),
-            owner=item.get(Ledger.OWNER, {}).get("S", ""),
-            lease_expires_at_ms=int(item.get(Ledger.LEASE_EXPIRES_AT, {}).get("N", "0")),
-            payload_hash=item.get(Ledger.PAYLOAD_HASH, {}).get("S", ""),
-            attempts=int(item.get(Ledger.ATTEMPTS, {}).get("N", "0")),
-            ses_message_id=item.get(Ledger.SES_MESSAGE_ID, {}).get("S"),
-        )
-
-
 class Claim(NamedTuple):
     """The result of a claim: ``won``, or the record that stood in the way (learned in the same write)."""
 
     won: bool
     attempts: int = 1
-    existing: LedgerRecord | None = None
+    existing: EmailRecord | None = None
 
 
 def _n(value: int) -> dict[str, str]:
@@ -92,7 +71,7 @@ class DedupeLedger:
             return Claim(won=False, existing=self._old_record(error))
 
     def take_over(
-        self, previous: LedgerRecord, owner: str, lease_expires_at_ms: int, payload_hash: str, unsent: bool = False
+        self, previous: EmailRecord, owner: str, lease_expires_at_ms: int, payload_hash: str, unsent: bool = False
     ) -> Claim:
         """Take an IN_FLIGHT record whose lease expired (its worker died) for a new attempt; with ``unsent``, a
         live one whose owner surely never sent (a claim whose answer was lost, or whose send SES refused)."""
@@ -101,7 +80,7 @@ class DedupeLedger:
         try:
             response = self._client.update_item(
                 TableName=self._table,
-                Key={KEY: _s(previous.dedupe_key)},
+                Key={KEY: _s(previous.key)},
                 UpdateExpression=(
                     f"SET #owner = :owner, {LEASE} = :lease, {Ledger.CLAIMED_AT} = :now_ms, "
                     f"{Ledger.PAYLOAD_HASH} = :hash ADD {Ledger.ATTEMPTS} :one"
@@ -125,12 +104,12 @@ class DedupeLedger:
         except ClientError as error:
             return Claim(won=False, existing=self._old_record(error))
 
-    def mark_unknown(self, previous: LedgerRecord) -> Claim:
+    def mark_unknown(self, previous: EmailRecord) -> Claim:
         """Record that ``previous``'s worker died after its send may have left: nobody sends this key again."""
         try:
             self._client.update_item(
                 TableName=self._table,
-                Key={KEY: _s(previous.dedupe_key)},
+                Key={KEY: _s(previous.key)},
                 UpdateExpression=f"SET #status = :unknown, {Ledger.UNKNOWN_AT} = :now_ms",
                 ConditionExpression="#owner = :previous AND #status = :in_flight",
                 ExpressionAttributeNames=NAMES,
@@ -211,12 +190,12 @@ class DedupeLedger:
             if _code(error) != CONDITION_FAILED:
                 raise
 
-    def _old_record(self, error: ClientError) -> LedgerRecord | None:
+    def _old_record(self, error: ClientError) -> EmailRecord | None:
         """The item that failed the condition, or None if it vanished in between (the caller tries again)."""
         if _code(error) != CONDITION_FAILED:
             raise error
         item: dict[str, Any] | None = error.response.get("Item")  # type: ignore[assignment]
-        return LedgerRecord.from_item(item) if item else None
+        return EmailRecord.from_item(item) if item else None
 
 
 def _code(error: ClientError) -> str:

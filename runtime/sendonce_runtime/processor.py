@@ -11,12 +11,13 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_contract.message import ContractTooNew, InvalidMessage, ParsedJob, parse_job
+from sendonce_contract.record import EmailRecord
 from sendonce_contract.schema import ReasonCode, Status
 
 from .aws_errors import ledger_trouble
 from .clock import Clock, Deadline
 from .dead_letter import DeadLetterQueue
-from .ledger import Claim, DedupeLedger, LedgerRecord
+from .ledger import Claim, DedupeLedger
 from .outcome import Outcome, RecordResult
 from .ses_sender import Accepted, Refused, SesSender
 from .settings import LEDGER_CALLS_PER_RECORD, Settings
@@ -165,7 +166,7 @@ class RecordProcessor:
                     return self._send(record, job, owner, claim.attempts, deadline)
                 if claim.existing is None:
                     continue
-                if claim.existing.owner in record.unsent_claims and claim.existing.status is Status.IN_FLIGHT:
+                if claim.existing.owner in record.unsent_claims and claim.existing.state is Status.IN_FLIGHT:
                     # Our own lineage's claim, written by a delivery that surely never sent: not a dead worker's.
                     step = self._ledger.take_over(claim.existing, owner, self._lease_until(deadline),
                                                   job.payload_hash, unsent=True)
@@ -210,20 +211,22 @@ class RecordProcessor:
         job: ParsedJob,
         policy: DeliveryPolicy,
         owner: str,
-        existing: LedgerRecord,
+        existing: EmailRecord,
         deadline: Deadline,
     ) -> RecordResult | None:
         """Decide on a key someone else holds; None means the state moved on, so claim again."""
-        if existing.status is Status.CANCELLED:
+        state = existing.state
+        if state is Status.CANCELLED:
             return RecordResult(record.message_id, Outcome.CANCELLED, job.dedupe_key,
                                 reason="the application cancelled this email before it was sent")
         conflict = existing.payload_hash != job.payload_hash
         if conflict:
             LOGGER.warning("key %s seen again with a different payload; not sending it twice", job.dedupe_key)
-        if existing.status in (Status.SENT, Status.UNKNOWN):
+        if state in (Status.SENT, Status.UNKNOWN):
             return RecordResult(record.message_id, Outcome.DUPLICATE, job.dedupe_key, existing.ses_message_id,
-                                existing.attempts, f"already {existing.status.value}", conflict)
-        lease_left_ms = existing.lease_expires_at_ms - self._clock.now_ms()
+                                existing.attempts, f"already {existing.status}", conflict)
+        lease_expires_at_ms = existing.lease_expires_at_ms or 0  # a claim always writes one
+        lease_left_ms = lease_expires_at_ms - self._clock.now_ms()
         if lease_left_ms > 0:
             return RecordResult(record.message_id, Outcome.IN_FLIGHT_ELSEWHERE, job.dedupe_key,
                                 attempt=existing.attempts, reason="another worker holds a live lease",
@@ -231,7 +234,7 @@ class RecordProcessor:
         # IN_FLIGHT with an expired lease: its worker died, and whether SES accepted its send is unknown. SES's
         # events would have marked it SENT; until the grace period ends, they may still come.
         if self._settings.ses_events:
-            wait_ms = existing.lease_expires_at_ms + self._settings.evidence_grace_ms - self._clock.now_ms()
+            wait_ms = lease_expires_at_ms + self._settings.evidence_grace_ms - self._clock.now_ms()
             if wait_ms > 0:
                 return RecordResult(record.message_id, Outcome.AWAITING_EVIDENCE, job.dedupe_key,
                                     attempt=existing.attempts, key_conflict=conflict,
