@@ -223,8 +223,9 @@ class RecordProcessor:
         if conflict:
             LOGGER.warning("key %s seen again with a different payload; not sending it twice", job.dedupe_key)
         if state in (Status.SENT, Status.UNKNOWN):
-            return RecordResult(record.message_id, Outcome.DUPLICATE, job.dedupe_key, existing.ses_message_id,
-                                existing.attempts, f"already {existing.status}", conflict)
+            return RecordResult(record.message_id, Outcome.DUPLICATE, job.dedupe_key,
+                                ses_message_id=existing.ses_message_id, attempt=existing.attempts,
+                                reason=f"already {existing.status}", key_conflict=conflict)
         lease_expires_at_ms = existing.lease_expires_at_ms or 0  # a claim always writes one
         lease_left_ms = lease_expires_at_ms - self._clock.now_ms()
         if lease_left_ms > 0:
@@ -260,9 +261,10 @@ class RecordProcessor:
         if isinstance(outcome, Accepted):
             recorded = self._complete(key, owner, outcome.ses_message_id, deadline)
             if recorded:
-                return RecordResult(record.message_id, Outcome.SENT, key, outcome.ses_message_id, attempt)
-            return RecordResult(record.message_id, Outcome.SENT_UNRECORDED, key, outcome.ses_message_id, attempt,
-                                "SES accepted; the SENT record could not be written yet",
+                return RecordResult(record.message_id, Outcome.SENT, key, ses_message_id=outcome.ses_message_id,
+                                    attempt=attempt)
+            return RecordResult(record.message_id, Outcome.SENT_UNRECORDED, key, ses_message_id=outcome.ses_message_id,
+                                attempt=attempt, reason="SES accepted; the SENT record could not be written yet",
                                 unrecorded_send=(owner, outcome.ses_message_id))
         if isinstance(outcome, Refused):
             unsent = self._release(key, owner, attempt)
