@@ -10,7 +10,6 @@ from botocore.exceptions import ClientError
 # The construct's outputs say which pipeline and which part they are: "sendonce:<pipeline path>:<part>".
 from sendonce_contract.stack_names import OUTPUT_PREFIX, ChildId, OutputPart
 
-PARTS = (OutputPart.TABLE, OutputPart.QUEUE, OutputPart.DLQ)
 # What each part's logical id contains, for stacks whose outputs the endpoint does not return.
 LOGICAL_MARKERS = {OutputPart.TABLE: ("AWS::DynamoDB::Table", ChildId.DEDUPE_TABLE),
                    OutputPart.QUEUE: ("AWS::SQS::Queue", ChildId.QUEUE),
