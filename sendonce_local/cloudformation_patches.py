@@ -6,8 +6,9 @@ Each patch says what moto does and what CloudFormation does instead (moto 5.2):
   name it does not know, ``delete_change_set`` fails inside moto (``to_delete`` unbound) and
   ``describe_change_set`` answers "Stack with id ... does not exist". `cdk deploy` reuses the name
   ``cdk-deploy-change-set`` for every stack and waits for it to be gone, forever. Here a name is looked up in
-  the stack the call names, the newest first, an unknown one is ``ChangeSetNotFoundException``, and executing
-  one removes the stack's other change sets, as CloudFormation does.
+  the stack the call names, the newest first; describing an unknown one is ``ChangeSetNotFoundException`` and
+  deleting one succeeds (`cdk deploy` deletes the name before each deploy, also after a deploy with no changes
+  left none), and executing one removes the stack's other change sets, as CloudFormation does.
 - Executing a change set: moto never computes the stack's outputs (``describe_stacks`` has none,
   ``cdk deploy --outputs-file`` writes ``{}``), never records its template's parameters (the next update's
   ``UsePreviousValue`` for ``BootstrapVersion`` is a ``KeyError``, or the SSM parameter's resolved value
@@ -89,7 +90,10 @@ def _delete_change_set(self: Any) -> Any:
     from moto.core.responses import EmptyResult
 
     backend = self.cloudformation_backend
-    change_set = _change_set(backend, self._get_param("ChangeSetName"), self._get_param("StackName"))
+    try:
+        change_set = _change_set(backend, self._get_param("ChangeSetName"), self._get_param("StackName"))
+    except _not_found_error():
+        return EmptyResult()  # CloudFormation deletes a change set that is not there without complaint
     backend.change_sets.pop(change_set.change_set_id, None)
     return EmptyResult()
 
