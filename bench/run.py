@@ -33,7 +33,7 @@ from render import (  # noqa: E402
 from scenarios import lifecycle  # noqa: E402
 from scenarios.bursts import burst_scenario, recipient_burst_scenario  # noqa: E402
 from scenarios.calls import count_calls  # noqa: E402
-from scenarios.cold_start import asset_size, cold_starts, synth_seconds  # noqa: E402
+from scenarios.cold_start import asset_sizes, cold_starts, synth_seconds  # noqa: E402
 from scenarios.evidence import evidence_costs  # noqa: E402
 from scenarios.floor import floor_run  # noqa: E402
 from scenarios.key_privacy import key_privacy_costs  # noqa: E402
@@ -43,6 +43,7 @@ from scenarios.throughput import throughput  # noqa: E402
 
 SECTIONS = {
     "cold-start": (render.COLD_START_SECTION, lambda plan: render.render_cold_start(cold_starts(plan.import_runs))),
+    "asset": (render.ASSET_SECTION, lambda plan: render.render_asset(asset_sizes())),
     "key-privacy": (KEY_PRIVACY_SECTION, lambda plan: render_key_privacy(
         key_privacy_costs(plan.privacy_emails, plan.repeats))),
     "outcome-events": (render.OUTCOME_SECTION, lambda plan: render.render_outcome_events(
@@ -104,7 +105,7 @@ def run(plan: Plan, command: str) -> str:
                                                                           strict=True)])
     print("cold start...", file=sys.stderr)
     imports = cold_starts(plan.import_runs)
-    files, zipped = asset_size()
+    assets = asset_sizes()
     print("synth...", file=sys.stderr)
     synth = {f: Spread([synth_seconds(f) for _ in range(plan.synth_runs)]) for f in ("sendonce", "raw")}
     item = sent_item(names)
@@ -122,7 +123,7 @@ def run(plan: Plan, command: str) -> str:
     privacy = render_key_privacy(key_privacy_costs(plan.privacy_emails, plan.repeats))
     print("outcome events and scheduled emails...", file=sys.stderr)
     lifecycle_sections = "".join(SECTIONS[name][1](plan) for name in ("outcome-events", "scheduled"))
-    return (render.render_opening(plan, command, calls, rates, cpus, ratios, imports, files, zipped, synth, item)
+    return (render.render_opening(plan, command, calls, rates, cpus, ratios, imports, assets, synth, item)
             + render_latency(plan, latency, DELAYS_MS) + render_evidence(evidence)
             + render_burst(burst, plan.burst_factor) + render_recipient_burst(recipients, plan.burst_factor)
             + render_floor(floor, DELAYS_MS, plan.latency_batches) + privacy + lifecycle_sections)

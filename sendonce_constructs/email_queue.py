@@ -68,9 +68,10 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     :param memory_size: the consumer's memory in MB. Default: 256 MB.
     :param architecture: the instruction set of every bundled function. Default: ARM64.
     :param runtime: the Python runtime of every bundled function. Default: newest Python runtime aws-cdk-lib knows.
-    :param precompiled_bytecode: ship the bundled functions' bytecode, compiled at synth by the Python running it,
-        so that a cold start loads it instead of compiling the source (the asset's folder is read-only, so Lambda
-        compiles every module at each cold start otherwise). Default: False.
+    :param precompiled_bytecode: ship the bundled functions' bytecode, compiled at synth, so that a cold start loads
+        it instead of compiling every module (Lambda's asset folder is read-only; BENCHMARKS.md, section 3).
+        ``runtime`` must pin the version of the Python running synth, on every machine that synthesizes the app.
+        Default: False.
     :param log_retention: how long the consumer's logs are kept. Default: one month.
     :param tracing: X-Ray tracing for the consumer. Default: off.
     :param visibility_timeout: the job queue's visibility timeout; smaller than the default fails synth. Default: 6

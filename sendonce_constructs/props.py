@@ -246,7 +246,9 @@ def _apply_rules(given: Mapping[str, Any], v: Mapping[str, Any], window_s: float
     rules.check_encryption(encryption.name if encryption else None, v["encryption_key"] is not None)
     rules.check_reserved_concurrency(read(v["reserved_concurrent_executions"]), max_concurrency)
     if v["precompiled_bytecode"]:
-        rules.check_precompiled_bytecode(v["runtime"].name, sys.version_info[:2])
+        synth_runtime = f"PYTHON_{sys.version_info.major}_{sys.version_info.minor}"
+        rules.check_precompiled_bytecode(v["runtime"].name, "runtime" in given, sys.version_info[:2],
+                                         hasattr(lambda_.Runtime, synth_runtime))
     rules.check_vpc_choice(v["vpc"] is not None, [name for name in ("vpc_subnets", "security_groups") if name in given])
     if dead_letter_queue is not None:
         rules.check_dead_letter_queue(_fifo_of(dead_letter_queue), v["fifo"])

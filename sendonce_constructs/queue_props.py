@@ -159,11 +159,12 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
         bool, Prop(
             default=False,
             default_doc="False",
-            doc="ship the bundled functions' bytecode, compiled at synth by the Python running it, so that a cold "
-            "start loads it instead of compiling the source (the asset's folder is read-only, so Lambda compiles "
-            "every module at each cold start otherwise).",
-            rule="`runtime` must be the version of the Python running synth (`PYTHON_3_12` under Python 3.12), "
-            "so the bytecode is what Lambda's interpreter reads; the sources ship too, for tracebacks",
+            doc="ship the bundled functions' bytecode, compiled at synth, so that a cold start loads it instead "
+            "of compiling every module (Lambda's asset folder is read-only; BENCHMARKS.md, section 3). ``runtime`` "
+            "must pin the version of the Python running synth, on every machine that synthesizes the app.",
+            rule="ships the bytecode synth compiles, so a cold start compiles nothing (see \"What it costs\"); pin "
+            "`runtime` to the Python running synth (`PYTHON_3_11` under Python 3.11) on every machine "
+            "that synthesizes, or synth fails; the asset is about three times larger",
         )]
     log_retention: Annotated[
         logs.RetentionDays | None, Prop(

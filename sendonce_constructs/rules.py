@@ -415,14 +415,19 @@ def check_reserved_concurrency(reserved: Number, max_concurrency: Number) -> Non
 
 
 @rule("BytecodeForAnotherPython")
-def check_precompiled_bytecode(runtime_name: str, synth_version: tuple[int, int]) -> None:
-    """``runtime_name`` as Lambda names it (``python3.12``); ``synth_version`` the Python running synth."""
+def check_precompiled_bytecode(runtime_name: str, runtime_given: bool, synth_version: tuple[int, int],
+                               synth_runtime_known: bool) -> None:
+    """``runtime_name`` as Lambda names it (``python3.11``); ``synth_version`` the Python running synth, and whether
+    aws-cdk-lib has a Lambda runtime of that version."""
     major, minor = synth_version
-    if runtime_name != f"python{major}.{minor}":
-        _fail(f"precompiled_bytecode=True with runtime {runtime_name}, while synth runs on Python {major}.{minor}: "
-              "Lambda's interpreter reads only bytecode of its own version, so it would compile the source again; "
-              f"set runtime=lambda_.Runtime.PYTHON_{major}_{minor}, run synth with the runtime's Python, or leave "
-              "precompiled_bytecode off")
+    if runtime_name == f"python{major}.{minor}":
+        return
+    given = "" if runtime_given else " (the default: the newest runtime aws-cdk-lib knows, which moves on)"
+    fix = (f"pin runtime=lambda_.Runtime.PYTHON_{major}_{minor}" if synth_runtime_known else
+           f"run synth with the Python of a Lambda runtime (aws-cdk-lib has no Python {major}.{minor} runtime)")
+    _fail(f"precompiled_bytecode=True with runtime {runtime_name}{given}, while synth runs on Python "
+          f"{major}.{minor}: Lambda's interpreter reads only bytecode of its own version, so it would compile the "
+          f"source again; {fix}, or leave precompiled_bytecode off")
 
 
 @rule("VpcOptionsWithoutVpc")

@@ -109,11 +109,14 @@ def test_the_bytecode_names_files_by_their_path_in_the_asset_not_this_machine():
 
 def test_bytecode_for_another_python_than_the_runtime_fails_synth_with_the_fix():
     other = lambda_.Runtime.PYTHON_3_10 if sys.version_info[:2] != (3, 10) else lambda_.Runtime.PYTHON_3_12
-    stack = cdk.Stack(cdk.App(), "Test")
-    with pytest.raises(SendOnceConfigurationError) as raised:
-        SendOnceEmailQueue(stack, "Receipts", sender="example.com", runtime=other, precompiled_bytecode=True)
-    error = raised.value
-    assert error.id == "SendOnce.BytecodeForAnotherPython" and error.path == "Test/Receipts"
     here = f"{sys.version_info.major}_{sys.version_info.minor}"
-    assert re.search(rf"runtime {other.name}, while synth runs on Python .*set runtime=lambda_\.Runtime\.PYTHON_{here}",
-                     error.message)
+    for props, given in (({"runtime": other}, other.name), ({}, "python3.")):
+        stack = cdk.Stack(cdk.App(), "Test")
+        with pytest.raises(SendOnceConfigurationError) as raised:
+            SendOnceEmailQueue(stack, "Receipts", sender="example.com", precompiled_bytecode=True, **props)
+        error = raised.value
+        assert error.id == "SendOnce.BytecodeForAnotherPython" and error.path == "Test/Receipts"
+        assert f"runtime {given}" in error.message
+        assert re.search(rf"while synth runs on Python .*pin runtime=lambda_\.Runtime\.PYTHON_{here}", error.message)
+        # Left to the default, the runtime is named as the default, which moves on with aws-cdk-lib: pin it.
+        assert ("(the default: the newest runtime aws-cdk-lib knows" in error.message) == (not props)

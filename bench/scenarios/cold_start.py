@@ -62,15 +62,21 @@ def import_ms(before: str, statement: str, code_dir: Path | None) -> float:
     return float(subprocess.check_output([sys.executable, "-c", code], env=env, text=True, cwd="/"))
 
 
-def asset_size() -> tuple[int, int]:
-    from sendonce_constructs.runtime_asset import bundle_files
+def asset_sizes() -> dict[str, tuple[int, int]]:
+    """(files, bytes zipped) of the consumer's asset, as synth makes it by default and with precompiled_bytecode."""
+    from sendonce_constructs.runtime_asset import runtime_asset_dir
 
-    buffer = io.BytesIO()
-    files = bundle_files()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        for name, path in files:
-            archive.write(path, name)
-    return len(files), len(buffer.getvalue())
+    sizes = {}
+    for kind in ("source", "precompiled"):
+        buffer = io.BytesIO()
+        folder = runtime_asset_dir(bytecode=kind == "precompiled")
+        files = sorted(path for path in folder.rglob("*") if path.is_file())
+        with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+            for path in files:
+                archive.write(path, path.relative_to(folder).as_posix())
+        label = "default (source)" if kind == "source" else "precompiled_bytecode=True"
+        sizes[label] = (len(files), len(buffer.getvalue()))
+    return sizes
 
 
 def synth_seconds(flavour: str) -> float:
