@@ -26,6 +26,12 @@ class OneLine(logging.Formatter):
             line += f" {type(error).__name__}: {' '.join(str(error).split())[:300]}"
             if self._verbose:
                 line += "\n" + self.formatException(record.exc_info)
+        elif len(message) > 1:
+            # moto's server (werkzeug) logs a failed request as "Error on request:" with the traceback as text:
+            # its last line is the error.
+            line += f" {' '.join(message[-1].split())[:300]}"
+            if self._verbose:
+                line += "\n" + "\n".join(message[1:])
         return line
 
 

@@ -116,3 +116,8 @@ def test_a_request_the_emulator_failed_is_one_line_unless_verbose():
     assert len(OneLine(verbose=False).format(record).splitlines()) == 1
     assert "ValueError: list.remove(x)" in OneLine(verbose=False).format(record)
     assert "Traceback" in OneLine(verbose=True).format(record)
+    # How moto's server logs it: the traceback as the message's text, with no exception attached.
+    text = logging.LogRecord("werkzeug", logging.ERROR, __file__, 1, "Error on request:\nTraceback (most recent call "
+                             "last):\n  File \"x.py\", line 1, in f\nKeyError: 'ChangeSetName'", None, None)
+    assert OneLine(verbose=False).format(text).endswith("emulator: Error on request: KeyError: 'ChangeSetName'")
+    assert "Traceback" in OneLine(verbose=True).format(text)
