@@ -82,6 +82,10 @@ def readable(line: dict[str, Any]) -> str:
     when = time.strftime("%H:%M:%S")
     if line.get("logger") == "sendonce.evidence":
         what = f"SES {line.get('eventType', 'event')} {line.get('outcome')}"
+    elif line.get("logger") == "sendonce.outcomes":  # the outcome publisher: a batch of transitions, no one key
+        what = f"outcome events {line.get('outcome')}"
+        return "  ".join([when, f"{what:<22}", f"{line.get('published', 0)} published, {line.get('failed', 0)} "
+                          f"failed: {', '.join(map(str, line.get('transitions', []))) or 'none'}"])
     else:
         what = str(line.get("outcome", "?"))
     parts = [when, f"{what:<22}", str(line.get(Ledger.KEY) or line.get("messageId") or "-")]

@@ -87,6 +87,9 @@ def test_each_record_is_one_readable_line_and_the_summary_counts_by_outcome_and_
         summary.add(line)
     assert "-> DLQ (ses-refused)" in readable(lines[2]) and "\n" not in readable(lines[2])
     assert "SES Send recorded" in readable(lines[4])
+    publisher = {"logger": "sendonce.outcomes", "outcome": "published", "records": 2, "published": 2, "failed": 0,
+                 "transitions": ["delivered", "sent"]}
+    assert readable(publisher).endswith("2 published, 0 failed: delivered, sent")
     text = summary.text(3)
     assert "sent 1, duplicates 1, refused by SES 1, dead-lettered 2 (invalid-message 1, ses-refused 1)" in text
     assert "SES events recorded 1 (Send 1)" in text
