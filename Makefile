@@ -34,6 +34,7 @@ test-release: setup
 # The fault bursts under never-resend too (DynamoDB and SQS answering late, during a burst: minutes).
 test-soak: setup
 	$(PY) -m pytest -m soak
+	SENDONCE_EXAMPLES=4 $(PY) -m pytest tests/test_properties.py tests/test_evidence_properties.py tests/test_copy_bound.py
 
 # The demo end to end with a small workload and every assertion on its report (about five minutes; CI runs it).
 test-demo: setup

@@ -15,6 +15,7 @@ import pytest
 from consumer_harness import FakeClock, FakeContext, event, job
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from ses_fault_proxy import Fault
 from slow_aws import Jobs, consumer
 
@@ -34,7 +35,7 @@ def world(pipeline, ses_faults, slow):
     return pipeline, ses_faults, slow
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rounds=st.lists(st.lists(st.sets(st.sampled_from(FAULTS)), min_size=1, max_size=2), min_size=1,
                        max_size=5),
        budget_ms=st.sampled_from([3_000, 30_000]))

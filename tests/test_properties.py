@@ -9,6 +9,7 @@ from consumer_harness import FakeClock
 from crash_injection import CrashPoint, deliver, play_steps
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from sendonce_contract.delivery import DeliveryPolicy
 
@@ -42,7 +43,7 @@ def run(pipeline, policy, plan):
 
 @pytest.mark.parametrize("policy", list(DeliveryPolicy), ids=lambda p: p.value)
 def test_interleavings_keep_the_policy_promise(pipeline, policy):
-    @settings(max_examples=28, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(plan=steps)
     def check(plan):
         prefix, crashes = run(pipeline, policy, plan)
