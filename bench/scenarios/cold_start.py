@@ -23,7 +23,6 @@ IMPORTS = {
         "import boto3", "import sendonce_runtime.handler", "precompiled"),
     "Powertools idempotency + batch": ("import boto3", POWERTOOLS, None),
 }
-BOTO3 = "import boto3"
 
 
 def runtime_copy(kind: str) -> Path:
