@@ -31,7 +31,8 @@ from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S
 
 from . import rules
 from .errors import ID_PREFIX, SendOnceConfigurationError
-from .queue_props import DERIVED, REQUIRED, Prop, declared_props
+from .prop_types import check_types
+from .queue_props import DERIVED, REQUIRED, Prop, declared_props, declared_types
 from .unresolved import UNRESOLVED, Number, Unresolved, is_known
 
 # How long a dead worker's send waits for SES's events before the delivery policy decides it. SES publishes a Send
@@ -159,6 +160,7 @@ def resolve_props(given: Mapping[str, object], path: str) -> PipelineProps:
 def _resolve(given: Mapping[str, Any]) -> PipelineProps:
     declared = declared_props()
     check_declared(given, declared)
+    check_types(given, declared_types())
     v = {name: given.get(name, prop.default) for name, prop in declared.items() if prop.default is not DERIVED}
     # The derived defaults, each from the props it follows.
     window_s = read_seconds(v["max_batching_window"]) if v["max_batching_window"] else 0.0

@@ -524,6 +524,11 @@ def declared_props() -> Mapping[str, Prop]:
     return declared
 
 
+def declared_types() -> Mapping[str, object]:
+    """Every prop's declared type, by name (``Annotated`` and ``Required`` taken off)."""
+    return get_type_hints(SendOnceEmailQueueProps)
+
+
 def _unrequired(hint: object) -> object:
     # get_type_hints keeps Required[...] around the Annotated[...] it wraps.
     args = getattr(hint, "__args__", None)

@@ -295,3 +295,36 @@ def test_a_vpc_endpoint_added_later_or_subnets_with_egress_do_not_warn():
     stack = make_stack()
     build(stack, vpc=ec2.Vpc(stack, "Vpc", nat_gateways=1))
     assert Annotations.from_stack(stack).find_warning("*", Match.any_value()) == []
+
+
+@pytest.mark.parametrize(("props", "message"), [
+    ({"max_concurrency": "5"}, "max_concurrency ('5', a str) must be an int; pass max_concurrency=5 (a value from "
+                               "`cdk -c` is a string: convert it)"),
+    ({"function_timeout": 30}, "function_timeout (30, an int) must be a Duration; pass "
+                               "function_timeout=Duration.seconds(30)"),
+    ({"fifo": "false"}, "fifo ('false', a str) must be a bool; pass fifo=True or False"),
+    ({"allowed_recipients": "ada@example.org"}, "allowed_recipients ('ada@example.org', a str) must be a list of "
+                                                "str; pass a list: allowed_recipients=['ada@example.org']"),
+    ({"removal_policy": "destroy"}, "removal_policy ('destroy', a str) must be a RemovalPolicy; pass one of "
+                                    "RemovalPolicy.DESTROY, RemovalPolicy.RETAIN"),
+    ({"vpc": "vpc-0123"}, "vpc ('vpc-0123', a str) must be an aws_ec2.IVpc"),
+    ({"memory_size": True}, "memory_size (True, a bool) must be an int"),
+    ({"template_names": ["receipt", 2]}, "template_names (['receipt', 2], a list) must be a list of str"),
+], ids=["context string for an int", "number for a Duration", "string for a bool", "string for a list",
+        "string for an enum", "string for an interface", "bool for an int", "list with a number"])
+def test_a_prop_of_the_wrong_type_fails_synth_naming_the_prop_the_value_the_type_and_the_fix(props, message):
+    with pytest.raises(SendOnceConfigurationError, match=re.escape(message)) as raised:
+        build(**props)
+    assert raised.value.id == "SendOnce.InvalidPropType" and raised.value.path.endswith("/Receipts")
+
+
+def test_every_prop_declared_with_no_string_refuses_one_by_its_name_and_tokens_pass_the_type_check():
+    from sendonce_constructs.queue_props import declared_types
+
+    no_string = [name for name, hint in declared_types().items() if "str" not in str(hint) or "Sequence" in str(hint)]
+    assert len(no_string) > 40
+    for name in no_string:
+        with pytest.raises(SendOnceConfigurationError, match=rf"^SendOnce.InvalidPropType at \S+: {name} \('7'"):
+            build(**{name: "7"})
+    token = cdk.Token.as_number(cdk.Fn.ref("Concurrency"))
+    build(max_concurrency=token, memory_size=token)
