@@ -20,6 +20,8 @@ from botocore.exceptions import (
     NoRegionError,
 )
 
+from sendonce_ops.usage import OneLineParser
+
 from .cdk_cli import CdkCliError, cdk_executable
 from .run_command import RunRefused
 from .stack_reader import StackNotFound
@@ -35,7 +37,7 @@ class LocalCliError(RuntimeError):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="sendonce-local", description=__doc__)
+    parser = OneLineParser(prog="sendonce-local", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="deploy the example app to an embedded emulator and send it traffic")
     demo.add_argument("--quick", action="store_true", help=f"a smaller workload ({QUICK_KEYS} keys), for CI")

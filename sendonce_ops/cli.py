@@ -29,10 +29,11 @@ from .key_lookup import ledger_key
 from .latency import LatencyProbe, describe
 from .ledger_view import LedgerView, StateChanged
 from .locate import LocateError, Pipeline, locate
+from .usage import OneLineParser
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sendonce", description=__doc__)
+    parser = OneLineParser(prog="sendonce", description=__doc__)
     where = parser.add_argument_group("which pipeline (a stack, or explicit names)")
     where.add_argument("--stack", help="a deployed stack with a SendOnceEmailQueue")
     where.add_argument("--pipeline", help="the construct's id, when the stack has several")

@@ -116,10 +116,21 @@ def test_sendonce_with_a_stack_that_is_not_there(aws, capsys):
     one_line_error(capsys, sendonce(["--stack", "NoSuchStack", "status", "k"]), "stack 'NoSuchStack' not found")
 
 
+def usage_error(capsys, command, argv: list[str], *expected: str) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        command(argv)
+    one_line_error(capsys, exit_.value.code, *expected, "--help`")
+
+
 def test_sendonce_usage_errors_are_exit_code_2(capsys):
-    with pytest.raises(SystemExit) as exit_:
-        sendonce(["status"])
-    assert exit_.value.code == 2
-    with pytest.raises(SystemExit) as exit_:
-        local_cli(["run"])
-    assert exit_.value.code == 2
+    usage_error(capsys, sendonce, ["status"], "sendonce status: the following arguments are required: key")
+    usage_error(capsys, local_cli, ["run"], "sendonce-local run: the following arguments are required: --stack")
+    usage_error(capsys, sendonce, ["dlq", "redrive", "--limit", "x"], "argument --limit: invalid int value: 'x'")
+
+
+def test_a_misspelt_option_is_named_with_its_closest_match_not_taken_for_the_next_word(capsys):
+    # Without the check argparse reads `Shop` as the command and says "invalid choice: 'Shop'".
+    usage_error(capsys, sendonce, ["--stak", "Shop", "info"], "unknown option --stak; did you mean --stack?")
+    usage_error(capsys, local_cli, ["run", "--stack", "Shop", "--until-drianed"],
+                "unknown option --until-drianed; did you mean --until-drained?")
+    usage_error(capsys, local_cli, ["run", "--stack=Shop", "--cdk_out", "x"], "did you mean --cdk-out?")

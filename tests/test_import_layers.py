@@ -18,7 +18,8 @@ LAYERS = {
     "sendonce_producer": (ROOT / "producer" / "sendonce_producer", {"sendonce_contract"}),
     "sendonce_constructs": (ROOT / "sendonce_constructs", {"sendonce_contract", "sendonce_runtime"}),
     "sendonce_ops": (ROOT / "sendonce_ops", {"sendonce_contract"}),
-    "sendonce_local": (ROOT / "sendonce_local", {"sendonce_contract", "sendonce_runtime", "sendonce_producer"}),
+    "sendonce_local": (ROOT / "sendonce_local", {"sendonce_contract", "sendonce_runtime", "sendonce_producer",
+                                                        "sendonce_ops"}),
 }
 OURS = {*LAYERS, "sendonce_testing"}
 WITHOUT_CDK = ("sendonce_contract", "sendonce_runtime", "sendonce_producer", "sendonce_ops", "sendonce_local")
