@@ -100,6 +100,19 @@ def test_enqueue_sends_the_job_and_fifo_queues_get_a_group_and_deduplication_id(
     assert ordered["Attributes"]["MessageDeduplicationId"] == hashlib.sha256(job.dedupe_key.encode()).hexdigest()
 
 
+def test_a_scheduled_job_for_a_fifo_queue_raises_in_the_producer_and_nothing_is_sent(aws):
+    from datetime import UTC, datetime, timedelta
+
+    sqs = boto3.client("sqs")
+    fifo = sqs.create_queue(QueueName="jobs.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    later = receipt("order-9:shipped", send_at=datetime.now(UTC) + timedelta(minutes=5))
+    with pytest.raises(InvalidJob, match="'order-9:shipped': sendAt is refused on a FIFO queue"):
+        enqueue(fifo, later)
+    with pytest.raises(InvalidJob, match="schedule on a standard queue"):
+        enqueue_many(fifo, [receipt("order-8:shipped"), later])
+    assert "Messages" not in sqs.receive_message(QueueUrl=fifo)
+
+
 def test_enqueue_many_sends_in_batches_of_ten(aws):
     sqs = boto3.client("sqs")
     url = sqs.create_queue(QueueName="many")["QueueUrl"]

@@ -13,6 +13,12 @@ from .address import Mailbox
 from .message import InvalidMessage, parse_job
 
 
+# A job that waits for its time would hold back every later job of its message group, and whether it still waits
+# when a worker takes it depends on timing: on a FIFO queue any sendAt is refused, by the producer and the consumer.
+SEND_AT_ON_FIFO = ("sendAt is refused on a FIFO queue: a waiting job would hold back every later job of its message "
+                   "group; schedule on a standard queue, or enqueue the job when it is due")
+
+
 def bare_address(mailbox: Mailbox) -> str:
     """``Ada <Ada@Example.org>`` is ``Ada@example.org``: domains are case-insensitive, local parts may not be."""
     return f"{mailbox.local_part}@{mailbox.domain.lower()}"

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sendonce_contract.fifo import fifo_message_ids
+from sendonce_contract.fifo import SEND_AT_ON_FIFO, fifo_message_ids
 
-from .job import EmailJob
+from .job import EmailJob, InvalidJob
 
 BATCH = 10
 RETRIES = 3
@@ -34,12 +34,20 @@ def _client(sqs: Any | None) -> Any:
 
 def message_request(job: EmailJob, queue_url: str, group_id: str | None = None) -> dict[str, Any]:
     """The SendMessage fields for ``job``; FIFO queues get the contract's group (the first recipient unless given)
-    and deduplication id (from the key), the same as the outbox relay gives them."""
+    and deduplication id (from the key), the same as the outbox relay gives them. A job with ``send_at`` is refused
+    for a FIFO queue (``InvalidJob``), as the consumer would dead-letter it."""
+    check_fits_queue(job, queue_url)
     body = job.to_message()
     request: dict[str, Any] = {"MessageBody": body}
     if queue_url.endswith(".fifo"):
         request.update(fifo_message_ids(body, job.dedupe_key, group_id))
     return request
+
+
+def check_fits_queue(job: EmailJob, queue_url: str) -> None:
+    """``InvalidJob`` when the queue cannot carry ``job``: on a FIFO queue, a ``send_at``."""
+    if queue_url.endswith(".fifo") and job.send_at is not None:
+        raise InvalidJob(f"{job.dedupe_key!r}: {SEND_AT_ON_FIFO}")
 
 
 def enqueue(queue_url: str, job: EmailJob, *, group_id: str | None = None, sqs: Any | None = None) -> str:
@@ -53,7 +61,10 @@ def enqueue_many(
     backoff_s: float = 0.2,
 ) -> list[EnqueueFailure]:
     """Send jobs with SendMessageBatch, ten at a time. Entries SQS failed for its own reasons are retried
-    (``retries`` times, with backoff); what still fails, or failed for the caller's reasons, is returned."""
+    (``retries`` times, with backoff); what still fails, or failed for the caller's reasons, is returned. A job the
+    queue cannot carry (``check_fits_queue``) raises ``InvalidJob`` before any job is sent."""
+    for job in jobs:  # all or none: a job the queue cannot carry is found before any is sent
+        check_fits_queue(job, queue_url)
     client = _client(sqs)
     failures: list[EnqueueFailure] = []
     for start in range(0, len(jobs), BATCH):

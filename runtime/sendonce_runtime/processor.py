@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import BotoCoreError, ClientError
 
 from sendonce_contract.delivery import DeliveryPolicy
+from sendonce_contract.fifo import SEND_AT_ON_FIFO
 from sendonce_contract.message import ContractTooNew, InvalidMessage, ParsedJob, parse_job
 from sendonce_contract.record import EmailRecord
 from sendonce_contract.schema import ReasonCode, Status
@@ -100,6 +101,9 @@ class RecordProcessor:
                 "set are the evidence each email was sent once; drop the field (or deploy with ses_events=False)",
                 job.dedupe_key,
             )
+        if job.send_at_ms is not None and self._settings.fifo:
+            return self._dead_letter(record, Outcome.INVALID_MESSAGE, ReasonCode.INVALID_MESSAGE, SEND_AT_ON_FIFO,
+                                     job.dedupe_key)
         if job.send_at_ms is not None and job.send_at_ms > self._clock.now_ms():
             return self._schedule(record, job, job.send_at_ms - self._clock.now_ms())
         policy = job.delivery or self._settings.delivery
@@ -129,11 +133,6 @@ class RecordProcessor:
 
     def _schedule(self, record: SqsRecord, job: ParsedJob, wait_ms: int) -> RecordResult:
         """Not claimed before its time: the job waits as delayed copies, so the key stays free to cancel."""
-        if self._settings.fifo:
-            return self._dead_letter(
-                record, Outcome.INVALID_MESSAGE, ReasonCode.INVALID_MESSAGE,
-                "sendAt is refused on a FIFO queue: a waiting job would hold back every later job of its message "
-                "group; schedule on a standard queue, or enqueue the job when it is due", job.dedupe_key)
         if wait_ms > self._settings.dedupe_ttl_s * 1000:
             return self._dead_letter(
                 record, Outcome.INVALID_MESSAGE, ReasonCode.INVALID_MESSAGE,
