@@ -332,6 +332,11 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         if dedupe_ttl_s is not None:
             CfnOutput(self, OutputId.DEDUPE_TTL_SECONDS, value=str(int(dedupe_ttl_s)),
                       description=output_description(self.pipeline_name, OutputPart.DEDUPE_TTL))
+        # What `sendonce latency` weighs its measured event delays against.
+        grace_s = seconds(props.evidence_grace_period)
+        if grace_s is not None:
+            CfnOutput(self, OutputId.EVIDENCE_GRACE_SECONDS, value=str(int(grace_s)),
+                      description=output_description(self.pipeline_name, OutputPart.EVIDENCE_GRACE))
         if ledger.key_secret is not None:
             CfnOutput(self, OutputId.KEY_SECRET_ARN, value=ledger.key_secret.secret_arn,
                       description=output_description(self.pipeline_name, OutputPart.KEY_SECRET))

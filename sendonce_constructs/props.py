@@ -27,7 +27,7 @@ from aws_cdk import aws_sqs as sqs
 
 from sendonce_contract.allowed_recipients import AllowedRecipients
 from sendonce_contract.delivery import DeliveryPolicy
-from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S
+from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S, DEFAULT_EVIDENCE_GRACE_S
 
 from . import rules
 from .errors import ID_PREFIX, SendOnceConfigurationError
@@ -35,10 +35,7 @@ from .prop_types import check_types
 from .queue_props import DERIVED, REQUIRED, Prop, declared_props, declared_types
 from .unresolved import UNRESOLVED, Number, Unresolved, is_known
 
-# How long a dead worker's send waits for SES's events before the delivery policy decides it. SES publishes a Send
-# event as it accepts an email and EventBridge delivers in about a second, retrying a failing target for up to
-# 24 hours: five minutes covers normal delivery many times over, and keeps a crashed email at most minutes late.
-DEFAULT_EVIDENCE_GRACE = Duration.minutes(5)
+DEFAULT_EVIDENCE_GRACE = Duration.seconds(DEFAULT_EVIDENCE_GRACE_S)
 
 
 def seconds(duration: Duration | None) -> float | None:

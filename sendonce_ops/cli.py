@@ -143,7 +143,7 @@ def _run(args: argparse.Namespace, pipeline: Pipeline) -> int:
         probe = LatencyProbe(boto3.client("sqs"), boto3.client("dynamodb"), pipeline.need("queue"),
                              pipeline.need("table"))
         report = probe.measure(args.sender, args.count, args.timeout)
-        _say(args, report.as_dict(), describe(report))
+        _say(args, report.as_dict(), describe(report, pipeline.evidence_grace_s))
         return 0 if not report.missing else 1
     if args.command == "resolve":
         view = LedgerView(boto3.client("dynamodb"), pipeline.need("table"))
@@ -181,9 +181,11 @@ def _run(args: argparse.Namespace, pipeline: Pipeline) -> int:
 def _info(args: argparse.Namespace, pipeline: Pipeline) -> int:
     rows = [["pipeline", pipeline.name or "-"], ["job queue", pipeline.queue_url or "-"],
             ["dedupe table", pipeline.table or "-"], ["dead-letter queue", pipeline.dead_letter_queue_url or "-"],
-            ["outbox table", pipeline.outbox_table or "-"]]
+            ["outbox table", pipeline.outbox_table or "-"],
+            ["evidence grace period", "-" if pipeline.evidence_grace_s is None else f"{pipeline.evidence_grace_s} s"]]
     _say(args, {"pipeline": pipeline.name, "queueUrl": pipeline.queue_url, "table": pipeline.table,
-                "deadLetterQueueUrl": pipeline.dead_letter_queue_url, "outboxTable": pipeline.outbox_table},
+                "deadLetterQueueUrl": pipeline.dead_letter_queue_url, "outboxTable": pipeline.outbox_table,
+                "evidenceGraceSeconds": pipeline.evidence_grace_s},
          _table(["", ""], rows, header=False))
     return 0
 

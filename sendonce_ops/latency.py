@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sendonce_contract.message import parse_job
-from sendonce_contract.schema import DEDUPE_KEY, Ledger
+from sendonce_contract.schema import DEDUPE_KEY, DEFAULT_EVIDENCE_GRACE_S, Ledger
 
 SIMULATOR_SUCCESS = "success@simulator.amazonses.com"
 PROBE_PREFIX = "sendonce-latency"
@@ -113,8 +113,9 @@ class LatencyProbe:
         return items
 
 
-def describe(report: LatencyReport) -> str:
-    """The report for a person, with what it means for ``evidence_grace_period``."""
+def describe(report: LatencyReport, grace_s: int | None = None) -> str:
+    """The report for a person, with what it means for ``evidence_grace_period``: the pipeline's (``grace_s``,
+    from its stack), or the default when it is not known."""
     if not report.measured_s:
         return (f"no SES event reached the ledger for any of {report.probes} probes: check that the pipeline was "
                 "deployed with ses_events=True and that its consumer is running (sendonce dlq list)")
@@ -123,6 +124,8 @@ def describe(report: LatencyReport) -> str:
     if report.missing:
         lines.append(f"{len(report.missing)} probes had no event by the timeout (e.g. {report.missing[0]}): an "
                      "event later than the grace period is how a resend can double")
-    lines.append("evidence_grace_period (default 5 minutes) should stay well above the p99 and the max: "
-                 f"{300 / max(report.measured_s[-1], 0.001):.0f}x the max here")
+    grace = (f"this pipeline's evidence_grace_period ({grace_s} s)" if grace_s is not None else
+             f"evidence_grace_period (the default {DEFAULT_EVIDENCE_GRACE_S} s; pass --stack to weigh yours)")
+    lines.append(f"{grace} should stay well above the p99 and the max: "
+                 f"{(grace_s or DEFAULT_EVIDENCE_GRACE_S) / max(report.measured_s[-1], 0.001):.0f}x the max here")
     return "\n".join(lines)

@@ -30,6 +30,7 @@ class Pipeline:
     key_secret: str | None = None  # with key_privacy: the secret that digests a clear key into the record's key
     name: str | None = None  # the construct's path in its stack, when found there
     outbox_table: str | None = None
+    evidence_grace_s: int | None = None  # the stack's evidence_grace_period, with ses_events
 
     def need(self, part: str) -> str:
         value = {"table": self.table, "queue": self.queue_url, "dlq": self.dead_letter_queue_url}[part]
@@ -47,10 +48,11 @@ def locate(cloudformation: Any, stack: str | None, pipeline: str | None, table: 
     if stack:
         name, found = _from_outputs(cloudformation, stack, pipeline) or _from_resources(cloudformation, stack,
                                                                                           pipeline)
-    ttl = found.get(OutputPart.DEDUPE_TTL)
+    ttl, grace = found.get(OutputPart.DEDUPE_TTL), found.get(OutputPart.EVIDENCE_GRACE)
     return Pipeline(table or found.get(OutputPart.TABLE), queue or found.get(OutputPart.QUEUE),
                     dlq or found.get(OutputPart.DLQ), int(ttl) if ttl and ttl.isdigit() else None,
-                    found.get(OutputPart.KEY_SECRET), name, found.get(OutputPart.OUTBOX))
+                    found.get(OutputPart.KEY_SECRET), name, found.get(OutputPart.OUTBOX),
+                    int(grace) if grace and grace.isdigit() else None)
 
 
 Found = tuple[str | None, dict[str, str]]

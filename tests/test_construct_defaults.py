@@ -327,10 +327,14 @@ def test_outputs_publish_the_table_and_queues_for_the_operator_command():
     outputs = template.to_json()["Outputs"]
     ours = [o for o in outputs.values() if o["Description"].startswith("sendonce:")]
     by_part = {o["Description"].rsplit(":", 1)[-1]: o for o in ours}
-    assert set(by_part) == {"table", "queue", "dlq", "dedupe-ttl"}  # and "key-secret" with key_privacy
+    # and "key-secret" with key_privacy, "outbox" with an outbox
+    assert set(by_part) == {"table", "queue", "dlq", "dedupe-ttl", "evidence-grace"}
     assert all(o["Description"].startswith("sendonce:Test/Receipts:") for o in by_part.values())
     assert by_part["table"]["Value"]["Ref"].startswith("ReceiptsDedupeTable")
     assert by_part["dedupe-ttl"]["Value"] == "604800"  # what `dlq redrive` compares a dead letter's age with
+    assert by_part["evidence-grace"]["Value"] == "300"  # what `sendonce latency` weighs the events' delays against
+    _, without_events = build(ses_events=False)
+    assert not [o for o in without_events.to_json()["Outputs"].values() if o["Description"].endswith(":evidence-grace")]
 
 
 def test_outbox_adds_a_streamed_table_and_a_relay_to_the_job_queue():

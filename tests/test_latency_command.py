@@ -70,6 +70,16 @@ def test_latency_reports_the_delay_of_ses_events_from_send_to_the_ledger(pipelin
     assert len(sent) == 12  # one email per probe, to SES's mailbox simulator
 
 
+def test_the_report_weighs_the_delays_against_the_pipelines_own_grace_period_or_says_it_used_the_default():
+    from sendonce_ops.latency import LatencyReport, describe
+
+    report = LatencyReport(probes=2, measured_s=(1.0, 2.0), missing=())
+    assert "this pipeline's evidence_grace_period (10 s) should stay well above the p99 and the max: 5x the max" in (
+        describe(report, grace_s=10))
+    assert "evidence_grace_period (the default 300 s; pass --stack to weigh yours)" in describe(report)
+    assert "150x the max" in describe(report)
+
+
 def test_latency_without_events_says_so_and_fails(pipeline, jobs, capsys):
     code = sendonce(["--table", pipeline.table_name, "--queue", jobs, "latency", "--from", "probe@example.com",
                      "--count", "2", "--timeout", "1"])

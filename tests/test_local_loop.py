@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -223,6 +224,7 @@ def test_the_operator_command_finds_pipelines_and_says_errors_in_one_line(serve:
                     "no sendonce pipeline 'Nope'; it has: Shop/Alerts, Shop/Receipts")
     info = _command(serve, app_dir, "sendonce", "--stack", "Shop", "--pipeline", "Alerts", "info")
     assert info.returncode == 0 and _output(deployed, "AlertsQueueUrl") in info.stdout, info
+    assert re.search(r"evidence grace period\s+300 s", info.stdout), info  # its default, from the stack
     _one_line_error(_command(serve, app_dir, "sendonce-local", "run", "--stack", "Nope"), "Nope")
 
 

@@ -12,7 +12,6 @@ import hashlib
 from .address import Mailbox
 from .message import InvalidMessage, parse_job
 
-
 # A job that waits for its time would hold back every later job of its message group, and whether it still waits
 # when a worker takes it depends on timing: on a FIFO queue any sendAt is refused, by the producer and the consumer.
 SEND_AT_ON_FIFO = ("sendAt is refused on a FIFO queue: a waiting job would hold back every later job of its message "

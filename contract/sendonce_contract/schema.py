@@ -15,6 +15,10 @@ DEDUPE_KEY = "dedupeKey"
 # How long a key is remembered unless the construct's dedupe_ttl says otherwise: a cancelled key stays cancelled
 # at least this long.
 DEFAULT_DEDUPE_TTL_S = 7 * 86_400
+# How long a dead worker's send waits for SES's events before the delivery policy decides it. SES publishes a Send
+# event as it accepts an email and EventBridge delivers in about a second, retrying a failing target for up to
+# 24 hours: five minutes covers normal delivery many times over, and keeps a crashed email at most minutes late.
+DEFAULT_EVIDENCE_GRACE_S = 5 * 60
 
 
 # The metrics every bundled function writes (Embedded Metric Format) and the construct's alarms read.

@@ -21,6 +21,7 @@ class OutputId:
     QUEUE_URL = "QueueUrl"
     DEAD_LETTER_QUEUE_URL = "DeadLetterQueueUrl"
     DEDUPE_TTL_SECONDS = "DedupeTtlSeconds"
+    EVIDENCE_GRACE_SECONDS = "EvidenceGraceSeconds"
     KEY_SECRET_ARN = "KeySecretArn"
     OUTBOX_TABLE_NAME = "OutboxTableName"
 
@@ -33,6 +34,7 @@ class OutputPart:
     QUEUE = "queue"
     DLQ = "dlq"
     DEDUPE_TTL = "dedupe-ttl"
+    EVIDENCE_GRACE = "evidence-grace"
     KEY_SECRET = "key-secret"
     OUTBOX = "outbox"
 
