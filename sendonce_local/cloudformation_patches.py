@@ -17,7 +17,8 @@ Each patch says what moto does and what CloudFormation does instead (moto 5.2):
   executed template, and a failure is a ``CREATE_FAILED``/``UPDATE_FAILED`` event with the reason, rolled
   back: a failed create deletes what it made (``ROLLBACK_COMPLETE``, which `cdk deploy` replaces on the next
   try), a failed update goes back to the previous template (``UPDATE_ROLLBACK_COMPLETE``), so fixing the app
-  and deploying again works.
+  and deploying again works. Rolling back, moto warns (``UserWarning``) of each resource it never made and so
+  cannot delete: the failed resource itself, every time; that warning is silenced, the event says what failed.
 - A FIFO queue with no ``QueueName``: CloudFormation names it ``<stack>-<id>-<suffix>.fifo``; moto leaves out
   the ``.fifo`` and then refuses the name.
 - ``AWS::CloudWatch::Alarm``: moto skips it, so anything that references an alarm (a dashboard's alarm
@@ -29,12 +30,14 @@ from __future__ import annotations
 
 import functools
 import logging
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 from .moto_patches import wrap_once
 
 _PURPOSE = "CloudFormation as `cdk deploy` uses it"
+warnings.filterwarnings("ignore", message=r"Unable to delete .*, as it was never created", category=UserWarning)
 _MODELS: list[type] = []
 _log = logging.getLogger(__name__)
 
