@@ -22,7 +22,7 @@ from botocore.exceptions import (
 )
 
 from sendonce_contract.cancellation import refused, tombstone_request, written
-from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S, Status
+from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S, ReasonCode, Status
 
 from .dead_letters import DeadLetters
 from .key_lookup import ledger_key
@@ -65,6 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     dlq.add_parser("list", help="messages grouped by reason, with counts and a sample")
     redrive = dlq.add_parser("redrive", help="send messages back to the job queue")
     redrive.add_argument("--reason", help="only messages with this reason code (see `dlq list`)")
+    redrive.add_argument("--key", help="only the dead letters of this dedupe key (`sendonce status KEY` lists them)")
     redrive.add_argument("--limit", type=int, help="at most this many")
     redrive.add_argument("--force", action="store_true", help="also redrive jobs dead-lettered longer ago than "
                          "dedupe_ttl, whose key may be forgotten (each may be sent again)")
@@ -97,7 +98,8 @@ def _main(args: argparse.Namespace) -> int:
         pipeline = locate(boto3.client("cloudformation"), args.stack, args.pipeline, args.table, args.queue, args.dlq)
         pipeline = replace(pipeline, dedupe_ttl_s=args.dedupe_ttl or pipeline.dedupe_ttl_s,
                            key_secret=args.key_secret or pipeline.key_secret)
-        if hasattr(args, "key"):  # with key_privacy the record's key is the digest; people read what they typed
+        if getattr(args, "key", None) is not None:  # with key_privacy the record's key is the digest; people read
+            # what they typed
             args.key, args.shown_key = ledger_key(pipeline, args.key), args.key
             if args.key != args.shown_key:
                 args.shown_key += f" ({args.key})"
@@ -160,13 +162,19 @@ def _run(args: argparse.Namespace, pipeline: Pipeline) -> int:
         _say(args, [vars(g) for g in groups], _table(["reason", "count", "sample keys", "sample"], rows)
              if rows else "the dead-letter queue is empty")
         return 0
+    if args.reason == ReasonCode.INVALID_MESSAGE.value and not args.force:
+        raise ValueError("invalid-message jobs break the job contract and would come straight back to the DLQ: fix "
+                         "each (its reason is in `dlq list` and `sendonce status KEY`) and enqueue it anew, or pass "
+                         "--force if a newer consumer now accepts them")
     if args.reason is not None:
         present = [g.code for g in dead.by_reason()]
         if args.reason not in present:
             raise ValueError(f"no dead letter has reason {args.reason!r}; reasons in the DLQ: "
                              f"{', '.join(present) or 'none (it is empty)'}")
+    if args.key is not None and not dead.holding(args.key):
+        raise ValueError(f"no dead letter has key {args.shown_key}")
     result = dead.redrive(args.reason, args.limit, on_progress=_progress("moved"), dedupe_ttl_s=pipeline.dedupe_ttl_s,
-                          force=args.force)
+                          force=args.force, key=args.key)
     text = (f"started SQS message-move task {result.native_task}" if result.native_task else
             f"moved {result.moved} messages back to the job queue; {result.skipped} left in the DLQ")
     if result.forgotten:

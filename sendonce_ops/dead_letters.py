@@ -64,6 +64,12 @@ def forgotten(message: dict[str, Any], dedupe_ttl_s: int, now_ms: int) -> Forgot
                         reason_code(message), round(age_ms / 86_400_000, 2))
 
 
+def dedupe_key_of(message: dict[str, Any]) -> str | None:
+    """The key the consumer attached to a dead letter (the record's key: the digest under key_privacy)."""
+    value: str | None = message.get("MessageAttributes", {}).get(DeadLetter.DEDUPE_KEY, {}).get("StringValue")
+    return value
+
+
 def reason_code(message: dict[str, Any]) -> str:
     return str(message.get("MessageAttributes", {}).get(DeadLetter.REASON_CODE, {})
                .get("StringValue", ReasonCode.REDRIVEN_BY_SQS.value))
@@ -110,7 +116,7 @@ class DeadLetters:
                 attributes = message.get("MessageAttributes", {})
                 if not group.sample_reason:
                     group.sample_reason = attributes.get(DeadLetter.REASON, {}).get("StringValue", "")
-                key = attributes.get(DeadLetter.DEDUPE_KEY, {}).get("StringValue")
+                key = dedupe_key_of(message)
                 if key and len(group.sample_keys) < 3:
                     group.sample_keys.append(key)
             return sorted(groups.values(), key=lambda g: -g.count)
@@ -122,8 +128,7 @@ class DeadLetters:
         messages = self._receive_all(None)
         try:
             return [(reason_code(m), m.get("MessageAttributes", {}).get(DeadLetter.REASON, {}).get("StringValue", ""))
-                    for m in messages
-                    if m.get("MessageAttributes", {}).get(DeadLetter.DEDUPE_KEY, {}).get("StringValue") == key]
+                    for m in messages if dedupe_key_of(m) == key]
         finally:
             self._release(messages)
 
@@ -135,8 +140,10 @@ class DeadLetters:
         after_copy: Callable[[dict[str, Any]], None] | None = None,
         dedupe_ttl_s: int | None = None,
         force: bool = False,
+        key: str | None = None,
     ) -> RedriveResult:
-        """Send DLQ messages back to the job queue: those with ``reason`` (up to ``limit``) by copy-then-delete,
+        """Send DLQ messages back to the job queue: those with ``reason`` and ``key`` (the record's key; up to
+        ``limit``) by copy-then-delete,
         skipping (and listing) those in the DLQ longer than ``dedupe_ttl_s``, whose key may be forgotten; with
         ``force``, all of them, through SQS's message-move task when no filter is given. ``after_copy`` runs between
         a copy and its delete."""
@@ -147,15 +154,15 @@ class DeadLetters:
                 raise DedupeTtlUnknown(
                     "redrive skips jobs whose key the ledger may have forgotten, and needs the pipeline's "
                     "dedupe_ttl for it: pass --stack or --dedupe-ttl SECONDS, or --force to redrive them all")
-            return self._copy_then_delete(reason, limit, on_progress, after_copy, dedupe_ttl_s)
-        if reason is None and limit is None:
+            return self._copy_then_delete(reason, limit, on_progress, after_copy, dedupe_ttl_s, key)
+        if reason is None and limit is None and key is None:
             native = self._native_move()
             if native.native_task is not None:
                 return native
             result = self._copy_then_delete(None, None, on_progress, after_copy)
             result.note = native.note
             return result
-        return self._copy_then_delete(reason, limit, on_progress, after_copy)
+        return self._copy_then_delete(reason, limit, on_progress, after_copy, key=key)
 
     def _native_move(self) -> RedriveResult:
         attributes = ["QueueArn"]
@@ -179,6 +186,7 @@ class DeadLetters:
         on_progress: Callable[[int], None] | None,
         after_copy: Callable[[dict[str, Any]], None] | None,
         dedupe_ttl_s: int | None = None,
+        key: str | None = None,
     ) -> RedriveResult:
         result = RedriveResult()
         fifo = self._dlq.endswith(".fifo")
@@ -186,7 +194,9 @@ class DeadLetters:
         passed_over = []
         now_ms = _now_ms()
         for message in messages:
-            if (reason is not None and reason_code(message) != reason) or (limit is not None and result.moved >= limit):
+            if ((reason is not None and reason_code(message) != reason)
+                    or (key is not None and dedupe_key_of(message) != key)
+                    or (limit is not None and result.moved >= limit)):
                 passed_over.append(message)
                 continue
             old = forgotten(message, dedupe_ttl_s, now_ms) if dedupe_ttl_s is not None else None

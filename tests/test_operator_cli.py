@@ -139,6 +139,29 @@ def test_dlq_redrive_by_reason_moves_only_those(pipeline, ops, capsys):
     assert len(pipeline.dead_letters()) == 3
 
 
+def test_dlq_redrive_of_one_key_moves_only_its_dead_letters(pipeline, ops, capsys):
+    run, queue_url = ops
+    dead_letter_some(pipeline)
+    code, out = run("dlq", "redrive", "--key", "k:refused1", capsys=capsys)
+    assert code == 0 and "moved 1 messages" in out and "4 left in the DLQ" in out
+    [moved] = boto3.client("sqs").receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10)["Messages"]
+    assert json.loads(moved["Body"])["dedupeKey"] == "k:refused1"
+    code, _ = run("dlq", "redrive", "--key", "k:nowhere")
+    assert code == 2 and "no dead letter has key k:nowhere" in capsys.readouterr().err
+    assert len(pipeline.dead_letters()) == 4
+
+
+def test_dlq_redrive_of_invalid_messages_is_refused_without_force_since_they_would_come_straight_back(
+        pipeline, ops, capsys):
+    run, _ = ops
+    dead_letter_some(pipeline)
+    code, _ = run("dlq", "redrive", "--reason", "invalid-message")
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "would come straight back to the DLQ" in err, err
+    code, out = run("dlq", "redrive", "--reason", "invalid-message", "--force", capsys=capsys)
+    assert code == 0 and "moved 3 messages back to the job queue; 2 left in the DLQ" in out
+
+
 def test_dlq_redrive_of_everything_falls_back_to_copying_where_there_is_no_move_task(pipeline, ops, capsys):
     run, _ = ops
     dead_letter_some(pipeline)
