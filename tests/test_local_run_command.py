@@ -81,17 +81,24 @@ def test_each_record_is_one_readable_line_and_the_summary_counts_by_outcome_and_
         {"logger": "sendonce", "outcome": "refused", "dedupeKey": "k2", "reason": "Email address is not verified."},
         {"logger": "sendonce", "outcome": "invalid_message", "messageId": "x", "reason": "not JSON"},
         {"logger": "sendonce.evidence", "outcome": "recorded", "eventType": "Send", "dedupeKey": "k1"},
+        {"logger": "sendonce", "outcome": "recipient_not_allowed", "dedupeKey": "k3", "reason": "eve@x not in ..."},
+        {"logger": "sendonce", "outcome": "cancelled", "dedupeKey": "k4"},
+        {"logger": "sendonce", "outcome": "scheduled", "dedupeKey": "k5"},
+        {"logger": "sendonce", "outcome": "throttled", "dedupeKey": "k6"},
     ]
     summary = Summary()
     for line in lines:
         summary.add(line)
     assert "-> DLQ (ses-refused)" in readable(lines[2]) and "\n" not in readable(lines[2])
+    assert "-> DLQ (recipient-not-allowed)" in readable(lines[5])
     assert "SES Send recorded" in readable(lines[4])
     publisher = {"logger": "sendonce.outcomes", "outcome": "published", "records": 2, "published": 2, "failed": 0,
                  "transitions": ["delivered", "sent"]}
     assert readable(publisher).endswith("2 published, 0 failed: delivered, sent")
     text = summary.text(3)
-    assert "sent 1, duplicates 1, refused by SES 1, dead-lettered 2 (invalid-message 1, ses-refused 1)" in text
+    assert ("sent 1, duplicates 1, refused by SES 1, dead-lettered 3 (invalid-message 1, recipient-not-allowed 1, "
+            "ses-refused 1)") in text
+    assert "cancelled 1, scheduled for later 1, handed back to the queue 1;" in text  # only the throttled one
     assert "SES events recorded 1 (Send 1)" in text
 
 
