@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import boto3
+from botocore.exceptions import BotoCoreError, ClientError
 
 from sendonce_contract.deploy_config import ConsumerConfig
 from sendonce_contract.schema import Ledger
@@ -31,7 +32,7 @@ from sendonce_runtime.outcome import DEAD_LETTER_REASONS, Outcome
 
 from .emulator_gaps import make_skipped_configuration_sets
 from .event_source_runner import FaultPlan
-from .stack_reader import read_consumers, read_stream_functions
+from .stack_reader import StackNotFound, read_consumers, read_stream_functions
 from .stack_reload import APPLIED, POLL_EVERY_S, Pollers, StackWatch
 from .stream_checkpoints import StreamCheckpoints
 
@@ -281,10 +282,16 @@ def _follow_deploys(pollers: Pollers, watch: StackWatch, options: RunOptions, sa
     if status not in APPLIED:
         say(f"a deploy of {options.stack} ended in {status}: the functions as deployed before keep running")
         return
-    template = json.loads((options.cdk_out / f"{options.stack}.template.json").read_text())
-    if not options.skip_identities and sender_identities(template):
-        verify_identities(options.stack, template, lambda _: None)  # a new pipeline's sender, quietly
-    line = pollers.reload()
+    try:
+        template = json.loads((options.cdk_out / f"{options.stack}.template.json").read_text())
+        if not options.skip_identities and sender_identities(template):
+            verify_identities(options.stack, template, lambda _: None)  # a new pipeline's sender, quietly
+        line = pollers.reload()
+    except (StackNotFound, BotoCoreError, ClientError, OSError, ValueError) as error:
+        # The run goes on with what it has: a later deploy is read again.
+        say(f"a deploy of {options.stack} completed but could not be read ({' '.join(str(error).split())[:200]}): "
+            "the functions as read before keep running")
+        return
     say(line or f"a deploy of {options.stack} completed; nothing run uses changed")
 
 
