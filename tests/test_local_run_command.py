@@ -146,3 +146,37 @@ def test_stream_positions_outlive_the_run_per_endpoint_and_stream(tmp_path: Path
     assert StreamCheckpoints("http://localhost:2").get("arn:stream/1", "shard-0") is None
     monkeypatch.setenv(STATE_FILE_VARIABLE, str(tmp_path / "mine.json"))
     assert default_path() == tmp_path / "mine.json"
+
+
+def test_run_sees_each_completed_deploy_and_a_rolled_back_one_reloads_nothing(aws, tmp_path: Path):
+    from typing import cast
+
+    from sendonce_local.run_command import RunOptions, _follow_deploys
+    from sendonce_local.stack_reload import Pollers, StackWatch
+
+    cloudformation = boto3.client("cloudformation")
+    cloudformation.create_stack(StackName="Tiny", TemplateBody=json.dumps(TEMPLATE))
+    watch = StackWatch("Tiny")
+    assert watch.completed() is None
+
+    def deploy(template: dict[str, object]) -> None:  # as `cdk deploy` does: a change set, executed
+        cloudformation.create_change_set(StackName="Tiny", ChangeSetName="cdk-deploy-change-set",
+                                         TemplateBody=json.dumps(template), ChangeSetType="UPDATE")
+        cloudformation.execute_change_set(StackName="Tiny", ChangeSetName="cdk-deploy-change-set")
+
+    class Untouched:
+        def reload(self) -> str:
+            raise AssertionError("a deploy that rolled back changed nothing to reload")
+
+    broken = copy.deepcopy(TEMPLATE)
+    broken["Resources"]["Broken"] = {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": "not a valid name!"}}
+    deploy(broken)
+    said: list[str] = []
+    _follow_deploys(cast(Pollers, Untouched()), watch, RunOptions("Tiny", tmp_path), said.append)
+    assert said == ["a deploy of Tiny ended in UPDATE_ROLLBACK_COMPLETE: the functions as deployed before keep "
+                    "running"]
+    changed = copy.deepcopy(TEMPLATE)
+    changed["Resources"]["Jobs"]["Properties"]["VisibilityTimeout"] = 7
+    deploy(changed)
+    assert watch.completed() == "UPDATE_COMPLETE"
+    assert watch.completed() is None  # each deploy once
