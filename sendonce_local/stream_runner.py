@@ -111,16 +111,19 @@ class StreamEventSourceRunner:
         records = self._streams.get_records(ShardIterator=iterator, Limit=self.source.batch_size).get("Records", [])
         with self.stats._lock:
             self.stats.last_read_empty = not records
-        if not records or not self._deliver(records):
+        position = self._deliver(records) if records else None
+        if position is None:
             return after
-        position = str(records[-1]["dynamodb"]["SequenceNumber"])
         if self._checkpoints is not None:
             self._checkpoints.put(self.source.stream_arn, shard_id, position)
         return position
 
-    def _deliver(self, records: list[dict[str, Any]]) -> bool:
+    def _deliver(self, records: list[dict[str, Any]]) -> str | None:
         """Hand the batch to the function until it takes it or the retries run out (Lambda then moves on, as
-        here); False when ``stop`` cut it short, so the batch is read again."""
+        here). Returns the sequence number of the last record done with: when ``stop`` cuts the retries short,
+        the one before the first record still to do (None if that is the first), which is read again next."""
+        sequences = [r["dynamodb"]["SequenceNumber"] for r in records]
+        last = str(sequences[-1])
         batch = [lambda_stream_record(r, self.source.stream_arn, self._region) for r in records]
         if self.source.insert_only:
             batch = [r for r in batch if r["eventName"] == "INSERT"]
@@ -129,9 +132,10 @@ class StreamEventSourceRunner:
         try:
             for attempt in range(MAX_RETRIES + 1):
                 if not batch:
-                    return True
+                    return last
                 if self._stop.is_set():
-                    return False
+                    pending = sequences.index(batch[0]["dynamodb"]["SequenceNumber"])
+                    return str(sequences[pending - 1]) if pending else None
                 with self.stats._lock:
                     self.stats.invocations += 1
                     self.stats.records_delivered += len(batch)
@@ -141,13 +145,13 @@ class StreamEventSourceRunner:
                     continue  # the whole batch again
                 failed = [f.get("itemIdentifier") for f in (invocation.result or {}).get("batchItemFailures", [])]
                 if not failed:
-                    return True
-                sequences = [r["dynamodb"]["SequenceNumber"] for r in batch]
-                first = min(sequences.index(s) for s in failed if s in sequences) if set(failed) <= set(sequences) \
+                    return last
+                in_batch = [r["dynamodb"]["SequenceNumber"] for r in batch]
+                first = min(in_batch.index(s) for s in failed if s in in_batch) if set(failed) <= set(in_batch) \
                     else 0
                 batch = batch[first:]  # retry from the first failure, keeping order
                 time.sleep(0.05 * 2**attempt)
-            return True
+            return last
         finally:
             with self.stats._lock:
                 self.stats.busy = False

@@ -180,3 +180,22 @@ def test_run_sees_each_completed_deploy_and_a_rolled_back_one_reloads_nothing(aw
     deploy(changed)
     assert watch.completed() == "UPDATE_COMPLETE"
     assert watch.completed() is None  # each deploy once
+
+
+def test_a_stream_batch_cut_short_by_the_end_of_the_run_is_read_again_from_its_first_record_not_done(aws, tmp_path):
+    from sendonce_local.lambda_instances import Ending, FunctionSpec, Invocation
+    from sendonce_local.stream_runner import StreamEventSourceRunner, StreamSourceSpec
+
+    runner = StreamEventSourceRunner(FunctionSpec("relay", "relay.handler", tmp_path), StreamSourceSpec("arn:s"), {})
+    records = [{"eventID": n, "eventName": "INSERT", "dynamodb": {"SequenceNumber": n}} for n in ("10", "20", "30")]
+    answers = iter([{"batchItemFailures": [{"itemIdentifier": "20"}]}, {}])
+
+    def invoke(event: dict, fault: object = None) -> Invocation:
+        runner._stop.set()  # the run ends while the function works on the batch
+        return Invocation(Ending.RETURNED, next(answers))
+
+    runner._instance.invoke = invoke  # type: ignore[method-assign]
+    assert runner._deliver(records) == "10"  # 10 is done; 20 and 30 are read again by the next run
+    assert runner._deliver(records) is None  # stopped before the function took any of it
+    runner._stop.clear()
+    assert runner._deliver(records) == "30"
