@@ -2,7 +2,8 @@
 
 Every SQS-triggered function of the stack (each pipeline's consumer and SES-event recorder) and every
 DynamoDB-stream-triggered one (an outbox relay) is polled at once, as Lambda's event source mappings do, with the
-code from cdk.out. Any number of runs may follow one another against one emulator. Each record the functions
+code from cdk.out. Any number of runs may follow one another against one emulator (stream positions outlive a
+run: :mod:`.stream_checkpoints`), and a running one follows redeploys (:mod:`.stack_reload`). Each record the functions
 handle is one line (the function's own JSON line with ``--json``); Ctrl-C (or ``--until-drained``) ends the run
 with a summary.
 """
