@@ -2,7 +2,8 @@
 
 Every SQS-triggered function of the stack (each pipeline's consumer and SES-event recorder) and every
 DynamoDB-stream-triggered one (an outbox relay) is polled at once, as Lambda's event source mappings do, with the
-code from cdk.out. Any number of runs may follow one another against one emulator. Each record the functions
+code from cdk.out. Any number of runs may follow one another against one emulator (stream positions outlive a
+run: :mod:`.stream_checkpoints`), and a running one follows redeploys (:mod:`.stack_reload`). Each record the functions
 handle is one line (the function's own JSON line with ``--json``); Ctrl-C (or ``--until-drained``) ends the run
 with a summary.
 """
@@ -19,24 +20,28 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 import boto3
+from botocore.exceptions import BotoCoreError, ClientError
 
 from sendonce_contract.deploy_config import ConsumerConfig
-from sendonce_contract.schema import Ledger, ReasonCode
+from sendonce_contract.schema import Ledger
+from sendonce_runtime.outcome import DEAD_LETTER_REASONS, Outcome
 
 from .emulator_gaps import make_skipped_configuration_sets
-from .event_source_runner import EventSourceRunner, FaultPlan
-from .stack_reader import read_consumers, read_stream_functions
-from .stream_runner import StreamEventSourceRunner
+from .event_source_runner import FaultPlan
+from .stack_reader import StackNotFound, read_consumers, read_stream_functions
+from .stack_reload import APPLIED, POLL_EVERY_S, Pollers, StackWatch
+from .stream_checkpoints import StreamCheckpoints
 
-# The consumer's outcomes that put the job in the DLQ, with the reason code it carries there.
-DEAD_LETTERED = {"invalid_message": ReasonCode.INVALID_MESSAGE.value, "refused": ReasonCode.SES_REFUSED.value,
-                 "receives_exhausted": ReasonCode.MAX_RECEIVES.value}
+# The consumer's outcomes (as its log lines name them) that put the job in the DLQ, with the reason code it carries.
+DEAD_LETTERED = {outcome.value: code.value for outcome, code in DEAD_LETTER_REASONS.items()}
+# Outcomes the summary names: everything else is handed back to the queue (SQS delivers it again).
+SETTLED = (Outcome.SENT.value, Outcome.SENT_UNRECORDED.value, Outcome.DUPLICATE.value, Outcome.MARKED_UNKNOWN.value,
+           Outcome.CANCELLED.value, Outcome.SCHEDULED.value, *DEAD_LETTERED)
 QUIET_S = 2.0  # how long every queue must stay empty for --until-drained (SES's events come a second later)
 IDENTITY_ARN = re.compile(r":ses:[^:]*:[^:]*:identity/(?P<identity>[^\s\"]+)$")
 
@@ -69,12 +74,12 @@ class Summary:
         o = self.outcomes
         dead = ", ".join(f"{code} {n}" for code, n in sorted(self.dead_lettered.items()))
         events = ", ".join(f"{kind} {n}" for kind, n in sorted(self.evidence.items()))
-        waiting = sum(n for name, n in o.items() if name not in ("sent", "sent_unrecorded", "duplicate",
-                                                                 "marked_unknown", *DEAD_LETTERED))
+        waiting = sum(n for name, n in o.items() if name not in SETTLED)
         return (f"summary after {elapsed_s:.0f} s: sent {o['sent'] + o['sent_unrecorded']}, duplicates "
                 f"{o['duplicate']}, refused by SES {o['refused']}, dead-lettered {sum(self.dead_lettered.values())}"
-                f"{f' ({dead})' if dead else ''}, marked UNKNOWN {o['marked_unknown']}, handed back to the queue "
-                f"{waiting}; SES events recorded {sum(self.evidence.values())}{f' ({events})' if events else ''}")
+                f"{f' ({dead})' if dead else ''}, marked UNKNOWN {o['marked_unknown']}, cancelled {o['cancelled']}, "
+                f"scheduled for later {o['scheduled']}, handed back to the queue {waiting}; SES events recorded "
+                f"{sum(self.evidence.values())}{f' ({events})' if events else ''}")
 
 
 def readable(line: dict[str, Any]) -> str:
@@ -213,6 +218,7 @@ def run(options: RunOptions, out: IO[str] | None = None, stop: threading.Event |
         assert out is not None
         _say(out, text if not options.as_json else json.dumps({"logger": "sendonce-local", "message": text}))
 
+    watch = StackWatch(options.stack)  # before reading the stack: a deploy that completes meanwhile is seen
     consumers = read_consumers(options.stack, options.cdk_out)
     if not consumers:
         raise RunRefused(f"stack {options.stack} has no SQS-triggered function")
@@ -227,44 +233,67 @@ def run(options: RunOptions, out: IO[str] | None = None, stop: threading.Event |
     stop = stop or threading.Event()
     output = FunctionOutput(out, options.as_json)
     started = time.monotonic()
+    checkpoints = StreamCheckpoints(os.environ["AWS_ENDPOINT_URL"])
+    pollers = Pollers(options.stack, options.cdk_out, output.writer, checkpoints,
+                      lambda: FaultPlan(options.faults, seed=1) if options.faults else None)
     with _stopped_by_signals(stop):
-        relays = [StreamEventSourceRunner(r.function, r.source, dict(os.environ), output.writer)
-                  for r in read_stream_functions(options.stack, options.cdk_out)]
-        runners = [EventSourceRunner(c.function, c.source, dict(os.environ), output.writer,
-                                     FaultPlan(options.faults, seed=1) if options.faults else None)
-                   for c in consumers]
+        relays = read_stream_functions(options.stack, options.cdk_out)
         try:
             for relay in relays:
                 say(f"relaying {relay.source.stream_arn} to {relay.function.name}")
-            for runner in runners:
-                say(f"polling {runner.source.queue_url} for {runner.function.name}")
-            with ThreadPoolExecutor() as pool:  # each starts its worker processes: together, not one by one
-                list(pool.map(lambda started: started.start(), [*relays, *runners]))
+            if relays:
+                say(f"stream positions kept in {checkpoints.path}")
+            for consumer in consumers:
+                say(f"polling {consumer.source.queue_url} for {consumer.function.name}")
+            pollers.start(consumers, relays)  # each starts its worker processes: together, not one by one
             say("until every queue is drained" if options.until_drained else "until Ctrl-C")
-            _wait(runners, relays, options, stop)
+            _wait(pollers, watch, options, stop, say)
         finally:
-            with ThreadPoolExecutor() as pool:
-                list(pool.map(lambda running: running.stop(), [*runners, *relays]))
+            pollers.stop()
             output.close()
     say(output.summary.text(time.monotonic() - started))
     return output.summary
 
 
-def _wait(runners: list[EventSourceRunner], relays: list[StreamEventSourceRunner], options: RunOptions,
-          stop: threading.Event) -> None:
+def _wait(pollers: Pollers, watch: StackWatch, options: RunOptions, stop: threading.Event,
+          say: Callable[[str], None]) -> None:
     deadline = time.monotonic() + options.bound_s
     quiet_since: float | None = None
+    next_look = time.monotonic() + POLL_EVERY_S
     while not stop.wait(0.5):
+        if time.monotonic() >= next_look:
+            _follow_deploys(pollers, watch, options, say)
+            next_look = time.monotonic() + POLL_EVERY_S
         if not options.until_drained:
             continue
         if time.monotonic() > deadline:
             return
-        busy = any(sum(r.queue_depth().values()) or r.stats.in_flight for r in runners) or not all(
-            relay.idle() for relay in relays)
+        busy = any(sum(r.queue_depth().values()) or r.stats.in_flight for r in pollers.runners) or not all(
+            relay.idle() for relay in pollers.relays)
         now = time.monotonic()
         quiet_since = None if busy else (quiet_since or now)
         if quiet_since is not None and now - quiet_since >= QUIET_S:
             return
+
+
+def _follow_deploys(pollers: Pollers, watch: StackWatch, options: RunOptions, say: Callable[[str], None]) -> None:
+    status = watch.completed()
+    if status is None:
+        return
+    if status not in APPLIED:
+        say(f"a deploy of {options.stack} ended in {status}: the functions as deployed before keep running")
+        return
+    try:
+        template = json.loads((options.cdk_out / f"{options.stack}.template.json").read_text())
+        if not options.skip_identities and sender_identities(template):
+            verify_identities(options.stack, template, lambda _: None)  # a new pipeline's sender, quietly
+        line = pollers.reload()
+    except (StackNotFound, BotoCoreError, ClientError, OSError, ValueError) as error:
+        # The run goes on with what it has: a later deploy is read again.
+        say(f"a deploy of {options.stack} completed but could not be read ({' '.join(str(error).split())[:200]}): "
+            "the functions as read before keep running")
+        return
+    say(line or f"a deploy of {options.stack} completed; nothing run uses changed")
 
 
 class _stopped_by_signals:

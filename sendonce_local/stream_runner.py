@@ -1,7 +1,9 @@
 """Plays a DynamoDB stream event source mapping: reads the stream's shards in order and invokes the function.
 
 As Lambda does: a batch is retried until the function takes it; with ReportBatchItemFailures, from the first
-failed sequence number; a record is never skipped while retries remain.
+failed sequence number; a record is never skipped while retries remain. The position moves (and is checkpointed, when
+given :class:`StreamCheckpoints`) only once a batch is done with: a batch cut short by ``stop`` is read again
+next time.
 """
 
 from __future__ import annotations
@@ -13,8 +15,10 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 import boto3
+from botocore.exceptions import ClientError
 
 from .lambda_instances import Ending, FunctionSpec, LambdaInstance
+from .stream_checkpoints import StreamCheckpoints
 
 MAX_RETRIES = 10
 BUSY_WAIT_S = 0.2  # Lambda polls a shard up to four times a second
@@ -50,9 +54,10 @@ def lambda_stream_record(record: dict[str, Any], stream_arn: str, region: str) -
 
 class StreamEventSourceRunner:
     def __init__(self, function: FunctionSpec, source: StreamSourceSpec, base_environment: Mapping[str, str],
-                 log: IO[str] | None = None) -> None:
+                 log: IO[str] | None = None, checkpoints: StreamCheckpoints | None = None) -> None:
         self.function = function
         self.source = source
+        self._checkpoints = checkpoints
         self.stats = StreamStats()
         self._instance = LambdaInstance(function, base_environment, log)
         self._streams = boto3.client("dynamodbstreams")
@@ -84,6 +89,8 @@ class StreamEventSourceRunner:
             moved = False
             for shard in shards:
                 shard_id = shard["ShardId"]
+                if shard_id not in positions and self._checkpoints is not None:
+                    positions[shard_id] = self._checkpoints.get(self.source.stream_arn, shard_id)
                 before = positions.get(shard_id)
                 positions[shard_id] = self._read(shard_id, before)
                 moved = moved or positions[shard_id] != before
@@ -93,17 +100,30 @@ class StreamEventSourceRunner:
         """Deliver what follows sequence number ``after`` (from the start when None); return the new position."""
         where = {"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "SequenceNumber": after} if after else {
             "ShardIteratorType": "TRIM_HORIZON"}
-        iterator = self._streams.get_shard_iterator(StreamArn=self.source.stream_arn, ShardId=shard_id,
-                                                    **where)["ShardIterator"]
+        try:
+            iterator = self._streams.get_shard_iterator(StreamArn=self.source.stream_arn, ShardId=shard_id,
+                                                        **where)["ShardIterator"]
+        except ClientError:
+            if after is None:
+                raise
+            # A checkpoint the shard no longer holds (a replaced shard): from its start, as a new mapping reads.
+            return self._read(shard_id, None)
         records = self._streams.get_records(ShardIterator=iterator, Limit=self.source.batch_size).get("Records", [])
         with self.stats._lock:
             self.stats.last_read_empty = not records
-        if not records:
+        position = self._deliver(records) if records else None
+        if position is None:
             return after
-        self._deliver(records)
-        return str(records[-1]["dynamodb"]["SequenceNumber"])
+        if self._checkpoints is not None:
+            self._checkpoints.put(self.source.stream_arn, shard_id, position)
+        return position
 
-    def _deliver(self, records: list[dict[str, Any]]) -> None:
+    def _deliver(self, records: list[dict[str, Any]]) -> str | None:
+        """Hand the batch to the function until it takes it or the retries run out (Lambda then moves on, as
+        here). Returns the sequence number of the last record done with: when ``stop`` cuts the retries short,
+        the one before the first record still to do (None if that is the first), which is read again next."""
+        sequences = [r["dynamodb"]["SequenceNumber"] for r in records]
+        last = str(sequences[-1])
         batch = [lambda_stream_record(r, self.source.stream_arn, self._region) for r in records]
         if self.source.insert_only:
             batch = [r for r in batch if r["eventName"] == "INSERT"]
@@ -111,8 +131,11 @@ class StreamEventSourceRunner:
             self.stats.busy = True
         try:
             for attempt in range(MAX_RETRIES + 1):
-                if not batch or self._stop.is_set():
-                    return
+                if not batch:
+                    return last
+                if self._stop.is_set():
+                    pending = sequences.index(batch[0]["dynamodb"]["SequenceNumber"])
+                    return str(sequences[pending - 1]) if pending else None
                 with self.stats._lock:
                     self.stats.invocations += 1
                     self.stats.records_delivered += len(batch)
@@ -122,12 +145,13 @@ class StreamEventSourceRunner:
                     continue  # the whole batch again
                 failed = [f.get("itemIdentifier") for f in (invocation.result or {}).get("batchItemFailures", [])]
                 if not failed:
-                    return
-                sequences = [r["dynamodb"]["SequenceNumber"] for r in batch]
-                first = min(sequences.index(s) for s in failed if s in sequences) if set(failed) <= set(sequences) \
+                    return last
+                in_batch = [r["dynamodb"]["SequenceNumber"] for r in batch]
+                first = min(in_batch.index(s) for s in failed if s in in_batch) if set(failed) <= set(in_batch) \
                     else 0
                 batch = batch[first:]  # retry from the first failure, keeping order
                 time.sleep(0.05 * 2**attempt)
+            return last
         finally:
             with self.stats._lock:
                 self.stats.busy = False

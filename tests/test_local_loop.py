@@ -13,10 +13,13 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -27,7 +30,8 @@ BIN = Path(sys.executable).parent
 APP = '''
 import os
 import aws_cdk as cdk
-from aws_cdk import aws_dynamodb as dynamodb, aws_ec2 as ec2, aws_kms as kms, aws_sqs as sqs
+from aws_cdk import aws_dynamodb as dynamodb, aws_ec2 as ec2, aws_events_targets as targets, aws_kms as kms
+from aws_cdk import aws_sqs as sqs
 from sendonce_constructs import SendOnceEmailQueue
 
 VARIANT = os.environ.get("LOOP_VARIANT", "first")
@@ -36,8 +40,11 @@ VARIANT = os.environ.get("LOOP_VARIANT", "first")
 class Shop(cdk.Stack):
     def __init__(self, scope, id, **kwargs):
         super().__init__(scope, id, **kwargs)
-        SendOnceEmailQueue(self, "Receipts", sender="example.com", max_concurrency=2,
-                           function_timeout=cdk.Duration.seconds(10 if VARIANT == "first" else 12))
+        staging = {"allowed_recipients": ["ada@example.org"]} if VARIANT == "allowed" else {}
+        receipts = SendOnceEmailQueue(self, "Receipts", sender="example.com", max_concurrency=2,
+                                      function_timeout=cdk.Duration.seconds(10 if VARIANT == "first" else 12),
+                                      **staging)
+        receipts.on_outcome("Heard", targets.SqsQueue(sqs.Queue(self, "Heard")))  # the app's outcome queue
         table = dynamodb.Table(self, "Ledger", partition_key=dynamodb.Attribute(
             name="dedupeKey", type=dynamodb.AttributeType.STRING))
         SendOnceEmailQueue(
@@ -70,7 +77,8 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
     with stderr.open("w") as err:
         process = subprocess.Popen([str(BIN / "sendonce-local"), "serve"], stdout=subprocess.PIPE, stderr=err,
                                    text=True)
-    environment: dict[str, str] = {}
+    # run's stream positions, kept apart from the user's own (see stream_checkpoints)
+    environment: dict[str, str] = {"SENDONCE_LOCAL_STATE_FILE": str(stderr.with_name("checkpoints.json"))}
     assert process.stdout is not None
     for line in process.stdout:
         if line.startswith("export "):
@@ -215,6 +223,74 @@ def test_the_loop_run_twice_with_late_jobs_and_ses_evidence(serve: Emulator, app
     assert runner.returncode == 0, err
     assert "until Ctrl-C" in out and "alert:late" in out
     assert out.strip().splitlines()[-1].startswith("summary") and "sent 1, duplicates 1" in out, out
+    # The second run continued the outcome publisher's stream where the first left it: each event once.
+    heard = _drain(next(url for url in boto3.client("sqs").list_queues(QueueNamePrefix="Shop-Heard")["QueueUrls"]))
+    ids = Counter(event["detail"]["eventId"] for event in heard)
+    assert ids and max(ids.values()) == 1, ids
+    assert sum(1 for e in heard if e["detail"]["transition"] == "sent") == 2, heard  # receipt:1 and receipt:2
+
+
+def test_a_running_run_follows_a_redeploy_that_adds_allowed_recipients(serve: Emulator, app_dir: Path,
+                                                                        deployed: dict[str, str],
+                                                                        monkeypatch: pytest.MonkeyPatch):
+    from sendonce_producer import EmailJob, enqueue
+
+    _point_at(serve, monkeypatch)
+    receipts, ses = _output(deployed, "ReceiptsQueueUrl"), boto3.client("ses")
+
+    def sent() -> int:
+        return int(sum(p["DeliveryAttempts"] for p in ses.get_send_statistics()["SendDataPoints"]))
+
+    def job(key: str) -> EmailJob:
+        return EmailJob(dedupe_key=key, sender="shop@example.com", to=["bob@example.org"], subject="Receipt", text="-")
+
+    runner = subprocess.Popen([str(BIN / "sendonce-local"), "run", "--stack", "Shop"], cwd=app_dir, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(serve))
+    lines = _lines_of(runner)
+    try:
+        _until(lambda: any("until Ctrl-C" in line for line in lines))
+        before = sent()
+        enqueue(receipts, job("receipt:bob-before"))  # anyone may be emailed yet
+        _until(lambda: sent() == before + 1)
+        redeploy = _cdk(serve, app_dir, "deploy", "Shop", variant="allowed")
+        assert redeploy.returncode == 0, redeploy.stderr[-3000:]
+        _until(lambda: any("redeploy of Shop picked up" in line for line in lines), bound_s=30)
+        enqueue(receipts, job("receipt:bob-after"))
+        _until(lambda: "recipient-not-allowed" in _command(serve, app_dir, "sendonce", "--stack", "Shop", "--pipeline",
+                                                           "Receipts", "status", "receipt:bob-after").stdout)
+        assert sent() == before + 1  # nothing went to bob after the redeploy
+    finally:
+        runner.send_signal(signal.SIGINT)
+        runner.wait(timeout=120)
+    out = "".join(lines)
+    assert runner.returncode == 0, out
+    reloaded = next(line for line in lines if "redeploy of Shop picked up" in line)
+    assert "ReceiptsConsumer" in reloaded and "environment" in reloaded, reloaded
+    assert any("receipt:bob-after" in line and "-> DLQ (recipient-not-allowed)" in line for line in lines), out
+    summary = lines[-1]
+    assert summary.startswith("summary") and "dead-lettered 1 (recipient-not-allowed 1)" in summary, summary
+    assert "handed back to the queue 0" in summary, summary
+
+
+def _lines_of(process: subprocess.Popen[str]) -> list[str]:
+    """The process's output lines as they come (a thread reads them), to wait on without blocking."""
+    lines: list[str] = []
+    assert process.stdout is not None
+    stdout = process.stdout
+    threading.Thread(target=lambda: lines.extend(iter(stdout.readline, "")), daemon=True).start()
+    return lines
+
+
+def _drain(queue_url: str) -> list[dict[str, Any]]:
+    """Every message of the queue, each once (read until two long polls come back empty)."""
+    sqs, found, empty = boto3.client("sqs"), [], 0
+    while empty < 2:
+        messages = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=1,
+                                       VisibilityTimeout=600).get("Messages", [])
+        empty = 0 if messages else empty + 1
+        found += [json.loads(m["Body"]) for m in messages]
+        assert len(found) < 1000, "the queue does not end"
+    return found
 
 
 def test_the_operator_command_finds_pipelines_and_says_errors_in_one_line(serve: Emulator, app_dir: Path,

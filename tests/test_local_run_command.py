@@ -81,17 +81,24 @@ def test_each_record_is_one_readable_line_and_the_summary_counts_by_outcome_and_
         {"logger": "sendonce", "outcome": "refused", "dedupeKey": "k2", "reason": "Email address is not verified."},
         {"logger": "sendonce", "outcome": "invalid_message", "messageId": "x", "reason": "not JSON"},
         {"logger": "sendonce.evidence", "outcome": "recorded", "eventType": "Send", "dedupeKey": "k1"},
+        {"logger": "sendonce", "outcome": "recipient_not_allowed", "dedupeKey": "k3", "reason": "eve@x not in ..."},
+        {"logger": "sendonce", "outcome": "cancelled", "dedupeKey": "k4"},
+        {"logger": "sendonce", "outcome": "scheduled", "dedupeKey": "k5"},
+        {"logger": "sendonce", "outcome": "throttled", "dedupeKey": "k6"},
     ]
     summary = Summary()
     for line in lines:
         summary.add(line)
     assert "-> DLQ (ses-refused)" in readable(lines[2]) and "\n" not in readable(lines[2])
+    assert "-> DLQ (recipient-not-allowed)" in readable(lines[5])
     assert "SES Send recorded" in readable(lines[4])
     publisher = {"logger": "sendonce.outcomes", "outcome": "published", "records": 2, "published": 2, "failed": 0,
                  "transitions": ["delivered", "sent"]}
     assert readable(publisher).endswith("2 published, 0 failed: delivered, sent")
     text = summary.text(3)
-    assert "sent 1, duplicates 1, refused by SES 1, dead-lettered 2 (invalid-message 1, ses-refused 1)" in text
+    assert ("sent 1, duplicates 1, refused by SES 1, dead-lettered 3 (invalid-message 1, recipient-not-allowed 1, "
+            "ses-refused 1)") in text
+    assert "cancelled 1, scheduled for later 1, handed back to the queue 1;" in text  # only the throttled one
     assert "SES events recorded 1 (Send 1)" in text
 
 
@@ -124,3 +131,71 @@ def test_a_request_the_emulator_failed_is_one_line_unless_verbose():
                              "last):\n  File \"x.py\", line 1, in f\nKeyError: 'ChangeSetName'", None, None)
     assert OneLine(verbose=False).format(text).endswith("emulator: Error on request: KeyError: 'ChangeSetName'")
     assert "Traceback" in OneLine(verbose=True).format(text)
+
+
+def test_stream_positions_outlive_the_run_per_endpoint_and_stream(tmp_path: Path, monkeypatch):
+    from sendonce_local.stream_checkpoints import STATE_FILE_VARIABLE, StreamCheckpoints, default_path
+
+    monkeypatch.delenv(STATE_FILE_VARIABLE, raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    assert default_path() == tmp_path / "state" / "sendonce" / "stream-checkpoints.json"
+    StreamCheckpoints("http://localhost:1").put("arn:stream/1", "shard-0", "42")
+    again = StreamCheckpoints("http://localhost:1")  # the next run
+    assert again.get("arn:stream/1", "shard-0") == "42"
+    assert again.get("arn:stream/2", "shard-0") is None  # a new emulator's stream starts fresh
+    assert StreamCheckpoints("http://localhost:2").get("arn:stream/1", "shard-0") is None
+    monkeypatch.setenv(STATE_FILE_VARIABLE, str(tmp_path / "mine.json"))
+    assert default_path() == tmp_path / "mine.json"
+
+
+def test_run_sees_each_completed_deploy_and_a_rolled_back_one_reloads_nothing(aws, tmp_path: Path):
+    from typing import cast
+
+    from sendonce_local.run_command import RunOptions, _follow_deploys
+    from sendonce_local.stack_reload import Pollers, StackWatch
+
+    cloudformation = boto3.client("cloudformation")
+    cloudformation.create_stack(StackName="Tiny", TemplateBody=json.dumps(TEMPLATE))
+    watch = StackWatch("Tiny")
+    assert watch.completed() is None
+
+    def deploy(template: dict[str, object]) -> None:  # as `cdk deploy` does: a change set, executed
+        cloudformation.create_change_set(StackName="Tiny", ChangeSetName="cdk-deploy-change-set",
+                                         TemplateBody=json.dumps(template), ChangeSetType="UPDATE")
+        cloudformation.execute_change_set(StackName="Tiny", ChangeSetName="cdk-deploy-change-set")
+
+    class Untouched:
+        def reload(self) -> str:
+            raise AssertionError("a deploy that rolled back changed nothing to reload")
+
+    broken = copy.deepcopy(TEMPLATE)
+    broken["Resources"]["Broken"] = {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": "not a valid name!"}}
+    deploy(broken)
+    said: list[str] = []
+    _follow_deploys(cast(Pollers, Untouched()), watch, RunOptions("Tiny", tmp_path), said.append)
+    assert said == ["a deploy of Tiny ended in UPDATE_ROLLBACK_COMPLETE: the functions as deployed before keep "
+                    "running"]
+    changed = copy.deepcopy(TEMPLATE)
+    changed["Resources"]["Jobs"]["Properties"]["VisibilityTimeout"] = 7
+    deploy(changed)
+    assert watch.completed() == "UPDATE_COMPLETE"
+    assert watch.completed() is None  # each deploy once
+
+
+def test_a_stream_batch_cut_short_by_the_end_of_the_run_is_read_again_from_its_first_record_not_done(aws, tmp_path):
+    from sendonce_local.lambda_instances import Ending, FunctionSpec, Invocation
+    from sendonce_local.stream_runner import StreamEventSourceRunner, StreamSourceSpec
+
+    runner = StreamEventSourceRunner(FunctionSpec("relay", "relay.handler", tmp_path), StreamSourceSpec("arn:s"), {})
+    records = [{"eventID": n, "eventName": "INSERT", "dynamodb": {"SequenceNumber": n}} for n in ("10", "20", "30")]
+    answers = iter([{"batchItemFailures": [{"itemIdentifier": "20"}]}, {}])
+
+    def invoke(event: dict, fault: object = None) -> Invocation:
+        runner._stop.set()  # the run ends while the function works on the batch
+        return Invocation(Ending.RETURNED, next(answers))
+
+    runner._instance.invoke = invoke  # type: ignore[method-assign]
+    assert runner._deliver(records) == "10"  # 10 is done; 20 and 30 are read again by the next run
+    assert runner._deliver(records) is None  # stopped before the function took any of it
+    runner._stop.clear()
+    assert runner._deliver(records) == "30"

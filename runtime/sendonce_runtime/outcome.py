@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import NamedTuple
+
+from sendonce_contract.schema import ReasonCode
 
 
 class Outcome(enum.Enum):
@@ -46,6 +50,15 @@ _ACKNOWLEDGED = frozenset(
     {Outcome.SENT, Outcome.SENT_UNRECORDED, Outcome.DUPLICATE, Outcome.CANCELLED, Outcome.MARKED_UNKNOWN,
      Outcome.INVALID_MESSAGE, Outcome.REFUSED, Outcome.RECEIVES_EXHAUSTED, Outcome.RECIPIENT_NOT_ALLOWED}
 )
+
+# The outcomes that put the message in the DLQ, each with the reason code it carries there (what `sendonce dlq`
+# groups by): the one table the consumer's callers and `sendonce-local run`'s summary read.
+DEAD_LETTER_REASONS: Mapping[Outcome, ReasonCode] = MappingProxyType({
+    Outcome.INVALID_MESSAGE: ReasonCode.INVALID_MESSAGE,
+    Outcome.REFUSED: ReasonCode.SES_REFUSED,
+    Outcome.RECEIVES_EXHAUSTED: ReasonCode.MAX_RECEIVES,
+    Outcome.RECIPIENT_NOT_ALLOWED: ReasonCode.RECIPIENT_NOT_ALLOWED,
+})
 
 
 class RecordResult(NamedTuple):
