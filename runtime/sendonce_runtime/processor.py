@@ -13,13 +13,13 @@ from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_contract.fifo import SEND_AT_ON_FIFO
 from sendonce_contract.message import ContractTooNew, InvalidMessage, ParsedJob, parse_job
 from sendonce_contract.record import EmailRecord
-from sendonce_contract.schema import ReasonCode, Status
+from sendonce_contract.schema import Status
 
 from .aws_errors import ledger_trouble
 from .clock import Clock, Deadline
 from .dead_letter import DeadLetterQueue
 from .ledger import Claim, DedupeLedger
-from .outcome import Outcome, RecordResult
+from .outcome import DEAD_LETTER_REASONS, Outcome, RecordResult
 from .ses_sender import Accepted, Refused, SesSender
 from .settings import LEDGER_CALLS_PER_RECORD, Settings
 from .sqs_record import SqsRecord
@@ -77,7 +77,7 @@ class RecordProcessor:
             key, reason = error.dedupe_key, error.reason
             if self._private_keys is not None:
                 key, reason = self._private_keys.invalid(record.body, error)
-            return self._dead_letter(record, Outcome.INVALID_MESSAGE, ReasonCode.INVALID_MESSAGE, reason, key)
+            return self._dead_letter(record, Outcome.INVALID_MESSAGE, reason, key)
         except ContractTooNew as error:
             too_new_key = error.dedupe_key
             if self._private_keys is not None and too_new_key is not None:
@@ -89,20 +89,20 @@ class RecordProcessor:
         refused = allowed.refused((("to", job.to), ("cc", job.cc), ("bcc", job.bcc))) if allowed else []
         if refused:
             return self._dead_letter(
-                record, Outcome.RECIPIENT_NOT_ALLOWED, ReasonCode.RECIPIENT_NOT_ALLOWED,
+                record, Outcome.RECIPIENT_NOT_ALLOWED,
                 f"{', '.join(refused)} not in the pipeline's allowed_recipients: this stage sends to those only; "
                 "nothing was sent", job.dedupe_key)
         if self._settings.ses_events and job.configuration_set not in (
             None, self._settings.configuration_set
         ):
             return self._dead_letter(
-                record, Outcome.INVALID_MESSAGE, ReasonCode.INVALID_MESSAGE,
+                record, Outcome.INVALID_MESSAGE,
                 f"configurationSet {job.configuration_set!r} is refused: SES's events through the pipeline's own "
                 "set are the evidence each email was sent once; drop the field (or deploy with ses_events=False)",
                 job.dedupe_key,
             )
         if job.send_at_ms is not None and self._settings.fifo:
-            return self._dead_letter(record, Outcome.INVALID_MESSAGE, ReasonCode.INVALID_MESSAGE, SEND_AT_ON_FIFO,
+            return self._dead_letter(record, Outcome.INVALID_MESSAGE, SEND_AT_ON_FIFO,
                                      job.dedupe_key)
         if job.send_at_ms is not None and job.send_at_ms > self._clock.now_ms():
             return self._schedule(record, job, job.send_at_ms - self._clock.now_ms())
@@ -135,7 +135,7 @@ class RecordProcessor:
         """Not claimed before its time: the job waits as delayed copies, so the key stays free to cancel."""
         if wait_ms > self._settings.dedupe_ttl_s * 1000:
             return self._dead_letter(
-                record, Outcome.INVALID_MESSAGE, ReasonCode.INVALID_MESSAGE,
+                record, Outcome.INVALID_MESSAGE,
                 f"sendAt is {wait_ms / 86_400_000:.1f} days ahead; this pipeline remembers a key (and a cancel) "
                 f"for dedupe_ttl ({self._settings.dedupe_ttl_s / 86_400:g} days): schedule at most that far ahead, "
                 "or raise dedupe_ttl", job.dedupe_key)
@@ -271,7 +271,7 @@ class RecordProcessor:
                 kind = Outcome.QUOTA_EXHAUSTED if outcome.quota else Outcome.THROTTLED
                 return RecordResult(record.message_id, kind, key, attempt=attempt, reason=outcome.reason,
                                     unsent_claim=unsent)
-            return self._dead_letter(record, Outcome.REFUSED, ReasonCode.SES_REFUSED, outcome.reason, key, attempt)
+            return self._dead_letter(record, Outcome.REFUSED, outcome.reason, key, attempt)
         # Ambiguous: the record stays IN_FLIGHT; when its lease expires, the delivery policy decides.
         return RecordResult(record.message_id, Outcome.AMBIGUOUS, key, attempt=attempt, reason=outcome.reason)
 
@@ -308,11 +308,11 @@ class RecordProcessor:
         self,
         record: SqsRecord,
         outcome: Outcome,
-        reason_code: ReasonCode,
         reason: str,
         key: str | None,
         attempt: int | None = None,
     ) -> RecordResult:
+        reason_code = DEAD_LETTER_REASONS[outcome]
         if self._dead_letters.send(record, reason_code, reason, key):
             return RecordResult(record.message_id, outcome, key, attempt=attempt, reason=reason,
                                 dead_letter_reason=reason_code.value)

@@ -41,12 +41,12 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from sendonce_contract.schema import DeadLetter, ReasonCode
+from sendonce_contract.schema import DeadLetter
 
 from .aws_errors import never_sent
 from .clock import Deadline
 from .dead_letter import DeadLetterQueue
-from .outcome import Outcome, RecordResult
+from .outcome import DEAD_LETTER_REASONS, Outcome, RecordResult
 from .sqs_record import SqsRecord
 
 SQS_MAX_VISIBILITY_S = 43_200
@@ -225,7 +225,7 @@ class Redelivery:
     def _give_up(self, record: SqsRecord, result: RecordResult) -> RecordResult:
         reason = (f"received {record.receive_count} times, the queue's max_receive_count; the last attempt was "
                   f"{result.outcome.value}: {result.reason or 'no reason given'}")
-        if self._dead_letters.send(record, ReasonCode.MAX_RECEIVES, reason, result.dedupe_key):
-            return result._replace(outcome=Outcome.RECEIVES_EXHAUSTED, reason=reason,
-                                   dead_letter_reason=ReasonCode.MAX_RECEIVES.value)
+        code = DEAD_LETTER_REASONS[Outcome.RECEIVES_EXHAUSTED]
+        if self._dead_letters.send(record, code, reason, result.dedupe_key):
+            return result._replace(outcome=Outcome.RECEIVES_EXHAUSTED, reason=reason, dead_letter_reason=code.value)
         return result
