@@ -468,9 +468,6 @@ def check_allowed_recipients(entries: Sequence[str] | None) -> AllowedRecipients
     """A stage's recipients: each a bare address or a domain. None (the default) allows every recipient."""
     if entries is None:
         return None
-    if isinstance(entries, str):
-        _fail(f"allowed_recipients ({entries!r}) must be a list of addresses and domains, not one string; write "
-              f"allowed_recipients=[{entries!r}]")
     if not entries:
         _fail("allowed_recipients is empty: every job would be refused; list the addresses or domains this stage "
               "may send to (for example [SES_MAILBOX_SIMULATOR]), or leave it unset to allow every recipient")

@@ -18,15 +18,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-STATE_FILE_VARIABLE = "SENDONCE_LOCAL_STATE_FILE"  # a path to use instead of the default below
 FILE_NAME = "stream-checkpoints.json"
 
 
 def default_path() -> Path:
-    """``$SENDONCE_LOCAL_STATE_FILE``, else ``$XDG_STATE_HOME/sendonce/...`` (``~/.local/state`` when unset)."""
-    given = os.environ.get(STATE_FILE_VARIABLE)
-    if given:
-        return Path(given)
+    """``$XDG_STATE_HOME/sendonce/stream-checkpoints.json`` (``~/.local/state`` when unset), as the XDG base
+    directory spec places state that outlives a process but is no user data."""
     state_home = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(state_home) / "sendonce" / FILE_NAME
 

@@ -163,7 +163,7 @@ def _run(args: argparse.Namespace, pipeline: Pipeline) -> int:
              if rows else "the dead-letter queue is empty")
         return 0
     if args.reason == ReasonCode.INVALID_MESSAGE.value and not args.force:
-        raise ValueError("invalid-message jobs break the job contract and would come straight back to the DLQ: fix "
+        raise ValueError(f"{args.reason} jobs break the job contract and would come straight back to the DLQ: fix "
                          "each (its reason is in `dlq list` and `sendonce status KEY`) and enqueue it anew, or pass "
                          "--force if a newer consumer now accepts them")
     if args.reason is not None:

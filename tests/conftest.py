@@ -13,6 +13,15 @@ from sendonce_local import emulator
 from sendonce_local.emulator import LocalAws
 
 
+@pytest.fixture(scope="session", autouse=True)
+def own_state_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """`sendonce-local run` keeps stream positions under XDG_STATE_HOME: the tests' runs keep theirs apart from the
+    user's own, and from each session's."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+        yield
+
+
 @pytest.fixture(scope="session")
 def local_aws() -> Iterator[LocalAws]:
     with emulator.local_aws(fresh=False, pointed=True) as aws:

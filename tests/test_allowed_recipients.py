@@ -76,7 +76,9 @@ def test_without_the_prop_every_recipient_is_allowed():
 
 @pytest.mark.parametrize(("value", "message"), [
     ([], "allowed_recipients is empty: every job would be refused"),
-    ("qa@example.com", "allowed_recipients ('qa@example.com') must be a list of addresses and domains"),
+    # One string is refused by the declared type, before the rule: SendOnce.InvalidPropType.
+    ("qa@example.com", "allowed_recipients ('qa@example.com', a str) must be a list of str; pass a list: "
+                       "allowed_recipients=['qa@example.com']"),
     (["qa@"], "allowed_recipients entry 'qa@' is not an address: it has an empty domain; each entry is a bare "
               "address (qa@example.com) or a domain (example.com)"),
     (["QA <qa@example.com>"], "allowed_recipients entry 'QA <qa@example.com>' has a display name"),

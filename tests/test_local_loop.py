@@ -78,7 +78,7 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
         process = subprocess.Popen([str(BIN / "sendonce-local"), "serve"], stdout=subprocess.PIPE, stderr=err,
                                    text=True)
     # run's stream positions, kept apart from the user's own (see stream_checkpoints)
-    environment: dict[str, str] = {"SENDONCE_LOCAL_STATE_FILE": str(stderr.with_name("checkpoints.json"))}
+    environment: dict[str, str] = {"XDG_STATE_HOME": str(stderr.with_name("state"))}
     assert process.stdout is not None
     for line in process.stdout:
         if line.startswith("export "):

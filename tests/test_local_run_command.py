@@ -134,9 +134,8 @@ def test_a_request_the_emulator_failed_is_one_line_unless_verbose():
 
 
 def test_stream_positions_outlive_the_run_per_endpoint_and_stream(tmp_path: Path, monkeypatch):
-    from sendonce_local.stream_checkpoints import STATE_FILE_VARIABLE, StreamCheckpoints, default_path
+    from sendonce_local.stream_checkpoints import StreamCheckpoints, default_path
 
-    monkeypatch.delenv(STATE_FILE_VARIABLE, raising=False)
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     assert default_path() == tmp_path / "state" / "sendonce" / "stream-checkpoints.json"
     StreamCheckpoints("http://localhost:1").put("arn:stream/1", "shard-0", "42")
@@ -144,8 +143,6 @@ def test_stream_positions_outlive_the_run_per_endpoint_and_stream(tmp_path: Path
     assert again.get("arn:stream/1", "shard-0") == "42"
     assert again.get("arn:stream/2", "shard-0") is None  # a new emulator's stream starts fresh
     assert StreamCheckpoints("http://localhost:2").get("arn:stream/1", "shard-0") is None
-    monkeypatch.setenv(STATE_FILE_VARIABLE, str(tmp_path / "mine.json"))
-    assert default_path() == tmp_path / "mine.json"
 
 
 def test_run_sees_each_completed_deploy_and_a_rolled_back_one_reloads_nothing(aws, tmp_path: Path):
