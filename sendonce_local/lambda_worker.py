@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -108,6 +109,9 @@ def _server_error(message: str) -> Any:
 
 def main() -> None:
     requests_fd, answers_fd, code_dir, handler_name = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+    # Ctrl-C in the terminal is for `run`, which ends its execution environments itself (as Lambda does, never the
+    # user's keyboard); without this every idle worker printed a KeyboardInterrupt traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     sys.path[0] = code_dir  # the code folder is all a Lambda has of its own
     module_name, _, attribute = handler_name.rpartition(".")
     faults = _Faults()

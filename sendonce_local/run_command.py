@@ -82,6 +82,13 @@ class Summary:
                 f"{sum(self.evidence.values())}{f' ({events})' if events else ''}")
 
 
+def _worth_a_line(line: dict[str, Any]) -> bool:
+    """Not the EMF and info lines a person does not need, nor an outcome publisher's batch that had no transition."""
+    if "outcome" not in line:
+        return False
+    return line.get("logger") != "sendonce.outcomes" or bool(line.get("published") or line.get("failed"))
+
+
 def readable(line: dict[str, Any]) -> str:
     """One record's outcome for a person: when, what, which key, and the detail that matters."""
     when = time.strftime("%H:%M:%S")
@@ -125,8 +132,8 @@ class FunctionOutput:
                 line = None
             if isinstance(line, dict):
                 self.summary.add(line)
-                if not self._json and "outcome" not in line:
-                    continue  # the EMF and info lines a person does not need
+                if not self._json and not _worth_a_line(line):
+                    continue
                 text = text if self._json else readable(line)
             _say(self._out, text)
 

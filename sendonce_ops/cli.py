@@ -202,7 +202,8 @@ def _status(args: argparse.Namespace, view: LedgerView, pipeline: Pipeline) -> i
     record = view.get(args.key)
     now = time.time_ns() // 1_000_000
     if record is None or record.expired(now):
-        state = ("never seen (no worker has claimed it: not enqueued, still queued, or waiting for its sendAt)"
+        state = ("never seen (no worker has claimed it: not enqueued, still queued, or waiting for its sendAt; or "
+                 "its record was deleted after dedupe_ttl)"
                  if record is None else "expired (counts as never seen; the next delivery sends it)")
         held = (DeadLetters(boto3.client("sqs"), pipeline.dead_letter_queue_url).holding(args.key)
                 if pipeline.dead_letter_queue_url else [])

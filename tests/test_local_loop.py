@@ -206,7 +206,7 @@ def test_the_loop_run_twice_with_late_jobs_and_ses_evidence(serve: Emulator, app
 
     # The second run stays up; jobs that arrive later (through the FIFO pipeline's outbox) are picked up.
     runner = subprocess.Popen([str(BIN / "sendonce-local"), "run", "--stack", "Shop"], cwd=app_dir, text=True,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(serve))
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(serve), start_new_session=True)
     try:
         enqueue(receipts, EmailJob(dedupe_key="receipt:1", sender="shop@example.com", to=["ada@example.org"],
                                    subject="Your receipt", text="Thanks."))  # a duplicate, across runs
@@ -218,9 +218,10 @@ def test_the_loop_run_twice_with_late_jobs_and_ses_evidence(serve: Emulator, app
                                                           "Alerts", "status", "alert:late").stdout)
                and "no event from SES yet" not in s)
     finally:
-        runner.send_signal(signal.SIGINT)
+        os.killpg(runner.pid, signal.SIGINT)  # Ctrl-C in a terminal: run and its execution environments get it
         out, err = runner.communicate(timeout=120)
     assert runner.returncode == 0, err
+    assert "Traceback" not in out + err and "KeyboardInterrupt" not in out + err, out + err
     assert "until Ctrl-C" in out and "alert:late" in out
     assert out.strip().splitlines()[-1].startswith("summary") and "sent 1, duplicates 1" in out, out
     # The second run continued the outcome publisher's stream where the first left it: each event once.

@@ -73,7 +73,7 @@ def test_a_configuration_set_the_emulator_skipped_is_made_and_named_in_the_funct
 
 
 def test_each_record_is_one_readable_line_and_the_summary_counts_by_outcome_and_reason():
-    from sendonce_local.run_command import Summary, readable
+    from sendonce_local.run_command import Summary, _worth_a_line, readable
 
     lines = [
         {"logger": "sendonce", "outcome": "sent", "dedupeKey": "k1", "sesMessageId": "m1"},
@@ -95,6 +95,10 @@ def test_each_record_is_one_readable_line_and_the_summary_counts_by_outcome_and_
     publisher = {"logger": "sendonce.outcomes", "outcome": "published", "records": 2, "published": 2, "failed": 0,
                  "transitions": ["delivered", "sent"]}
     assert readable(publisher).endswith("2 published, 0 failed: delivered, sent")
+    # A person reads outcomes: not the EMF lines, nor a publisher's batch that had no transition to publish.
+    idle = {**publisher, "published": 0, "transitions": []}
+    assert [_worth_a_line(line) for line in (lines[0], publisher, idle, {"logger": "sendonce", "_aws": {}})] == [
+        True, True, False, False]
     text = summary.text(3)
     assert ("sent 1, duplicates 1, refused by SES 1, dead-lettered 3 (invalid-message 1, recipient-not-allowed 1, "
             "ses-refused 1)") in text

@@ -55,7 +55,8 @@ def test_status_shows_a_record_or_never_seen(pipeline, ops, capsys):
     code, out = run("--json", "status", "k:sent", capsys=capsys)
     assert json.loads(out)["status"] == "SENT" and json.loads(out)["ses_message_id"]
     assert run("status", "k:nobody", capsys=capsys)[1].strip() == (
-        "k:nobody: never seen (no worker has claimed it: not enqueued, still queued, or waiting for its sendAt)")
+        "k:nobody: never seen (no worker has claimed it: not enqueued, still queued, or waiting for its sendAt; or "
+        "its record was deleted after dedupe_ttl)")
 
 
 def test_unknown_lists_unknown_and_dead_in_flight_records_newest_first(pipeline, ops, capsys):
