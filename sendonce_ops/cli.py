@@ -171,10 +171,10 @@ def _run(args: argparse.Namespace, pipeline: Pipeline) -> int:
         if args.reason not in present:
             raise ValueError(f"no dead letter has reason {args.reason!r}; reasons in the DLQ: "
                              f"{', '.join(present) or 'none (it is empty)'}")
-    if args.key is not None and not dead.holding(args.key):
-        raise ValueError(f"no dead letter has key {args.shown_key}")
     result = dead.redrive(args.reason, args.limit, on_progress=_progress("moved"), dedupe_ttl_s=pipeline.dedupe_ttl_s,
                           force=args.force, key=args.key)
+    if args.key is not None and not result.moved and not result.forgotten:  # the redrive read the whole DLQ
+        raise ValueError(f"no dead letter has key {args.shown_key}")
     text = (f"started SQS message-move task {result.native_task}" if result.native_task else
             f"moved {result.moved} messages back to the job queue; {result.skipped} left in the DLQ")
     if result.forgotten:

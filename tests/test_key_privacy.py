@@ -86,6 +86,20 @@ def test_a_dead_letter_carries_the_digest_and_a_reason_without_the_key(pipeline,
     assert pipeline.emails_for(KEY) == 0
 
 
+def test_the_operator_redrives_one_private_keys_dead_letters_by_its_clear_text(pipeline, secret_arn, capsys):
+    consumer = private(pipeline, FakeClock(), secret_arn)
+    other = "order-1043:shipped:bob@example.org"
+    consumer.handle(event(sqs_record(job(KEY, subject="")), sqs_record(job(other, subject=""))),
+                    FakeContext(FakeClock()))
+    jobs = boto3.client("sqs").create_queue(QueueName="jobs")["QueueUrl"]
+    where = ["--queue", jobs, "--dlq", pipeline.dead_letter_queue_url, "--key-secret", secret_arn,
+             "--dedupe-ttl", "604800"]
+    assert sendonce([*where, "dlq", "redrive", "--key", KEY]) == 0  # the DLQ knows it as its digest only
+    assert "moved 1 messages back to the job queue; 1 left in the DLQ" in capsys.readouterr().out
+    [moved] = boto3.client("sqs").receive_message(QueueUrl=jobs, MaxNumberOfMessages=10)["Messages"]
+    assert json.loads(moved["Body"])["dedupeKey"] == KEY
+
+
 def test_the_secret_is_read_once_per_execution_environment(pipeline, secret_arn):
     clock = FakeClock()
     consumer = private(pipeline, clock, secret_arn)
