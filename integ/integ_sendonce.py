@@ -22,9 +22,9 @@ import os
 
 import aws_cdk as cdk
 from aws_cdk import integ_tests_alpha as integ
+from integ_env import INTEG_RUN, INTEG_SENDER
 
 from sendonce_constructs import SendOnceEmailQueue
-from sendonce_contract.deploy_config import INTEG_RUN, INTEG_SENDER
 from sendonce_contract.schema import Ledger, OutboxItem
 
 SENDER = os.environ.get(INTEG_SENDER, "example.com")

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from sendonce_contract.deploy_config import INTEG_PREFIX, INTEG_RUN, INTEG_SENDER
+from integ_env import INTEG_PREFIX, INTEG_RUN, INTEG_SENDER
 
 HERE = Path(__file__).resolve().parent
 TEST = HERE / "integ_sendonce.py"

@@ -15,8 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "integ"))
 import run as integ_run  # noqa: E402  (integ/run.py: the snapshot's reader is the one that writes it)
-
-from sendonce_contract.deploy_config import INTEG_PREFIX  # noqa: E402
+from integ_env import INTEG_PREFIX  # noqa: E402  (integ/integ_env.py)
 
 
 def test_the_integration_test_synthesizes_to_its_committed_snapshot(tmp_path):

@@ -48,11 +48,6 @@ class Env:
     EVIDENCE_DLQ_URL = "SENDONCE_EVIDENCE_DLQ_URL"  # the recorder's dead-letter queue
 
 
-# What the integration test's runner hands its app (not a function's environment).
-INTEG_PREFIX = "SENDONCE_INTEG_"
-INTEG_SENDER = INTEG_PREFIX + "SENDER"
-INTEG_RUN = INTEG_PREFIX + "RUN"
-
 # The most calls besides the send one record makes in a row: claim, release after a refusal, dead-letter send.
 LEDGER_CALLS_PER_RECORD = 3
 
