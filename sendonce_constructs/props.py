@@ -45,9 +45,10 @@ def _resolve(given: Mapping[str, Any]) -> PipelineProps:
     check_declared(given, declared)
     check_types(given, declared_types())
     values = _with_defaults(given, declared)
+    # Each value read once; as given, a prop reads the same as built (a default fills only what is absent).
     seen = {name: reading(name, value) for name, value in values.items() if name in declared}
     seen |= {name + GIVEN: seen[name] if name in given else None for name in declared}
-    seen |= {name: values[name] for name in _fact_names()}
+    seen |= {fact.__name__: values[fact.__name__] for fact in derivations.FACTS}  # already as the rules see them
     built = dict(values)
     for rule in RULES:
         result = rule.check(**{name: seen[name] for name in rule.reads})
@@ -63,19 +64,15 @@ def _with_defaults(given: Mapping[str, Any], declared: Mapping[str, Prop]) -> di
     values |= {name + GIVEN: given.get(name) for name in declared}
     for name, prop in declared.items():
         if isinstance(prop.default, Derived):
-            values[name] = given[name] if name in given else call(prop.default.compute, values)
+            values[name] = given[name] if name in given else _call(prop.default.compute, values)
     for fact in derivations.FACTS:
-        values[fact.__name__] = call(fact, values)
+        values[fact.__name__] = _call(fact, values)
     return {name: value for name, value in values.items() if not name.endswith(GIVEN)}
 
 
-def call(compute: Callable[..., object], values: Mapping[str, object]) -> object:
+def _call(compute: Callable[..., object], values: Mapping[str, object]) -> object:
     """``compute`` called with the values its parameters name."""
     return compute(**{name: values[name] for name in inspect.signature(compute).parameters})
-
-
-def _fact_names() -> list[str]:
-    return [fact.__name__ for fact in derivations.FACTS]
 
 
 def check_declared(given: Mapping[str, object], declared: Mapping[str, Prop]) -> None:
