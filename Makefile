@@ -71,8 +71,9 @@ docs: setup
 	@if grep '^Warn' $(DOCS).log; then echo "make docs: fix the warnings above"; exit 1; fi
 	@echo "API reference: $(DOCS)/index.html"
 
-# The README's prop table and the construct's docstring, rewritten from the props' declarations
-# (sendonce_constructs/queue_props.py); tests/test_prop_declarations.py fails while they differ.
+# The README's prop table, the construct's docstring and the resolved props (sendonce_constructs/resolved_props.py),
+# rewritten from the props' declarations (sendonce_constructs/queue_props.py); tests/test_prop_declarations.py
+# fails while they differ.
 .PHONY: props-docs
 props-docs: setup
 	$(PY) -m sendonce_constructs.prop_docs

@@ -1,7 +1,8 @@
-"""The props of ``SendOnceEmailQueue``, each declared once: its type, its default, its doc and the rule checked at
-synth. The constructor takes them as ``**props: Unpack[SendOnceEmailQueueProps]``; ``props.resolve_props`` fills
-the defaults in and applies the rules; ``prop_docs`` renders the construct's docstring and the README's prop table
-from here (a test holds them to it).
+"""The props of ``SendOnceEmailQueue``, each declared once: its type, its default (or the derivation that computes it),
+its doc and the rule checked at synth. The constructor takes them as ``**props: Unpack[SendOnceEmailQueueProps]``;
+``props.resolve_props`` fills the defaults in and runs the rules (``rules.RULES``); ``prop_docs`` renders the
+construct's docstring, the README's prop table and the resolved props (``resolved_props.PipelineProps``) from here
+(a test holds them to it).
 
 No postponed annotations here: the declarations are read at run time (``declared_props``).
 """
@@ -24,9 +25,8 @@ from aws_cdk import aws_sqs as sqs
 from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_contract.schema import DEDUPE_KEY, ReasonCode
 
-from . import rules
+from . import derivations
 from .rules import DEFAULT_QUOTA_ALARM_PERCENT
-from .unresolved import Number
 
 
 class _Marker:
@@ -38,24 +38,29 @@ class _Marker:
 
 
 REQUIRED: Final = _Marker("REQUIRED")  # no default: the prop must be given
-DERIVED: Final = _Marker("DERIVED")  # the default is computed from other props by ``resolve_props``
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A default computed from other props by ``compute``, a function of ``derivations``, when the prop is absent."""
+
+    compute: Callable[..., object]
+
+    def __repr__(self) -> str:
+        return f"Derived({self.compute.__name__})"
 
 
 @dataclass(frozen=True)
 class Prop:
     """One prop's declaration: ``default`` is the value used when the prop is absent (or None), ``REQUIRED`` or
-    ``DERIVED``; ``default_doc`` says it in words; ``doc`` is the docstring's text, ``rule`` the README's.
-
-    ``check`` is the prop's own rule, when it needs no other prop: it gets the value given as the rules see it
-    (seconds for a duration; ``UNRESOLVED`` for a token) and raises ``SendOnceConfigurationError``. Rules that
-    weigh several props are applied by ``props.resolve_props``.
+    ``Derived``; ``default_doc`` says it in words; ``doc`` is the docstring's text, ``rule`` the README's (the rules
+    themselves are in ``rules``, each naming the props it reads).
     """
 
     default: object
     default_doc: str
     doc: str
     rule: str
-    check: Callable[[Number], object] | None = None
 
     def __repr__(self) -> str:
         # What the API reference shows in each prop's type: short, and the same on every run.
@@ -100,7 +105,7 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
         )]
     evidence_grace_period: Annotated[
         Duration | None, Prop(
-            default=DERIVED,
+            default=Derived(derivations.evidence_grace_period),
             default_doc="5 minutes",
             doc="how long after a dead worker's lease expired its send waits for SES's events before the "
             "delivery policy decides it.",
@@ -131,7 +136,6 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             rule="1 s to 900 s; also sizes the consumer's SES timeouts, lease margin and ledger call "
             "timeouts (no SDK retries; every call a record makes fits before the deadline guard, at 1 "
             "s too)",
-            check=rules.check_function_timeout,
         )]
     memory_size: Annotated[
         int | None, Prop(
@@ -139,7 +143,6 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             default_doc="256 MB",
             doc="the consumer's memory in MB.",
             rule="128 to 10240",
-            check=rules.check_memory_size,
         )]
     architecture: Annotated[
         lambda_.Architecture | None, Prop(
@@ -150,7 +153,7 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
         )]
     runtime: Annotated[
         lambda_.Runtime | None, Prop(
-            default=DERIVED,
+            default=Derived(derivations.runtime),
             default_doc="newest Python runtime aws-cdk-lib knows",
             doc="the Python runtime of every bundled function.",
             rule="",
@@ -182,7 +185,7 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
         )]
     visibility_timeout: Annotated[
         Duration | None, Prop(
-            default=DERIVED,
+            default=Derived(derivations.visibility_timeout),
             default_doc="6 x `function_timeout` + `max_batching_window`",
             doc="the job queue's visibility timeout; smaller than the default fails synth.",
             rule="smaller fails synth; at most 12 h",
@@ -207,11 +210,10 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             default_doc="none",
             doc="cap on concurrent consumer invocations (2 to 1000), e.g. to stay under SES's rate.",
             rule="2 to 1000",
-            check=rules.check_max_concurrency,
         )]
     parallelism: Annotated[
         int | None, Prop(
-            default=DERIVED,
+            default=Derived(derivations.parallelism),
             default_doc="the batch size, at most 10",
             doc="records of one batch handled at once by one invocation.",
             rule="records of one batch handled at once by one invocation (threads sharing one client per "
@@ -230,7 +232,7 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
         )]
     max_send_rate: Annotated[
         float | None, Prop(
-            default=DERIVED,
+            default=Derived(derivations.max_send_rate),
             default_doc="none",
             doc="recipients per second per consumer instance (a token bucket before each send, one token "
             "per recipient, as SES's quotas count them), so parallel sends stay under the account's "
@@ -239,7 +241,6 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             "recipient, so parallel sends stay under SES's rate (the pipeline's peak is this times "
             "`max_concurrency`); a job with more recipients than the bucket holds waits for a full "
             "bucket and goes; `send_rate` sets it for you",
-            check=rules.check_max_send_rate,
         )]
     max_receive_count: Annotated[
         int | None, Prop(
@@ -257,11 +258,10 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             default_doc="4 days",
             doc="how long the job queue keeps a message. The DLQ keeps 14 days.",
             rule="60 s to 14 days; the DLQ keeps 14 days",
-            check=rules.check_retention_period,
         )]
     dedupe_ttl: Annotated[
         Duration | None, Prop(
-            default=DERIVED,
+            default=Derived(derivations.dedupe_ttl),
             default_doc="7 days",
             doc="how long a sent key is remembered; at least retention_period.",
             rule="at least `retention_period`: a key forgotten while its message can still arrive is sent "
@@ -309,7 +309,7 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
         )]
     encryption: Annotated[
         sqs.QueueEncryption | None, Prop(
-            default=DERIVED,
+            default=Derived(derivations.encryption),
             default_doc="SQS-managed (KMS when `encryption_key` is given)",
             doc="queue encryption.",
             rule="`UNENCRYPTED` is refused",
@@ -425,7 +425,7 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
         )]
     outcome_events: Annotated[
         bool | None, Prop(
-            default=DERIVED,
+            default=Derived(derivations.outcome_events),
             default_doc="on (off with a warning for an `existing_table` without a stream)",
             doc="publish each transition of a key (sent, delivered, bounced, complained, ..., cancelled) "
             "to EventBridge for the application, read from the dedupe table's stream; see "
@@ -501,7 +501,6 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             "alarm, with ``quota_watch``.",
             rule="the share of SES's 24-hour quota used (percent, above 0 and at most 100) that raises the "
             "`QuotaNearlyUsed` alarm",
-            check=rules.check_quota_alarm_threshold,
         )]
     outbox: Annotated[
         bool, Prop(

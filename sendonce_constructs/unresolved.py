@@ -1,11 +1,14 @@
 """A prop's value as a synth-time rule sees it: known, absent (``None``), or ``UNRESOLVED``: a token CDK resolves
 only at deploy time, which no rule can check, so the rule skips it rather than guess.
 
-CDK-free, as the rules are; ``props`` reads the values (``read``, ``read_seconds``).
+CDK-free, as the rules are; ``readings`` reads the values (``read``, ``read_seconds``), and turns the CDK objects a
+rule weighs into the plain facts below.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final, TypeGuard, TypeVar
 
 
@@ -28,3 +31,30 @@ Number = float | Unresolved | None
 def is_known(value: Value | Unresolved | None) -> TypeGuard[Value]:
     """Whether ``value`` was given and is known at synth time."""
     return value is not None and not isinstance(value, Unresolved)
+
+
+@dataclass(frozen=True)
+class TableFacts:
+    """What a rule sees of an ``existing_table``: its key schema when the table is defined in the app (None for an
+    imported one, whose schema CDK cannot see), as (name, type name) partition keys and sort key names, and whether
+    it has a stream."""
+
+    key_schema: tuple[Sequence[tuple[str, str]], Sequence[str]] | None
+    has_stream: bool
+
+
+@dataclass(frozen=True)
+class QueueFacts:
+    """What a rule sees of a ``dead_letter_queue``: whether it is FIFO (None when CDK cannot tell: an imported
+    queue without the .fifo name) and how long it keeps messages (UNRESOLVED when CDK cannot tell)."""
+
+    fifo: bool | None
+    retention_s: float | Unresolved
+
+
+@dataclass(frozen=True)
+class SynthPython:
+    """The Python running synth: its version, and whether aws-cdk-lib has a Lambda runtime of that version."""
+
+    version: tuple[int, int]
+    runtime_known: bool

@@ -4,9 +4,11 @@ error carries a stable id and the construct's path."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import inspect
 import re
+import textwrap
 from pathlib import Path
 
 import aws_cdk as cdk
@@ -15,9 +17,16 @@ from aws_cdk import aws_sqs as sqs
 from construct_support import build, make_stack
 from constructs import Construct
 
-from sendonce_constructs import SendOnceConfigurationError, SendOnceEmailQueue, email_queue, prop_docs, rules
-from sendonce_constructs.props import PipelineProps, read, read_seconds
-from sendonce_constructs.queue_props import REQUIRED, declared_props
+from sendonce_constructs import (
+    SendOnceConfigurationError,
+    SendOnceEmailQueue,
+    derivations,
+    email_queue,
+    prop_docs,
+    rules,
+)
+from sendonce_constructs.props import GIVEN, PipelineProps, read, read_seconds
+from sendonce_constructs.queue_props import REQUIRED, Derived, declared_props
 from sendonce_constructs.unresolved import UNRESOLVED
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -123,3 +132,58 @@ def test_every_rule_has_its_own_stable_id():
     ids = list(rules.RULE_IDS.values())
     assert len(set(ids)) == len(ids), "two rules share an id"
     assert all(re.fullmatch(r"SendOnce\.[A-Z][A-Za-z]+", rule_id) for rule_id in ids)
+
+
+def test_the_resolved_props_are_the_ones_the_declarations_render():
+    source = (ROOT / "sendonce_constructs" / "resolved_props.py").read_text(encoding="utf-8")
+    assert source == prop_docs.render_resolved_props(), REGENERATE
+    assert [field.name for field in dataclasses.fields(PipelineProps)] == list(prop_docs.resolved_fields())
+
+
+def _readable() -> set[str]:
+    """What a rule or a derivation may name: a prop (as built), a prop as given, a fact."""
+    declared = set(declared_props())
+    return declared | {name + GIVEN for name in declared} | {fact.__name__ for fact in derivations.FACTS}
+
+
+def _names_used(function) -> set[str]:
+    body = ast.parse(textwrap.dedent(inspect.getsource(inspect.unwrap(function)))).body[0]
+    assert isinstance(body, ast.FunctionDef)
+    return {node.id for statement in body.body for node in ast.walk(statement) if isinstance(node, ast.Name)}
+
+
+def _computations():
+    derived = [prop.default.compute for prop in declared_props().values() if isinstance(prop.default, Derived)]
+    return [rule.check for rule in rules.RULES] + derived + list(derivations.FACTS)
+
+
+@pytest.mark.parametrize("compute", _computations(), ids=lambda compute: inspect.unwrap(compute).__name__)
+def test_each_rule_and_derivation_names_the_props_it_reads_and_reads_each_one_it_names(compute):
+    reads = list(inspect.signature(compute).parameters)
+    assert set(reads) <= _readable(), f"not a prop, a prop as given or a fact: {set(reads) - _readable()}"
+    assert set(reads) <= _names_used(compute), f"named but never read: {set(reads) - _names_used(compute)}"
+
+
+def _imports(module) -> set[str]:
+    tree = ast.parse(inspect.getsource(module))
+    imported = {"." * node.level + (node.module or "") for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    return imported | {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+
+
+def test_every_rule_is_registered_and_no_prop_reaches_a_rule_or_a_derivation_but_through_its_parameters():
+    registered = {inspect.unwrap(rule.check).__name__ for rule in rules.RULES}
+    defined = {name for name, value in vars(rules).items() if name.startswith("check_") and callable(value)}
+    assert defined == registered
+    # The modules that hold the props given and built are out of their reach; the rules are CDK-free besides.
+    holders = {".props", ".queue_props", ".resolved_props"}
+    assert not _imports(rules) & (holders | {".readings", ".derivations"})
+    assert not {module for module in _imports(rules) if module.startswith("aws_cdk")}
+    assert not _imports(derivations) & holders
+
+
+def test_a_derived_prop_reads_only_props_that_are_not_derived():
+    declared = declared_props()
+    derived = {name for name, prop in declared.items() if isinstance(prop.default, Derived)}
+    for name in derived:
+        reads = {read.removesuffix(GIVEN) for read in inspect.signature(declared[name].default.compute).parameters}
+        assert not reads & derived, f"{name} reads {reads & derived}"

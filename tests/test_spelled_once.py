@@ -104,3 +104,29 @@ def test_events_off_is_said_by_the_absence_of_a_grace_period_and_a_malformed_var
         ConsumerConfig.from_env({Env.TABLE_NAME: "t", Env.DLQ_URL: "d", Env.PARALLELISM: "many"})
     with pytest.raises(deploy_config.ConfigError, match=f"{Env.QUEUE_URL} are not set"):
         companion_configs.RelayConfig.from_env({})
+
+
+
+def _python_files() -> list[Path]:
+    return [path for folder in SCANNED for path in sorted((ROOT / folder).rglob("*.py"))
+            if not any(part.startswith(".") or part in ("node_modules", "build") for part in path.parts)]
+
+
+def test_the_sqs_limits_synth_and_the_consumer_share_are_defined_in_the_contract_only():
+    from sendonce_contract import sqs_limits
+
+    home = Path(sqs_limits.__file__).resolve().relative_to(ROOT)
+    names = {name for name in vars(sqs_limits) if name.isupper()}
+    figures = {sqs_limits.SQS_MAX_VISIBILITY_S, sqs_limits.SQS_MAX_RETENTION_S, sqs_limits.SQS_DEFAULT_RETENTION_S}
+    definers: dict[object, set[Path]] = defaultdict(set)
+    for path in _python_files():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+                node, ast.AnnAssign) else []
+            for target in targets:
+                if isinstance(target, ast.Name) and target.id in names:
+                    definers[target.id].add(path.relative_to(ROOT))
+            if isinstance(node, ast.Constant) and type(node.value) is int and node.value in figures:
+                definers[node.value].add(path.relative_to(ROOT))
+    wrong = {str(name): sorted(map(str, paths)) for name, paths in definers.items() if paths != {home}}
+    assert wrong == {}, "import these from sendonce_contract.sqs_limits instead"

@@ -42,6 +42,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from sendonce_contract.schema import DeadLetter
+from sendonce_contract.sqs_limits import SQS_MAX_DELAY_S, SQS_MAX_VISIBILITY_S, VISIBLE_AFTER_TIMEOUTS
 
 from .aws_errors import never_sent
 from .clock import Deadline
@@ -49,8 +50,6 @@ from .dead_letter import DeadLetterQueue
 from .outcome import DEAD_LETTER_REASONS, Outcome, RecordResult
 from .sqs_record import SqsRecord
 
-SQS_MAX_VISIBILITY_S = 43_200
-SQS_MAX_DELAY_S = 900
 THROTTLE_BASE_DELAY_S = 2.0
 QUOTA_DELAY_S = 600.0  # "wait for an interval of up to 10 minutes" (SES, errors related to sending quotas)
 CONTRACT_TOO_NEW_DELAY_S = 300.0  # about the time a deploy of the upgraded consumer takes
@@ -69,8 +68,6 @@ OURS = frozenset({DeadLetter.POSTPONEMENTS, DeadLetter.SUPERSEDES, DeadLetter.UN
 HOLD_S = 60
 # A copy is received within this much of becoming visible (else the original is held explicitly).
 HOLD_MARGIN_S = 30
-# The queue's visibility timeout is at least this many function timeouts (a synth rule), and one is spent.
-VISIBLE_AFTER_TIMEOUTS = 5
 # A completion carried by a copy is written again soon: before a dead worker's lease and grace period run out.
 UNRECORDED_DELAY_CAP_S = 10
 # SQS calls the copy protocol makes at most: extend the original's invisibility, send the copy.

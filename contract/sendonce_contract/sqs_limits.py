@@ -1,0 +1,25 @@
+"""SQS's limits and the visibility rule built on them, which synth enforces and the runtime counts on: defined here
+once, so the construct's rules and the consumer's redelivery cannot disagree on a figure.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+SQS_MAX_VISIBILITY_S: Final = 43_200  # 12 hours, the longest visibility timeout
+SQS_MAX_DELAY_S: Final = 900  # 15 minutes, the longest DelaySeconds of a message
+SQS_MIN_RETENTION_S: Final = 60
+SQS_MAX_RETENTION_S: Final = 1_209_600  # 14 days
+SQS_DEFAULT_RETENTION_S: Final = 345_600  # 4 days, a queue's retention when none is set
+
+# AWS's guidance for a Lambda event source: the queue's visibility timeout is at least this many function timeouts
+# (plus the batching window). Synth refuses less (``minimum_visibility_timeout_s``).
+VISIBILITY_FACTOR: Final = 6
+# What the consumer can count on while it handles a message: the invocation holding it spends at most one function
+# timeout of the visibility timeout, so the message stays out of sight at least this many more.
+VISIBLE_AFTER_TIMEOUTS: Final = VISIBILITY_FACTOR - 1
+
+
+def minimum_visibility_timeout_s(function_timeout_s: float, max_batching_window_s: float) -> float:
+    """The shortest visibility timeout synth allows: ``VISIBILITY_FACTOR`` function timeouts, plus the window."""
+    return VISIBILITY_FACTOR * function_timeout_s + max_batching_window_s

@@ -1,0 +1,141 @@
+"""Each prop's value as the rules see it, read once (``props.resolve_props``): a duration in seconds, a token as
+``UNRESOLVED``, and the CDK objects a rule weighs as plain facts (``TableFacts``, ``QueueFacts``), so that the rules
+stay CDK-free. Also what the consumer's environment takes (``seconds``, ``known``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TypeVar, cast
+
+from aws_cdk import Duration, Stack, Token
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_sqs as sqs
+
+from sendonce_contract.sqs_limits import SQS_DEFAULT_RETENTION_S
+
+from .unresolved import UNRESOLVED, QueueFacts, TableFacts, Unresolved, is_known
+
+Read = TypeVar("Read", str, float)
+
+
+def read(value: Read | None) -> Read | Unresolved | None:
+    """A value as the rules see it: None when absent, ``UNRESOLVED`` when a token."""
+    if value is None:
+        return None
+    return UNRESOLVED if Token.is_unresolved(value) else value
+
+
+def read_seconds(duration: Duration | None) -> float | Unresolved | None:
+    """A duration in seconds as the rules see it: None when absent, ``UNRESOLVED`` when a token."""
+    if duration is None:
+        return None
+    return UNRESOLVED if duration.is_unresolved() else duration.to_seconds()
+
+
+def seconds(duration: Duration | None) -> float | None:
+    """For the consumer's environment: seconds, or None when absent or a token."""
+    if duration is None or duration.is_unresolved():
+        return None
+    return duration.to_seconds()
+
+
+Known = TypeVar("Known", str, float)
+
+
+def known(value: Known | None) -> Known | None:
+    """For the consumer's environment: ``value``, or None when it is absent or a token resolved only at deploy."""
+    return None if value is None or Token.is_unresolved(value) else value
+
+
+def reading(name: str, value: object) -> object:
+    """The prop ``name``'s ``value`` as the rules see it."""
+    if value is None:
+        return None
+    special = _READERS.get(name)
+    if special is not None:
+        return special(value)
+    if isinstance(value, Duration):
+        return read_seconds(value)
+    if isinstance(value, str):
+        return read(value)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return UNRESOLVED if Token.is_unresolved(value) else value
+    return value
+
+
+def _sender(sender: object) -> str | None:
+    # The identity given by name (an IEmailIdentity's name is the sender_name fact).
+    return sender if isinstance(sender, str) else None
+
+
+def _enum_name(value: object) -> str:
+    # sqs.QueueEncryption's member name, lambda_.Runtime's Lambda name (python3.11): as the rules' messages say them.
+    name = getattr(value, "name")  # noqa: B009 (jsii types declare no common base)
+    assert isinstance(name, str)
+    return name
+
+
+def _known_names(names: object) -> list[str]:
+    assert isinstance(names, Sequence)
+    return [name for name in names if is_known(read(name))]
+
+
+def _table(given: object) -> TableFacts:
+    table = cast(dynamodb.ITable, given)  # jsii interfaces are not checkable at run time; the type check passed
+    return TableFacts(key_schema=_key_schema(table), has_stream=table.table_stream_arn is not None)
+
+
+def _queue(given: object) -> QueueFacts:
+    queue = cast(sqs.IQueue, given)
+    return QueueFacts(fifo=_fifo_of(queue), retention_s=_retention_of(queue))
+
+
+def _fifo_of(queue: sqs.IQueue) -> bool | None:
+    """Whether a queue given is FIFO; None when CDK cannot tell (an imported queue without the .fifo name)."""
+    fifo = getattr(queue, "fifo", None)
+    return fifo if isinstance(fifo, bool) else None
+
+
+def _retention_of(queue: sqs.IQueue) -> float | Unresolved:
+    """How long a queue defined in this app keeps messages (SQS's default 4 days when unset); UNRESOLVED for an
+    imported queue (CDK cannot tell) or a token."""
+    cfn = queue.node.default_child if isinstance(queue, sqs.Queue) else None
+    if not isinstance(cfn, sqs.CfnQueue):
+        return UNRESOLVED
+    retention = cfn.message_retention_period
+    if retention is None:
+        return float(SQS_DEFAULT_RETENTION_S)
+    return UNRESOLVED if Token.is_unresolved(retention) else float(retention)
+
+
+_ATTRIBUTE_TYPES = {"S": "STRING", "N": "NUMBER", "B": "BINARY"}
+
+
+def _key_schema(table: dynamodb.ITable) -> tuple[list[tuple[str, str]], list[str]] | None:
+    """The key attributes of a table defined in this app (a ``Table`` or a ``TableV2``); None for an imported one,
+    whose schema CDK cannot see."""
+    schema_v2 = getattr(table, "schema_v2", None)
+    if schema_v2 is not None:
+        schema = schema_v2()
+        return ([(a.name, a.type.name) for a in schema.partition_keys], [a.name for a in schema.sort_keys])
+    cfn = table.node.default_child if isinstance(table, dynamodb.TableV2) else None
+    if not isinstance(cfn, dynamodb.CfnGlobalTable):
+        return None
+    # TableV2 exposes no schema: its L1 holds the key schema, and the attribute types as a lazy list.
+    definitions = Stack.of(table).resolve(cfn.attribute_definitions) or []
+    types = {d["attributeName"]: _ATTRIBUTE_TYPES.get(d["attributeType"], d["attributeType"]) for d in definitions}
+    keys = [(k.attribute_name, k.key_type) for k in cfn.key_schema]  # type: ignore[union-attr]
+    return ([(name, types.get(name, "?")) for name, kind in keys if kind == "HASH"],
+            [name for name, kind in keys if kind == "RANGE"])
+
+
+# The props a rule sees otherwise than as their plain value.
+_READERS: dict[str, Callable[[object], object]] = {
+    "sender": _sender,
+    "encryption": _enum_name,
+    "runtime": _enum_name,
+    "template_names": _known_names,
+    "existing_table": _table,
+    "dead_letter_queue": _queue,
+}
