@@ -1,5 +1,6 @@
 """When a deploy of the stack has completed: `sendonce-local run` then reloads the stack's runners
-(:mod:`.stack_runners`), as Lambda applies a function's and a mapping's updates without a restart."""
+(:mod:`.stack_runners`), as Lambda applies a function's and a mapping's updates without a restart. A deploy that rolls
+back leaves the stack as it was, so its runners stay as they are."""
 
 from __future__ import annotations
 
