@@ -11,7 +11,7 @@ from ..outcome_check import OutcomeEventsCheck, check_outcome_events
 
 
 def outcome_events_phase(deployed: Deployed, runners: list[StreamEventSourceRunner],
-                    say: Callable[[str], None]) -> OutcomeEventsCheck | None:
+                         say: Callable[[str], None]) -> OutcomeEventsCheck | None:
     """Let the publisher catch up with the ledger's stream, then read what the example app's queue heard."""
     queue_url = deployed.app_queue_url
     if not runners or queue_url is None:

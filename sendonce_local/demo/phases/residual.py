@@ -39,6 +39,6 @@ def residual_phase(
     faults = FaultPlan(max(0.2, options.fault_probability), options.seed + 1, ("after_send", "lost_answer"),
                        forced=RESIDUAL_FORCED_CRASHES)
     run_phase(options, aws, deployed, workload, faults, publisher, recorder_runner, log, say, with_orders=False,
-               step="     ")
+              step="     ")
     return Residual(workload=workload, send_events_dropped=set(publisher.stats.send_events_dropped[dropped_before:]))
 
