@@ -9,8 +9,8 @@ from consumer_harness import Pipeline, create_pipeline
 from ses_fault_proxy import SesFaultProxy
 from slow_aws import LATE_S, Jobs, SlowServices
 
-from sendonce_local import emulator
-from sendonce_local.emulator import LocalAws
+from sendonce_local.emulator import server as emulator
+from sendonce_local.emulator.server import LocalAws
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -72,7 +72,7 @@ class Pipeline:
     def ses_events(self, clock: Any = None, faults: Any = None, seed: int = 0) -> Any:
         """SES's event publishing played for this pipeline, delivered straight to a recorder (no EventBridge):
         ``publisher.pump(float("inf"))`` hands every event so far to the recorder."""
-        from sendonce_local.ses_publisher import EventFaults, SesEventPublisher, as_sqs_records
+        from sendonce_local.emulator.ses_publisher import EventFaults, SesEventPublisher, as_sqs_records
         from sendonce_runtime.event_recorder import EventLog, EventRecorder, RecorderSettings
 
         if self.evidence_dead_letter_queue_url is None:

@@ -10,7 +10,7 @@ import collections
 import enum
 import threading
 
-from sendonce_local.proxy import Forward, ForwardingProxy, ProxiedRequest, Reply, error_reply
+from sendonce_local.emulator.proxy import Forward, ForwardingProxy, ProxiedRequest, Reply, error_reply
 
 SEND_PATH = "/v2/email/outbound-emails"
 HOLD_LIMIT_S = 30  # a held response is released at the latest by stop(), or after this

@@ -12,8 +12,8 @@ import boto3
 from consumer_harness import failed_ids
 
 from sendonce_contract.deploy_config import TimeBudget
-from sendonce_local.event_source_runner import EventSourceSpec, lambda_record
-from sendonce_local.slow_services import SlowServices
+from sendonce_local.emulator.slow_services import SlowServices
+from sendonce_local.lambda_service.sqs_source import EventSourceSpec, lambda_record
 from sendonce_runtime.aws_clients import ledger_config, ses_config
 from sendonce_runtime.handler import Consumer
 from sendonce_runtime.outcome_log import OutcomeLog

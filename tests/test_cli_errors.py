@@ -103,6 +103,26 @@ def test_run_with_a_stack_not_synthesized_or_not_deployed(aws, tmp_path, deploye
                    "stack 'Shop' is not deployed here")
 
 
+def test_run_with_a_stack_cdk_out_does_not_hold_names_the_stacks_it_does(aws, deployed_looking_cdk_out, capsys):
+    one_line_error(capsys, local_cli(["run", "--stack", "Nope", "--cdk-out", str(deployed_looking_cdk_out)]),
+                   "Nope.template.json is missing", f"the stacks synthesized in {deployed_looking_cdk_out} are Shop",
+                   "run with --stack Shop")
+    (deployed_looking_cdk_out / "Other.template.json").write_text(json.dumps({"Resources": {}}))
+    one_line_error(capsys, local_cli(["run", "--stack", "Nope", "--cdk-out", str(deployed_looking_cdk_out)]),
+                   "are Other, Shop; run with --stack and one of them, or synthesize and deploy Nope first")
+
+
+def test_run_with_a_stack_not_deployed_names_the_synthesized_ones_that_are(aws, tmp_path, capsys):
+    cdk_out = tmp_path / "cdk.out"
+    cdk_out.mkdir()
+    template = {"Resources": {"Jobs": {"Type": "AWS::SQS::Queue"}}}
+    for stack in ("Deployed", "Synthesized"):
+        (cdk_out / f"{stack}.template.json").write_text(json.dumps(template))
+    boto3.client("cloudformation").create_stack(StackName="Deployed", TemplateBody=json.dumps(template))
+    one_line_error(capsys, local_cli(["run", "--stack", "Synthesized", "--cdk-out", str(cdk_out)]),
+                   "stack 'Synthesized' is not deployed here", "Deployed is deployed here: run with --stack Deployed")
+
+
 def test_sendonce_with_an_unreachable_endpoint(no_emulator, capsys):
     one_line_error(capsys, sendonce(["--stack", "Shop", "status", "k"]), f"cannot reach {no_emulator}")
 

@@ -19,7 +19,7 @@ from property_budget import examples
 from ses_fault_proxy import Fault
 from slow_aws import Jobs, consumer
 
-from sendonce_local.slow_services import LATE, Rule
+from sendonce_local.emulator.slow_services import LATE, Rule
 
 # What can go wrong around one delivery of a waiting job (SES throttles it, so it waits again).
 COPY_ANSWER_LOST = "copy answer lost"  # SendMessage carried out, its answer late past the read timeout

@@ -7,7 +7,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from sendonce_local.ses_limits import SES_RATE
+from sendonce_local.emulator.ses_limits import SES_RATE
 
 
 def send(ses, recipients: int = 1) -> str:
@@ -52,7 +52,7 @@ def test_a_limited_ses_counts_recipients_not_emails(aws):
 
 
 def test_an_email_with_more_recipients_than_the_rate_takes_a_full_bucket_and_leaves_it_in_debt():
-    from sendonce_local.ses_limits import SesRateLimit
+    from sendonce_local.emulator.ses_limits import SesRateLimit
 
     limit = SesRateLimit()
     limit.limit(4)

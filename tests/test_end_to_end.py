@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from sendonce_local.cli import main as local_cli
-from sendonce_local.demo import DemoOptions, run_demo
-from sendonce_local.workload import build_workload
+from sendonce_local.demo.options import DemoOptions
+from sendonce_local.demo.run import run_demo
+from sendonce_local.demo.workload import build_workload
 
 # The demo itself, minutes long: make test-demo (CI runs it); make demo runs the full workload.
 pytestmark = pytest.mark.demo

@@ -9,8 +9,8 @@ from pathlib import Path
 import boto3
 import pytest
 
-from sendonce_local.event_source_runner import EventSourceRunner, EventSourceSpec, succeeded_ids
-from sendonce_local.lambda_instances import Ending, FunctionSpec, Invocation
+from sendonce_local.lambda_service.instances import Ending, FunctionSpec, Invocation
+from sendonce_local.lambda_service.sqs_source import EventSourceRunner, EventSourceSpec, succeeded_ids
 
 VISIBILITY_S = 1
 MAX_RECEIVES = 2

@@ -1,7 +1,7 @@
 """SES's own events settle every send a crash left undecided: exactly one email at every crash point.
 
 Each case kills the worker (or breaks SES's answer) at one point, lets SES's events reach the recorder (played
-as SES publishes them, see ``sendonce_local.ses_publisher``), then lets SQS redeliver until the key is
+as SES publishes them, see ``sendonce_local.emulator.ses_publisher``), then lets SQS redeliver until the key is
 decided. Emails are counted in the emulator's SES. With every event delivered, the default policy sends each key
 exactly once and leaves nothing for a person; with the events of a send lost, the residual is a double that the
 recorder detects as soon as any later event of the first email arrives.
@@ -16,7 +16,7 @@ from ses_fault_proxy import Fault
 
 from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_contract.deploy_config import TimeBudget
-from sendonce_local.ses_publisher import EventFaults
+from sendonce_local.emulator.ses_publisher import EventFaults
 
 VISIBILITY_TIMEOUT_MS = 6 * 30_000
 GRACE_MS = 5 * 60_000

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from property_budget import examples
 
 from sendonce_contract.delivery import DeliveryPolicy
-from sendonce_local.ses_publisher import EventFaults
+from sendonce_local.emulator.ses_publisher import EventFaults
 
 KEYS = 3
 GRACE_MS = 60_000

@@ -1,7 +1,7 @@
 """Fault scenarios, each during a burst: the consumer as Lambda runs it (worker processes, real deadlines, the
 event source played with several pollers), SES limited to its rate, SES's events recorded, and the consumer's
 DynamoDB and SQS in trouble for a stretch: throttled, or answering late past the client timeouts, with
-invocations killed at their deadline and right after a delayed copy (``sendonce_local.fault_burst``).
+invocations killed at their deadline and right after a delayed copy (``sendonce_local.demo.scenarios.fault_burst``).
 
 Every key is sent once (counted in the emulator's SES), nothing is dead-lettered, the queue never holds more than
 twice the jobs, and under never-resend nothing is left UNKNOWN that SES never saw.
@@ -20,9 +20,9 @@ from sendonce_constructs import rules
 from sendonce_constructs.runtime_asset import HANDLER, runtime_asset_dir
 from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget
-from sendonce_local.event_source_runner import EventSourceSpec
-from sendonce_local.fault_burst import dynamodb_throttling, late_answers, run_fault_burst
-from sendonce_local.lambda_instances import FunctionSpec
+from sendonce_local.demo.scenarios.fault_burst import dynamodb_throttling, late_answers, run_fault_burst
+from sendonce_local.lambda_service.instances import FunctionSpec
+from sendonce_local.lambda_service.sqs_source import EventSourceSpec
 
 # Under a minute each in make test; make test-soak runs the never-resend one too (see the README's "Slow answers").
 FUNCTION_TIMEOUT_S = 3

@@ -54,7 +54,7 @@ def test_a_package_that_does_not_synthesize_never_imports_aws_cdk_lib(package):
 
 
 def test_the_commands_start_without_loading_aws_cdk_lib_or_the_construct():
-    probe = ("import sys, sendonce_ops.cli, sendonce_local.cli, sendonce_local.demo, sendonce_local.run_command; "
+    probe = ("import sys, sendonce_ops.cli, sendonce_local.cli, sendonce_local.demo.run, sendonce_local.cli.run; "
              "print(sorted({m.split('.')[0] for m in sys.modules} & {'aws_cdk', 'jsii', 'sendonce_constructs'}))")
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"

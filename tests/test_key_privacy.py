@@ -17,7 +17,7 @@ from sendonce_constructs import SendOnceEmailQueue
 from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_contract.deploy_config import Env
 from sendonce_contract.key_digest import key_digest
-from sendonce_local.ses_publisher import SEND_LOG
+from sendonce_local.emulator.ses_publisher import SEND_LOG
 from sendonce_ops.cli import main as sendonce
 
 # The playbook's own example: the key carries an address.

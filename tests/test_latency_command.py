@@ -10,7 +10,7 @@ import boto3
 import pytest
 from consumer_harness import event, sqs_record
 
-from sendonce_local.ses_publisher import EventFaults
+from sendonce_local.emulator.ses_publisher import EventFaults
 from sendonce_ops.cli import main as sendonce
 from sendonce_ops.latency import SIMULATOR_SUCCESS, percentile
 from sendonce_testing.lambda_events import LambdaContext

@@ -77,7 +77,7 @@ def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
     with stderr.open("w") as err:
         process = subprocess.Popen([str(BIN / "sendonce-local"), "serve"], stdout=subprocess.PIPE, stderr=err,
                                    text=True)
-    # run's stream positions, kept apart from the user's own (see stream_checkpoints)
+    # run's stream positions, kept apart from the user's own (see sendonce_local.lambda_service.checkpoints)
     environment: dict[str, str] = {"XDG_STATE_HOME": str(stderr.with_name("state"))}
     assert process.stdout is not None
     for line in process.stdout:

@@ -57,7 +57,7 @@ def test_run_plays_the_event_source_of_a_deployed_stack_until_the_queue_is_drain
 
 
 def test_a_configuration_set_the_emulator_skipped_is_made_and_named_in_the_functions_environment(aws, tmp_path):
-    from sendonce_local.emulator_gaps import make_skipped_configuration_sets
+    from sendonce_local.lambda_service.stack_gaps import make_skipped_configuration_sets
 
     template = copy.deepcopy(TEMPLATE)
     template["Resources"]["Set"] = {"Type": "AWS::SES::ConfigurationSet"}
@@ -73,7 +73,7 @@ def test_a_configuration_set_the_emulator_skipped_is_made_and_named_in_the_funct
 
 
 def test_each_record_is_one_readable_line_and_the_summary_counts_by_outcome_and_reason():
-    from sendonce_local.run_command import Summary, _worth_a_line, readable
+    from sendonce_local.cli.run_output import Summary, _worth_a_line, readable
 
     lines = [
         {"logger": "sendonce", "outcome": "sent", "dedupeKey": "k1", "sesMessageId": "m1"},
@@ -107,7 +107,7 @@ def test_each_record_is_one_readable_line_and_the_summary_counts_by_outcome_and_
 
 
 def test_the_sender_identities_are_read_from_the_stack_policies():
-    from sendonce_local.run_command import sender_identities
+    from sendonce_local.cli.run import sender_identities
 
     arn = {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":ses:us-east-1:123456789012:identity/example.com"]]}
     template = {"Resources": {"Policy": {"Type": "AWS::IAM::Policy", "Properties": {"PolicyDocument": {
@@ -120,7 +120,7 @@ def test_a_request_the_emulator_failed_is_one_line_unless_verbose():
     import logging
     import sys
 
-    from sendonce_local.emulator_log import OneLine
+    from sendonce_local.emulator.log import OneLine
 
     try:
         raise ValueError("list.remove(x): x not in list")
@@ -138,7 +138,7 @@ def test_a_request_the_emulator_failed_is_one_line_unless_verbose():
 
 
 def test_stream_positions_outlive_the_run_per_endpoint_and_stream(tmp_path: Path, monkeypatch):
-    from sendonce_local.stream_checkpoints import StreamCheckpoints, default_path
+    from sendonce_local.lambda_service.checkpoints import StreamCheckpoints, default_path
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     assert default_path() == tmp_path / "state" / "sendonce" / "stream-checkpoints.json"
@@ -152,8 +152,9 @@ def test_stream_positions_outlive_the_run_per_endpoint_and_stream(tmp_path: Path
 def test_run_sees_each_completed_deploy_and_a_rolled_back_one_reloads_nothing(aws, tmp_path: Path):
     from typing import cast
 
-    from sendonce_local.run_command import RunOptions, _follow_deploys
-    from sendonce_local.stack_reload import Pollers, StackWatch
+    from sendonce_local.cli.run import RunOptions, _follow_deploys
+    from sendonce_local.lambda_service.stack_runners import StackRunners
+    from sendonce_local.lambda_service.stack_watch import StackWatch
 
     cloudformation = boto3.client("cloudformation")
     cloudformation.create_stack(StackName="Tiny", TemplateBody=json.dumps(TEMPLATE))
@@ -173,7 +174,7 @@ def test_run_sees_each_completed_deploy_and_a_rolled_back_one_reloads_nothing(aw
     broken["Resources"]["Broken"] = {"Type": "AWS::SQS::Queue", "Properties": {"QueueName": "not a valid name!"}}
     deploy(broken)
     said: list[str] = []
-    _follow_deploys(cast(Pollers, Untouched()), watch, RunOptions("Tiny", tmp_path), said.append)
+    _follow_deploys(cast(StackRunners, Untouched()), watch, RunOptions("Tiny", tmp_path), said.append)
     assert said == ["a deploy of Tiny ended in UPDATE_ROLLBACK_COMPLETE: the functions as deployed before keep "
                     "running"]
     changed = copy.deepcopy(TEMPLATE)
@@ -184,8 +185,8 @@ def test_run_sees_each_completed_deploy_and_a_rolled_back_one_reloads_nothing(aw
 
 
 def test_a_stream_batch_cut_short_by_the_end_of_the_run_is_read_again_from_its_first_record_not_done(aws, tmp_path):
-    from sendonce_local.lambda_instances import Ending, FunctionSpec, Invocation
-    from sendonce_local.stream_runner import StreamEventSourceRunner, StreamSourceSpec
+    from sendonce_local.lambda_service.instances import Ending, FunctionSpec, Invocation
+    from sendonce_local.lambda_service.stream_source import StreamEventSourceRunner, StreamSourceSpec
 
     runner = StreamEventSourceRunner(FunctionSpec("relay", "relay.handler", tmp_path), StreamSourceSpec("arn:s"), {})
     records = [{"eventID": n, "eventName": "INSERT", "dynamodb": {"SequenceNumber": n}} for n in ("10", "20", "30")]

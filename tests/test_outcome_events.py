@@ -87,7 +87,7 @@ def per_key(heard: list[dict]) -> Counter:
 @given(seed=st.integers(0, 2**16))
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_each_transition_is_published_once_under_duplicated_and_reordered_ses_events(pipeline, subscribed, seed):
-    from sendonce_local.ses_publisher import EventFaults
+    from sendonce_local.emulator.ses_publisher import EventFaults
 
     clock = FakeClock()
     tag = f"{seed}"

@@ -52,7 +52,7 @@ def test_the_construct_wheel_ships_the_consumer_as_its_own_package_and_depends_o
     assert "sendonce_constructs/py.typed" in names
     assert not any(n.startswith(("tests/", "examples/", "sendonce_constructs/_runtime", "sendonce_contract/",
                                  "sendonce_producer/")) for n in names)
-    assert {"sendonce_ops/cli.py", "sendonce_local/cli.py", "sendonce_local/emulator.py"} <= names
+    assert {"sendonce_ops/cli.py", "sendonce_local/cli/command.py", "sendonce_local/emulator/server.py"} <= names
     assert not [n for n in names if n.startswith("sendonce_testing/")]  # the test support is in no wheel
     version = next(n for n in zipfile.ZipFile(wheels["sendonce-contract"]).namelist() if n.endswith("METADATA"))
     contract_version = version.split("/")[0].removeprefix("sendonce_contract-").removesuffix(".dist-info")

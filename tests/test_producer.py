@@ -208,8 +208,8 @@ def test_the_strict_form_cancels_the_transaction_on_a_duplicate_intent(aws):
 def test_an_order_through_the_outbox_sends_one_email_even_when_retried_and_relayed_twice(pipeline):
     from consumer_harness import FakeClock, FakeContext, event, sqs_record
 
-    from sendonce_local.lambda_instances import FunctionSpec
-    from sendonce_local.stream_runner import StreamEventSourceRunner, StreamSourceSpec
+    from sendonce_local.lambda_service.instances import FunctionSpec
+    from sendonce_local.lambda_service.stream_source import StreamEventSourceRunner, StreamSourceSpec
 
     dynamodb, sqs = outbox_tables(), boto3.client("sqs")
     queue_url = sqs.create_queue(QueueName="jobs")["QueueUrl"]
@@ -257,8 +257,8 @@ def test_the_producer_distribution_carries_the_producer_only_and_never_imports_t
 def test_the_stream_runner_keeps_reading_after_a_refused_transaction(pipeline):
     # moto rolls a failed transaction back by restoring copies of its tables, stream shard included: a reader
     # must not be stranded on the old shard (real DynamoDB keeps one shard; this guards the local runner).
-    from sendonce_local.lambda_instances import FunctionSpec
-    from sendonce_local.stream_runner import StreamEventSourceRunner, StreamSourceSpec
+    from sendonce_local.lambda_service.instances import FunctionSpec
+    from sendonce_local.lambda_service.stream_source import StreamEventSourceRunner, StreamSourceSpec
 
     dynamodb, sqs = outbox_tables(), boto3.client("sqs")
     queue_url = sqs.create_queue(QueueName="jobs")["QueueUrl"]

@@ -12,7 +12,7 @@ import boto3
 import pytest
 
 from sendonce_constructs import SendOnceConfigurationError, SendOnceEmailQueue
-from sendonce_local.proxy import Behaviour, ForwardingProxy, ProxiedRequest, Reply
+from sendonce_local.emulator.proxy import Behaviour, ForwardingProxy, ProxiedRequest, Reply
 from sendonce_runtime.quota_watch import used_percent, watch
 
 ACCOUNT_PATH = "/v2/email/account"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sendonce_local.report import Report, ResidualReport, render_text
+from sendonce_local.demo.report import Report, ResidualReport
+from sendonce_local.demo.report_text import render_text
 
 CLEAN = Report(
     policy="never-resend", jobs_enqueued=12, distinct_keys=10, deliveries_to_handler=14, invocations=3,
@@ -65,7 +66,7 @@ def test_poison_missing_from_the_dlq_or_unexpected_mail_fails():
 def test_a_job_dead_lettered_twice_counts_once_and_keyless_poison_counts_per_message(pipeline):
     from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
 
-    from sendonce_local.report import _dead_letters
+    from sendonce_local.demo.report_build import _dead_letters
 
     refused = job("k:refused", **{"from": "x@unverified.example.net"})
     # Two copies of one refused job (a delayed copy and its original), and two distinct unreadable bodies.
@@ -84,7 +85,7 @@ def test_the_residual_fails_when_detection_was_not_exercised():
 
 
 def test_a_missed_aim_is_said_never_under_a_bare_pass():
-    from sendonce_local.load import BurstReport
+    from sendonce_local.demo.scenarios.load import BurstReport
 
     slow = BurstReport(rate=5, jobs=50, keys=50, pollers=5, emails_per_key={1: 50}, keys_sent_twice=[], keys_lost=[],
                        dead_letters=0, drain_s=30.0, sent_rate=2.0, throttles=0, invocations=20, aws_calls={})
@@ -95,7 +96,7 @@ def test_a_missed_aim_is_said_never_under_a_bare_pass():
 
 
 def test_the_outcome_events_the_app_heard_must_match_the_ledger():
-    from sendonce_local.outcome_check import OutcomeEventsCheck
+    from sendonce_local.demo.outcome_check import OutcomeEventsCheck
 
     heard = replace(CLEAN, outcome_events=OutcomeEventsCheck({"bounced": 1, "complained": 1},
                                                              {"bounced": 1, "complained": 1}, events=3))
@@ -112,7 +113,7 @@ def test_the_chart_writes_every_count_on_its_bar_zero_rows_included(tmp_path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from sendonce_local import report as chart
+    from sendonce_local.demo import report_chart as chart
 
     figure, (keys, outcomes) = plt.subplots(1, 2)
     chart._emails_per_key(keys, CLEAN)

@@ -24,7 +24,7 @@ from sendonce_contract.schema import (
     ReasonCode,
     Status,
 )
-from sendonce_local import report
+from sendonce_local.demo import report_build as report
 from sendonce_ops.dead_letters import DeadLetters
 from sendonce_ops.ledger_view import LedgerView
 from sendonce_producer import EmailJob, outbox_put
@@ -130,7 +130,7 @@ def test_the_contract_s_event_types_are_ses_s_and_the_construct_s_policy_is_the_
 SES_FIELD_NAMES = {"bounceType", "bounceSubType", "complaintFeedbackType", "delayType"}
 # Raw job documents, malformed ones included, are the local workload's and the test support's input: they spell the
 # job's key field.
-RAW_JOBS = {Path("sendonce_local/workload.py"), Path("sendonce_testing/lambda_events.py")}
+RAW_JOBS = {Path("sendonce_local/demo/workload.py"), Path("sendonce_testing/lambda_events.py")}
 SCANNED = [ROOT / "runtime" / "sendonce_runtime", ROOT / "producer" / "sendonce_producer", ROOT / "sendonce_constructs",
            ROOT / "sendonce_ops", ROOT / "sendonce_local", ROOT / "sendonce_testing"]
 

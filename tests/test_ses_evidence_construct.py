@@ -108,7 +108,7 @@ def test_a_low_max_receive_count_is_fine_without_events():
 def test_the_rule_and_the_local_publisher_use_the_contract_s_tag_and_event_types():
     from sendonce_contract.key_tags import PIPELINE_TAG
     from sendonce_contract.schema import SES_EVENT_TYPES
-    from sendonce_local.ses_publisher import eventbridge_event
+    from sendonce_local.emulator.ses_publisher import eventbridge_event
     from sendonce_runtime.ses_events import parse_event
 
     _, template = build()

@@ -17,7 +17,7 @@ from ses_fault_proxy import Fault
 from slow_aws import MAX_RECEIVES, consumer
 
 from sendonce_contract.delivery import DeliveryPolicy
-from sendonce_local.slow_services import LATE, Rule
+from sendonce_local.emulator.slow_services import LATE, Rule
 
 
 def lines(log: io.StringIO) -> list[dict]:

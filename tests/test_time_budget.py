@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sendonce_contract.deploy_config import Env, TimeBudget
-from sendonce_local.proxy import ForwardingProxy, ProxiedRequest, Reply
+from sendonce_local.emulator.proxy import ForwardingProxy, ProxiedRequest, Reply
 from sendonce_runtime.aws_clients import ledger_config, ses_config
 from sendonce_runtime.clock import SystemClock
 from sendonce_runtime.handler import Consumer

@@ -24,9 +24,9 @@ def _burst_consumer(send_rate: float) -> Iterator[tuple[Any, Any, Any, str, Call
     event source, emulator environment, DLQ url, the subjects SES accepted, the runners' log)."""
     from sendonce_constructs.runtime_asset import runtime_asset_dir
     from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget
-    from sendonce_local.emulator import local_aws
-    from sendonce_local.event_source_runner import EventSourceSpec
-    from sendonce_local.lambda_instances import FunctionSpec
+    from sendonce_local.emulator.server import local_aws
+    from sendonce_local.lambda_service.instances import FunctionSpec
+    from sendonce_local.lambda_service.sqs_source import EventSourceSpec
     from sendonce_runtime.entry_points import HANDLER
 
     with local_aws(pointed=True) as aws:
@@ -57,7 +57,7 @@ def _burst_consumer(send_rate: float) -> Iterator[tuple[Any, Any, Any, str, Call
 def burst_scenario(factor: int) -> Any:
     """``factor`` x R jobs at once (with duplicates and re-enqueues) against an SES accepting R emails a second,
     the consumer with send_rate = R, played as Lambda's event source. Runs its own in-process emulator."""
-    from sendonce_local.load import run_burst
+    from sendonce_local.demo.scenarios.load import run_burst
 
     with _burst_consumer(BURST_RATE) as (function, source, environment, dlq_url, subjects, log):
         return run_burst(function, source, environment, dlq_url, subjects, BURST_RATE, int(factor * BURST_RATE),
@@ -67,7 +67,7 @@ def burst_scenario(factor: int) -> Any:
 def recipient_burst_scenario(factor: int) -> Any:
     """``factor`` x R recipients at once in jobs of five recipients (to, cc, bcc), against an SES accepting R
     recipients a second, the consumer with send_rate = R (paced in recipients), as in section 9 otherwise."""
-    from sendonce_local.recipient_burst import run_recipient_burst
+    from sendonce_local.demo.scenarios.recipient_burst import run_recipient_burst
 
     with _burst_consumer(RECIPIENT_RATE) as (function, source, environment, dlq_url, subjects, log):
         return run_recipient_burst(function, source, environment, dlq_url, subjects, RECIPIENT_RATE,

@@ -21,7 +21,7 @@ EVIDENCE_SET = "bench-evidence"
 def evidence_costs(names: dict[str, str], emails: int) -> dict[str, Any]:
     """First sends with SES events on: SES's events played as SES publishes them (Send and Delivery for each
     email) and handed to the recorder in batches of ten, as its SQS event source does; every AWS call counted."""
-    from sendonce_local.ses_publisher import (
+    from sendonce_local.emulator.ses_publisher import (
         EventFaults,
         SendLog,
         SesEventPublisher,

@@ -35,7 +35,7 @@ def delayed(delays_ms: dict[str, float]) -> Any:
 
 def latency_run(names: dict[str, str], batches: int, delays_ms: dict[str, float]) -> dict[str, dict[str, float]]:
     """One instance per consumer, batches of ten first sends through a delaying proxy: rate and batch latency."""
-    from sendonce_local.proxy import ForwardingProxy
+    from sendonce_local.emulator.proxy import ForwardingProxy
 
     proxy = ForwardingProxy(os.environ["AWS_ENDPOINT_URL"], delayed(delays_ms)).start()
     direct = os.environ["AWS_ENDPOINT_URL"]

@@ -45,7 +45,7 @@ class _Counting:
 def _emulator() -> Iterator[Any]:
     """The embedded emulator, with this process's AWS environment pointing at it while the section runs. moto keeps
     one state per process, so each section names its resources apart from the other's."""
-    from sendonce_local.emulator import local_aws
+    from sendonce_local.emulator.server import local_aws
 
     with local_aws(fresh=False, pointed=True) as aws:
         yield aws
@@ -66,7 +66,7 @@ def _job(key: str, to: str, **extra: Any) -> str:
 def outcome_event_costs(emails: int) -> dict[str, Any]:
     """Ordinary first sends (90% delivered, 10% bounced) with SES's events recorded, then the table's stream read
     and handed to the outcome publisher in batches of 100, as its event source would."""
-    from sendonce_local.ses_publisher import EventFaults, SesEventPublisher, as_sqs_records
+    from sendonce_local.emulator.ses_publisher import EventFaults, SesEventPublisher, as_sqs_records
     from sendonce_runtime.event_recorder import EventLog, EventRecorder, RecorderSettings
     from sendonce_runtime.handler import Consumer
     from sendonce_runtime.outcome_log import OutcomeLog

@@ -19,7 +19,7 @@ from typing import Any
 
 from moto.core.exceptions import JsonRESTError
 
-from .moto_patches import wrap_once
+from .wrap import wrap_once
 
 
 class _Throttled(JsonRESTError):

@@ -14,11 +14,11 @@ from typing import IO, Any
 
 import boto3
 
+from ...emulator.request_counts import REQUESTS
+from ...lambda_service.instances import FunctionSpec
+from ...lambda_service.sqs_source import EventSourceSpec
+from ..workload import build_workload, keys_by_emails, keys_sent_twice
 from .burst_drain import drain_burst, queue_depth
-from .emulator import REQUESTS
-from .event_source_runner import EventSourceSpec
-from .lambda_instances import FunctionSpec
-from .workload import build_workload, keys_by_emails, keys_sent_twice
 
 SENT_RATE_AIM = 0.9  # of R, once the burst is under way
 DRAIN_AIM = 1.15  # x the ideal drain time, jobs / R

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-WORKER_SCRIPT = Path(__file__).with_name("lambda_worker.py")
+WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 STARTUP_BOUND_S = 60
 # A handler's answer may arrive a little after its deadline while the process winds down; Lambda's own
 # cut-off is the timeout, so past this grace the worker is treated as timed out and killed.

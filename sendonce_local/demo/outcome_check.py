@@ -18,9 +18,8 @@ import boto3
 from sendonce_contract.record import EmailRecord
 from sendonce_contract.schema import DEDUPE_KEY, Ledger
 
-# What the example app subscribes to (examples/app.py), and the output that names its queue.
+# What the example app subscribes to (examples/app.py): its queue is found by demo.example_app.
 SUBSCRIBED = ("bounced", "complained")
-APP_QUEUE_OUTPUT = "UndeliverableReceiptsUrl"
 
 
 @dataclass
@@ -37,11 +36,6 @@ class OutcomeEventsCheck:
         parts = [f"{name} {self.heard.get(name, 0)} (ledger {self.ledger.get(name, 0)})" for name in SUBSCRIBED]
         return (f"outcome events the app heard, every phase's keys ({self.events} events): " + ", ".join(parts)
                 + ("" if self.ok else " MISMATCH"))
-
-
-def app_queue_url(stack: str) -> str | None:
-    outputs = boto3.client("cloudformation").describe_stacks(StackName=stack)["Stacks"][0].get("Outputs") or []
-    return next((o["OutputValue"] for o in outputs if o["OutputKey"].startswith(APP_QUEUE_OUTPUT)), None)
 
 
 def check_outcome_events(queue_url: str, table_name: str) -> OutcomeEventsCheck:

@@ -8,10 +8,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import IO, Any
 
-from .event_source_runner import EventSourceRunner, EventSourceSpec, FaultPlan
-from .lambda_instances import FunctionSpec
-from .ses_limits import SES_RATE
-from .workload import enqueue
+from ...emulator.ses_limits import SES_RATE
+from ...lambda_service.instances import FunctionSpec
+from ...lambda_service.sqs_source import EventSourceRunner, EventSourceSpec, FaultPlan
+from ..workload import enqueue
 
 
 @dataclass(frozen=True)

@@ -21,11 +21,11 @@ import boto3
 from sendonce_contract.deploy_config import ConsumerConfig
 from sendonce_contract.schema import Ledger, Status
 
+from ...emulator.slow_services import LATE, Rule, SlowServices
+from ...lambda_service.instances import FunctionSpec
+from ...lambda_service.sqs_source import EventSourceSpec, FaultPlan
+from ..workload import build_workload, keys_by_emails, keys_sent_twice
 from .burst_drain import drain_burst, queue_depth
-from .event_source_runner import EventSourceSpec, FaultPlan
-from .lambda_instances import FunctionSpec
-from .slow_services import LATE, Rule, SlowServices
-from .workload import build_workload, keys_by_emails, keys_sent_twice
 
 # The queue may hold at most this many messages per job enqueued (the README's bound is two per message).
 DEPTH_AIM = 2.0

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib.util
 import os
-import signal
 import sys
-import threading
 from pathlib import Path
 
-import boto3
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
@@ -22,9 +18,9 @@ from botocore.exceptions import (
 
 from sendonce_ops.usage import OneLineParser
 
-from .cdk_cli import CdkCliError, cdk_executable
-from .run_command import RunRefused
-from .stack_reader import StackNotFound
+from ..demo.cdk_cli import CdkCliError, cdk_executable
+from ..lambda_service.deployed_stack import StackNotFound
+from .run import RunRefused
 
 QUICK_KEYS = 40
 QUICK_FAULT_BURST_KEYS = 0  # the quick run skips the fault bursts: make test and the full demo run them
@@ -62,7 +58,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "demo":
             return _demo(args)
         if args.command == "serve":
-            return _serve(args.verbose)
+            from .serve import serve as serve_emulator
+
+            return serve_emulator(args.verbose)
         return _run(args)
     except (LocalCliError, CdkCliError, StackNotFound, RunRefused) as error:
         return _error(str(error))
@@ -102,7 +100,8 @@ def check_demo_can_run(project_dir: Path) -> None:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from .demo import DemoOptions, run_demo
+    from ..demo.options import DemoOptions
+    from ..demo.run import run_demo
 
     keys = args.keys or (QUICK_KEYS if args.quick else DemoOptions.keys)
     options = DemoOptions(out_dir=args.out, stack=args.stack, keys=keys, fault_probability=args.faults,
@@ -113,34 +112,8 @@ def _demo(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
-def _serve(verbose: bool) -> int:
-    from .emulator import local_aws
-    from .emulator_log import log_failed_requests
-    from .ses_publisher import SesEventPublisher, put_on_default_bus
-
-    log_failed_requests(verbose)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with local_aws() as aws:
-        for name, value in aws.environment.items():
-            print(f"export {name}={value}")
-        # SES's sends land in this process, whichever process made them: SES's events are played from here.
-        events = boto3.client("events", endpoint_url=aws.endpoint, region_name=aws.region,
-                              aws_access_key_id="testing", aws_secret_access_key="testing")
-        publisher = SesEventPublisher(None, put_on_default_bus(events), aws.account_id, aws.region).start()
-        print("# playing SES's event publishing (the emulator's SES has none): each email sent through a "
-              "configuration set gets the events SES documents (Send, then Delivery, Bounce or Complaint) on the "
-              "default event bus, where a deployed stack's rules route them")
-        print("# the emulator runs until Ctrl-C; one line per request it failed (--verbose: with tracebacks)",
-              flush=True)
-        with contextlib.suppress(KeyboardInterrupt):
-            stop.wait()
-        publisher.stop()
-    return 0
-
-
 def _run(args: argparse.Namespace) -> int:
-    from .run_command import RunOptions, run
+    from .run import RunOptions, run
 
     run(RunOptions(args.stack, args.cdk_out, args.until_drained, args.faults, args.json, args.skip_identities))
     return 0

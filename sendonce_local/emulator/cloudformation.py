@@ -34,7 +34,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
-from .moto_patches import wrap_once
+from .wrap import wrap_once
 
 _PURPOSE = "CloudFormation as `cdk deploy` uses it"
 warnings.filterwarnings("ignore", message=r"Unable to delete .*, as it was never created", category=UserWarning)

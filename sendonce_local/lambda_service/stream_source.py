@@ -17,8 +17,8 @@ from typing import IO, Any
 import boto3
 from botocore.exceptions import ClientError
 
-from .lambda_instances import Ending, FunctionSpec, LambdaInstance
-from .stream_checkpoints import StreamCheckpoints
+from .checkpoints import StreamCheckpoints
+from .instances import Ending, FunctionSpec, LambdaInstance
 
 MAX_RETRIES = 10
 BUSY_WAIT_S = 0.2  # Lambda polls a shard up to four times a second

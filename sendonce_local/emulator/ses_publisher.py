@@ -26,7 +26,7 @@ from typing import Any
 
 from sendonce_contract.schema import SES_BOUNCE, SES_COMPLAINT, SES_DELIVERY, SES_EVENTS_BY_NAME, SES_SEND
 
-from .moto_patches import wrap_once
+from .wrap import wrap_once
 
 SIMULATOR_DOMAIN = "simulator.amazonses.com"
 

@@ -1,8 +1,8 @@
-"""Does by API what the emulator's CloudFormation skips for a deployed stack, and says what it did."""
+"""Does by API what the emulator's CloudFormation skips for a deployed stack (the patches of ``emulator`` cannot:
+these need the deployed stack), and says what it did."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import boto3
@@ -11,7 +11,7 @@ from botocore.exceptions import ClientError
 from sendonce_contract.deploy_config import Env
 from sendonce_contract.schema import Ledger
 
-from .stack_reader import physical_ids
+from .deployed_stack import physical_ids, read_template
 
 CONFIGURATION_SET_VARIABLE = Env.CONFIGURATION_SET
 
@@ -28,9 +28,8 @@ def make_skipped_configuration_sets(stack_name: str, cdk_out: Path) -> list[str]
     """moto's CloudFormation skips AWS::SES::ConfigurationSet, so a function whose environment names one by Ref
     gets no value. Create each such set by API under a name of its logical id, and give the functions that name.
     Returns the names made."""
-    template = json.loads((cdk_out / f"{stack_name}.template.json").read_text())
-    resources = template["Resources"]
-    deployed = physical_ids(stack_name)
+    resources = read_template(stack_name, cdk_out)["Resources"]
+    deployed = physical_ids(stack_name, cdk_out)
     lambda_client, ses = boto3.client("lambda"), boto3.client("sesv2")
     made: set[str] = set()
     for logical_id, resource in resources.items():

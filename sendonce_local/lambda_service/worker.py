@@ -51,7 +51,7 @@ KILL_AFTER = {"after_send": "SendEmail", "after_sent": "UpdateItem",  # ... or r
 # SES's answer goes wrong and the worker lives: "lost_answer" and "accepted_then_server_error" after SES
 # accepted the email, "server_error" without sending it.
 BROKEN_ANSWERS = {"lost_answer": True, "accepted_then_server_error": True, "server_error": False}
-# The crash points the demo draws from; "after_copy" is armed by the fault bursts (sendonce_local.fault_burst) only.
+# The crash points the demo draws from; "after_copy" is armed by the fault bursts only (demo/scenarios/fault_burst.py).
 FAULT_KINDS = (*KILL_BEFORE, *(k for k in KILL_AFTER if k != "after_copy"), *BROKEN_ANSWERS)
 
 

@@ -18,7 +18,7 @@ from typing import IO, Any
 
 import boto3
 
-from .lambda_instances import Ending, FunctionSpec, Invocation, LambdaInstance
+from .instances import Ending, FunctionSpec, Invocation, LambdaInstance
 
 MAX_RECEIVE = 10
 POLL_WAIT_S = 1

@@ -11,10 +11,10 @@ from typing import IO, Any
 
 import boto3
 
+from ...lambda_service.instances import FunctionSpec
+from ...lambda_service.sqs_source import EventSourceSpec
+from ..workload import build_workload, keys_by_emails
 from .burst_drain import drain_burst
-from .event_source_runner import EventSourceSpec
-from .lambda_instances import FunctionSpec
-from .workload import build_workload, keys_by_emails
 
 SENT_RATE_AIM = 0.9  # of R, in recipients a second, once the burst is under way
 

@@ -1,0 +1,44 @@
+"""The residual: keys sent while SES's events for some emails come late or never, the case the evidence cannot
+settle, shown and detected."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import IO
+
+from ...emulator.server import LocalAws
+from ...emulator.ses_publisher import EventFaults, SesEventPublisher
+from ...lambda_service.sqs_source import EventSourceRunner, FaultPlan
+from ..example_app import Deployed
+from ..options import DemoOptions
+from ..report import Residual
+from ..workload import build_workload
+from .traffic import run_phase
+
+RESIDUAL_FORCED_CRASHES = 4  # with 3 in 4 Send events lost, no double in 4 crashes is 1 run in 256
+
+
+def residual_phase(
+    options: DemoOptions, aws: LocalAws, deployed: Deployed, publisher: SesEventPublisher,
+    recorder_runner: EventSourceRunner, log: IO[str], say: Callable[[str], None],
+) -> Residual | None:
+    """Keys sent while SES's events for some emails come late or never: what the evidence cannot settle."""
+    keys = options.residual_keys if options.residual_keys is not None else max(8, options.keys // 5)
+    if keys <= 0:
+        return None
+    grace_s = options.evidence_grace_s
+    # Late past the decision: the redelivery (6 x the function timeout) plus the grace period, and then some.
+    late_s = 8 * options.function_timeout_s + grace_s
+    publisher.faults = EventFaults(delay_s=0.2, outcome_delay_s=late_s, drop_send=options.residual_send_events_dropped)
+    dropped_before = len(publisher.stats.send_events_dropped)
+    say(f"[6/9] the residual: {keys} more keys while {options.residual_send_events_dropped:.0%} of SES's Send events "
+        f"are lost and the rest of each email's events come after the {grace_s} s grace period; workers killed "
+        "right after SES accepted")
+    workload = build_workload(keys, options.seed + 1, first=100_000, poison=False)
+    # The first invocations are always killed right after SES accepted, so detection is exercised every run.
+    faults = FaultPlan(max(0.2, options.fault_probability), options.seed + 1, ("after_send", "lost_answer"),
+                       forced=RESIDUAL_FORCED_CRASHES)
+    run_phase(options, aws, deployed, workload, faults, publisher, recorder_runner, log, say, with_orders=False,
+              step="     ")
+    return Residual(workload=workload, send_events_dropped=set(publisher.stats.send_events_dropped[dropped_before:]))
+

@@ -1,0 +1,82 @@
+"""Every patch the emulator puts on moto (5.2), in the order it installs them: what each patches, and why.
+
+This is the one place that says why each exists; the modules that hold them say how. Each ``install`` is idempotent
+(:func:`.wrap.wrap_once`): several emulators started in one process patch moto once. Two patches wrap one method
+(SESv2 SendEmail): the last installed runs first, so SES's sending rate refuses a send before SES's log records it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .cfn_secrets import teach_cloudformation_secrets
+from .cloudformation import make_cloudformation_redeployable
+from .request_counts import count_requests
+from .service_patches import (
+    hand_event_sources_to_the_runners,
+    make_dynamodb_writes_atomic,
+    make_sqs_linear,
+    make_sqs_message_moves_atomic,
+    match_no_event_to_scheduled_rules,
+)
+from .ses_limits import limit_ses_sends
+from .ses_publisher import record_ses_sends
+
+
+@dataclass(frozen=True)
+class Patch:
+    patches: str  # what of moto's it replaces or wraps
+    why: str  # what moto does, and what the service does instead
+    install: Callable[[], None]
+
+
+PATCHES = (
+    Patch("DynamoDBBackend.put_item, update_item, delete_item, transact_write_items (one lock)",
+          "moto checks a condition and writes the item without a lock, so two racing conditional writes can both "
+          "win, which DynamoDB never allows: serialised, a race fails for the consumer's fault only",
+          make_dynamodb_writes_atomic),
+    Patch("SQSBackend.send_message(_batch), delete_message(_batch), change_message_visibility(_batch), "
+          "receive_message (one lock; a long poll waits outside it)",
+          "moto's SQS moves messages between its lists without a lock: under concurrent pollers a receive fails "
+          "inside moto (`list.remove(x): x not in list`, a 500) and a message can be handed out twice",
+          make_sqs_message_moves_atomic),
+    Patch("moto.sqs.models.unix_time(_millis), SQSBackend.is_message_valid_based_on_retention_period",
+          "moto's SQS reads the clock through datetime arithmetic for every message it looks at and computes every "
+          "attribute of a queue to check one message's retention, so a receive from n messages costs O(n^2): a few "
+          "hundred waiting jobs slowed each call past the consumer's timeouts. Same answers, linear time",
+          make_sqs_linear),
+    Patch("CloudFormationBackend change sets, outputs, parameters, rollback, FIFO queue names, alarms",
+          "moto's CloudFormation cannot take `cdk deploy` twice on one emulator (see .cloudformation)",
+          make_cloudformation_redeployable),
+    Patch("Queue and Table lambda_event_source_mappings (always empty)",
+          "moto delivers to a mapped function itself, through Docker, inside the write that feeds it; with no "
+          "Docker, for SQS it receives the batch (raising its receive count, hiding it) and fails, for a stream it "
+          "may drop the shard's records. The local runners play the mappings instead; they stay deployed and "
+          "readable",
+          hand_event_sources_to_the_runners),
+    Patch("SESV2Response.send_email (logged with its configuration set and tags)",
+          "moto's SES keeps neither and publishes no events: the local publisher (.ses_publisher) plays SES's "
+          "event publishing from this log",
+          record_ses_sends),
+    Patch("SESV2Response.send_email (a token bucket in front of it, off until a scenario sets a rate)",
+          "moto's SES has no sending rate: a load scenario gives it one, refusing the excess with SES's own "
+          "throttling error",
+          limit_ses_sends),
+    Patch("BaseResponse.call_action (counted)",
+          "a scenario reports AWS calls per email, counted by the emulator rather than by the consumer",
+          count_requests),
+    Patch("CloudFormation's model list (AWS::SecretsManager::Secret added)",
+          "moto's CloudFormation skips the type, so a stack with key_privacy would deploy without its secret",
+          teach_cloudformation_secrets),
+    Patch("events Rule.send_to_targets (a scheduled rule matches no event)",
+          "moto matches every event put on a bus against a rule with only a schedule (the quota watch's), then "
+          "fails the whole PutEvents on its Lambda target; on AWS such a rule matches no event",
+          match_no_event_to_scheduled_rules),
+)
+
+
+def install_patches() -> None:
+    """Install every patch, in order (idempotent)."""
+    for patch in PATCHES:
+        patch.install()
