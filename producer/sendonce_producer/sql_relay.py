@@ -14,6 +14,7 @@ behind it. Relayed rows are deleted after a retention, in small batches.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import threading
@@ -179,10 +180,8 @@ class OutboxRelay:
             connection = getattr(self, name)
             setattr(self, name, None)
             if connection is not None:
-                try:
+                with contextlib.suppress(Exception):  # a broken connection: nothing more to do with it
                     connection.close()
-                except Exception:  # closing a broken connection: nothing more to do with it
-                    pass
         self._senders.shutdown(wait=True)
 
     def _begin(self) -> Any:
@@ -205,10 +204,8 @@ class OutboxRelay:
     def _drop_connection(self) -> None:
         connection, self._connection = self._connection, None
         if connection is not None:
-            try:
+            with contextlib.suppress(Exception):  # already broken
                 connection.close()  # the server rolls back whatever this connection held
-            except Exception:  # already broken
-                pass
 
     # -- one batch ------------------------------------------------------------------------------------------------
 
@@ -340,7 +337,7 @@ class OutboxRelay:
         """How long to wait after a batch that kept rows back (throttling, an outage): doubling, with jitter."""
         if not self._streak:
             return 0.0
-        return min(self.settings.max_backoff_s, 0.2 * 2 ** (self._streak - 1)) * random.uniform(0.5, 1.0)
+        return float(min(self.settings.max_backoff_s, 0.2 * 2 ** (self._streak - 1)) * random.uniform(0.5, 1.0))
 
     def retain(self) -> int:
         """Delete relayed rows older than the retention, a small batch per transaction; how many went."""
@@ -430,10 +427,8 @@ class OutboxRelay:
                     return
             except self.database.errors:
                 listener, self._listener = self._listener, None
-                try:
+                with contextlib.suppress(Exception):  # already broken
                     listener.close()
-                except Exception:  # already broken
-                    pass
 
     def _notifications(self, timeout_s: float) -> Iterator[Any]:
         yield from self._listener.notifies(timeout=timeout_s, stop_after=1)
