@@ -27,6 +27,7 @@ from .machine import machine_too_slow
 from .outcome_check import OutcomeEventsCheck, app_queue_url, check_outcome_events
 from .report import Report, Residual, build_report, render_text, write_outputs
 from .ses_publisher import EventFaults, SesEventPublisher, put_on_default_bus
+from .sql_outbox_phase import is_phase_email, run_sql_outbox_phase
 from .stack_reader import (
     DeployedConsumer,
     DeployedStreamFunction,
@@ -165,15 +166,21 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
             publisher.faults = DELIVERED_FAULTS  # every event delivered again: the bursts lose none
             burst = _burst_phase(options, aws, deployed, log, say)
             fault_bursts = _fault_phase(options, aws, deployed, log, say)
+            say("      the SQL outbox: orders and receipts committed in PostgreSQL, relayed by sendonce-outbox-relay")
+            sql_outbox = run_sql_outbox_phase(deployed.consumer.function, deployed.consumer.source, aws.environment,
+                                              log, options.orders, options.seed, aws.sent_emails, say)
+            for line in sql_outbox.lines():
+                say(line)
             outcome_events = _outcome_events(options, deployed, outcome_runners, say)
         publisher.stop()
         config = ConsumerConfig.from_env(deployed.consumer.function.environment)
         report = build_report(
-            aws.sent_emails(), workload, config.delivery.value, deployed.table, config.dead_letter_queue_url,
-            runner.stats.as_dict(), notes, residual, burst, fault_bursts,
+            [sent for sent in aws.sent_emails() if not is_phase_email(sent)], workload, config.delivery.value,
+            deployed.table, config.dead_letter_queue_url, runner.stats.as_dict(), notes, residual, burst, fault_bursts,
         )
         report.too_slow = too_slow or machine_too_slow(deployed.consumer.source.queue_url)
         report.outcome_events = outcome_events
+        report.sql_outbox = sql_outbox
         paths = write_outputs(report, out)
         say(f"[9/9] done in {time.monotonic() - started:.0f} s; report: {', '.join(str(p) for p in paths)}; "
             f"consumer and recorder log: {consumer_log_path}")
