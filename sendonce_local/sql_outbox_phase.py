@@ -186,7 +186,9 @@ def _orders(connection: Any, count: int, seed: int) -> tuple[set[str], set[str],
     from sendonce_producer.sql_outbox import add
 
     chance = random.Random(seed)
-    committed, rolled_back, twice = set(), set(), 0
+    committed: set[str] = set()
+    rolled_back: set[str] = set()
+    twice = 0
     for n in range(count):
         key = f"sql-order-{seed}-{n}:receipt"
         job = EmailJob(dedupe_key=key, sender="Shop <receipts@example.com>", to=[f"customer{n}@example.org"],
