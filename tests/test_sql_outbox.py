@@ -332,3 +332,19 @@ def test_a_bad_dsn_an_unreachable_database_or_a_missing_table_is_one_error_line_
         assert line.startswith("sendonce-outbox-relay: error: ")
         assert expected in line if expected else "sendonce-outbox-relay --schema postgresql" in line
         assert "secret" not in line
+
+
+def test_the_demo_phase_fails_when_a_committed_orders_email_is_missing_or_doubled_or_a_rolled_back_one_is_sent():
+    from sendonce_local.sql_outbox_phase import SqlOutboxReport
+
+    def phase(**changes: Any) -> SqlOutboxReport:
+        fields = {"orders": 12, "committed": 10, "rolled_back": 2, "applied_twice": 3, "relay_killed_after_batches": 2,
+                  "relay_stopped_cleanly": True, "consumers_killed": 2, "emails_per_committed_key": {1: 10},
+                  "rolled_back_emailed": 0, "drain_s": 1.0}
+        return SqlOutboxReport(**{**fields, **changes})
+
+    assert phase().ok and phase().lines()[-1].endswith("PASS")
+    assert not phase(emails_per_committed_key={1: 9, 0: 1}).ok  # missing
+    assert not phase(emails_per_committed_key={1: 9, 2: 1}).ok  # doubled
+    assert not phase(rolled_back_emailed=1).ok
+    assert phase(rolled_back_emailed=1).lines()[-1].endswith("FAIL")
