@@ -1,5 +1,5 @@
-"""Each prop of SendOnceEmailQueue is declared once (sendonce_constructs/queue_props.py): the README's prop table and
-the construct's docstring are rendered from the declarations, the keyword API is checked against them, and every
+"""Each prop of SendOnceEmailQueue is declared once (sendonce_constructs/queue_props.py): the docs' prop tables
+(tests/test_reference_docs.py holds them) and the construct's docstring are rendered from the declarations, the keyword API is checked against them, and every
 error carries a stable id and the construct's path."""
 
 from __future__ import annotations
@@ -15,25 +15,26 @@ from aws_cdk import aws_sqs as sqs
 from construct_support import build, make_stack
 from constructs import Construct
 
-from sendonce_constructs import SendOnceConfigurationError, SendOnceEmailQueue, email_queue, prop_docs, rules
+from sendonce_constructs import SendOnceConfigurationError, SendOnceEmailQueue, email_queue, rules
 from sendonce_constructs.props import PipelineProps, read, read_seconds
 from sendonce_constructs.queue_props import REQUIRED, declared_props
 from sendonce_constructs.unresolved import UNRESOLVED
+from tools import reference_docs
 
 ROOT = Path(__file__).resolve().parent.parent
 REGENERATE = "the declarations in sendonce_constructs/queue_props.py changed: run `make props-docs` and commit"
 S = cdk.Duration.seconds
 
 
-def test_the_readme_prop_table_is_the_one_the_declarations_render():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert prop_docs.table_in(readme) == prop_docs.render_table(), REGENERATE
+def test_the_props_reference_page_is_the_one_the_declarations_render():
+    page = (ROOT / "docs" / "reference" / "props.md").read_text(encoding="utf-8")
+    assert reference_docs.blocks_in(page)["props"] == reference_docs.block("props"), REGENERATE
 
 
 def test_the_construct_docstring_is_the_one_the_declarations_render():
     source = inspect.getsource(email_queue)
-    assert prop_docs.docstring_params(source) == prop_docs.render_docstring_params(), REGENERATE
-    assert inspect.cleandoc(prop_docs.render_docstring_params()) in inspect.cleandoc(SendOnceEmailQueue.__doc__ or "")
+    assert reference_docs.docstring_params(source) == reference_docs.render_docstring_params(), REGENERATE
+    assert inspect.cleandoc(reference_docs.render_docstring_params()) in inspect.cleandoc(SendOnceEmailQueue.__doc__ or "")
 
 
 def test_every_declared_prop_is_documented_and_reaches_the_resolved_props():
