@@ -1,7 +1,7 @@
 """The props of ``SendOnceEmailQueue``, each declared once: its type, its default, its doc and the rule checked at
 synth. The constructor takes them as ``**props: Unpack[SendOnceEmailQueueProps]``; ``props.resolve_props`` fills
-the defaults in and applies the rules; ``tools/reference_docs.py`` renders the construct's docstring and the docs' prop tables
-from here (a test holds them to it).
+the defaults in and applies the rules; ``tools/reference_docs.py`` renders the construct's docstring and the
+docs' prop tables from here (a test holds them to it).
 
 No postponed annotations here: the declarations are read at run time (``declared_props``).
 """

@@ -1,6 +1,6 @@
 """Each prop of SendOnceEmailQueue is declared once (sendonce_constructs/queue_props.py): the docs' prop tables
-(tests/test_reference_docs.py holds them) and the construct's docstring are rendered from the declarations, the keyword API is checked against them, and every
-error carries a stable id and the construct's path."""
+(tests/test_reference_docs.py holds them) and the construct's docstring are rendered from the declarations, the
+keyword API is checked against them, and every error carries a stable id and the construct's path."""
 
 from __future__ import annotations
 
@@ -34,7 +34,8 @@ def test_the_props_reference_page_is_the_one_the_declarations_render():
 def test_the_construct_docstring_is_the_one_the_declarations_render():
     source = inspect.getsource(email_queue)
     assert reference_docs.docstring_params(source) == reference_docs.render_docstring_params(), REGENERATE
-    assert inspect.cleandoc(reference_docs.render_docstring_params()) in inspect.cleandoc(SendOnceEmailQueue.__doc__ or "")
+    rendered = inspect.cleandoc(reference_docs.render_docstring_params())
+    assert rendered in inspect.cleandoc(SendOnceEmailQueue.__doc__ or "")
 
 
 def test_every_declared_prop_is_documented_and_reaches_the_resolved_props():

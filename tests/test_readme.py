@@ -71,7 +71,7 @@ def test_the_quickstart_stack_synthesizes(tmp_path):
     [stack_code] = [block for block in _python_blocks() if "SendOnceEmailQueue(" in block]
     code = stack_code.replace("app = cdk.App()", f"app = cdk.App(outdir={str(tmp_path)!r})")
     namespace: dict[str, object] = {}
-    exec(compile(code, "README.md", "exec"), namespace)  # noqa: S102  (the README's own example)
+    exec(compile(code, "README.md", "exec"), namespace)
     template = cdk.assertions.Template.from_stack(namespace["app"].node.find_child("Shop"))  # type: ignore[attr-defined]
     template.resource_count_is("AWS::Lambda::EventSourceMapping", 3)  # consumer, recorder, outcome publisher
 
@@ -80,7 +80,7 @@ def test_the_producer_example_sends_once_and_status_finds_the_key_it_built(pipel
     [producer_code] = [block for block in _python_blocks() if "from sendonce_producer" in block]
     queue_url = boto3.client("sqs").create_queue(QueueName="readme-jobs")["QueueUrl"]
     namespace = {"queue_url": queue_url, "table_name": pipeline.table_name}
-    exec(compile(producer_code, "README.md", "exec"), namespace)  # noqa: S102
+    exec(compile(producer_code, "README.md", "exec"), namespace)
     key, job = namespace["key"], namespace["job"]
     assert namespace["record"] is None  # enqueued, no worker yet
     namespace["shop"].enqueue(job)  # the comment's promise: enqueued twice, one email

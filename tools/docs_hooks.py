@@ -20,6 +20,7 @@ from tools import reference_docs  # noqa: E402  (the hook is loaded by path, not
 # Material loads Mermaid from a CDN unless the page has it: the site ships the npm package's build instead.
 MERMAID = ROOT / "node_modules" / "mermaid" / "dist" / "mermaid.min.js"
 MERMAID_URI = "assets/javascripts/mermaid.min.js"
+RAW_DOCS = "https://raw.githubusercontent.com/sendonce/sendonce/main/docs/"
 
 
 def on_files(files: Files, config: MkDocsConfig, **_: Any) -> Files:
@@ -44,7 +45,9 @@ def relative_site_links(markdown: str, site_url: str, page_uri: str) -> str:
         path, anchor = match["path"].rstrip("/"), match["anchor"] or ""
         return f"]({up}{path or 'index'}.md{anchor})"
 
-    return re.sub(rf"\]\({re.escape(site_url)}(?P<path>[a-z0-9/-]*)(?P<anchor>#[a-z0-9-]+)?\)", relative, markdown)
+    markdown = re.sub(rf"\]\({re.escape(site_url)}(?P<path>[a-z0-9/-]*)(?P<anchor>#[a-z0-9-]+)?\)", relative, markdown)
+    # The README's pictures, which a package index page takes from the repository, are the site's own files.
+    return re.sub(rf"\]\({re.escape(RAW_DOCS)}(?P<path>[a-z0-9/.-]+)\)", lambda m: f"]({up}{m['path']})", markdown)
 
 
 def on_page_markdown(markdown: str, page: Page, config: MkDocsConfig, **_: Any) -> str:

@@ -23,7 +23,7 @@ import re
 import sys
 import textwrap
 import tokenize
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -46,7 +46,7 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+def _table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
     lines += ["| " + " | ".join(_cell(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines)
@@ -151,10 +151,10 @@ def metrics() -> str:
 def reason_codes() -> str:
     from sendonce_contract.schema import ReasonCode
 
-    return _table(("reason code", "meaning"), [(f"`{code}`", beside) for code, beside, _, _ in _commented_names(ReasonCode)
-                                              if beside] + [(f"`{ReasonCode.REDRIVEN_BY_SQS.value}`",
-                                                             "a message with none of our attributes: SQS moved it "
-                                                             "itself when maxReceiveCount was reached")])
+    rows = [(f"`{code}`", beside) for code, beside, _, _ in _commented_names(ReasonCode) if beside]
+    rows.append((f"`{ReasonCode.REDRIVEN_BY_SQS.value}`",
+                 "a message with none of our attributes: SQS moved it itself when maxReceiveCount was reached"))
+    return _table(("reason code", "meaning"), rows)
 
 
 def dead_letter_attributes() -> str:
