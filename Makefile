@@ -5,6 +5,8 @@ PY := $(VENV)/bin/python
 export PATH := $(CURDIR)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
 export CDK_DISABLE_VERSION_CHECK := 1
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
+# MkDocs Material's banner about its successor, printed at every build.
+export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: setup test test-release test-soak test-demo lint demo synth bench clean dist docs integ integ-snapshot test-compat mysql-server
 # Every distribution, each built from its own folder: `make dist` writes their wheels and sdists to $(DIST).
@@ -55,7 +57,7 @@ test-demo: setup
 	$(PY) -m pytest -m demo
 
 lint: setup
-	$(PY) -m ruff check contract sendonce_constructs sendonce_ops sendonce_local sendonce_testing producer runtime tests examples bench integ
+	$(PY) -m ruff check contract sendonce_constructs sendonce_ops sendonce_local sendonce_testing producer runtime tests examples bench integ tools
 	$(PY) -m mypy
 
 synth: setup
@@ -63,6 +65,11 @@ synth: setup
 
 demo: setup
 	$(PY) -m sendonce_local demo $(ARGS)
+
+# The docs' picture of the demo (docs/assets/demo-report.png): a full `make demo`, its report.png dated by the run.
+demo-picture: setup
+	$(PY) -m sendonce_local demo --out build/demo-picture
+	cp build/demo-picture/report.png docs/assets/demo-report.png
 
 bench: setup
 	$(PY) bench/run.py $(ARGS)
@@ -75,22 +82,28 @@ integ: setup
 integ-snapshot: setup
 	@$(PY) integ/run.py snapshot
 
-# The API reference of what users import, from the docstrings; any warning fails it.
-API_PACKAGES := sendonce_constructs sendonce_producer sendonce_contract
+# The documentation site (mkdocs.yml: MkDocs Material, the API reference from the docstrings by mkdocstrings, Mermaid
+# from the npm package), built strictly: a broken link or anchor, or a generated table that differs from its
+# declaration, fails it.
 DOCS ?= build/docs
 docs: setup
-	@mkdir -p $(dir $(DOCS)) && rm -rf $(DOCS)
-	@# The construct imports aws-cdk-lib, whose jsii runtime is a subprocess pdoc refuses unless allowed.
-	@PDOC_ALLOW_EXEC=1 $(PY) -m pdoc --docformat restructuredtext -o $(DOCS) $(API_PACKAGES) >$(DOCS).log 2>&1 || { cat $(DOCS).log; exit 1; }
-	@if grep '^Warn' $(DOCS).log; then echo "make docs: fix the warnings above"; exit 1; fi
-	@echo "API reference: $(DOCS)/index.html"
+	@rm -rf $(DOCS)
+	$(PY) -m mkdocs build --strict --quiet --site-dir $(DOCS)
+	@echo "The documentation site: $(DOCS)/index.html"
 
-# The README's prop table, the construct's docstring and the resolved props (sendonce_constructs/resolved_props.py),
-# rewritten from the props' declarations (sendonce_constructs/queue_props.py); tests/test_prop_declarations.py
-# fails while they differ.
-.PHONY: props-docs
+# The built site in a real browser (Debian's Chromium, installed here when missing): every Mermaid diagram renders
+# as SVG, search finds what it should; screenshots in $(DOCS_CHECK)/.
+DOCS_CHECK ?= build/docs-check
+docs-check: docs
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	DOCS_SITE=$(DOCS) DOCS_CHECK=$(DOCS_CHECK) $(PY) -m pytest -q -m browser tests/test_docs_site.py
+
+# Every generated table of the README and the site, the construct's docstring and the resolved props
+# (sendonce_constructs/resolved_props.py), rewritten from the one declaration of each thing (tools/reference_docs.py);
+# tests/test_reference_docs.py and tests/test_prop_declarations.py fail while they differ.
+.PHONY: props-docs docs-check demo-picture
 props-docs: setup
-	$(PY) -m sendonce_constructs.prop_docs
+	$(PY) -m tools.reference_docs
 
 # The construct tests on the oldest aws-cdk-lib the project claims (the lower bound in pyproject.toml), in a
 # second virtualenv; `make test` runs everything on the newest.
@@ -116,4 +129,4 @@ dist: setup
 	@ls $(DIST)
 
 clean:
-	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache build dist $(COMPAT_VENV)
+	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache build dist site $(COMPAT_VENV)

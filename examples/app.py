@@ -1,4 +1,5 @@
-"""An app with one SendOnceEmailQueue: `npx cdk synth` or `npx cdk deploy` from the repository root.
+"""An app with one SendOnceEmailQueue: `npx cdk synth` or `npx cdk deploy -c sender=YOUR_IDENTITY` from the
+repository root (the sender is an SES identity verified in the account: a domain or an address).
 
 `-c stage=staging` deploys it as a staging stage: it may email SES's mailbox simulator and the team's QA domain
 only, so a job copied from production cannot reach a customer (it goes to the DLQ as `recipient-not-allowed`).
@@ -23,12 +24,14 @@ class ReceiptsStack(cdk.Stack):
     def __init__(self, scope: Construct, id: str, **kwargs: object) -> None:
         super().__init__(scope, id, **kwargs)
         staging = self.node.try_get_context("stage") == "staging"
+        # The SES identity to send from (`-c sender=example.org`, or an address): verified in the account first.
+        sender = str(self.node.try_get_context("sender") or "example.com")
 
         receipts = SendOnceEmailQueue(
             self,
             "Receipts",
-            sender="example.com",
-            from_addresses=["receipts@example.com"],
+            sender=sender,
+            from_addresses=[sender if "@" in sender else f"receipts@{sender}"],
             function_timeout=cdk.Duration.seconds(int(self.node.try_get_context("functionTimeoutSeconds") or 30)),
             max_concurrency=5,
             # This pipeline's share of the account's SES rate (14 emails/s for many new production accounts).

@@ -45,7 +45,7 @@ DEDUPE_TABLE_ACTIONS = ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Del
 class SendOnceEmailQueue(Construct, PipelineMetrics):
     """An SQS queue whose jobs are sent as SES emails once each, by a bundled deduplicating Lambda consumer.
 
-    Producers enqueue JSON jobs (see the message contract in the README) to ``queue``; the consumer claims each
+    Producers enqueue JSON jobs (see the message contract in the docs) to ``queue``; the consumer claims each
     job's ``dedupeKey`` in ``table`` with a conditional write, sends with SES, and records the outcome.
     Every default follows the AWS guidance for SQS-triggered Lambdas; a prop that would break a guarantee
     raises :class:`SendOnceConfigurationError` at synth time, with the rule's stable ``id`` and the construct's
@@ -88,7 +88,9 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         max_concurrency for the pipeline's peak. Default: none.
     :param max_receive_count: deliveries before a message moves to the DLQ; below 5 warns. Default: 5.
     :param retention_period: how long the job queue keeps a message. The DLQ keeps 14 days. Default: 4 days.
-    :param dedupe_ttl: how long a sent key is remembered; at least retention_period. Default: 7 days.
+    :param dedupe_ttl: how long a sent key is remembered; at least retention_period. Default: 7 days; with
+        ``outbox``, 1 day of stream retention + ``retention_period`` + the DLQ's 14 days, in whole days (19 days
+        with the default ``retention_period``).
     :param delivery: what happens to a send a crash left undecided and SES's events did not settle; ``NEVER_RESEND``
         never risks a double. Default: ``DeliveryPolicy.RESEND_WITHOUT_EVIDENCE``.
     :param fifo: use FIFO queues (per-group ordering). Default: False.
@@ -128,7 +130,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     :param disable_suppression_list: send even to addresses on the account's suppression list. Default: False.
     :param key_privacy: outside the job body, a key travels as its HMAC-SHA256 under a secret the construct keeps in
         Secrets Manager (``key_secret``): the ledger, SES's tags and events, logs and the DLQ's attributes never
-        carry its text. Switching an existing pipeline forgets every key it recorded (see README). Default: False.
+        carry its text. Switching an existing pipeline forgets every key it recorded (see the personal data page).
+        Default: False.
     :param allowed_recipients: the only addresses and domains this pipeline may send to (``SES_MAILBOX_SIMULATOR``
         for SES's simulator): a job naming any other recipient goes to the DLQ (``recipient-not-allowed``), unsent.
         For staging stages. Default: none (every recipient).

@@ -80,7 +80,7 @@ def check_declared(given: Mapping[str, object], declared: Mapping[str, Prop]) ->
     for name in given:
         if name not in declared:
             close = difflib.get_close_matches(name, declared, n=1)
-            hint = f"did you mean {close[0]}?" if close else "see the README's prop table for the props"
+            hint = f"did you mean {close[0]}?" if close else "see the props reference (https://sendonce.github.io/sendonce/reference/props/)"
             raise SendOnceConfigurationError(f"{name} is not a prop of SendOnceEmailQueue; {hint}",
                                              f"{ID_PREFIX}UnknownProp")
     for name, prop in declared.items():

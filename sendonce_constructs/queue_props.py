@@ -1,8 +1,8 @@
 """The props of ``SendOnceEmailQueue``, each declared once: its type, its default (or the derivation that computes it),
 its doc and the rule checked at synth. The constructor takes them as ``**props: Unpack[SendOnceEmailQueueProps]``;
-``props.resolve_props`` fills the defaults in and runs the rules (``rules.RULES``); ``prop_docs`` renders the
-construct's docstring, the README's prop table and the resolved props (``resolved_props.PipelineProps``) from here
-(a test holds them to it).
+``props.resolve_props`` fills the defaults in and runs the rules (``rules.RULES``); ``tools/reference_docs.py``
+renders the construct's docstring, the docs' prop tables and the resolved props (``resolved_props.PipelineProps``)
+from here (a test holds them to it).
 
 No postponed annotations here: the declarations are read at run time (``declared_props``).
 """
@@ -53,8 +53,8 @@ class Derived:
 @dataclass(frozen=True)
 class Prop:
     """One prop's declaration: ``default`` is the value used when the prop is absent (or None), ``REQUIRED`` or
-    ``Derived``; ``default_doc`` says it in words; ``doc`` is the docstring's text, ``rule`` the README's (the rules
-    themselves are in ``rules``, each naming the props it reads).
+    ``Derived``; ``default_doc`` says it in words; ``doc`` is the docstring's text, ``rule`` the prop tables' (the
+    rules themselves are in ``rules``, each naming the props it reads).
     """
 
     default: object
@@ -68,7 +68,7 @@ class Prop:
 
 
 class SendOnceEmailQueueProps(TypedDict, total=False):
-    """The keyword arguments of ``SendOnceEmailQueue``; see its docstring or the README's prop table."""
+    """The keyword arguments of ``SendOnceEmailQueue``; see its docstring or the props reference."""
 
     sender: Required[Annotated[
         str | ses.IEmailIdentity, Prop(
@@ -165,7 +165,7 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             doc="ship the bundled functions' bytecode, compiled at synth, so that a cold start loads it instead "
             "of compiling every module (Lambda's asset folder is read-only; BENCHMARKS.md, section 3). ``runtime`` "
             "must pin the version of the Python running synth, on every machine that synthesizes the app.",
-            rule="ships the bytecode synth compiles, so a cold start compiles nothing (see \"What it costs\"); pin "
+            rule="ships the bytecode synth compiles, so a cold start compiles nothing (see the costs page); pin "
             "`runtime` to the Python running synth (`PYTHON_3_11` under Python 3.11) on every machine "
             "that synthesizes, or synth fails; the asset is about three times larger",
         )]
@@ -250,7 +250,7 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             rule="a job failing on its last allowed receive is dead-lettered by the consumer with its "
             f"reason (`{ReasonCode.MAX_RECEIVES.value}`) rather than moved by SQS with none; below 1 fails "
             "(below 3 with `ses_events`: a dead worker's job is received once to wait for SES's events and once to "
-            "be decided); below 5 warns (acknowledgeable, see below)",
+            "be decided); below 5 warns (acknowledgeable: see the errors and warnings reference)",
         )]
     retention_period: Annotated[
         Duration | None, Prop(
@@ -262,7 +262,8 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
     dedupe_ttl: Annotated[
         Duration | None, Prop(
             default=Derived(derivations.dedupe_ttl),
-            default_doc="7 days",
+            default_doc="7 days; with `outbox`, 1 day of stream retention + `retention_period` + the DLQ's 14 days, "
+            "in whole days (19 days with the default `retention_period`)",
             doc="how long a sent key is remembered; at least retention_period.",
             rule="at least `retention_period`: a key forgotten while its message can still arrive is sent "
             "twice",
@@ -273,7 +274,7 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             default_doc="`DeliveryPolicy.RESEND_WITHOUT_EVIDENCE`",
             doc="what happens to a send a crash left undecided and SES's events did not settle; "
             "``NEVER_RESEND`` never risks a double.",
-            rule="or `NEVER_RESEND`; see above",
+            rule="or `NEVER_RESEND`; see the guarantees page",
         )]
     fifo: Annotated[
         bool, Prop(
@@ -359,7 +360,7 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             rule="every bundled function (consumer, relay, recorder) in the VPC; the functions need routes or VPC "
             "endpoints to DynamoDB, SQS, SES and CloudWatch "
             "Logs: selected subnets with no egress (isolated, or public: a function gets no public "
-            "address) in a VPC with no endpoint warn (acknowledgeable, see below)",
+            "address) in a VPC with no endpoint warn (acknowledgeable: see the errors and warnings reference)",
         )]
     vpc_subnets: Annotated[
         ec2.SubnetSelection | None, Prop(
@@ -430,7 +431,7 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             doc="publish each transition of a key (sent, delivered, bounced, complained, ..., cancelled) "
             "to EventBridge for the application, read from the dedupe table's stream; see "
             "``on_outcome``. True with an ``existing_table`` that has no stream fails synth.",
-            rule="each transition of a key published to EventBridge (see \"Hearing each email's fate\"): a "
+            rule="each transition of a key published to EventBridge (see the outcome events page): a "
             "stream on the dedupe table, a bundled publisher, its failure queue and alarm; True with "
             "a streamless `existing_table` fails synth",
         )]
@@ -465,11 +466,11 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             doc="outside the job body, a key travels as its HMAC-SHA256 under a secret the construct "
             "keeps in Secrets Manager (``key_secret``): the ledger, SES's tags and events, logs and "
             "the DLQ's attributes never carry its text. Switching an existing pipeline forgets every "
-            "key it recorded (see README).",
+            "key it recorded (see the personal data page).",
             rule="outside the job body a key is `hmac-` + its HMAC-SHA256 under a secret the construct "
             "keeps in Secrets Manager (`key_secret`, retained, never rotated): the ledger, SES's tags "
-            "and events, logs, metrics and the DLQ's attributes carry no key text; see \"Personal "
-            "data\" for why it is off by default",
+            "and events, logs, metrics and the DLQ's attributes carry no key text; see the personal "
+            "data page for why it is off by default",
         )]
     allowed_recipients: Annotated[
         Sequence[str] | None, Prop(
@@ -508,7 +509,7 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             default_doc="False",
             doc="add a transactional outbox (a table with a stream, relayed to the queue) that producers "
             "write in their own DynamoDB transaction with ``sendonce_producer.outbox_put``.",
-            rule="a table with a stream, relayed to the queue (see \"The transactional outbox\"); its "
+            rule="a table with a stream, relayed to the queue (see the outbox on the producing page); its "
             "removal policy is `removal_policy`",
         )]
 

@@ -56,3 +56,11 @@ def test_make_integ_refuses_in_one_line_without_credentials(tmp_path):
     via_make = subprocess.run(["make", "--no-print-directory", "integ", "SENDER=example.com"], cwd=ROOT, env=env,
                               capture_output=True, text=True, check=False, timeout=120)
     assert via_make.returncode == 2 and line in via_make.stderr
+
+
+def test_the_cost_it_announces_counts_the_alarms_the_test_stack_deploys():
+    # The count comes from the snapshot, so a new alarm cannot leave the announced cost behind (it said 8 of 13).
+    template = json.loads((integ_run.SNAPSHOT / "SendOnceInteg.template.json").read_text())
+    alarms = [r for r in template["Resources"].values() if r["Type"] == "AWS::CloudWatch::Alarm"]
+    assert len(alarms) == integ_run.alarm_count() > 8
+    assert f"and {len(alarms)} CloudWatch alarms for under an hour" in integ_run.cost()

@@ -1,6 +1,6 @@
-"""Each prop of SendOnceEmailQueue is declared once (sendonce_constructs/queue_props.py): the README's prop table and
-the construct's docstring are rendered from the declarations, the keyword API is checked against them, and every
-error carries a stable id and the construct's path."""
+"""Each prop of SendOnceEmailQueue is declared once (sendonce_constructs/queue_props.py): the docs' prop tables
+(tests/test_reference_docs.py holds them) and the construct's docstring are rendered from the declarations, the
+keyword API is checked against them, and every error carries a stable id and the construct's path."""
 
 from __future__ import annotations
 
@@ -22,27 +22,28 @@ from sendonce_constructs import (
     SendOnceEmailQueue,
     derivations,
     email_queue,
-    prop_docs,
     rules,
 )
 from sendonce_constructs.props import GIVEN, PipelineProps, read, read_seconds
 from sendonce_constructs.queue_props import REQUIRED, Derived, declared_props
 from sendonce_constructs.unresolved import UNRESOLVED
+from tools import reference_docs, resolved_props_source
 
 ROOT = Path(__file__).resolve().parent.parent
 REGENERATE = "the declarations in sendonce_constructs/queue_props.py changed: run `make props-docs` and commit"
 S = cdk.Duration.seconds
 
 
-def test_the_readme_prop_table_is_the_one_the_declarations_render():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert prop_docs.table_in(readme) == prop_docs.render_table(), REGENERATE
+def test_the_props_reference_page_is_the_one_the_declarations_render():
+    page = (ROOT / "docs" / "reference" / "props.md").read_text(encoding="utf-8")
+    assert reference_docs.blocks_in(page)["props"] == reference_docs.block("props"), REGENERATE
 
 
 def test_the_construct_docstring_is_the_one_the_declarations_render():
     source = inspect.getsource(email_queue)
-    assert prop_docs.docstring_params(source) == prop_docs.render_docstring_params(), REGENERATE
-    assert inspect.cleandoc(prop_docs.render_docstring_params()) in inspect.cleandoc(SendOnceEmailQueue.__doc__ or "")
+    assert reference_docs.docstring_params(source) == reference_docs.render_docstring_params(), REGENERATE
+    rendered = inspect.cleandoc(reference_docs.render_docstring_params())
+    assert rendered in inspect.cleandoc(SendOnceEmailQueue.__doc__ or "")
 
 
 def test_every_declared_prop_is_documented_and_reaches_the_resolved_props():
@@ -136,8 +137,8 @@ def test_every_rule_has_its_own_stable_id():
 
 def test_the_resolved_props_are_the_ones_the_declarations_render():
     source = (ROOT / "sendonce_constructs" / "resolved_props.py").read_text(encoding="utf-8")
-    assert source == prop_docs.render_resolved_props(), REGENERATE
-    assert [field.name for field in dataclasses.fields(PipelineProps)] == list(prop_docs.resolved_fields())
+    assert source == resolved_props_source.render_resolved_props(), REGENERATE
+    assert [field.name for field in dataclasses.fields(PipelineProps)] == list(resolved_props_source.resolved_fields())
 
 
 def _readable() -> set[str]:

@@ -90,7 +90,9 @@ def test_a_missed_aim_is_said_never_under_a_bare_pass():
     slow = BurstReport(rate=5, jobs=50, keys=50, pollers=5, emails_per_key={1: 50}, keys_sent_twice=[], keys_lost=[],
                        dead_letters=0, drain_s=30.0, sent_rate=2.0, throttles=0, invocations=20, aws_calls={})
     report = replace(CLEAN, burst=slow)
-    assert report.ok and report.verdict.startswith("PASS, AIMS MISSED:")
+    # A missed aim is no failure: the verdict still reads PASS first, and says the aims are not the guarantee.
+    assert report.ok and report.verdict.startswith("PASS: ") and "AIMS MISSED" not in report.verdict
+    assert "; performance aims, not part of the guarantee, missed: " in report.verdict
     assert "burst drained in 3.00x the ideal (aim 1.15x) at 40% of SES's rate (aim 90%)" in report.verdict
     assert replace(CLEAN, too_slow="round trip 80 ms").verdict.endswith("(timings not meaningful: round trip 80 ms)")
 

@@ -1,4 +1,4 @@
-"""The protocol for one record: parse, guard the deadline, claim, send, record. See the README's guarantees."""
+"""The protocol for one record: parse, guard the deadline, claim, send, record. See the docs' guarantees page."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ reason, never silently, when that budget is spent.
 - A record that would fail on the last receive its queue allows is dead-lettered with the reason, instead of
   moved by SQS with none.
 
-Copies never multiply (the bound is in the README): an answer lost on the way back never counts as a failure.
+Copies never multiply (the bound is on the guarantees page): an answer lost on the way back never counts as a failure.
 A copy carries the receipt handle of the message it replaces and deletes that message when it arrives, so an
 original whose acknowledgement was lost (its invocation killed between the copy and the acknowledgement) leaves
 no second message behind. The original is kept out of sight until the copy can have done so: its invisibility

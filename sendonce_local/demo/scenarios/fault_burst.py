@@ -27,7 +27,7 @@ from ...lambda_service.sqs_source import EventSourceSpec, FaultPlan
 from ..workload import build_workload, keys_by_emails, keys_sent_twice
 from .burst_drain import drain_burst, queue_depth
 
-# The queue may hold at most this many messages per job enqueued (the README's bound is two per message).
+# The queue may hold at most this many messages per job enqueued (the guarantees page's bound is two per message).
 DEPTH_AIM = 2.0
 SAMPLE_EVERY_S = 0.2
 
