@@ -87,11 +87,10 @@ def error_ids() -> str:
     from sendonce_constructs.errors import ID_PREFIX
 
     rows: list[tuple[str, ...]] = []
-    for function_name, rule_id in sorted(rules.RULE_IDS.items(), key=lambda item: item[1]):
-        check = getattr(rules, function_name)
-        params = [re.sub(r"_s$", "", name) for name in inspect.signature(check).parameters]
-        rows.append((f"`{rule_id}`", "a prop's rule (`" + function_name + "`)",
-                     ", ".join(f"`{name}`" for name in params)))
+    # Each rule weighs the props (and facts) its parameters name: `x_given` is prop x as given, before its default.
+    for registered in sorted(rules.RULES, key=lambda registered: registered.id):
+        rows.append((f"`{registered.id}`", f"the rule `{registered.check.__name__}`",
+                     ", ".join(f"`{name}`" for name in registered.reads)))
     # The ids the construct raises outside the rules: each spelled once, where it is raised.
     raised = re.compile(r'f"\{ID_PREFIX\}([A-Z][A-Za-z]+)"')
     outside: dict[str, set[str]] = {}

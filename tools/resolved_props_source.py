@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator
 from sendonce_constructs import derivations, queue_props, rules
 from sendonce_constructs.queue_props import Derived, declared_props
 
-
 RESOLVED_DOC = '''"""The props of ``SendOnceEmailQueue`` as the pipeline is built with them: every prop declared in
 ``queue_props``, with its default filled in or derived and the rules checked, then the facts found besides them
 (``derivations.FACTS``).
