@@ -70,13 +70,13 @@ class Summary:
                 self.dead_lettered[DEAD_LETTERED[outcome]] += 1
 
     def text(self, elapsed_s: float) -> str:
-        tallies: Counter[Tally] = Counter()
+        tallies: Counter[str] = Counter()
         for name, n in self.outcomes.items():
             tallies[TALLIES.get(name, Tally.HANDED_BACK)] += n
         tallies[Tally.DEAD_LETTERED] = sum(self.dead_lettered.values())  # every outcome with a reason code
         dead = ", ".join(f"{code} {n}" for code, n in sorted(self.dead_lettered.items()))
         by_code = {Tally.DEAD_LETTERED: f" ({dead})"} if dead else {}
-        counts = ", ".join(f"{tally.value} {tallies[tally]}{by_code.get(tally, '')}" for tally in Tally)
+        counts = ", ".join(f"{tally} {tallies[tally]}{by_code.get(tally, '')}" for tally in Tally.ORDER)
         events = ", ".join(f"{kind} {n}" for kind, n in sorted(self.evidence.items()))
         return (f"summary after {elapsed_s:.0f} s: {counts}; SES events recorded "
                 f"{sum(self.evidence.values())}{f' ({events})' if events else ''}")

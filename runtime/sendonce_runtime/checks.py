@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING
 
 from sendonce_contract.allowed_recipients import AllowedRecipients
 from sendonce_contract.fifo import SEND_AT_ON_FIFO
@@ -30,12 +30,15 @@ if TYPE_CHECKING:  # built only where deployed with them (the handler imports th
 LOGGER = logging.getLogger("sendonce")
 
 
-class Delivery(NamedTuple):
+class Delivery:
     """One record on its way to a send: the message, its parsed job and the invocation's deadline."""
 
-    record: SqsRecord
-    job: ParsedJob
-    deadline: Deadline
+    __slots__ = ("deadline", "job", "record")
+
+    def __init__(self, record: SqsRecord, job: ParsedJob, deadline: Deadline) -> None:
+        self.record = record
+        self.job = job
+        self.deadline = deadline
 
     def result(self, outcome: Outcome, reason: str) -> RecordResult:
         return RecordResult(self.record.message_id, outcome, self.job.dedupe_key, reason=reason)
@@ -46,10 +49,7 @@ class Delivery(NamedTuple):
 
 
 Rest = Callable[[Delivery], Verdict]
-
-
-class Check(Protocol):
-    def __call__(self, delivery: Delivery, rest: Rest) -> Verdict: ...
+Check = Callable[[Delivery, Rest], Verdict]  # decides the result, or returns rest(delivery) to pass it on
 
 
 def chain(checks: Sequence[Check], last: Rest) -> Rest:

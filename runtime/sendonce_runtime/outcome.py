@@ -51,7 +51,7 @@ class Outcome(enum.Enum):
         return not MEANINGS[self].acknowledged
 
 
-class Wait(enum.Enum):
+class Wait:
     """How long a postponed job waits before its delayed copy comes back (the redelivery holds the figures)."""
 
     DOUBLING = "doubling"  # jittered, doubling with each postponement: a refusal to back off from
@@ -62,8 +62,8 @@ class Wait(enum.Enum):
     SEND_AT = "send_at"  # the time left until its sendAt, at most SQS's 15 minutes a copy
 
 
-class Tally(enum.Enum):
-    """What ``sendonce-local run``'s summary counts a record as, in the order it prints them."""
+class Tally:
+    """What ``sendonce-local run``'s summary counts a record as; ``ORDER`` is the order it prints them in."""
 
     SENT = "sent"
     DUPLICATES = "duplicates"
@@ -73,18 +73,33 @@ class Tally(enum.Enum):
     CANCELLED = "cancelled"
     SCHEDULED = "scheduled for later"
     HANDED_BACK = "handed back to the queue"
+    ORDER = (SENT, DUPLICATES, REFUSED_BY_SES, DEAD_LETTERED, MARKED_UNKNOWN, CANCELLED, SCHEDULED, HANDED_BACK)
 
 
-class Meaning(NamedTuple):
-    """Everything one outcome means. No field has a default: a row that leaves one out fails at import."""
+class Meaning:
+    """Everything one outcome means. Every field is a keyword without a default: a row that leaves one out fails
+    where it is written. (Plain classes here, not NamedTuples: the Lambda imports this at every cold start.)"""
 
-    acknowledged: bool  # SQS deletes the message; else it is a batch item failure and comes back
-    metrics: tuple[str, ...]  # counted once each, beside Records, in the record's log line
-    dead_letter: ReasonCode | None  # moved to the DLQ with this reason code (what `sendonce dlq` groups by)
-    postponed: Wait | None  # on a standard queue a delayed copy replaces it, back after this wait
-    grows: bool  # counts as a postponement: the doubling wait grows with the count a copy carries
-    spends_send_slot: bool  # a send was made, or may have been: the send slot it took is not given back
-    summary: Tally
+    __slots__ = ("acknowledged", "dead_letter", "grows", "metrics", "postponed", "spends_send_slot", "summary")
+
+    def __init__(
+        self,
+        *,
+        acknowledged: bool,  # SQS deletes the message; else it is a batch item failure and comes back
+        metrics: tuple[str, ...],  # counted once each, beside Records, in the record's log line
+        dead_letter: ReasonCode | None,  # moved to the DLQ with this reason code (what `sendonce dlq` groups by)
+        postponed: str | None,  # a Wait: on a standard queue a delayed copy replaces it, back after this wait
+        grows: bool,  # counts as a postponement: the doubling wait grows with the count a copy carries
+        spends_send_slot: bool,  # a send was made, or may have been: the send slot it took is not given back
+        summary: str,  # a Tally
+    ) -> None:
+        self.acknowledged = acknowledged
+        self.metrics = metrics
+        self.dead_letter = dead_letter
+        self.postponed = postponed
+        self.grows = grows
+        self.spends_send_slot = spends_send_slot
+        self.summary = summary
 
 
 MEANINGS: Mapping[Outcome, Meaning] = MappingProxyType({
@@ -212,38 +227,53 @@ class RecordResult(NamedTuple):
 # What a check or the protocol decides for a record besides a result that simply holds: the three kinds below
 # carry what the processor and the redelivery still do for it.
 
-class Refusal(NamedTuple):
+class Refusal:
     """``result`` holds once the message is in the DLQ with its outcome's reason code (the processor moves it)."""
 
-    result: RecordResult
+    __slots__ = ("result",)
+
+    def __init__(self, result: RecordResult) -> None:
+        self.result = result
 
     @property
     def outcome(self) -> Outcome:
         return self.result.outcome
 
 
-class Redeliver(NamedTuple):
+class Redeliver:
     """Not done: the redelivery brings the job back (a delayed copy, or the message visible again)."""
 
-    result: RecordResult
-    retry_after_s: int | None = None  # the wait this record knows (a lease, a grace period, its sendAt, its turn)
-    # The owner token of a claim this attempt wrote (or may have) but surely never sent under: its copy may take
-    # that claim over instead of taking it for a dead worker's.
-    unsent_claim: str | None = None
-    # (owner, SES message id) of a send SES accepted whose SENT record is still to be written.
-    unrecorded_send: tuple[str, str] | None = None
+    __slots__ = ("result", "retry_after_s", "unrecorded_send", "unsent_claim")
+
+    def __init__(
+        self,
+        result: RecordResult,
+        retry_after_s: int | None = None,
+        unsent_claim: str | None = None,
+        unrecorded_send: tuple[str, str] | None = None,
+    ) -> None:
+        self.result = result
+        self.retry_after_s = retry_after_s  # the wait this record knows (a lease, a grace period, sendAt, its turn)
+        # The owner token of a claim this attempt wrote (or may have) but surely never sent under: its copy may
+        # take that claim over instead of taking it for a dead worker's.
+        self.unsent_claim = unsent_claim
+        # (owner, SES message id) of a send SES accepted whose SENT record is still to be written.
+        self.unrecorded_send = unrecorded_send
 
     @property
     def outcome(self) -> Outcome:
         return self.result.outcome
 
 
-class UnrecordedSend(NamedTuple):
+class UnrecordedSend:
     """SES accepted under ``owner``'s claim, the SENT record is not written: acknowledged, and a copy carries the
     completion until DynamoDB takes it (the redelivery sends it)."""
 
-    result: RecordResult
-    owner: str
+    __slots__ = ("owner", "result")
+
+    def __init__(self, result: RecordResult, owner: str) -> None:
+        self.result = result
+        self.owner = owner
 
     @property
     def outcome(self) -> Outcome:

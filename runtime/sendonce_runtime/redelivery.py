@@ -175,13 +175,13 @@ class Redelivery:
         """The delay of ``outcome``'s wait: full jitter over a doubling delay, so a burst's throttled jobs spread out
         instead of coming back at once; the fixed waits jittered too."""
         wait = outcome.meaning.postponed
-        if wait is Wait.QUOTA:
+        if wait == Wait.QUOTA:
             return int(QUOTA_DELAY_S * (1 + 0.5 * self._random.random()))
-        if wait is Wait.DEPLOY:
+        if wait == Wait.DEPLOY:
             return int(CONTRACT_TOO_NEW_DELAY_S * (1 + 0.5 * self._random.random()))
-        if wait is Wait.TURN:
+        if wait == Wait.TURN:
             return 1 + int(2 * self._random.random() + 0.5)
-        if wait is Wait.LEASE:
+        if wait == Wait.LEASE:
             return 2 + int(3 * self._random.random() + 0.5)
         ceiling = min(SQS_MAX_DELAY_S, THROTTLE_BASE_DELAY_S * 2 ** min(postponements, 10))
         return max(1, int(ceiling * (0.5 + 0.5 * self._random.random())))
@@ -226,14 +226,14 @@ class Redelivery:
         return result
 
 
-def _within_own_wait(wait: Wait, delay_s: int, own_s: int | None) -> int:
+def _within_own_wait(wait: str, delay_s: int, own_s: int | None) -> int:
     """The delay of ``wait`` as bounded by the wait the record itself knows, if it knows one."""
     if own_s is None:
         return delay_s
-    if wait is Wait.TURN:
+    if wait == Wait.TURN:
         return min(SQS_MAX_DELAY_S, max(delay_s, own_s))  # its turn at the rate
-    if wait is Wait.LEASE:
+    if wait == Wait.LEASE:
         return min(delay_s, own_s)  # the other worker's lease may end sooner
-    if wait is Wait.SEND_AT:
+    if wait == Wait.SEND_AT:
         return min(SQS_MAX_DELAY_S, own_s)  # each copy waits at most 15 minutes
     return delay_s
