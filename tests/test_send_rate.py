@@ -8,8 +8,7 @@ import time
 import pytest
 from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
 
-from sendonce_runtime.checks import PaceSends
-from sendonce_runtime.send_rate import SendRateLimiter
+from sendonce_runtime.send_rate import PaceSends, SendRateLimiter
 
 
 class FakeTime:

@@ -2,16 +2,14 @@
 lists them. A step takes the record's :class:`Delivery` and either decides its result or passes it on to the rest;
 a check a deployment does not use is left out of the list when the handler wires it, never tested per record.
 
-A new check is one step here, its place in the handler's list and, if it decides a new outcome, that outcome's
-row in :mod:`.outcome`.
+A new check is one step here (or, for a check only some deployments use, in the module of what it uses, which
+only those import: :mod:`.send_rate`'s pacing, :mod:`.key_privacy`'s parsing), its place in the handler's list
+and, if it decides a new outcome, that outcome's row in :mod:`.outcome`.
 """
 
 from __future__ import annotations
 
-import logging
-import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
 
 from sendonce_contract.allowed_recipients import AllowedRecipients
 from sendonce_contract.fifo import SEND_AT_ON_FIFO
@@ -22,12 +20,6 @@ from .clock import Clock, Deadline
 from .ledger import DedupeLedger
 from .outcome import Outcome, RecordResult, Redeliver, Refusal, Verdict
 from .sqs_record import SqsRecord
-
-if TYPE_CHECKING:  # built only where deployed with them (the handler imports them then)
-    from .key_privacy import PrivateKeys
-    from .send_rate import SendRateLimiter
-
-LOGGER = logging.getLogger("sendonce")
 
 
 class Delivery:
@@ -90,22 +82,6 @@ class ParseJob:
     def invalid(self, body: str, error: InvalidMessage) -> tuple[str | None, str]:
         """The DLQ's key attribute and reason for a body that broke the contract."""
         return error.dedupe_key, error.reason
-
-
-class ParsePrivateJob(ParseJob):
-    """Under key_privacy: every key the job names becomes its keyed digest right after parsing, everywhere."""
-
-    def __init__(self, private_keys: PrivateKeys) -> None:
-        self.private_keys = private_keys
-
-    def job(self, job: ParsedJob) -> ParsedJob:
-        return self.private_keys.job(job)
-
-    def key(self, dedupe_key: str) -> str:
-        return self.private_keys.digest(dedupe_key)
-
-    def invalid(self, body: str, error: InvalidMessage) -> tuple[str | None, str]:
-        return self.private_keys.invalid(body, error)
 
 
 class RecipientsAllowed:
@@ -190,29 +166,3 @@ class CarriedSend:
             except LEDGER_ERRORS as error:
                 return Redeliver(delivery.result(ledger_outcome(error), describe(error)), unrecorded_send=unrecorded)
         return rest(delivery)
-
-
-class PaceSends:
-    """The pipeline's send rate: a send slot (one token per recipient, as SES counts) is taken before the claim,
-    so nothing waits between claiming a key and sending it (a worker killed while waiting leaves no claim
-    behind), and given back when no send was made."""
-
-    def __init__(self, limiter: SendRateLimiter, record_budget_ms: int) -> None:
-        self.limiter = limiter
-        self._record_budget_ms = record_budget_ms
-
-    def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
-        job = delivery.job
-        recipients = len(job.to) + len(job.cc) + len(job.bcc)
-        spare_s = (delivery.deadline.remaining_ms() - self._record_budget_ms) / 1000
-        if not self.limiter.acquire(max_wait_s=max(0.0, spare_s), tokens=recipients):
-            return Redeliver(delivery.result(Outcome.PACED, "the send rate leaves no send slot in this invocation"),
-                             retry_after_s=math.ceil(self.limiter.defer(recipients)))
-        try:
-            verdict = rest(delivery)
-        except BaseException:
-            self.limiter.refund(recipients)
-            raise
-        if not verdict.outcome.meaning.spends_send_slot:
-            self.limiter.refund(recipients)
-        return verdict

@@ -14,9 +14,7 @@ from .checks import (
     Check,
     NoSendAtOnFifo,
     OwnConfigurationSet,
-    PaceSends,
     ParseJob,
-    ParsePrivateJob,
     RecipientsAllowed,
     Schedule,
 )
@@ -119,7 +117,7 @@ def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock) -> list[Chec
     checks.append(NoSendAtOnFifo() if settings.fifo else Schedule(clock, settings.dedupe_ttl_s))
     checks.append(CarriedSend(ledger))
     if settings.max_send_rate:
-        from .send_rate import SendRateLimiter
+        from .send_rate import PaceSends, SendRateLimiter
 
         checks.append(PaceSends(SendRateLimiter(settings.max_send_rate), settings.budget.record_budget_ms))
     return checks
@@ -128,7 +126,7 @@ def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock) -> list[Chec
 def _parse(settings: Settings, secrets: Any) -> ParseJob:
     if not settings.key_secret_id:
         return ParseJob()
-    from .key_privacy import PrivateKeys
+    from .key_privacy import ParsePrivateJob, PrivateKeys
 
     return ParsePrivateJob(PrivateKeys(secrets, settings.key_secret_id))
 
