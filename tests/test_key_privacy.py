@@ -68,7 +68,7 @@ def test_a_private_key_is_sent_once_and_only_its_digest_leaves_the_job_body(pipe
     assert not any(name.startswith("sendonce-k0") for name, _ in send.tags)
     written = everything_written(pipeline, consumer) + caplog.text
     assert "order-1042" not in written and "ada@example.org" not in written
-    assert SECRET not in written and SECRET not in repr(consumer.processor._private_keys._digester())
+    assert SECRET not in written and SECRET not in repr(consumer.processor.parse.private_keys._digester())
     assert digest(KEY) in consumer.log._stream.getvalue()
 
 
@@ -103,7 +103,7 @@ def test_the_operator_redrives_one_private_keys_dead_letters_by_its_clear_text(p
 def test_the_secret_is_read_once_per_execution_environment(pipeline, secret_arn):
     clock = FakeClock()
     consumer = private(pipeline, clock, secret_arn)
-    client = consumer.processor._private_keys._client
+    client = consumer.processor.parse.private_keys._client
     calls = []
     read = client.get_secret_value
     client.get_secret_value = lambda **kwargs: calls.append(kwargs) or read(**kwargs)

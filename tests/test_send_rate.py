@@ -8,7 +8,7 @@ import time
 import pytest
 from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
 
-from sendonce_runtime.send_rate import SendRateLimiter
+from sendonce_runtime.send_rate import PaceSends, SendRateLimiter
 
 
 class FakeTime:
@@ -22,6 +22,12 @@ class FakeTime:
     def sleep(self, seconds: float) -> None:
         self.slept.append(seconds)
         self.now += seconds
+
+
+def pace_of(consumer):
+    """The consumer's pacing step, whose limiter a test replaces."""
+    [pace] = [check for check in consumer.processor.checks if isinstance(check, PaceSends)]
+    return pace
 
 
 def test_a_burst_passes_then_tokens_come_at_the_rate():
@@ -106,7 +112,7 @@ def test_a_worker_killed_while_waiting_for_a_send_slot_leaves_no_claim_behind(pi
         raise WorkerKilled("deploy")
 
     consumer = pipeline.consumer(parallelism=1, max_send_rate=1.0)
-    consumer.processor._send_rate = SendRateLimiter(rate=1.0, burst=1, sleep=killed_while_waiting)
+    pace_of(consumer).limiter = SendRateLimiter(rate=1.0, burst=1, sleep=killed_while_waiting)
     first, second = sqs_record(job("wait:1")), sqs_record(job("wait:2"))
     with pytest.raises(WorkerKilled):
         consumer.handle(event(first, second), FakeContext(FakeClock(), budget_ms=60_000))
@@ -128,7 +134,7 @@ def test_a_duplicate_gives_its_send_slot_back():
 
 def test_duplicates_do_not_use_up_the_send_rate(pipeline):
     consumer = pipeline.consumer(parallelism=1, max_send_rate=0.001)
-    consumer.processor._send_rate = SendRateLimiter(rate=0.001, burst=2)
+    pace_of(consumer).limiter = SendRateLimiter(rate=0.001, burst=2)
     records = [sqs_record(job("dup:1")), sqs_record(job("dup:1")), sqs_record(job("dup:2"))]
     response = consumer.handle(event(*records), FakeContext(FakeClock(), budget_ms=60_000))
     assert response == {"batchItemFailures": []}

@@ -17,6 +17,8 @@ LEDGER_THROTTLE_CODES = frozenset({
     "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
     "LimitExceededException", "TransactionConflictException",
 })
+# What a DynamoDB (or any AWS) call raises when it fails.
+LEDGER_ERRORS = (ClientError, BotoCoreError)
 
 
 def status_code(error: ClientError) -> int:
@@ -44,3 +46,12 @@ def ledger_trouble(error: BaseException) -> Outcome | None:
             return Outcome.LEDGER_THROTTLED
         return Outcome.LEDGER_UNAVAILABLE if status_code(error) >= 500 or status_code(error) == 0 else None
     return Outcome.LEDGER_UNAVAILABLE if isinstance(error, BotoCoreError) else None
+
+
+def ledger_outcome(error: BaseException) -> Outcome:
+    """The outcome DynamoDB's trouble makes of a record: a wait (throttled or unavailable) or a real failure."""
+    return ledger_trouble(error) or Outcome.LEDGER_FAILED
+
+
+def describe(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"

@@ -9,6 +9,15 @@ from sendonce_contract.schema import Metric
 
 from . import aws_clients
 from .batch import run_batch
+from .checks import (
+    CarriedSend,
+    Check,
+    NoSendAtOnFifo,
+    OwnConfigurationSet,
+    ParseJob,
+    RecipientsAllowed,
+    Schedule,
+)
 from .clock import Clock, Deadline, LambdaContext, SystemClock
 from .dead_letter import DeadLetterQueue
 from .ledger import DedupeLedger
@@ -22,8 +31,6 @@ from .sqs_record import SqsRecord
 
 if TYPE_CHECKING:
     from .dead_letter_events import DeadLetterEvents
-    from .key_privacy import PrivateKeys
-    from .send_rate import SendRateLimiter
 
 
 class Consumer:
@@ -33,8 +40,8 @@ class Consumer:
         self,
         settings: Settings,
         processor: RecordProcessor,
+        redelivery: Redelivery,
         log: OutcomeLog | None = None,
-        redelivery: Redelivery | None = None,
         dead_letter_events: DeadLetterEvents | None = None,
     ) -> None:
         self.settings = settings
@@ -66,18 +73,19 @@ class Consumer:
     ) -> Consumer:
         clock = clock or SystemClock()
         dead_letters = DeadLetterQueue(sqs, settings.dead_letter_queue_url, settings.fifo)
+        ledger = DedupeLedger(dynamodb, settings.table_name, settings.dedupe_ttl_s, clock)
         processor = RecordProcessor(
             settings,
-            DedupeLedger(dynamodb, settings.table_name, settings.dedupe_ttl_s, clock),
+            ledger,
             SesSender(ses, settings.configuration_set, settings.pipeline_tag),
             dead_letters,
             clock,
-            _send_rate(settings),
-            _private_keys(settings, secrets),
+            _parse(settings, secrets),
+            _checks(settings, ledger, clock),
         )
         redelivery = Redelivery(sqs, settings.queue_url, settings.fifo, dead_letters, settings.max_receive_count,
                                 call_ms=settings.budget.ledger_call_ms)
-        return cls(settings, processor, log, redelivery, _dead_letter_events(settings, events, clock))
+        return cls(settings, processor, redelivery, log, _dead_letter_events(settings, events, clock))
 
     def handle(self, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         deadline = Deadline(context)
@@ -85,11 +93,8 @@ class Consumer:
 
         def process(record: SqsRecord) -> Any:
             started = time.perf_counter()
-            if self.redelivery is not None:
-                self.redelivery.retire_superseded(record)
-            result = self.processor.process(record, deadline)
-            if self.redelivery is not None:
-                result = self.redelivery.settle(record, result, deadline)
+            self.redelivery.retire_superseded(record)
+            result = self.redelivery.settle(record, self.processor.process(record, deadline), deadline)
             self.log.write(result, record.receive_count, (time.perf_counter() - started) * 1000)
             return result
 
@@ -101,21 +106,29 @@ class Consumer:
         return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in results if r.redeliver]}
 
 
-# The parts only some deployments use are imported by those only: a cold start compiles what it runs.
-def _send_rate(settings: Settings) -> SendRateLimiter | None:
-    if not settings.max_send_rate:
-        return None
-    from .send_rate import SendRateLimiter
+def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock) -> list[Check]:
+    """The checks between a job's parsing and its claim, in order; those this deployment does not use are left
+    out. The parts only some deployments use are imported by those only: a cold start compiles what it runs."""
+    checks: list[Check] = []
+    if settings.allowed_recipients:
+        checks.append(RecipientsAllowed(settings.allowed_recipients))
+    if settings.ses_events:
+        checks.append(OwnConfigurationSet(settings.configuration_set))
+    checks.append(NoSendAtOnFifo() if settings.fifo else Schedule(clock, settings.dedupe_ttl_s))
+    checks.append(CarriedSend(ledger))
+    if settings.max_send_rate:
+        from .send_rate import PaceSends, SendRateLimiter
 
-    return SendRateLimiter(settings.max_send_rate)
+        checks.append(PaceSends(SendRateLimiter(settings.max_send_rate), settings.budget.record_budget_ms))
+    return checks
 
 
-def _private_keys(settings: Settings, secrets: Any) -> PrivateKeys | None:
+def _parse(settings: Settings, secrets: Any) -> ParseJob:
     if not settings.key_secret_id:
-        return None
-    from .key_privacy import PrivateKeys
+        return ParseJob()
+    from .key_privacy import ParsePrivateJob, PrivateKeys
 
-    return PrivateKeys(secrets, settings.key_secret_id)
+    return ParsePrivateJob(PrivateKeys(secrets, settings.key_secret_id))
 
 
 def _dead_letter_events(settings: Settings, events: Any, clock: Clock) -> DeadLetterEvents | None:

@@ -17,6 +17,8 @@ from sendonce_contract.key_digest import KeyDigester
 from sendonce_contract.message import InvalidMessage, ParsedJob, preview
 from sendonce_contract.schema import DEDUPE_KEY
 
+from .checks import ParseJob
+
 REDACTED_KEY = f"<{DEDUPE_KEY}>"  # stands for the key text a reason quoted
 
 
@@ -61,6 +63,22 @@ class PrivateKeys:
         if text:  # the contract quotes a key only as preview() does (a bare replace would garble short keys)
             reason = reason.replace(preview(text), REDACTED_KEY)
         return (self.digest(error.dedupe_key) if error.dedupe_key else None), reason
+
+
+class ParsePrivateJob(ParseJob):
+    """Under key_privacy: every key the job names becomes its keyed digest right after parsing, everywhere."""
+
+    def __init__(self, private_keys: PrivateKeys) -> None:
+        self.private_keys = private_keys
+
+    def job(self, job: ParsedJob) -> ParsedJob:
+        return self.private_keys.job(job)
+
+    def key(self, dedupe_key: str) -> str:
+        return self.private_keys.digest(dedupe_key)
+
+    def invalid(self, body: str, error: InvalidMessage) -> tuple[str | None, str]:
+        return self.private_keys.invalid(body, error)
 
 
 def _key_text(body: str) -> str | None:

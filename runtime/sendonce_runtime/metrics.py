@@ -13,40 +13,15 @@ from sendonce_contract.schema import METRIC_DIMENSION as DIMENSION
 from sendonce_contract.schema import METRIC_NAMESPACE as NAMESPACE
 from sendonce_contract.schema import Metric
 
-from .outcome import Outcome, RecordResult
+from .outcome import MEANINGS, RecordResult
 
-OUTCOME_METRICS: dict[Outcome, tuple[str, ...]] = {
-    Outcome.SENT: (Metric.EMAILS_SENT,),
-    Outcome.SENT_UNRECORDED: (Metric.EMAILS_SENT, Metric.SENT_UNRECORDED),
-    Outcome.DUPLICATE: (Metric.DUPLICATES_SKIPPED,),
-    Outcome.CANCELLED: (Metric.CANCELLED,),
-    Outcome.MARKED_UNKNOWN: (Metric.UNKNOWN_RECORDS,),
-    Outcome.INVALID_MESSAGE: (Metric.POISON_MESSAGES,),
-    Outcome.REFUSED: (Metric.SES_REFUSALS,),
-    Outcome.IN_FLIGHT_ELSEWHERE: (Metric.IN_FLIGHT_RETRIES,),
-    Outcome.AWAITING_EVIDENCE: (Metric.AWAITING_EVIDENCE,),
-    Outcome.THROTTLED: (Metric.SES_THROTTLES,),
-    Outcome.QUOTA_EXHAUSTED: (Metric.SES_THROTTLES, Metric.QUOTA_EXHAUSTED),
-    Outcome.PACED: (Metric.PACED,),
-    Outcome.SCHEDULED: (Metric.SCHEDULED,),
-    Outcome.CONTRACT_TOO_NEW: (Metric.CONTRACT_TOO_NEW,),
-    Outcome.RECEIVES_EXHAUSTED: (Metric.RECEIVES_EXHAUSTED,),
-    Outcome.RECIPIENT_NOT_ALLOWED: (Metric.RECIPIENTS_NOT_ALLOWED,),
-    Outcome.AMBIGUOUS: (Metric.AMBIGUOUS_SENDS,),
-    Outcome.DEADLINE: (Metric.DEADLINE_DEFERRALS,),
-    Outcome.GROUP_BLOCKED: (Metric.GROUP_BLOCKED,),
-    Outcome.LEDGER_THROTTLED: (Metric.LEDGER_THROTTLES,),
-    Outcome.LEDGER_UNAVAILABLE: (Metric.LEDGER_ERRORS,),
-    Outcome.LEDGER_FAILED: (Metric.RECORD_ERRORS,),
-    Outcome.DEAD_LETTER_FAILED: (Metric.RECORD_ERRORS,),
-    Outcome.CONTENDED: (Metric.RECORD_ERRORS,),
-    Outcome.INTERNAL_ERROR: (Metric.RECORD_ERRORS,),
-}
-ALL_COUNTS = (Metric.RECORDS, Metric.KEY_CONFLICTS, *sorted({m for names in OUTCOME_METRICS.values() for m in names}))
+# Every count a record's line can carry: the outcomes' metrics come from their rows in the outcome table.
+ALL_COUNTS = (Metric.RECORDS, Metric.KEY_CONFLICTS,
+              *sorted({name for meaning in MEANINGS.values() for name in meaning.metrics}))
 
 
 def emf_fields(result: RecordResult, pipeline: str, latency_ms: float, timestamp_ms: int) -> dict[str, Any]:
-    counts = [Metric.RECORDS, *OUTCOME_METRICS[result.outcome]]
+    counts = [Metric.RECORDS, *result.outcome.meaning.metrics]
     if result.key_conflict:
         counts.append(Metric.KEY_CONFLICTS)
     return emf_document(pipeline, counts, {Metric.RECORD_LATENCY: round(latency_ms, 3)}, timestamp_ms)

@@ -1,4 +1,8 @@
-"""What became of one record: the outcome names and whether SQS should redeliver it."""
+"""What became of one record: the outcomes, the one table of everything each means, and the results that carry them.
+
+A new outcome is a member of :class:`Outcome` and its row in :data:`MEANINGS` (every field given; a test holds
+it); the metrics, the dead-letter reasons, the redelivery's waits and ``sendonce-local run``'s summary read the row.
+"""
 
 from __future__ import annotations
 
@@ -7,61 +11,199 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import NamedTuple
 
-from sendonce_contract.schema import ReasonCode
+from sendonce_contract.schema import Metric, ReasonCode
 
 
 class Outcome(enum.Enum):
-    # Acknowledged: SQS deletes the message.
     SENT = "sent"
-    SENT_UNRECORDED = "sent_unrecorded"  # SES accepted, but the ledger write failed: acked, never resent
+    SENT_UNRECORDED = "sent_unrecorded"
     DUPLICATE = "duplicate"
-    CANCELLED = "cancelled"  # the application cancelled the key before any worker claimed it: never sent
+    CANCELLED = "cancelled"
     MARKED_UNKNOWN = "marked_unknown"
     INVALID_MESSAGE = "invalid_message"
     REFUSED = "refused"
-    RECEIVES_EXHAUSTED = "receives_exhausted"  # dead-lettered with its last reason, before SQS moved it with none
-    RECIPIENT_NOT_ALLOWED = "recipient_not_allowed"  # outside allowed_recipients: dead-lettered, nothing sent
-    # Reported as batch item failures: SQS delivers them again after the visibility timeout.
+    RECEIVES_EXHAUSTED = "receives_exhausted"
+    RECIPIENT_NOT_ALLOWED = "recipient_not_allowed"
     IN_FLIGHT_ELSEWHERE = "in_flight_elsewhere"
-    AWAITING_EVIDENCE = "awaiting_evidence"  # a dead worker's send: back when the grace period for SES's events ends
+    AWAITING_EVIDENCE = "awaiting_evidence"
     THROTTLED = "throttled"
-    QUOTA_EXHAUSTED = "quota_exhausted"  # SES's daily quota: the job waits about ten minutes
-    PACED = "paced"  # the pipeline's send rate left no send slot in this invocation: not claimed, back shortly
-    SCHEDULED = "scheduled"  # the job's sendAt is ahead: not claimed, back as a delayed copy (at most 15 minutes)
-    CONTRACT_TOO_NEW = "contract_too_new"  # a job of a newer contract version: put back until the consumer is upgraded
+    QUOTA_EXHAUSTED = "quota_exhausted"
+    PACED = "paced"
+    SCHEDULED = "scheduled"
+    CONTRACT_TOO_NEW = "contract_too_new"
     AMBIGUOUS = "ambiguous"
     DEADLINE = "deadline"
     GROUP_BLOCKED = "group_blocked"
-    # DynamoDB throttled, timed out, failed with a 5xx or could not be reached before the send: nothing was
-    # sent, so the job waits like a throttled one (a delayed copy; no receive spent).
     LEDGER_THROTTLED = "ledger_throttled"
     LEDGER_UNAVAILABLE = "ledger_unavailable"
-    LEDGER_FAILED = "ledger_failed"  # DynamoDB refused for good (access, validation): a real failure
+    LEDGER_FAILED = "ledger_failed"
     DEAD_LETTER_FAILED = "dead_letter_failed"
     CONTENDED = "contended"
     INTERNAL_ERROR = "internal_error"
 
     @property
+    def meaning(self) -> Meaning:
+        return MEANINGS[self]
+
+    @property
     def redeliver(self) -> bool:
-        return self not in _ACKNOWLEDGED
+        """Whether SQS should deliver the message again (a failure in the batch response), unless postponed."""
+        return not MEANINGS[self].acknowledged
 
 
-_ACKNOWLEDGED = frozenset(
-    {Outcome.SENT, Outcome.SENT_UNRECORDED, Outcome.DUPLICATE, Outcome.CANCELLED, Outcome.MARKED_UNKNOWN,
-     Outcome.INVALID_MESSAGE, Outcome.REFUSED, Outcome.RECEIVES_EXHAUSTED, Outcome.RECIPIENT_NOT_ALLOWED}
-)
+class Wait:
+    """How long a postponed job waits before its delayed copy comes back (the redelivery holds the figures)."""
 
-# The outcomes that put the message in the DLQ, each with the reason code it carries there (what `sendonce dlq`
-# groups by): the one table the consumer's callers and `sendonce-local run`'s summary read.
-DEAD_LETTER_REASONS: Mapping[Outcome, ReasonCode] = MappingProxyType({
-    Outcome.INVALID_MESSAGE: ReasonCode.INVALID_MESSAGE,
-    Outcome.REFUSED: ReasonCode.SES_REFUSED,
-    Outcome.RECEIVES_EXHAUSTED: ReasonCode.MAX_RECEIVES,
-    Outcome.RECIPIENT_NOT_ALLOWED: ReasonCode.RECIPIENT_NOT_ALLOWED,
+    DOUBLING = "doubling"  # jittered, doubling with each postponement: a refusal to back off from
+    QUOTA = "quota"  # about ten minutes, as SES advises for its daily quota
+    DEPLOY = "deploy"  # about five minutes, the time a deploy of the upgraded consumer takes
+    TURN = "turn"  # one to three seconds, or longer when the send rate says its turn comes later
+    LEASE = "lease"  # a few seconds, at most until the other worker's lease ends
+    SEND_AT = "send_at"  # the time left until its sendAt, at most SQS's 15 minutes a copy
+
+
+class Tally:
+    """What ``sendonce-local run``'s summary counts a record as; ``ORDER`` is the order it prints them in."""
+
+    SENT = "sent"
+    DUPLICATES = "duplicates"
+    REFUSED_BY_SES = "refused by SES"
+    DEAD_LETTERED = "dead-lettered"  # printed with a count per reason code, of every outcome with one
+    MARKED_UNKNOWN = "marked UNKNOWN"
+    CANCELLED = "cancelled"
+    SCHEDULED = "scheduled for later"
+    HANDED_BACK = "handed back to the queue"
+    ORDER = (SENT, DUPLICATES, REFUSED_BY_SES, DEAD_LETTERED, MARKED_UNKNOWN, CANCELLED, SCHEDULED, HANDED_BACK)
+
+
+class Meaning:
+    """Everything one outcome means. Every field is a keyword without a default: a row that leaves one out fails
+    where it is written. (Plain classes here, not NamedTuples: the Lambda imports this at every cold start.)"""
+
+    __slots__ = ("acknowledged", "dead_letter", "grows", "metrics", "postponed", "spends_send_slot", "summary")
+
+    def __init__(
+        self,
+        *,
+        acknowledged: bool,  # SQS deletes the message; else it is a batch item failure and comes back
+        metrics: tuple[str, ...],  # counted once each, beside Records, in the record's log line
+        dead_letter: ReasonCode | None,  # moved to the DLQ with this reason code (what `sendonce dlq` groups by)
+        postponed: str | None,  # a Wait: on a standard queue a delayed copy replaces it, back after this wait
+        grows: bool,  # counts as a postponement: the doubling wait grows with the count a copy carries
+        spends_send_slot: bool,  # a send was made, or may have been: the send slot it took is not given back
+        summary: str,  # a Tally
+    ) -> None:
+        self.acknowledged = acknowledged
+        self.metrics = metrics
+        self.dead_letter = dead_letter
+        self.postponed = postponed
+        self.grows = grows
+        self.spends_send_slot = spends_send_slot
+        self.summary = summary
+
+
+MEANINGS: Mapping[Outcome, Meaning] = MappingProxyType({
+    # Acknowledged: SQS deletes the message.
+    Outcome.SENT: Meaning(
+        acknowledged=True, metrics=(Metric.EMAILS_SENT,), dead_letter=None, postponed=None, grows=False,
+        spends_send_slot=True, summary=Tally.SENT),
+    # SES accepted, but the ledger write failed: acknowledged, never resent; a copy carries the completion.
+    Outcome.SENT_UNRECORDED: Meaning(
+        acknowledged=True, metrics=(Metric.EMAILS_SENT, Metric.SENT_UNRECORDED), dead_letter=None, postponed=None,
+        grows=False, spends_send_slot=True, summary=Tally.SENT),
+    Outcome.DUPLICATE: Meaning(
+        acknowledged=True, metrics=(Metric.DUPLICATES_SKIPPED,), dead_letter=None, postponed=None, grows=False,
+        spends_send_slot=False, summary=Tally.DUPLICATES),
+    # The application cancelled the key before any worker claimed it: never sent.
+    Outcome.CANCELLED: Meaning(
+        acknowledged=True, metrics=(Metric.CANCELLED,), dead_letter=None, postponed=None, grows=False,
+        spends_send_slot=False, summary=Tally.CANCELLED),
+    Outcome.MARKED_UNKNOWN: Meaning(
+        acknowledged=True, metrics=(Metric.UNKNOWN_RECORDS,), dead_letter=None, postponed=None, grows=False,
+        spends_send_slot=False, summary=Tally.MARKED_UNKNOWN),
+    Outcome.INVALID_MESSAGE: Meaning(
+        acknowledged=True, metrics=(Metric.POISON_MESSAGES,), dead_letter=ReasonCode.INVALID_MESSAGE,
+        postponed=None, grows=False, spends_send_slot=False, summary=Tally.DEAD_LETTERED),
+    Outcome.REFUSED: Meaning(
+        acknowledged=True, metrics=(Metric.SES_REFUSALS,), dead_letter=ReasonCode.SES_REFUSED, postponed=None,
+        grows=False, spends_send_slot=True, summary=Tally.REFUSED_BY_SES),
+    # Dead-lettered with its last reason, before SQS moved it with none.
+    Outcome.RECEIVES_EXHAUSTED: Meaning(
+        acknowledged=True, metrics=(Metric.RECEIVES_EXHAUSTED,), dead_letter=ReasonCode.MAX_RECEIVES,
+        postponed=None, grows=False, spends_send_slot=False, summary=Tally.DEAD_LETTERED),
+    # Outside allowed_recipients: dead-lettered, nothing sent.
+    Outcome.RECIPIENT_NOT_ALLOWED: Meaning(
+        acknowledged=True, metrics=(Metric.RECIPIENTS_NOT_ALLOWED,), dead_letter=ReasonCode.RECIPIENT_NOT_ALLOWED,
+        postponed=None, grows=False, spends_send_slot=False, summary=Tally.DEAD_LETTERED),
+    # Redelivered: reported as batch item failures, back after the visibility timeout (or the wait they know);
+    # a postponed one is replaced by a delayed copy on a standard queue instead, so it spends no receive.
+    Outcome.IN_FLIGHT_ELSEWHERE: Meaning(
+        acknowledged=False, metrics=(Metric.IN_FLIGHT_RETRIES,), dead_letter=None, postponed=Wait.LEASE,
+        grows=False, spends_send_slot=False, summary=Tally.HANDED_BACK),
+    # A dead worker's send: back when the grace period for SES's events ends.
+    Outcome.AWAITING_EVIDENCE: Meaning(
+        acknowledged=False, metrics=(Metric.AWAITING_EVIDENCE,), dead_letter=None, postponed=None, grows=False,
+        spends_send_slot=False, summary=Tally.HANDED_BACK),
+    Outcome.THROTTLED: Meaning(
+        acknowledged=False, metrics=(Metric.SES_THROTTLES,), dead_letter=None, postponed=Wait.DOUBLING, grows=True,
+        spends_send_slot=True, summary=Tally.HANDED_BACK),
+    # SES's daily quota: the job waits about ten minutes.
+    Outcome.QUOTA_EXHAUSTED: Meaning(
+        acknowledged=False, metrics=(Metric.SES_THROTTLES, Metric.QUOTA_EXHAUSTED), dead_letter=None,
+        postponed=Wait.QUOTA, grows=True, spends_send_slot=True, summary=Tally.HANDED_BACK),
+    # The pipeline's send rate left no send slot in this invocation: not claimed, back shortly.
+    Outcome.PACED: Meaning(
+        acknowledged=False, metrics=(Metric.PACED,), dead_letter=None, postponed=Wait.TURN, grows=False,
+        spends_send_slot=False, summary=Tally.HANDED_BACK),
+    # The job's sendAt is ahead: not claimed, back as a delayed copy (at most 15 minutes).
+    Outcome.SCHEDULED: Meaning(
+        acknowledged=False, metrics=(Metric.SCHEDULED,), dead_letter=None, postponed=Wait.SEND_AT, grows=False,
+        spends_send_slot=False, summary=Tally.SCHEDULED),
+    # A job of a newer contract version: put back until the consumer is upgraded.
+    Outcome.CONTRACT_TOO_NEW: Meaning(
+        acknowledged=False, metrics=(Metric.CONTRACT_TOO_NEW,), dead_letter=None, postponed=Wait.DEPLOY, grows=False,
+        spends_send_slot=False, summary=Tally.HANDED_BACK),
+    # SES's answer was lost: the record stays IN_FLIGHT; when its lease expires, the delivery policy decides.
+    Outcome.AMBIGUOUS: Meaning(
+        acknowledged=False, metrics=(Metric.AMBIGUOUS_SENDS,), dead_letter=None, postponed=None, grows=False,
+        spends_send_slot=True, summary=Tally.HANDED_BACK),
+    Outcome.DEADLINE: Meaning(
+        acknowledged=False, metrics=(Metric.DEADLINE_DEFERRALS,), dead_letter=None, postponed=None, grows=False,
+        spends_send_slot=False, summary=Tally.HANDED_BACK),
+    Outcome.GROUP_BLOCKED: Meaning(
+        acknowledged=False, metrics=(Metric.GROUP_BLOCKED,), dead_letter=None, postponed=None, grows=False,
+        spends_send_slot=False, summary=Tally.HANDED_BACK),
+    # DynamoDB throttled, timed out, failed with a 5xx or could not be reached before the send: nothing was
+    # sent, so the job waits like a throttled one (a delayed copy; no receive spent).
+    Outcome.LEDGER_THROTTLED: Meaning(
+        acknowledged=False, metrics=(Metric.LEDGER_THROTTLES,), dead_letter=None, postponed=Wait.DOUBLING, grows=True,
+        spends_send_slot=False, summary=Tally.HANDED_BACK),
+    Outcome.LEDGER_UNAVAILABLE: Meaning(
+        acknowledged=False, metrics=(Metric.LEDGER_ERRORS,), dead_letter=None, postponed=Wait.DOUBLING, grows=True,
+        spends_send_slot=False, summary=Tally.HANDED_BACK),
+    # DynamoDB refused for good (access, validation): a real failure.
+    Outcome.LEDGER_FAILED: Meaning(
+        acknowledged=False, metrics=(Metric.RECORD_ERRORS,), dead_letter=None, postponed=None, grows=False,
+        spends_send_slot=False, summary=Tally.HANDED_BACK),
+    Outcome.DEAD_LETTER_FAILED: Meaning(
+        acknowledged=False, metrics=(Metric.RECORD_ERRORS,), dead_letter=None, postponed=None, grows=False,
+        spends_send_slot=False, summary=Tally.HANDED_BACK),
+    Outcome.CONTENDED: Meaning(
+        acknowledged=False, metrics=(Metric.RECORD_ERRORS,), dead_letter=None, postponed=None, grows=False,
+        spends_send_slot=False, summary=Tally.HANDED_BACK),
+    Outcome.INTERNAL_ERROR: Meaning(
+        acknowledged=False, metrics=(Metric.RECORD_ERRORS,), dead_letter=None, postponed=None, grows=False,
+        spends_send_slot=False, summary=Tally.HANDED_BACK),
 })
+
+# The outcomes that put the message in the DLQ, each with the reason code it carries there.
+DEAD_LETTER_REASONS: Mapping[Outcome, ReasonCode] = MappingProxyType(
+    {outcome: meaning.dead_letter for outcome, meaning in MEANINGS.items() if meaning.dead_letter is not None})
 
 
 class RecordResult(NamedTuple):
+    """What became of one record: its log line, its metrics and its answer in the batch response."""
+
     message_id: str
     outcome: Outcome
     dedupe_key: str | None = None
@@ -69,16 +211,75 @@ class RecordResult(NamedTuple):
     attempt: int | None = None
     reason: str | None = None
     key_conflict: bool = False
-    retry_after_s: int | None = None  # redeliver after this long, not after the whole visibility timeout
     postponed_s: int | None = None  # a delayed copy of the job comes back after this long; this one is done
-    dead_letter_reason: str | None = None  # the reason code, when the message went to the DLQ
-    # The owner token of a claim this attempt wrote (or may have) but surely never sent under: its copy may take
-    # that claim over instead of taking it for a dead worker's.
-    unsent_claim: str | None = None
-    # (owner, SES message id) of a send SES accepted whose SENT record could not be written yet.
-    unrecorded_send: tuple[str, str] | None = None
 
     @property
     def redeliver(self) -> bool:
         """Whether SQS should deliver this message again (a failure in the batch response)."""
         return self.outcome.redeliver and self.postponed_s is None
+
+    @property
+    def dead_letter_reason(self) -> ReasonCode | None:
+        """The reason code the message went to the DLQ with; None if it did not go there."""
+        return self.outcome.meaning.dead_letter
+
+
+# What a check or the protocol decides for a record besides a result that simply holds: the three kinds below
+# carry what the processor and the redelivery still do for it.
+
+class Refusal:
+    """``result`` holds once the message is in the DLQ with its outcome's reason code (the processor moves it)."""
+
+    __slots__ = ("result",)
+
+    def __init__(self, result: RecordResult) -> None:
+        self.result = result
+
+    @property
+    def outcome(self) -> Outcome:
+        return self.result.outcome
+
+
+class Redeliver:
+    """Not done: the redelivery brings the job back (a delayed copy, or the message visible again)."""
+
+    __slots__ = ("result", "retry_after_s", "unrecorded_send", "unsent_claim")
+
+    def __init__(
+        self,
+        result: RecordResult,
+        retry_after_s: int | None = None,
+        unsent_claim: str | None = None,
+        unrecorded_send: tuple[str, str] | None = None,
+    ) -> None:
+        self.result = result
+        self.retry_after_s = retry_after_s  # the wait this record knows (a lease, a grace period, sendAt, its turn)
+        # The owner token of a claim this attempt wrote (or may have) but surely never sent under: its copy may
+        # take that claim over instead of taking it for a dead worker's.
+        self.unsent_claim = unsent_claim
+        # (owner, SES message id) of a send SES accepted whose SENT record is still to be written.
+        self.unrecorded_send = unrecorded_send
+
+    @property
+    def outcome(self) -> Outcome:
+        return self.result.outcome
+
+
+class UnrecordedSend:
+    """SES accepted under ``owner``'s claim, the SENT record is not written: acknowledged, and a copy carries the
+    completion until DynamoDB takes it (the redelivery sends it)."""
+
+    __slots__ = ("owner", "result")
+
+    def __init__(self, result: RecordResult, owner: str) -> None:
+        self.result = result
+        self.owner = owner
+
+    @property
+    def outcome(self) -> Outcome:
+        return self.result.outcome
+
+
+Verdict = RecordResult | Refusal | Redeliver | UnrecordedSend
+# What the processor hands the redelivery: refusals are in the DLQ by then.
+Decided = RecordResult | Redeliver | UnrecordedSend

@@ -47,19 +47,12 @@ from sendonce_contract.sqs_limits import SQS_MAX_DELAY_S, SQS_MAX_VISIBILITY_S, 
 from .aws_errors import never_sent
 from .clock import Deadline
 from .dead_letter import DeadLetterQueue
-from .outcome import DEAD_LETTER_REASONS, Outcome, RecordResult
+from .outcome import DEAD_LETTER_REASONS, Decided, Outcome, RecordResult, Redeliver, UnrecordedSend, Wait
 from .sqs_record import SqsRecord
 
 THROTTLE_BASE_DELAY_S = 2.0
 QUOTA_DELAY_S = 600.0  # "wait for an interval of up to 10 minutes" (SES, errors related to sending quotas)
 CONTRACT_TOO_NEW_DELAY_S = 300.0  # about the time a deploy of the upgraded consumer takes
-# Outcomes whose job comes back as a delayed copy on a standard queue.
-POSTPONED = frozenset({Outcome.THROTTLED, Outcome.QUOTA_EXHAUSTED, Outcome.PACED, Outcome.IN_FLIGHT_ELSEWHERE,
-                       Outcome.SCHEDULED, Outcome.CONTRACT_TOO_NEW, Outcome.LEDGER_THROTTLED,
-                       Outcome.LEDGER_UNAVAILABLE})
-# Refusals whose waits grow with each postponement.
-GROWING = frozenset({Outcome.THROTTLED, Outcome.QUOTA_EXHAUSTED, Outcome.LEDGER_THROTTLED,
-                     Outcome.LEDGER_UNAVAILABLE})
 # Our attributes on a copy, replaced (never inherited) each time a copy is made.
 OURS = frozenset({DeadLetter.POSTPONEMENTS, DeadLetter.SUPERSEDES, DeadLetter.UNSENT_CLAIM,
                   DeadLetter.UNRECORDED_SEND})
@@ -106,31 +99,28 @@ class Redelivery:
         # Gone already (acknowledged), or received again since: either way nothing is left to do.
         self._call(self._client.delete_message, QueueUrl=self._queue_url, ReceiptHandle=record.supersedes)
 
-    def settle(self, record: SqsRecord, result: RecordResult, deadline: Deadline | None = None) -> RecordResult:
-        """``result``, or what it became once its way back is arranged. Never raises."""
-        if result.outcome is Outcome.SENT_UNRECORDED and result.unrecorded_send is not None:
-            return self._carry_completion(record, result, deadline)
-        if not result.redeliver:
-            return result
-        if result.outcome in POSTPONED:
-            delay_s = self.postponement_s(result.outcome, record.postponements)
-            if result.outcome is Outcome.PACED and result.retry_after_s is not None:
-                delay_s = min(SQS_MAX_DELAY_S, max(delay_s, result.retry_after_s))  # its turn at the rate
-            if result.outcome is Outcome.IN_FLIGHT_ELSEWHERE and result.retry_after_s is not None:
-                delay_s = min(delay_s, result.retry_after_s)
-            if result.outcome is Outcome.SCHEDULED and result.retry_after_s is not None:
-                delay_s = min(SQS_MAX_DELAY_S, result.retry_after_s)  # each copy waits at most 15 minutes
-            counted = record.postponements + (result.outcome in GROWING)
+    def settle(self, record: SqsRecord, decided: Decided, deadline: Deadline | None = None) -> RecordResult:
+        """What became of the record once its way back is arranged. Never raises."""
+        if isinstance(decided, UnrecordedSend):
+            return self._carry_completion(record, decided, deadline)
+        if isinstance(decided, RecordResult):
+            return decided  # done: SQS deletes the message
+        result, retry_after_s = decided.result, decided.retry_after_s
+        meaning = result.outcome.meaning
+        if meaning.postponed is not None:
+            delay_s = _within_own_wait(meaning.postponed, self.postponement_s(result.outcome, record.postponements),
+                                       retry_after_s)
+            counted = record.postponements + meaning.grows
             if self._can_copy(deadline):
-                copied = self._replace_by_copy(record, result, delay_s, counted, deadline)
+                copied = self._replace_by_copy(record, decided, delay_s, counted, deadline)
                 if copied is not None:
                     return copied
-            result = result._replace(retry_after_s=result.retry_after_s or delay_s)
+            retry_after_s = retry_after_s or delay_s
         if self._max_receive_count is not None and record.receive_count >= self._max_receive_count:
             return self._give_up(record, result)
         # Only with time for the call: a kill at the deadline would lose the batch's acknowledgements.
-        if result.retry_after_s is not None and (deadline is None or deadline.remaining_ms() >= self._call_ms):
-            self._change_visibility(record, result.retry_after_s)
+        if retry_after_s is not None and (deadline is None or deadline.remaining_ms() >= self._call_ms):
+            self._change_visibility(record, retry_after_s)
         return result
 
     def _can_copy(self, deadline: Deadline | None) -> bool:
@@ -139,7 +129,7 @@ class Redelivery:
         return not self._fifo and self._queue_url is not None and room
 
     def _replace_by_copy(
-        self, record: SqsRecord, result: RecordResult, delay_s: int, postponements: int, deadline: Deadline | None
+        self, record: SqsRecord, redeliver: Redeliver, delay_s: int, postponements: int, deadline: Deadline | None
     ) -> RecordResult | None:
         """The original replaced by a delayed copy; None if no copy was made (the caller falls back to the
         original's visibility), or the original kept out of sight if the copy's answer was lost."""
@@ -149,7 +139,8 @@ class Redelivery:
             if hold is Answer.REFUSED:
                 return None  # the original could come back before the copy deletes it: no copy
             held = True
-        answer = self._send_copy(record, delay_s, postponements, result)
+        result = redeliver.result
+        answer = self._send_copy(record, delay_s, postponements, redeliver.unsent_claim, redeliver.unrecorded_send)
         if answer is Answer.DONE:
             return result._replace(postponed_s=delay_s)
         if answer is Answer.REFUSED:
@@ -157,8 +148,7 @@ class Redelivery:
         # The copy may exist: keep the original out of sight until it has deleted it, and make no other.
         if not held:
             self._change_visibility(record, delay_s + HOLD_S)
-        return result._replace(retry_after_s=None,
-                               reason=f"{result.reason or result.outcome.value}; the delayed copy's answer was lost")
+        return result._replace(reason=f"{result.reason or result.outcome.value}; the delayed copy's answer was lost")
 
     def _needs_hold(self, delay_s: int, deadline: Deadline | None) -> bool:
         """Whether the copy could arrive after the original becomes visible again (and is received anew)."""
@@ -166,38 +156,43 @@ class Redelivery:
             return True
         return delay_s + HOLD_MARGIN_S > VISIBLE_AFTER_TIMEOUTS * deadline.initial_ms / 1000
 
-    def _carry_completion(self, record: SqsRecord, result: RecordResult, deadline: Deadline | None) -> RecordResult:
+    def _carry_completion(self, record: SqsRecord, send: UnrecordedSend, deadline: Deadline | None) -> RecordResult:
         """SES accepted, the SENT record is not written: a copy carries it until DynamoDB takes it. The original
         is acknowledged either way."""
-        if not self._can_copy(deadline):
+        result = send.result
+        if not self._can_copy(deadline) or result.ses_message_id is None:
             return result
         delay_s = min(UNRECORDED_DELAY_CAP_S, self.postponement_s(Outcome.LEDGER_UNAVAILABLE, record.postponements))
-        if self._send_copy(record, delay_s, record.postponements + 1, result) is Answer.REFUSED:
+        carried = (send.owner, result.ses_message_id)
+        if self._send_copy(record, delay_s, record.postponements + 1, None, carried) is Answer.REFUSED:
             return result
         return result._replace(postponed_s=delay_s)
 
     def postponement_s(self, outcome: Outcome, postponements: int) -> int:
-        """Full jitter over a doubling delay, so a burst's throttled jobs spread out instead of coming back at once."""
-        if outcome is Outcome.QUOTA_EXHAUSTED:
+        """The delay of ``outcome``'s wait: full jitter over a doubling delay, so a burst's throttled jobs spread out
+        instead of coming back at once; the fixed waits jittered too."""
+        wait = outcome.meaning.postponed
+        if wait == Wait.QUOTA:
             return int(QUOTA_DELAY_S * (1 + 0.5 * self._random.random()))
-        if outcome is Outcome.CONTRACT_TOO_NEW:
+        if wait == Wait.DEPLOY:
             return int(CONTRACT_TOO_NEW_DELAY_S * (1 + 0.5 * self._random.random()))
-        if outcome is Outcome.PACED:
+        if wait == Wait.TURN:
             return 1 + int(2 * self._random.random() + 0.5)
-        if outcome is Outcome.IN_FLIGHT_ELSEWHERE:
+        if wait == Wait.LEASE:
             return 2 + int(3 * self._random.random() + 0.5)
         ceiling = min(SQS_MAX_DELAY_S, THROTTLE_BASE_DELAY_S * 2 ** min(postponements, 10))
         return max(1, int(ceiling * (0.5 + 0.5 * self._random.random())))
 
-    def _send_copy(self, record: SqsRecord, delay_s: int, postponements: int, result: RecordResult) -> Answer:
+    def _send_copy(self, record: SqsRecord, delay_s: int, postponements: int, unsent_claim: str | None,
+                   unrecorded_send: tuple[str, str] | None) -> Answer:
         if self._queue_url is None:
             return Answer.REFUSED
         attributes = {name: {"DataType": kind, "StringValue": value}
                       for name, kind, value in record.message_attributes if name not in OURS}
         ours = {DeadLetter.POSTPONEMENTS: str(postponements), DeadLetter.SUPERSEDES: record.receipt_handle,
                 # Tokens carried in and not taken over yet still name claims nobody sent under.
-                DeadLetter.UNSENT_CLAIM: result.unsent_claim or " ".join(record.unsent_claims[-2:]),
-                DeadLetter.UNRECORDED_SEND: " ".join(result.unrecorded_send or ())}
+                DeadLetter.UNSENT_CLAIM: unsent_claim or " ".join(record.unsent_claims[-2:]),
+                DeadLetter.UNRECORDED_SEND: " ".join(unrecorded_send or ())}
         attributes.update({name: {"DataType": "Number" if name == DeadLetter.POSTPONEMENTS else "String",
                                   "StringValue": value} for name, value in ours.items() if value})
         return self._call(self._client.send_message, QueueUrl=self._queue_url, MessageBody=record.body,
@@ -224,5 +219,18 @@ class Redelivery:
                   f"{result.outcome.value}: {result.reason or 'no reason given'}")
         code = DEAD_LETTER_REASONS[Outcome.RECEIVES_EXHAUSTED]
         if self._dead_letters.send(record, code, reason, result.dedupe_key):
-            return result._replace(outcome=Outcome.RECEIVES_EXHAUSTED, reason=reason, dead_letter_reason=code.value)
+            return result._replace(outcome=Outcome.RECEIVES_EXHAUSTED, reason=reason)
         return result
+
+
+def _within_own_wait(wait: str, delay_s: int, own_s: int | None) -> int:
+    """The delay of ``wait`` as bounded by the wait the record itself knows, if it knows one."""
+    if own_s is None:
+        return delay_s
+    if wait == Wait.TURN:
+        return min(SQS_MAX_DELAY_S, max(delay_s, own_s))  # its turn at the rate
+    if wait == Wait.LEASE:
+        return min(delay_s, own_s)  # the other worker's lease may end sooner
+    if wait == Wait.SEND_AT:
+        return min(SQS_MAX_DELAY_S, own_s)  # each copy waits at most 15 minutes
+    return delay_s

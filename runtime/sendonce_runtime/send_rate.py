@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
+
+from .checks import Delivery, Rest
+from .outcome import Outcome, Redeliver, Verdict
 
 
 class SendRateLimiter:
@@ -75,3 +79,29 @@ class SendRateLimiter:
             self._sleep(seconds)
         finally:
             self._condition.acquire()
+
+
+class PaceSends:
+    """The pipeline's send rate: a send slot (one token per recipient, as SES counts) is taken before the claim,
+    so nothing waits between claiming a key and sending it (a worker killed while waiting leaves no claim
+    behind), and given back when no send was made."""
+
+    def __init__(self, limiter: SendRateLimiter, record_budget_ms: int) -> None:
+        self.limiter = limiter
+        self._record_budget_ms = record_budget_ms
+
+    def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
+        job = delivery.job
+        recipients = len(job.to) + len(job.cc) + len(job.bcc)
+        spare_s = (delivery.deadline.remaining_ms() - self._record_budget_ms) / 1000
+        if not self.limiter.acquire(max_wait_s=max(0.0, spare_s), tokens=recipients):
+            return Redeliver(delivery.result(Outcome.PACED, "the send rate leaves no send slot in this invocation"),
+                             retry_after_s=math.ceil(self.limiter.defer(recipients)))
+        try:
+            verdict = rest(delivery)
+        except BaseException:
+            self.limiter.refund(recipients)
+            raise
+        if not verdict.outcome.meaning.spends_send_slot:
+            self.limiter.refund(recipients)
+        return verdict

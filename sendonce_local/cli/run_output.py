@@ -13,13 +13,12 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from sendonce_contract.schema import Ledger
-from sendonce_runtime.outcome import DEAD_LETTER_REASONS, Outcome
+from sendonce_runtime.outcome import DEAD_LETTER_REASONS, Outcome, Tally
 
 # The consumer's outcomes (as its log lines name them) that put the job in the DLQ, with the reason code it carries.
 DEAD_LETTERED = {outcome.value: code.value for outcome, code in DEAD_LETTER_REASONS.items()}
-# Outcomes the summary names: everything else is handed back to the queue (SQS delivers it again).
-SETTLED = (Outcome.SENT.value, Outcome.SENT_UNRECORDED.value, Outcome.DUPLICATE.value, Outcome.MARKED_UNKNOWN.value,
-           Outcome.CANCELLED.value, Outcome.SCHEDULED.value, *DEAD_LETTERED)
+# What the summary counts each outcome as (the outcome table says); a line it does not know is handed back.
+TALLIES = {outcome.value: outcome.meaning.summary for outcome in Outcome}
 
 
 @dataclass
@@ -43,14 +42,15 @@ class Summary:
                 self.dead_lettered[DEAD_LETTERED[outcome]] += 1
 
     def text(self, elapsed_s: float) -> str:
-        o = self.outcomes
+        tallies: Counter[str] = Counter()
+        for name, n in self.outcomes.items():
+            tallies[TALLIES.get(name, Tally.HANDED_BACK)] += n
+        tallies[Tally.DEAD_LETTERED] = sum(self.dead_lettered.values())  # every outcome with a reason code
         dead = ", ".join(f"{code} {n}" for code, n in sorted(self.dead_lettered.items()))
+        by_code = {Tally.DEAD_LETTERED: f" ({dead})"} if dead else {}
+        counts = ", ".join(f"{tally} {tallies[tally]}{by_code.get(tally, '')}" for tally in Tally.ORDER)
         events = ", ".join(f"{kind} {n}" for kind, n in sorted(self.evidence.items()))
-        waiting = sum(n for name, n in o.items() if name not in SETTLED)
-        return (f"summary after {elapsed_s:.0f} s: sent {o['sent'] + o['sent_unrecorded']}, duplicates "
-                f"{o['duplicate']}, refused by SES {o['refused']}, dead-lettered {sum(self.dead_lettered.values())}"
-                f"{f' ({dead})' if dead else ''}, marked UNKNOWN {o['marked_unknown']}, cancelled {o['cancelled']}, "
-                f"scheduled for later {o['scheduled']}, handed back to the queue {waiting}; SES events recorded "
+        return (f"summary after {elapsed_s:.0f} s: {counts}; SES events recorded "
                 f"{sum(self.evidence.values())}{f' ({events})' if events else ''}")
 
 

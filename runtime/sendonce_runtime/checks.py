@@ -1,0 +1,168 @@
+"""The checks a job passes between its parsing and its claim, one small step each, run in the order the handler
+lists them. A step takes the record's :class:`Delivery` and either decides its result or passes it on to the rest;
+a check a deployment does not use is left out of the list when the handler wires it, never tested per record.
+
+A new check is one step here (or, for a check only some deployments use, in the module of what it uses, which
+only those import: :mod:`.send_rate`'s pacing, :mod:`.key_privacy`'s parsing), its place in the handler's list
+and, if it decides a new outcome, that outcome's row in :mod:`.outcome`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from sendonce_contract.allowed_recipients import AllowedRecipients
+from sendonce_contract.fifo import SEND_AT_ON_FIFO
+from sendonce_contract.message import ContractTooNew, InvalidMessage, ParsedJob, parse_job
+
+from .aws_errors import LEDGER_ERRORS, describe, ledger_outcome
+from .clock import Clock, Deadline
+from .ledger import DedupeLedger
+from .outcome import Outcome, RecordResult, Redeliver, Refusal, Verdict
+from .sqs_record import SqsRecord
+
+
+class Delivery:
+    """One record on its way to a send: the message, its parsed job and the invocation's deadline."""
+
+    __slots__ = ("deadline", "job", "record")
+
+    def __init__(self, record: SqsRecord, job: ParsedJob, deadline: Deadline) -> None:
+        self.record = record
+        self.job = job
+        self.deadline = deadline
+
+    def result(self, outcome: Outcome, reason: str) -> RecordResult:
+        return RecordResult(self.record.message_id, outcome, self.job.dedupe_key, reason=reason)
+
+    def refuse(self, outcome: Outcome, reason: str) -> Refusal:
+        """Into the DLQ with ``outcome``'s reason code."""
+        return Refusal(self.result(outcome, reason))
+
+
+Rest = Callable[[Delivery], Verdict]
+Check = Callable[[Delivery, Rest], Verdict]  # decides the result, or returns rest(delivery) to pass it on
+
+
+def chain(checks: Sequence[Check], last: Rest) -> Rest:
+    """``checks`` in order, each handing on to the next, then ``last``."""
+    run = last
+    for check in reversed(checks):
+        run = _link(check, run)
+    return run
+
+
+def _link(check: Check, rest: Rest) -> Rest:
+    return lambda delivery: check(delivery, rest)
+
+
+class ParseJob:
+    """The record's body as a job of the message contract; a body that breaks it goes to the DLQ with the reason,
+    and a job of a newer contract waits for the consumer's upgrade. The keys stay as the job names them."""
+
+    def __call__(self, record: SqsRecord) -> ParsedJob | Verdict:
+        try:
+            return self.job(parse_job(record.body, record.message_id))
+        except InvalidMessage as error:
+            key, reason = self.invalid(record.body, error)
+            return Refusal(RecordResult(record.message_id, Outcome.INVALID_MESSAGE, key, reason=reason))
+        except ContractTooNew as error:
+            too_new_key = error.dedupe_key
+            if too_new_key is not None:
+                too_new_key = self.key(too_new_key)
+            return Redeliver(RecordResult(record.message_id, Outcome.CONTRACT_TOO_NEW, too_new_key,
+                                          reason=str(error)))
+
+    def job(self, job: ParsedJob) -> ParsedJob:
+        return job
+
+    def key(self, dedupe_key: str) -> str:
+        return dedupe_key
+
+    def invalid(self, body: str, error: InvalidMessage) -> tuple[str | None, str]:
+        """The DLQ's key attribute and reason for a body that broke the contract."""
+        return error.dedupe_key, error.reason
+
+
+class RecipientsAllowed:
+    """A stage that sends only to allowed_recipients dead-letters a job naming anyone else; nothing is sent."""
+
+    def __init__(self, allowed: AllowedRecipients) -> None:
+        self._allowed = allowed
+
+    def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
+        job = delivery.job
+        refused = self._allowed.refused((("to", job.to), ("cc", job.cc), ("bcc", job.bcc)))
+        if refused:
+            return delivery.refuse(
+                Outcome.RECIPIENT_NOT_ALLOWED,
+                f"{', '.join(refused)} not in the pipeline's allowed_recipients: this stage sends to those only; "
+                "nothing was sent")
+        return rest(delivery)
+
+
+class OwnConfigurationSet:
+    """With SES's events on, a job may name no configuration set but the pipeline's own."""
+
+    def __init__(self, configuration_set: str | None) -> None:
+        self._configuration_set = configuration_set
+
+    def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
+        if delivery.job.configuration_set not in (None, self._configuration_set):
+            return delivery.refuse(
+                Outcome.INVALID_MESSAGE,
+                f"configurationSet {delivery.job.configuration_set!r} is refused: SES's events through the "
+                "pipeline's own set are the evidence each email was sent once; drop the field (or deploy with "
+                "ses_events=False)")
+        return rest(delivery)
+
+
+class NoSendAtOnFifo:
+    """A FIFO queue cannot hold a job back without blocking its group: a sendAt there breaks the contract."""
+
+    def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
+        if delivery.job.send_at_ms is not None:
+            return delivery.refuse(Outcome.INVALID_MESSAGE, SEND_AT_ON_FIFO)
+        return rest(delivery)
+
+
+class Schedule:
+    """Not claimed before its time: a job whose sendAt is ahead waits as delayed copies, so its key stays free
+    to cancel; one further ahead than the ledger remembers a key is refused."""
+
+    def __init__(self, clock: Clock, dedupe_ttl_s: int) -> None:
+        self._clock = clock
+        self._dedupe_ttl_s = dedupe_ttl_s
+
+    def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
+        send_at_ms = delivery.job.send_at_ms
+        now_ms = self._clock.now_ms()
+        if send_at_ms is None or send_at_ms <= now_ms:
+            return rest(delivery)
+        wait_ms = send_at_ms - now_ms
+        if wait_ms > self._dedupe_ttl_s * 1000:
+            return delivery.refuse(
+                Outcome.INVALID_MESSAGE,
+                f"sendAt is {wait_ms / 86_400_000:.1f} days ahead; this pipeline remembers a key (and a cancel) "
+                f"for dedupe_ttl ({self._dedupe_ttl_s / 86_400:g} days): schedule at most that far ahead, "
+                "or raise dedupe_ttl")
+        return Redeliver(delivery.result(Outcome.SCHEDULED, "waiting for its sendAt"),
+                         retry_after_s=-(-wait_ms // 1000))
+
+
+class CarriedSend:
+    """A copy carrying a send SES accepted for an earlier delivery writes its SENT record first, so no copy of
+    the job takes the key for a dead worker's and sends it again."""
+
+    def __init__(self, ledger: DedupeLedger) -> None:
+        self.ledger = ledger
+
+    def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
+        unrecorded = delivery.record.unrecorded_send
+        if unrecorded is not None:
+            owner, ses_message_id = unrecorded
+            try:
+                self.ledger.mark_sent(delivery.job.dedupe_key, owner, ses_message_id)
+            except LEDGER_ERRORS as error:
+                return Redeliver(delivery.result(ledger_outcome(error), describe(error)), unrecorded_send=unrecorded)
+        return rest(delivery)

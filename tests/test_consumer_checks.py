@@ -1,0 +1,43 @@
+"""The checks before a claim are steps the handler lists in order; a check a deployment does not use is left out of
+the list when the consumer is wired (never tested per record), and its module is not even imported."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from sendonce_contract.allowed_recipients import parse_entries
+from sendonce_runtime.handler import Consumer
+from sendonce_runtime.settings import Settings
+
+
+def wired(**overrides):
+    """The parse step and the checks, by name, of a consumer deployed with ``overrides``; no AWS call is made."""
+    settings = Settings(table_name="emails", dead_letter_queue_url="https://sqs/dlq")._replace(**overrides)
+    processor = Consumer.from_clients(settings, None, None, None).processor
+    return type(processor.parse).__name__, [type(check).__name__ for check in processor.checks]
+
+
+@pytest.mark.parametrize(("overrides", "expected"), [
+    ({}, ("ParseJob", ["Schedule", "CarriedSend"])),
+    ({"fifo": True}, ("ParseJob", ["NoSendAtOnFifo", "CarriedSend"])),
+    ({"ses_events": True, "configuration_set": "own"},
+     ("ParseJob", ["OwnConfigurationSet", "Schedule", "CarriedSend"])),
+    ({"allowed_recipients": parse_entries(["ada@example.org"])},
+     ("ParseJob", ["RecipientsAllowed", "Schedule", "CarriedSend"])),
+    ({"max_send_rate": 14.0}, ("ParseJob", ["Schedule", "CarriedSend", "PaceSends"])),
+    ({"key_secret_id": "arn:secret"}, ("ParsePrivateJob", ["Schedule", "CarriedSend"])),
+], ids=["default", "fifo", "ses_events", "allowed_recipients", "max_send_rate", "key_privacy"])
+def test_a_consumer_runs_only_the_checks_its_deployment_uses_in_order(overrides, expected):
+    assert wired(**overrides) == expected
+
+
+def test_a_deployment_without_pacing_or_key_privacy_never_imports_them():
+    probe = ("import sys; from sendonce_runtime.handler import Consumer; "
+             "from sendonce_runtime.settings import Settings; "
+             "Consumer.from_clients(Settings(table_name='t', dead_letter_queue_url='q'), None, None, None); "
+             "print(sorted(m for m in sys.modules if m.endswith(('.send_rate', '.key_privacy'))))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"
