@@ -26,6 +26,7 @@ from typing import Any
 
 from sendonce_contract.fifo import SEND_AT_ON_FIFO, fifo_message_ids
 from sendonce_contract.message import ContractTooNew, InvalidMessage, parse_job
+from sendonce_contract.schema import DEDUPE_KEY
 
 from .sql_connect import Database
 from .sql_dialects import DEFAULT_TABLE, check_table
@@ -276,7 +277,7 @@ class OutboxRelay:
         except ContractTooNew:
             parsed = None  # a newer producer's job: the consumer it was written for parses it
         if parsed is not None and parsed.dedupe_key != row.key:
-            return f"the job's dedupeKey differs from the row's dedupe_key ({row.key!r})"
+            return f"the job's {DEDUPE_KEY} differs from the row's dedupe_key ({row.key!r})"
         entry: dict[str, Any] = {"MessageBody": row.body}
         if self.settings.fifo:
             if parsed is not None and parsed.send_at_ms is not None:
