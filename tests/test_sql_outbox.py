@@ -348,3 +348,19 @@ def test_the_demo_phase_fails_when_a_committed_orders_email_is_missing_or_double
     assert not phase(emails_per_committed_key={1: 9, 2: 1}).ok  # doubled
     assert not phase(rolled_back_emailed=1).ok
     assert phase(rolled_back_emailed=1).lines()[-1].endswith("FAIL")
+
+
+def test_a_queue_url_naming_no_queue_or_a_bad_option_is_one_error_line_and_exit_2_and_the_rows_stay(outbox_db, aws):
+    place_order(outbox_db, 1)
+    missing = queue().rsplit("/", 1)[0] + "/no-such-queue"
+    done = relay_command(outbox_db, missing, "--once", env={**os.environ})
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("sendonce-outbox-relay: error: SQS has no queue at ") and "queue.queue_url" in line
+    assert [row["state"] for row in outbox_db.rows()] == ["pending"]
+    for args in (["--schema", "sqlite", "--table", "x; drop"], ["--schema", "oracle"],
+                 ["--dsn", outbox_db.dsn, "--queue-url", missing, "--retention-days", "0"]):
+        done = subprocess.run([*RELAY, *args], capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 2, (args, done.stderr)
+        [line] = done.stderr.strip().splitlines()
+        assert line.startswith("sendonce-outbox-relay: error: "), args

@@ -12,18 +12,33 @@ import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import asdict
-from typing import Any
+from typing import Any, NoReturn
 
 from .sql_connect import DatabaseError, database
 from .sql_dialects import DEFAULT_TABLE, DIALECTS, schema_statements
-from .sql_relay import RETENTION_S, DatabaseUnavailable, OutboxRelay, RelaySettings, first_line, print_line
+from .sql_relay import (
+    RETENTION_S,
+    DatabaseUnavailable,
+    OutboxRelay,
+    QueueMissing,
+    RelaySettings,
+    first_line,
+    print_line,
+)
 
 PROG = "sendonce-outbox-relay"
 USAGE_ERROR = 2
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """A usage error is one line and exit code 2, with the fix (argparse would print its whole usage block)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE_ERROR, f"{PROG}: error: {message}; see {PROG} --help\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    found = argparse.ArgumentParser(prog=PROG, description="Relay the sendonce SQL outbox to the job queue.")
+    found = _OneLineParser(prog=PROG, description="Relay the sendonce SQL outbox to the job queue.")
     found.add_argument("--dsn", help="postgresql://user:password@host:5432/db, mysql://user:password@host:3306/db "
                                      "or sqlite:///path/to.db")
     found.add_argument("--queue-url", help="the job queue (the construct's queue.queue_url)")
@@ -43,7 +58,10 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, sqs: Any | None = None) -> int:
     args = parser().parse_args(argv)
     if args.schema:
-        print(";\n\n".join(schema_statements(args.schema, args.table)) + ";")
+        try:
+            print(";\n\n".join(schema_statements(args.schema, args.table)) + ";")
+        except ValueError as error:
+            return _fail(str(error))
         return 0
     if not args.dsn or not args.queue_url:
         return _fail("--dsn and --queue-url are both needed (or --schema DIALECT to print the DDL)")
@@ -82,6 +100,9 @@ def _run(relay: OutboxRelay, once: bool) -> int:
         totals = relay.drain(stop) if once else relay.run(stop)
     except DatabaseUnavailable as error:
         return _fail(f"the database {shown} failed: {error}; nothing was lost: the batch's rows stay pending")
+    except QueueMissing as error:
+        return _fail(f"SQS has no queue at {relay.settings.queue_url} ({error}); pass the construct's queue.queue_url "
+                     "(nothing was sent: the rows stay pending)")
     print_line({"event": "stopped", **asdict(totals)})
     return 1 if once and _left_pending(relay) else 0
 

@@ -34,6 +34,7 @@ from .sql_dialects import DEFAULT_TABLE, check_table
 BATCH = 10  # SQS's SendMessageBatch entries
 BATCH_BYTES = 262_144  # what one SendMessageBatch may carry in all (SQS's long-standing limit)
 RETENTION_S = 7 * 86_400
+MIN_RETENTION_S = 3600
 RETENTION_BATCH = 500  # relayed rows deleted per transaction: short locks, a small undo log
 RETENTION_EVERY_S = 300.0
 WAIT_SLICE_S = 0.25  # how often a waiting relay looks at its stop flag (SIGTERM)
@@ -59,9 +60,13 @@ class RelaySettings:
     def __post_init__(self) -> None:
         check_table(self.table)
         if not 1 <= self.batch_size <= 1000:
-            raise ValueError(f"batch_size ({self.batch_size}) must be 1 to 1000")
+            raise ValueError(f"the batch size ({self.batch_size}) must be 1 to 1000")
         if not 0 < self.poll_interval_s <= 300:
-            raise ValueError(f"poll_interval_s ({self.poll_interval_s}) must be above 0 and at most 300")
+            raise ValueError(f"the poll interval ({self.poll_interval_s:g} s) must be above 0 and at most 300 s")
+        if not self.retention_s >= MIN_RETENTION_S:
+            raise ValueError(f"the retention ({self.retention_s / 86_400:g} days) must be at least "
+                             f"{MIN_RETENTION_S // 3600} hour: a relayed row's key is what makes the same order event "
+                             "added again a no-op")
 
     @property
     def fifo(self) -> bool:
@@ -118,6 +123,15 @@ class Totals:
 
 class DatabaseUnavailable(Exception):
     """The database failed during a batch; the batch's transaction is gone (rolled back), nothing was marked."""
+
+
+class QueueMissing(Exception):
+    """SQS says the queue URL names no queue: a setting to fix, not an outage to wait out. The batch's transaction
+    was rolled back: its rows stay pending."""
+
+
+# SQS's codes for a queue URL that names no queue (the JSON protocol's and the query protocol's).
+QUEUE_MISSING_CODES = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
 
 
 def default_sqs(queue_url: str) -> Any:
@@ -227,6 +241,9 @@ class OutboxRelay:
             sent = [row.id for row in rows if outcomes[row.id][0] == ACCEPTED]
             report = self._mark(cursor, rows, outcomes, started)
             self._end(commit=True)
+        except QueueMissing:
+            self._end(commit=False)  # nothing was sent: every row of the claim stays pending
+            raise
         except self.database.errors as error:
             self._unconfirmed.update(sent)
             self._drop_connection()
@@ -313,6 +330,8 @@ class OutboxRelay:
         except ClientError as error:
             code = str(error.response.get("Error", {}).get("Code", ""))
             status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
+            if code in QUEUE_MISSING_CODES:
+                raise QueueMissing(f"{code}: {_message(error)}") from error
             if code in CONTENT_CODES and status < 500:
                 if len(chunk) > 1:  # find the entry it was about: each alone
                     return {k: v for one in chunk for k, v in self._send_chunk([one]).items()}
