@@ -146,6 +146,9 @@ def test_sendonce_usage_errors_are_exit_code_2(capsys):
     usage_error(capsys, sendonce, ["status"], "sendonce status: the following arguments are required: key")
     usage_error(capsys, local_cli, ["run"], "sendonce-local run: the following arguments are required: --stack")
     usage_error(capsys, sendonce, ["dlq", "redrive", "--limit", "x"], "argument --limit: invalid int value: 'x'")
+    usage_error(capsys, local_cli, ["run", "--stack", "Shop", "--faults", "2"],
+                "argument --faults: invalid share from 0 to 1 value: '2'")
+    usage_error(capsys, local_cli, ["demo", "--faults", "-1"], "argument --faults: invalid share from 0 to 1 value")
 
 
 def test_a_misspelt_option_is_named_with_its_closest_match_not_taken_for_the_next_word(capsys):

@@ -32,13 +32,24 @@ class LocalCliError(RuntimeError):
     """An expected failure, said in one line with its fix."""
 
 
+def share(text: str) -> float:
+    """A share of invocations, 0 to 1 (argparse turns the ValueError into one usage line, exit code 2)."""
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise ValueError(text)
+    return value
+
+
+share.__name__ = "share from 0 to 1"  # argparse names the type in its message: "invalid share from 0 to 1 value"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = OneLineParser(prog="sendonce-local", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="deploy the example app to an embedded emulator and send it traffic")
     demo.add_argument("--quick", action="store_true", help=f"a smaller workload ({QUICK_KEYS} keys), for CI")
     demo.add_argument("--keys", type=int, default=None, help="distinct emails to send (default 250)")
-    demo.add_argument("--faults", type=float, default=0.1, help="share of invocations killed (default 0.1)")
+    demo.add_argument("--faults", type=share, default=0.1, help="share of invocations killed (default 0.1)")
     demo.add_argument("--seed", type=int, default=42)
     demo.add_argument("--out", type=Path, default=Path(".demo-out"), help="report folder (default .demo-out)")
     demo.add_argument("--stack", default="SendOnceExample")
@@ -52,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--json", action="store_true", help="each record as the function's own JSON line")
     run.add_argument("--skip-identities", action="store_true",
                      help="do not verify the stack's SES sender identities in the emulator")
-    run.add_argument("--faults", type=float, default=0.0, help="share of invocations killed (default none)")
+    run.add_argument("--faults", type=share, default=0.0, help="share of invocations killed (default none)")
     args = parser.parse_args(argv)
     try:
         if args.command == "demo":
