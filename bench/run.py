@@ -38,6 +38,7 @@ from scenarios.evidence import evidence_costs  # noqa: E402
 from scenarios.floor import floor_run  # noqa: E402
 from scenarios.key_privacy import key_privacy_costs  # noqa: E402
 from scenarios.latency import latency_run  # noqa: E402
+from scenarios.sql_outbox import sql_outbox_costs  # noqa: E402
 from scenarios.table_cost import sent_item  # noqa: E402
 from scenarios.throughput import throughput  # noqa: E402
 
@@ -52,6 +53,8 @@ SECTIONS = {
         lifecycle.scheduled_costs(plan.scheduled_hours))),
     "recipient-burst": ("## 9b. A burst of", lambda plan: render_recipient_burst(
         recipient_burst_scenario(plan.burst_factor), plan.burst_factor)),
+    "sql-outbox": (render.SQL_OUTBOX_SECTION, lambda plan: render.render_sql_outbox(sql_outbox_costs(
+        plan.outbox_jobs, plan.outbox_latency_jobs, plan.outbox_transactions, plan.repeats, DELAYS_MS))),
 }
 
 
@@ -123,10 +126,12 @@ def run(plan: Plan, command: str) -> str:
     privacy = render_key_privacy(key_privacy_costs(plan.privacy_emails, plan.repeats))
     print("outcome events and scheduled emails...", file=sys.stderr)
     lifecycle_sections = "".join(SECTIONS[name][1](plan) for name in ("outcome-events", "scheduled"))
+    print("SQL outbox...", file=sys.stderr)
+    sql_outbox = SECTIONS["sql-outbox"][1](plan)
     return (render.render_opening(plan, command, calls, rates, cpus, ratios, imports, assets, synth, item)
             + render_latency(plan, latency, DELAYS_MS) + render_evidence(evidence)
             + render_burst(burst, plan.burst_factor) + render_recipient_burst(recipients, plan.burst_factor)
-            + render_floor(floor, DELAYS_MS, plan.latency_batches) + privacy + lifecycle_sections)
+            + render_floor(floor, DELAYS_MS, plan.latency_batches) + privacy + lifecycle_sections + sql_outbox)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """A fast stub AWS endpoint for measuring the consumer's own floor: canned answers, keep-alive connections, and a
 fixed round trip per service. It answers only what a first send needs (DynamoDB PutItem and UpdateItem, SESv2
-SendEmail, SQS SendMessage) and keeps no state, so every claim wins.
+SendEmail, SQS SendMessage) and what the SQL outbox's relay sends (SQS SendMessageBatch, every entry accepted), and
+keeps no state, so every claim wins.
 
 Run it in its own process (``python bench/stub_aws.py dynamodb=5 sesv2=60``): it prints its endpoint and serves
 until killed. One asyncio loop, no HTTP framework: its own cost per request stays far below the round trips it
@@ -15,7 +16,11 @@ import sys
 import uuid
 
 
-def _answer(path: bytes, target: bytes) -> tuple[str, bytes]:
+def _answer(path: bytes, target: bytes, request: bytes) -> tuple[str, bytes]:
+    if target.endswith(b"SendMessageBatch"):
+        entries = json.loads(request)["Entries"]
+        return "sqs", json.dumps({"Successful": [{"Id": entry["Id"], "MessageId": uuid.uuid4().hex,
+                                                  "MD5OfMessageBody": ""} for entry in entries]}).encode()
     if target.startswith(b"DynamoDB"):
         body = {"Attributes": {"attempts": {"N": "1"}}} if target.endswith(b"UpdateItem") else {}
         return "dynamodb", json.dumps(body).encode()
@@ -34,8 +39,8 @@ async def _serve_connection(reader: asyncio.StreamReader, writer: asyncio.Stream
             for line in header_lines:
                 name, _, value = line.partition(b":")
                 headers[name.strip().lower()] = value.strip()
-            await reader.readexactly(int(headers.get(b"content-length", b"0")))
-            service, body = _answer(request_line.split(b" ")[1], headers.get(b"x-amz-target", b""))
+            request = await reader.readexactly(int(headers.get(b"content-length", b"0")))
+            service, body = _answer(request_line.split(b" ")[1], headers.get(b"x-amz-target", b""), request)
             await asyncio.sleep(delays_ms.get(service, 0.0) / 1000)  # the injected round trip
             writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-amz-json-1.0\r\nContent-Length: "
                          + str(len(body)).encode() + b"\r\n\r\n" + body)

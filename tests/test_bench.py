@@ -14,7 +14,8 @@ pytestmark = pytest.mark.release
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ["## 1. AWS calls per record", "## 2. Throughput", "## 3. Cold start", "## 4. The Lambda asset",
             "## 5. Synth time", "## 6. Dedupe table cost", "## 7. Per instance", "## 8. SES events as evidence",
-            "## 11. Key privacy", "## 12. Outcome events", "## 13. A scheduled email"]
+            "## 11. Key privacy", "## 12. Outcome events", "## 13. A scheduled email",
+            "## 14. The SQL outbox"]
 
 
 def test_quick_bench_writes_every_section_with_figures(tmp_path: Path):
@@ -33,6 +34,10 @@ def test_quick_bench_writes_every_section_with_figures(tmp_path: Path):
     # With SES events on: two events per email (Send, Delivery), one recorder write each, batched by ten.
     assert "| recorder UpdateItem calls | 2.00 |" in text and "| SES events | 2.00 |" in text
     assert "| DynamoDB write request units | 4.00 (without events: 2.00) |" in text
+    # The SQL outbox: a backlog goes ten jobs per SendMessageBatch; a job committed alone is a request of its own.
+    assert re.search(r"\| the stub \(5 ms round trip\) \| \d+ \(\d+ to \d+\) \| 0\.100 \(0\.100 to 0\.100\) \|", text)
+    assert re.search(r"\| NOTIFY .* \| [\d.]+ \| [\d.]+ \| [\d.]+ to [\d.]+ \| 1\.00 \|", text)
+    assert re.search(r"\| `add`: .* \| [\d.]+ \([\d.]+ to [\d.]+\) \|", text)
 
 
 def test_the_key_privacy_section_runs_alone_and_replaces_only_itself(tmp_path: Path):
