@@ -14,8 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "runtime"), str(Path(__file__).resolve().parent),
-                str(Path(__file__).resolve().parents[1])]
+# The bench's own modules, and the test support (testing/sendonce_testing), which no wheel ships.
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1] / "testing")]
 
 import render  # noqa: E402
 from emulator_process import create_resources, start_emulator  # noqa: E402

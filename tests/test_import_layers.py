@@ -16,9 +16,9 @@ LAYERS = {
     "sendonce_contract": (ROOT / "contract" / "sendonce_contract", set()),
     "sendonce_runtime": (ROOT / "runtime" / "sendonce_runtime", {"sendonce_contract"}),
     "sendonce_producer": (ROOT / "producer" / "sendonce_producer", {"sendonce_contract"}),
-    "sendonce_constructs": (ROOT / "sendonce_constructs", {"sendonce_contract", "sendonce_runtime"}),
-    "sendonce_ops": (ROOT / "sendonce_ops", {"sendonce_contract"}),
-    "sendonce_local": (ROOT / "sendonce_local", {"sendonce_contract", "sendonce_runtime", "sendonce_producer",
+    "sendonce_constructs": (ROOT / "constructs" / "sendonce_constructs", {"sendonce_contract", "sendonce_runtime"}),
+    "sendonce_ops": (ROOT / "ops" / "sendonce_ops", {"sendonce_contract"}),
+    "sendonce_local": (ROOT / "local" / "sendonce_local", {"sendonce_contract", "sendonce_runtime", "sendonce_producer",
                                                         "sendonce_ops"}),
 }
 OURS = {*LAYERS, "sendonce_testing"}

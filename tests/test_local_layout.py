@@ -8,7 +8,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "sendonce_local"
+PACKAGE = ROOT / "local" / "sendonce_local"
 MAX_LINES = 300
 # Each subpackage and the subpackages it may import.
 LAYERS = {
@@ -24,7 +24,7 @@ def _modules() -> dict[str, Path]:
     """``sendonce_local.x.y`` -> its file, for every module of the package."""
     found = {}
     for path in sorted(PACKAGE.rglob("*.py")):
-        parts = path.relative_to(ROOT).with_suffix("").parts
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
         found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return found
 

@@ -130,9 +130,9 @@ def test_the_contract_s_event_types_are_ses_s_and_the_construct_s_policy_is_the_
 SES_FIELD_NAMES = {"bounceType", "bounceSubType", "complaintFeedbackType", "delayType"}
 # Raw job documents, malformed ones included, are the local workload's and the test support's input: they spell the
 # job's key field.
-RAW_JOBS = {Path("sendonce_local/demo/workload.py"), Path("sendonce_testing/lambda_events.py")}
-SCANNED = [ROOT / "runtime" / "sendonce_runtime", ROOT / "producer" / "sendonce_producer", ROOT / "sendonce_constructs",
-           ROOT / "sendonce_ops", ROOT / "sendonce_local", ROOT / "sendonce_testing"]
+RAW_JOBS = {Path("local/sendonce_local/demo/workload.py"), Path("testing/sendonce_testing/lambda_events.py")}
+SCANNED = [ROOT / part / f"sendonce_{part}"
+           for part in ("runtime", "producer", "constructs", "ops", "local", "testing")]
 
 
 def _literals(path: Path) -> list[tuple[int, str]]:
