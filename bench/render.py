@@ -183,9 +183,10 @@ def write_section(out: Path, heading: str, text: str) -> None:
     if heading in report:
         start = report.index(heading)
         following = report.find("\n## ", start + len(heading))
-        report = report[:start] + text + (report[following + 1:] if following != -1 else "")
+        # A heading right under a table row is read as part of the table: one blank line before each.
+        report = report[:start] + text.rstrip("\n") + "\n" + ("\n" + report[following + 1:] if following != -1 else "")
     else:
-        report = report.rstrip("\n") + "\n" + text
+        report = report.rstrip("\n") + "\n\n" + text
     out.write_text(report)
 
 
