@@ -358,9 +358,13 @@ def test_a_queue_url_naming_no_queue_or_a_bad_option_is_one_error_line_and_exit_
     [line] = done.stderr.strip().splitlines()
     assert line.startswith("sendonce-outbox-relay: error: SQS has no queue at ") and "queue.queue_url" in line
     assert [row["state"] for row in outbox_db.rows()] == ["pending"]
-    for args in (["--schema", "sqlite", "--table", "x; drop"], ["--schema", "oracle"],
-                 ["--dsn", outbox_db.dsn, "--queue-url", missing, "--retention-days", "0"]):
-        done = subprocess.run([*RELAY, *args], capture_output=True, text=True, timeout=60, check=False)
+    # Each refused before anything runs: the retention case names a queue that exists, so only its own rule stops it.
+    for args, said in ((["--schema", "sqlite", "--table", "x; drop"], "plain SQL identifier"),
+                       (["--schema", "oracle"], "--schema"),
+                       (["--dsn", outbox_db.dsn, "--queue-url", queue(), "--retention-days", "0"], "retention")):
+        done = subprocess.run([*RELAY, *args], capture_output=True, text=True, timeout=60, check=False,
+                              env={**os.environ})
         assert done.returncode == 2, (args, done.stderr)
         [line] = done.stderr.strip().splitlines()
-        assert line.startswith("sendonce-outbox-relay: error: "), args
+        assert line.startswith("sendonce-outbox-relay: error: ") and said in line, (args, line)
+    assert [row["state"] for row in outbox_db.rows()] == ["pending"]
