@@ -46,6 +46,7 @@ class Env:
     PIPELINE_TAG = "SENDONCE_PIPELINE_TAG"  # tags every email and outcome event of one pipeline
     EVIDENCE_GRACE_MS = "SENDONCE_EVIDENCE_GRACE_MS"
     EVIDENCE_DLQ_URL = "SENDONCE_EVIDENCE_DLQ_URL"  # the recorder's dead-letter queue
+    ATTACHMENTS_BUCKET = "SENDONCE_ATTACHMENTS_BUCKET"  # the only bucket a job's attachments may be read from
 
 
 # The most calls besides the send one record makes in a row: claim, release after a refusal, dead-letter send.
@@ -152,6 +153,7 @@ class ConsumerConfig(NamedTuple):
     outcome_bus: str | None = None  # where Email Dead-Lettered events go (None: outcome events are off)
     key_secret_id: str | None = None  # key_privacy: the secret whose HMAC of each key stands for it
     allowed_recipients: AllowedRecipients | None = None  # a stage's only recipients; None allows all
+    attachments_bucket: str | None = None  # the claim-check bucket; None: attachments are inline only
 
     @property
     def budget(self) -> TimeBudget:
@@ -170,6 +172,7 @@ class ConsumerConfig(NamedTuple):
         put(env, Env.QUEUE_URL, self.queue_url)
         put(env, Env.CONFIGURATION_SET, self.configuration_set)
         put(env, Env.KEY_SECRET_ARN, self.key_secret_id)
+        put(env, Env.ATTACHMENTS_BUCKET, self.attachments_bucket)
         if self.allowed_recipients is not None:
             env[Env.ALLOWED_RECIPIENTS] = self.allowed_recipients.to_env()
         if self.time_budget is not None:
@@ -210,6 +213,7 @@ class ConsumerConfig(NamedTuple):
             outcome_bus=env.get(Env.OUTCOME_BUS) or None,
             key_secret_id=env.get(Env.KEY_SECRET_ARN) or None,
             allowed_recipients=_allowed_recipients(env),
+            attachments_bucket=env.get(Env.ATTACHMENTS_BUCKET) or None,
         )
 
     @staticmethod
