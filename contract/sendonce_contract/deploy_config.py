@@ -11,15 +11,18 @@ No dependency: the Lambda bundle ships this module.
 
 import os
 from collections.abc import Callable, Mapping
-from typing import NamedTuple, Self, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, Self, TypeVar
 
-from .allowed_recipients import AllowedRecipients, InvalidEntry
-from .allowed_recipients import from_env as allowed_recipients_from_env
 from .delivery import DeliveryPolicy
 from .schema import DEFAULT_DEDUPE_TTL_S
 
+if TYPE_CHECKING:
+    from .allowed_recipients import AllowedRecipients
+
 # No postponed annotations: the configs' fields are real types, which the API reference resolves (a named tuple's
 # constructor cannot resolve names as strings) and which cost a cold start less than strings the typing module parses.
+# One exception: the allow list's type is named as a string, so its module is imported (and, from a source-only
+# asset, compiled) only by a stage that has one (:func:`_allowed_recipients`).
 
 
 class Env:
@@ -152,7 +155,7 @@ class ConsumerConfig(NamedTuple):
     max_receive_count: int | None = None  # the queue's; the last receive dead-letters a failure with its reason
     outcome_bus: str | None = None  # where Email Dead-Lettered events go (None: outcome events are off)
     key_secret_id: str | None = None  # key_privacy: the secret whose HMAC of each key stands for it
-    allowed_recipients: AllowedRecipients | None = None  # a stage's only recipients; None allows all
+    allowed_recipients: "AllowedRecipients | None" = None  # a stage's only recipients; None allows all
     attachments_bucket: str | None = None  # the claim-check bucket; None: attachments are inline only
 
     @property
@@ -255,10 +258,13 @@ def read(env: Mapping[str, str], name: str, parse: Callable[[str], T], default: 
         raise ConfigError(f"invalid sendonce setting: {error} (in {name}={text!r})") from error
 
 
-def _allowed_recipients(env: Mapping[str, str]) -> AllowedRecipients | None:
+def _allowed_recipients(env: Mapping[str, str]) -> "AllowedRecipients | None":
     text = env.get(Env.ALLOWED_RECIPIENTS)
     if text is None:
         return None
+    from .allowed_recipients import InvalidEntry
+    from .allowed_recipients import from_env as allowed_recipients_from_env
+
     try:
         return allowed_recipients_from_env(text)
     except InvalidEntry as error:

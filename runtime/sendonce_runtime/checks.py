@@ -3,7 +3,8 @@ lists them. A step takes the record's :class:`Delivery` and either decides its r
 a check a deployment does not use is left out of the list when the handler wires it, never tested per record.
 
 A new check is one step here (or, for a check only some deployments use, in the module of what it uses, which
-only those import: :mod:`.send_rate`'s pacing, :mod:`.key_privacy`'s parsing), its place in the handler's list
+only those import: :mod:`.send_rate`'s pacing, :mod:`.key_privacy`'s parsing, :mod:`.recipients_check` and
+:mod:`.fifo_check`), its place in the handler's list
 and, if it decides a new outcome, that outcome's row in :mod:`.outcome`.
 """
 
@@ -11,8 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from sendonce_contract.allowed_recipients import AllowedRecipients
-from sendonce_contract.fifo import SEND_AT_ON_FIFO
 from sendonce_contract.message import ContractTooNew, InvalidMessage, ParsedJob, parse_job
 
 from .aws_errors import LEDGER_ERRORS, describe, ledger_outcome
@@ -84,23 +83,6 @@ class ParseJob:
         return error.dedupe_key, error.reason
 
 
-class RecipientsAllowed:
-    """A stage that sends only to allowed_recipients dead-letters a job naming anyone else; nothing is sent."""
-
-    def __init__(self, allowed: AllowedRecipients) -> None:
-        self._allowed = allowed
-
-    def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
-        job = delivery.job
-        refused = self._allowed.refused((("to", job.to), ("cc", job.cc), ("bcc", job.bcc)))
-        if refused:
-            return delivery.refuse(
-                Outcome.RECIPIENT_NOT_ALLOWED,
-                f"{', '.join(refused)} not in the pipeline's allowed_recipients: this stage sends to those only; "
-                "nothing was sent")
-        return rest(delivery)
-
-
 class OwnConfigurationSet:
     """With SES's events on, a job may name no configuration set but the pipeline's own."""
 
@@ -114,15 +96,6 @@ class OwnConfigurationSet:
                 f"configurationSet {delivery.job.configuration_set!r} is refused: SES's events through the "
                 "pipeline's own set are the evidence each email was sent once; drop the field (or deploy with "
                 "ses_events=False)")
-        return rest(delivery)
-
-
-class NoSendAtOnFifo:
-    """A FIFO queue cannot hold a job back without blocking its group: a sendAt there breaks the contract."""
-
-    def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
-        if delivery.job.send_at_ms is not None:
-            return delivery.refuse(Outcome.INVALID_MESSAGE, SEND_AT_ON_FIFO)
         return rest(delivery)
 
 

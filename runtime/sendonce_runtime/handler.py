@@ -9,15 +9,7 @@ from sendonce_contract.schema import Metric
 
 from . import aws_clients
 from .batch import run_batch
-from .checks import (
-    CarriedSend,
-    Check,
-    NoSendAtOnFifo,
-    OwnConfigurationSet,
-    ParseJob,
-    RecipientsAllowed,
-    Schedule,
-)
+from .checks import CarriedSend, Check, OwnConfigurationSet, ParseJob, Schedule
 from .clock import Clock, Deadline, LambdaContext, SystemClock
 from .dead_letter import DeadLetterQueue
 from .ledger import DedupeLedger
@@ -111,10 +103,17 @@ def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock) -> list[Chec
     out. The parts only some deployments use are imported by those only: a cold start compiles what it runs."""
     checks: list[Check] = []
     if settings.allowed_recipients:
+        from .recipients_check import RecipientsAllowed
+
         checks.append(RecipientsAllowed(settings.allowed_recipients))
     if settings.ses_events:
         checks.append(OwnConfigurationSet(settings.configuration_set))
-    checks.append(NoSendAtOnFifo() if settings.fifo else Schedule(clock, settings.dedupe_ttl_s))
+    if settings.fifo:
+        from .fifo_check import NoSendAtOnFifo
+
+        checks.append(NoSendAtOnFifo())
+    else:
+        checks.append(Schedule(clock, settings.dedupe_ttl_s))
     checks.append(CarriedSend(ledger))
     if settings.max_send_rate:
         from .send_rate import PaceSends, SendRateLimiter

@@ -7,7 +7,7 @@ passed counts as absent: DynamoDB's TTL deletion lags, so the reader checks.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 from botocore.exceptions import ClientError
 
@@ -22,12 +22,16 @@ NAMES = {"#owner": Ledger.OWNER, "#status": Ledger.STATUS}
 KEY, EXPIRES_AT, LEASE = Ledger.KEY, Ledger.EXPIRES_AT, Ledger.LEASE_EXPIRES_AT
 
 
-class Claim(NamedTuple):
-    """The result of a claim: ``won``, or the record that stood in the way (learned in the same write)."""
+class Claim:
+    """The result of a claim: ``won``, or the record that stood in the way (learned in the same write). (A plain
+    class, not a NamedTuple: it costs a cold start less to build.)"""
 
-    won: bool
-    attempts: int = 1
-    existing: EmailRecord | None = None
+    __slots__ = ("attempts", "existing", "won")
+
+    def __init__(self, won: bool, attempts: int = 1, existing: EmailRecord | None = None) -> None:
+        self.won = won
+        self.attempts = attempts
+        self.existing = existing
 
 
 def _n(value: int) -> dict[str, str]:
