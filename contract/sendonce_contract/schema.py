@@ -8,7 +8,6 @@ report read them: each imports them from here, so none can spell one differently
 from __future__ import annotations
 
 import enum
-from typing import NamedTuple
 
 # The job's field that names its key, and the partition key of the ledger and the outbox.
 DEDUPE_KEY = "dedupeKey"
@@ -126,16 +125,32 @@ class Ledger:
     RENDERING_ERROR = "renderingError"
 
 
-class SesEventType(NamedTuple):
-    """One kind of SES event the recorder takes as evidence: everything every part needs to know of it."""
+class SesEventType:
+    """One kind of SES event the recorder takes as evidence: everything every part needs to know of it. (A plain
+    class, not a NamedTuple: the consumer imports this at every cold start, and a NamedTuple costs more to build.)"""
 
-    name: str  # the record's eventType
-    detail_type: str  # EventBridge's detail-type for it
-    record_object: str  # the name of the event's own object in the record
-    time_attribute: str  # the ledger attribute that records when it happened
-    metric: str  # the recorder's count of these events
-    label: str | None  # what the operator command and the report call the outcome (None: Send is no outcome)
-    outcome_fields: tuple[tuple[str, str], ...] = ()  # (ledger attribute, SES's field in the event's own object)
+    __slots__ = ("detail_type", "label", "metric", "name", "outcome_fields", "record_object", "time_attribute")
+
+    def __init__(
+        self,
+        name: str,  # the record's eventType
+        detail_type: str,  # EventBridge's detail-type for it
+        record_object: str,  # the name of the event's own object in the record
+        time_attribute: str,  # the ledger attribute that records when it happened
+        metric: str,  # the recorder's count of these events
+        label: str | None,  # what the operator command and the report call the outcome (None: Send is no outcome)
+        outcome_fields: tuple[tuple[str, str], ...] = (),  # (ledger attribute, SES's field in the event's object)
+    ) -> None:
+        self.name = name
+        self.detail_type = detail_type
+        self.record_object = record_object
+        self.time_attribute = time_attribute
+        self.metric = metric
+        self.label = label
+        self.outcome_fields = outcome_fields
+
+    def __repr__(self) -> str:
+        return f"SesEventType({self.name!r})"
 
     @property
     def outcome_attributes(self) -> tuple[str, ...]:
