@@ -290,6 +290,10 @@ def cli_sendonce_local() -> str:
     return _cli("sendonce-local")
 
 
+def cli_sendonce_outbox_relay() -> str:
+    return _cli("sendonce-outbox-relay")
+
+
 RENDERERS: Mapping[str, Callable[[], str]] = {
     "props": props,
     "props-first": props_first,
@@ -303,6 +307,7 @@ RENDERERS: Mapping[str, Callable[[], str]] = {
     "message-schema": message_schema,
     "cli-sendonce": cli_sendonce,
     "cli-sendonce-local": cli_sendonce_local,
+    "cli-sendonce-outbox-relay": cli_sendonce_outbox_relay,
 }
 
 
