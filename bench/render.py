@@ -137,9 +137,9 @@ def render_floor(figures: dict[str, float], delays_ms: dict[str, float], batches
         f"is a claim, a send and a completion in turn, so a batch of ten sent at once can take no less than one SES "
         f"plus two DynamoDB round trips: {floor:g} ms.",
         "",
-        f"- batch p50 **{figures['p50_ms']:.0f} ms** (p90 {figures['p90_ms']:.0f}, {figures['min_ms']:.0f} to "
-        f"{figures['max_ms']:.0f}): **{ratio:.2f}x** the floor (aim: at most 1.3x: "
-        f"{'met' if ratio <= 1.3 else 'NOT met'}).",
+        f"- batch p50 **{figures['p50_ms']:.1f} ms** (p90 {figures['p90_ms']:.0f}, {figures['min_ms']:.0f} to "
+        f"{figures['max_ms']:.0f}): **{ratio:.3f}x** the floor (aim: at most 1.3x: "
+        f"{'met' if figures['p50_ms'] <= 1.3 * floor else 'NOT met'}).",
         "",
     ])
 
@@ -302,7 +302,7 @@ def render_latency(plan: Plan, results: dict[str, dict[str, float]], delays_ms: 
         f"- parallelism 10 / Powertools reference, per instance: **{ratio:.1f}x** (aim: at least 4x: "
         f"{'met' if ratio >= 4 else 'not met'}).",
         f"- parallelism 10, batch p50: **{p50:.0f} ms** against one SES plus two DynamoDB round trips "
-        f"({one_batch_floor:g} ms); {p50 / one_batch_floor:.2f}x (aim: within 1.3x: "
+        f"({one_batch_floor:g} ms); {p50 / one_batch_floor:.3f}x (aim: within 1.3x: "
         f"{'met' if p50 <= 1.3 * one_batch_floor else 'not met'} against the emulator). With no injected delay "
         f"the same batch takes {floor:.0f} ms: that is the emulator's own cost (one moto process answering 30 "
         f"requests a batch on this machine's cores), and it, not the consumer, sets the batch time here; section "

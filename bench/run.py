@@ -51,6 +51,8 @@ SECTIONS = {
         lifecycle.outcome_event_costs(plan.outcome_emails))),
     "scheduled": (render.SCHEDULED_SECTION, lambda plan: render.render_scheduled(
         lifecycle.scheduled_costs(plan.scheduled_hours))),
+    "floor": ("## 10. The consumer's own floor", lambda plan: render_floor(
+        floor_run(plan.latency_batches, DELAYS_MS), DELAYS_MS, plan.latency_batches)),
     "recipient-burst": ("## 9b. A burst of", lambda plan: render_recipient_burst(
         recipient_burst_scenario(plan.burst_factor), plan.burst_factor)),
     "sql-outbox": (render.SQL_OUTBOX_SECTION, lambda plan: render.render_sql_outbox(sql_outbox_costs(
