@@ -10,6 +10,8 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
+from .tenant import TENANT_FIELD
+
 # The job's field that names its key, and the partition key of the ledger and the outbox.
 DEDUPE_KEY = "dedupeKey"
 # How long a key is remembered unless the construct's dedupe_ttl says otherwise: a cancelled key stays cancelled
@@ -24,6 +26,7 @@ DEFAULT_EVIDENCE_GRACE_S = 5 * 60
 # The metrics every bundled function writes (Embedded Metric Format) and the construct's alarms read.
 METRIC_NAMESPACE = "sendonce"
 METRIC_DIMENSION = "Pipeline"  # its value is the construct's path
+TENANT_DIMENSION = "Tenant"  # with tenant_metrics, beside Pipeline: the job's tenant (its digest with key_privacy)
 
 
 class Metric:
@@ -99,6 +102,7 @@ class Ledger:
     LEASE_EXPIRES_AT = "leaseExpiresAt"  # epoch ms
     EXPIRES_AT = "expiresAt"  # epoch s, the table's TTL attribute
     PAYLOAD_HASH = "payloadHash"
+    TENANT = TENANT_FIELD  # the job's tenant (its digest with key_privacy), for the outcome events
     ATTEMPTS = "attempts"
     CLAIMED_AT = "claimedAt"  # epoch ms, like every *At below but expiresAt
     SENT_AT = "sentAt"
