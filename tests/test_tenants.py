@@ -12,12 +12,19 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import aws_cdk as cdk
 import boto3
 import pytest
+from aws_cdk.assertions import Template
+from cdk_nag import AwsSolutionsChecks, ServerlessChecks
+from construct_support import ses_statement
 from consumer_harness import FakeClock, FakeContext, event
 from sql_databases import OutboxDatabase
 from test_producer import outbox_records, outbox_tables
 
+from sendonce_constructs import SendOnceConfigurationError, SendOnceEmailQueue
+from sendonce_contract.allowed_recipients import parse_entries
+from sendonce_contract.deploy_config import ConsumerConfig, Env
 from sendonce_contract.key_digest import KeyDigester
 from sendonce_contract.outcome_events import transitions
 from sendonce_contract.schema import Ledger
@@ -173,7 +180,7 @@ def test_under_key_privacy_the_consumer_shows_the_tenant_s_digest_and_sends_its_
     consumer.log = OutcomeLog(log := io.StringIO())
     consumer.handle(as_lambda_records(receive_all(url, 1), url), FakeContext(FakeClock()))
     assert json.loads(log.getvalue())["tenant"] == tenant_digest("acme")
-    [(ses_message_id, tenant_name)] = pipeline.aws.sent_tenants().items()
+    [tenant_name] = pipeline.aws.sent_tenants().values()
     assert tenant_name == "acme"  # SES's tenant has the name; everything else sees the digest
     assert "acme" not in json.dumps(boto3.client("dynamodb").scan(TableName=pipeline.table_name)["Items"])
 
@@ -193,19 +200,13 @@ def test_a_delayed_copy_keeps_the_tenant_s_group_id(pipeline):
 def test_the_dead_letter_and_its_redrive_keep_the_tenant_s_group_id(pipeline, capsys):
     url = queue()
     enqueue(url, receipt(1, to=["nobody@elsewhere.example"]))
-    consumer = pipeline.consumer(FakeClock(), queue_url=url, allowed_recipients=_only("example.org"))
+    consumer = pipeline.consumer(FakeClock(), queue_url=url, allowed_recipients=parse_entries(["example.org"]))
     consumer.handle(as_lambda_records(receive_all(url, 1), url), FakeContext(FakeClock()))
     assert sendonce(["--queue", url, "--dlq", pipeline.dead_letter_queue_url, "--dedupe-ttl", "604800",
                      "dlq", "redrive"]) == 0
     assert "moved 1 messages back to the job queue" in capsys.readouterr().out
     [moved] = receive_all(url, 1)
     assert group_ids([moved]) == ["acme"]
-
-
-def _only(domain: str) -> Any:
-    from sendonce_contract.allowed_recipients import parse_entries
-
-    return parse_entries([domain])
 
 
 # -- the relays -----------------------------------------------------------------------------------------------------
@@ -268,3 +269,38 @@ def test_without_group_ids_or_noisy_tenants_the_order_is_the_order_sent():
     assert fair_order(sent, set(), {}) == sent  # type: ignore[arg-type]
     noisy_a = fair_order(sent, {"a"}, {"a": 3})  # type: ignore[arg-type]
     assert [m.group_id for m in noisy_a] == [None, "b", "b", None, "a", "a"]
+
+
+# -- the construct --------------------------------------------------------------------------------------------------
+
+def test_ses_tenants_grants_the_account_s_tenants_associates_a_tenant_s_resources_and_stays_cdk_nag_clean():
+    stack = cdk.Stack(cdk.App(), "Test")
+    receipts = SendOnceEmailQueue(stack, "Receipts", sender="example.com", template_names=["Receipt"],
+                                  ses_tenants=True, tenant_metrics=True)
+    receipts.add_ses_tenant("acme")
+    template = Template.from_stack(stack)
+    resources = json.dumps(ses_statement(template)["Resource"])
+    assert ":tenant/*" in resources and ":identity/example.com" in resources
+    [tenant] = template.find_resources("AWS::SES::Tenant").values()
+    assert tenant["Properties"]["TenantName"] == "acme"
+    associated = json.dumps(tenant["Properties"]["ResourceAssociations"])
+    assert all(part in associated for part in (":identity/example.com", ":configuration-set/", ":template/Receipt"))
+    assert ":tenant/" not in associated
+    [consumer] = [f for f in template.find_resources("AWS::Lambda::Function").values()
+                  if Env.DLQ_URL in f["Properties"]["Environment"]["Variables"]]
+    config = ConsumerConfig.from_env({k: str(v) for k, v in consumer["Properties"]["Environment"]["Variables"].items()})
+    assert config.ses_tenants and config.tenant_metrics
+    for pack in (AwsSolutionsChecks, ServerlessChecks):
+        report = pack(stack.node.root).validate_scope(stack)
+        assert report.violations == [] and report.success
+
+
+@pytest.mark.parametrize(("props", "name", "error"), [
+    ({}, "acme", "SendOnce.NeedsSesTenants"),
+    ({"ses_tenants": True}, "acme corp", "SendOnce.InvalidTenantName"),
+])
+def test_add_ses_tenant_fails_synth_naming_what_is_wrong(props, name, error):
+    receipts = SendOnceEmailQueue(cdk.Stack(cdk.App(), "Test"), "Receipts", sender="example.com", **props)
+    with pytest.raises(SendOnceConfigurationError) as raised:
+        receipts.add_ses_tenant(name)
+    assert raised.value.id == error and "Test/Receipts" in str(raised.value)

@@ -94,7 +94,8 @@ def fair_order(messages: list[Any], noisy: set[str], in_flight: Counter[str]) ->
     return sorted(messages, key=rank)  # stable: each tenant's own messages keep their order
 
 
-def _fair_order(messages: property) -> property:
+def _fair_order(messages: Any) -> Any:
+    """``Queue.messages`` (a property) in a fair queue's order."""
     visible = messages.fget
     assert visible is not None
 
