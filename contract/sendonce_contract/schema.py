@@ -10,10 +10,10 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
-from .tenant import TENANT_FIELD
-
 # The job's field that names its key, and the partition key of the ledger and the outbox.
 DEDUPE_KEY = "dedupeKey"
+# The job's field that names its tenant (sendonce_contract.tenant), and the ledger's attribute that keeps it.
+TENANT_FIELD = "tenant"
 # How long a key is remembered unless the construct's dedupe_ttl says otherwise: a cancelled key stays cancelled
 # at least this long.
 DEFAULT_DEDUPE_TTL_S = 7 * 86_400

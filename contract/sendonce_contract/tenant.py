@@ -21,7 +21,10 @@ import json
 import re
 from collections.abc import Callable
 
-TENANT_FIELD = "tenant"
+from .schema import TENANT_FIELD
+
+__all__ = ["TENANT_FIELD", "InvalidTenant", "check_tenant", "tenant_group_id", "tenant_label"]
+
 MAX_TENANT_CHARS = 64
 # SES's rule for a tenant name (CreateTenant, AWS::SES::Tenant): also within SQS's rule for a MessageGroupId.
 TENANT_NAME = re.compile(rf"^[A-Za-z0-9_-]{{1,{MAX_TENANT_CHARS}}}$")
