@@ -9,6 +9,7 @@ import io
 import json
 import sqlite3
 import time
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,6 +20,8 @@ from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 from construct_support import ses_statement
 from consumer_harness import FakeClock, FakeContext, event
+from hypothesis import given
+from hypothesis import strategies as st
 from sql_databases import OutboxDatabase
 from test_producer import outbox_records, outbox_tables
 
@@ -260,17 +263,6 @@ def test_a_flooding_tenant_does_not_hold_a_quiet_tenant_s_jobs_behind_its_flood(
     assert [i for i, group in enumerate(order) if group == "quiet"] == [10, 11, 12, 13, 14]
 
 
-def test_without_group_ids_or_noisy_tenants_the_order_is_the_order_sent():
-    class Message:
-        def __init__(self, group_id: str | None) -> None:
-            self.group_id = group_id
-
-    sent = [Message(g) for g in ("a", None, "b", "a", "b", None)]
-    assert fair_order(sent, set(), {}) == sent  # type: ignore[arg-type]
-    noisy_a = fair_order(sent, {"a"}, {"a": 3})  # type: ignore[arg-type]
-    assert [m.group_id for m in noisy_a] == [None, "b", "b", None, "a", "a"]
-
-
 # -- the construct --------------------------------------------------------------------------------------------------
 
 def test_ses_tenants_grants_the_account_s_tenants_associates_a_tenant_s_resources_and_stays_cdk_nag_clean():
@@ -304,3 +296,26 @@ def test_add_ses_tenant_fails_synth_naming_what_is_wrong(props, name, error):
     with pytest.raises(SendOnceConfigurationError) as raised:
         receipts.add_ses_tenant(name)
     assert raised.value.id == error and "Test/Receipts" in str(raised.value)
+
+
+class _Sent:
+    def __init__(self, number: int, group_id: str | None) -> None:
+        self.number = number
+        self.group_id = group_id
+
+
+@given(groups=st.lists(st.sampled_from(["a", "b", "c", None]), max_size=40),
+       noisy=st.sets(st.sampled_from(["a", "b", "c"])),
+       in_flight=st.dictionaries(st.sampled_from(["a", "b", "c"]), st.integers(0, 50)))
+def test_a_fair_order_hands_quiet_tenants_out_first_and_keeps_each_tenant_s_own_order(groups, noisy, in_flight):
+    sent = [_Sent(n, group) for n, group in enumerate(groups)]
+    counts = Counter(in_flight)
+    order = fair_order(sent, noisy, counts)
+    assert sorted(m.number for m in order) == list(range(len(sent)))  # nothing dropped, nothing doubled
+    quiet = [m.group_id is None or m.group_id not in noisy for m in order]
+    assert quiet == sorted(quiet, reverse=True)  # every quiet tenant's message before any noisy one's
+    for group in {*groups}:
+        own = [m.number for m in order if m.group_id == group]
+        assert own == sorted(own)  # within a tenant, the order they were sent
+    noisy_counts = [counts[m.group_id] for m in order if m.group_id in noisy]
+    assert noisy_counts == sorted(noisy_counts)  # among noisy tenants, fewest in flight first
