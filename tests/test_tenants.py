@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import sqlite3
 import time
 from collections import Counter
@@ -319,3 +320,15 @@ def test_a_fair_order_hands_quiet_tenants_out_first_and_keeps_each_tenant_s_own_
         assert own == sorted(own)  # within a tenant, the order they were sent
     noisy_counts = [counts[m.group_id] for m in order if m.group_id in noisy]
     assert noisy_counts == sorted(noisy_counts)  # among noisy tenants, fewest in flight first
+
+
+def test_under_key_privacy_a_tenant_name_in_clear_on_the_queue_is_reported_without_the_name(pipeline, secret_arn,
+                                                                                             caplog):
+    url = queue()
+    enqueue(url, receipt(1))  # the producer was not given the key secret
+    consumer = pipeline.consumer(FakeClock(), queue_url=url, key_secret_id=secret_arn)
+    caplog.set_level(logging.WARNING, logger="sendonce")
+    consumer.handle(as_lambda_records(receive_all(url, 1), url), FakeContext(FakeClock()))
+    [warning] = [r.getMessage() for r in caplog.records if "MessageGroupId" in r.getMessage()]
+    assert "key_secret_arn" in warning and "acme" not in warning
+    assert pipeline.emails_for("order-1:receipt") == 1  # sent all the same

@@ -66,6 +66,11 @@ class RecordProcessor:
         if not isinstance(job, ParsedJob):
             return job
         tenant = self.parse.tenant(job)
+        if tenant != job.tenant and record.message_group_id == job.tenant and not self._settings.fifo:
+            # key_privacy, yet the producer put the name itself in the queue's metadata: say so (never the name).
+            LOGGER.warning("message %s carries its tenant's name as its MessageGroupId: give its producer or relay "
+                           "the pipeline's key secret (key_secret_arn), so the group id is the tenant's digest",
+                           record.message_id)
         verdict = self._run_checks(Delivery(record, job, deadline))
         return verdict if tenant is None else _with_tenant(verdict, tenant)
 
