@@ -12,12 +12,14 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_ses as ses
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget
 from sendonce_contract.schema import Ledger as LedgerSchema
 from sendonce_contract.stack_names import ChildId, OutputId, OutputPart, output_description
+from sendonce_contract.tenant import InvalidTenant, check_tenant
 
 from . import rules, ses_permissions
 from .acknowledgements import acknowledge
@@ -132,6 +134,15 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         Secrets Manager (``key_secret``): the ledger, SES's tags and events, logs and the DLQ's attributes never
         carry its text. Switching an existing pipeline forgets every key it recorded (see the personal data page).
         Default: False.
+    :param ses_tenants: send a job's ``tenant`` as SES's ``TenantName`` (SES tenants keep each tenant's reputation
+        and sending status apart). Each tenant must exist in SES with the pipeline's identity, configuration set and
+        templates associated with it (``add_ses_tenant``, or SES's ``CreateTenant`` and
+        ``CreateTenantResourceAssociation`` when a customer signs up): SES refuses a send naming a tenant any of
+        them is not associated with. Default: False.
+    :param tenant_metrics: also write the consumer's metrics with a ``Tenant`` dimension beside ``Pipeline``. Each
+        tenant's value is a new set of custom metrics CloudWatch bills for (about 25 per tenant): a platform of
+        1,000 tenants pays for 25,000 metrics. The log lines carry the tenant either way, for Logs Insights at no
+        metric cost. Default: False.
     :param allowed_recipients: the only addresses and domains this pipeline may send to (``SES_MAILBOX_SIMULATOR``
         for SES's simulator): a job naming any other recipient goes to the DLQ (``recipient-not-allowed``), unsent.
         For staging stages. Default: none (every recipient).
@@ -148,6 +159,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         resolved = resolve_props(props, self.node.path)
         self._warn(resolved)
         self.delivery = resolved.delivery
+        self._ses_tenants = resolved.ses_tenants
         self.fifo = resolved.fifo
         self.encryption_key = resolved.encryption_key
         self.pipeline_name = self.node.path
@@ -163,7 +175,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         consumer = self._build_consumer(resolved, queues, ledger, evidence, function_options)
         self.function, self.role, self.log_group = consumer.function, consumer.role, consumer.log_group
         self.event_source = consumer.event_source
-        self.outbox = self._build_outbox(resolved, queues, function_options)
+        self.outbox = self._build_outbox(resolved, queues, function_options, ledger)
         self._build_outputs(resolved, queues, ledger, self.outbox)
         monitoring = self._build_monitoring(resolved, evidence, function_options)
         self.quota_watch, self.alarms, self.dashboard = monitoring.quota_watch, monitoring.alarms, monitoring.dashboard
@@ -295,11 +307,13 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         return Consumer(function=function, role=consumer.role, log_group=consumer.log_group,
                         event_source=event_source)
 
-    def _build_outbox(self, props: PipelineProps, queues: Queues, function_options: FunctionOptions) -> Outbox | None:
+    def _build_outbox(self, props: PipelineProps, queues: Queues, function_options: FunctionOptions,
+                      ledger: Ledger) -> Outbox | None:
         if not props.outbox:
             return None
         return Outbox(self, "Outbox", queue=queues.queue, fifo=props.fifo, function_options=function_options,
-                      encryption_key=props.encryption_key, removal_policy=props.removal_policy)
+                      encryption_key=props.encryption_key, removal_policy=props.removal_policy,
+                      key_secret=ledger.key_secret)
 
     def _build_monitoring(self, props: PipelineProps, evidence: Evidence,
                           function_options: FunctionOptions) -> Monitoring:
@@ -372,6 +386,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             evidence_grace_ms=int(props.evidence_grace_period.to_milliseconds())
             if ses_events and props.evidence_grace_period is not None else 0,
             pipeline_tag=self.node.addr,
+            ses_tenants=props.ses_tenants,
+            tenant_metrics=props.tenant_metrics,
         ).to_env()
 
     def _grant_ses(self, props: PipelineProps, function: lambda_.IFunction, configuration_set_name: str | None) -> None:
@@ -388,6 +404,13 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         resources += [
             stack.format_arn(service="ses", resource="template", resource_name=name) for name in props.template_names
         ]
+        self._tenant_resources = tuple(resources)  # what each SES tenant must have associated (add_ses_tenant)
+        if props.ses_tenants:  # jobs name their tenants at run time: any tenant of this account and region
+            resources.append(ses_permissions.any_tenant_arn(stack))
+            acknowledge(function.role or function, "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ses:<AWS::Region>:"
+                        "<AWS::AccountId>:tenant/*]",
+                        "ses_tenants: each job names its tenant at run time; SES's tenant ARNs end in an id SES "
+                        "assigns, so no tenant can be named at synth. Only this account's tenants in this region.")
         sender_name = props.sender_name if isinstance(props.sender_name, str) else None
         patterns = ses_permissions.from_address_patterns(sender_name, props.from_addresses)
         function.add_to_role_policy(ses_permissions.send_statement(resources, patterns, props.allow_raw_messages))
@@ -444,5 +467,32 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         return grant.combine(self.table.encryption_key.grant_encrypt_decrypt(grantee))
 
     def grant_enqueue(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let ``grantee`` (a producer) send jobs to the queue, including the KMS use a customer key needs."""
-        return self.queue.grant_send_messages(grantee)
+        """Let ``grantee`` (a producer) send jobs to the queue, including the KMS use a customer key needs, and with
+        ``key_privacy`` read the key secret (a job's ``tenant`` travels as its digest)."""
+        return self._grant_key_secret(self.queue.grant_send_messages(grantee), grantee)
+
+    def add_ses_tenant(self, tenant_name: str) -> ses.CfnTenant:
+        """An SES tenant (``AWS::SES::Tenant``) with everything this pipeline sends with associated: the sender
+        identity, the configuration set and the templates of ``template_names``. SES sends a job whose ``tenant``
+        is ``tenant_name`` (with ``ses_tenants``) only when all of them are associated with it. For tenants that
+        come and go with customers, call SES's ``CreateTenant`` and ``CreateTenantResourceAssociation`` with
+        ``ses_tenant_resources`` instead."""
+        if not self._ses_tenants:
+            raise SendOnceConfigurationError("add_ses_tenant needs ses_tenants=True on the SendOnceEmailQueue: "
+                                             "without it no send names a tenant", f"{ID_PREFIX}NeedsSesTenants",
+                                             self.node.path)
+        try:
+            check_tenant(tenant_name)
+        except InvalidTenant as error:
+            raise SendOnceConfigurationError(f"add_ses_tenant: {error}; pick a name SES and SQS both take",
+                                             f"{ID_PREFIX}InvalidTenantName", self.node.path) from None
+        return ses.CfnTenant(
+            self, f"SesTenant{tenant_name}", tenant_name=tenant_name,
+            resource_associations=[ses.CfnTenant.ResourceAssociationProperty(resource_arn=arn)
+                                   for arn in self._tenant_resources])
+
+    @property
+    def ses_tenant_resources(self) -> tuple[str, ...]:
+        """The ARNs every SES tenant this pipeline sends for must have associated (CreateTenantResourceAssociation):
+        the sender identity, the configuration set and the granted templates."""
+        return self._tenant_resources

@@ -472,6 +472,32 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             "and events, logs, metrics and the DLQ's attributes carry no key text; see the personal "
             "data page for why it is off by default",
         )]
+    ses_tenants: Annotated[
+        bool, Prop(
+            default=False,
+            default_doc="False",
+            doc="send a job's ``tenant`` as SES's ``TenantName`` (SES tenants keep each tenant's reputation "
+            "and sending status apart). Each tenant must exist in SES with the pipeline's identity, "
+            "configuration set and templates associated with it (``add_ses_tenant``, or SES's "
+            "``CreateTenant`` and ``CreateTenantResourceAssociation`` when a customer signs up): SES refuses "
+            "a send naming a tenant any of them is not associated with.",
+            rule="a job's `tenant` is also SendEmail's `TenantName`; the grant covers the account's tenants; "
+            "every tenant needs the sender identity, the configuration set and the templates associated "
+            "with it in SES (`add_ses_tenant(name)`, or CreateTenantResourceAssociation), else SES refuses "
+            "the send and the job goes to the DLQ with "
+            f"`{ReasonCode.SES_REFUSED.value}`",
+        )]
+    tenant_metrics: Annotated[
+        bool, Prop(
+            default=False,
+            default_doc="False",
+            doc="also write the consumer's metrics with a ``Tenant`` dimension beside ``Pipeline``. Each "
+            "tenant's value is a new set of custom metrics CloudWatch bills for (about 25 per tenant): "
+            "a platform of 1,000 tenants pays for 25,000 metrics. The log lines carry the tenant either "
+            "way, for Logs Insights at no metric cost.",
+            rule="the consumer's metrics also per `Tenant` (its digest with `key_privacy`): each tenant "
+            "seen is a set of custom metrics billed monthly; the log lines carry `tenant` without it",
+        )]
     allowed_recipients: Annotated[
         Sequence[str] | None, Prop(
             default=None,

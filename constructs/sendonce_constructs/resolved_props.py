@@ -82,6 +82,8 @@ class PipelineProps:
     suppression_reasons: ses.SuppressionReasons | None
     disable_suppression_list: bool
     key_privacy: bool
+    ses_tenants: bool
+    tenant_metrics: bool
     allowed_recipients: AllowedRecipients | None
     quota_watch: bool
     quota_alarm_threshold: float

@@ -38,14 +38,17 @@ class RelayConfig(NamedTuple):
 
     queue_url: str
     fifo: bool = False
+    key_secret_id: str | None = None  # key_privacy: a job's tenant travels as its digest under this secret
 
     def to_env(self) -> dict[str, str]:
-        return {Env.QUEUE_URL: self.queue_url, Env.FIFO: flag(self.fifo)}
+        env = {Env.QUEUE_URL: self.queue_url, Env.FIFO: flag(self.fifo)}
+        put(env, Env.KEY_SECRET_ARN, self.key_secret_id)
+        return env
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Self:
         require(env, Env.QUEUE_URL)
-        return cls(env[Env.QUEUE_URL], read_flag(env, Env.FIFO))
+        return cls(env[Env.QUEUE_URL], read_flag(env, Env.FIFO), env.get(Env.KEY_SECRET_ARN) or None)
 
 
 class PublisherConfig(NamedTuple):

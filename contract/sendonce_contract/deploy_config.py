@@ -50,6 +50,8 @@ class Env:
     EVIDENCE_GRACE_MS = "SENDONCE_EVIDENCE_GRACE_MS"
     EVIDENCE_DLQ_URL = "SENDONCE_EVIDENCE_DLQ_URL"  # the recorder's dead-letter queue
     ATTACHMENTS_BUCKET = "SENDONCE_ATTACHMENTS_BUCKET"  # the only bucket a job's attachments may be read from
+    SES_TENANTS = "SENDONCE_SES_TENANTS"  # a job's tenant is also SendEmail's TenantName
+    TENANT_METRICS = "SENDONCE_TENANT_METRICS"  # the consumer's metrics also by Tenant
 
 
 # The most calls besides the send one record makes in a row: claim, release after a refusal, dead-letter send.
@@ -157,6 +159,8 @@ class ConsumerConfig(NamedTuple):
     key_secret_id: str | None = None  # key_privacy: the secret whose HMAC of each key stands for it
     allowed_recipients: "AllowedRecipients | None" = None  # a stage's only recipients; None allows all
     attachments_bucket: str | None = None  # the claim-check bucket; None: attachments are inline only
+    ses_tenants: bool = False  # a job's tenant is sent as SendEmail's TenantName (SES tenants)
+    tenant_metrics: bool = False  # the consumer's metrics are also written per tenant (a dimension value each)
 
     @property
     def budget(self) -> TimeBudget:
@@ -176,6 +180,10 @@ class ConsumerConfig(NamedTuple):
         put(env, Env.CONFIGURATION_SET, self.configuration_set)
         put(env, Env.KEY_SECRET_ARN, self.key_secret_id)
         put(env, Env.ATTACHMENTS_BUCKET, self.attachments_bucket)
+        if self.ses_tenants:
+            env[Env.SES_TENANTS] = flag(True)
+        if self.tenant_metrics:
+            env[Env.TENANT_METRICS] = flag(True)
         if self.allowed_recipients is not None:
             env[Env.ALLOWED_RECIPIENTS] = self.allowed_recipients.to_env()
         if self.time_budget is not None:
@@ -217,6 +225,8 @@ class ConsumerConfig(NamedTuple):
             key_secret_id=env.get(Env.KEY_SECRET_ARN) or None,
             allowed_recipients=_allowed_recipients(env),
             attachments_bucket=env.get(Env.ATTACHMENTS_BUCKET) or None,
+            ses_tenants=read_flag(env, Env.SES_TENANTS),
+            tenant_metrics=read_flag(env, Env.TENANT_METRICS),
         )
 
     @staticmethod

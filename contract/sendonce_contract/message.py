@@ -16,19 +16,20 @@ from .address import InvalidAddress, Mailbox, find_control_character, parse_mail
 from .delivery import DeliveryPolicy
 from .key_tags import DEDUPE_KEY_TAG, KEY_CHUNK_TAG, MAX_JOB_TAGS, PIPELINE_TAG
 from .schema import DEDUPE_KEY
+from .tenant import TENANT_FIELD, InvalidTenant, check_tenant
 
 # The job contract's version this parser knows. A job names the lowest version that can carry it in ``VERSION_FIELD``
 # (absent means 1, the contract of every release before the field existed): a consumer meeting a newer one puts the
 # job back until it is upgraded, instead of dead-lettering fields it does not know yet.
-CONTRACT_VERSION = 2
+CONTRACT_VERSION = 3
 VERSION_FIELD = "contractVersion"
 # The version that brought each field after the first: a job using one names at least that version.
-FIELD_VERSIONS = {"sendAt": 2}
+FIELD_VERSIONS = {"sendAt": 2, TENANT_FIELD: 3}
 MAX_KEY_BYTES = 1024
 MAX_RECIPIENTS = 50
 FIELDS = frozenset(
     {DEDUPE_KEY, "from", "to", "cc", "bcc", "replyTo", "subject", "html", "text", "template", "raw",
-     "configurationSet", "tags", "delivery", "sendAt", VERSION_FIELD}
+     "configurationSet", "tags", "delivery", "sendAt", VERSION_FIELD, TENANT_FIELD}
 )
 # Fields that say how or when to send, or in which contract version, not what: a copy of a job differing only in
 # these is the same email (one written with ``contractVersion: 1`` and one without it, too).
@@ -92,6 +93,8 @@ class ParsedJob(NamedTuple):
     tags: tuple[tuple[str, str], ...] = ()
     delivery: DeliveryPolicy | None = None
     send_at_ms: int | None = None  # not to be claimed before this time (epoch ms)
+    # The customer it is sent for (sendonce_contract.tenant): content, since SES sends it as that tenant.
+    tenant: str | None = None
 
 
 def parse_job(body: str, sqs_message_id: str) -> ParsedJob:
@@ -210,8 +213,18 @@ def _parse_fields(document: dict[str, Any], key: str, digest: str) -> ParsedJob:
         tags=_tags(document.get("tags")),
         delivery=policy,
         send_at_ms=_send_at(document.get("sendAt")),
+        tenant=_tenant(document.get(TENANT_FIELD)),
         payload_hash=digest,
     )
+
+
+def _tenant(value: object) -> str | None:
+    if value is None:
+        return None
+    try:
+        return check_tenant(value)
+    except InvalidTenant as error:
+        raise InvalidMessage(str(error)) from None
 
 
 def _send_at(value: object) -> int | None:

@@ -11,6 +11,8 @@ import enum
 
 # The job's field that names its key, and the partition key of the ledger and the outbox.
 DEDUPE_KEY = "dedupeKey"
+# The job's field that names its tenant (sendonce_contract.tenant), and the ledger's attribute that keeps it.
+TENANT_FIELD = "tenant"
 # How long a key is remembered unless the construct's dedupe_ttl says otherwise: a cancelled key stays cancelled
 # at least this long.
 DEFAULT_DEDUPE_TTL_S = 7 * 86_400
@@ -23,6 +25,7 @@ DEFAULT_EVIDENCE_GRACE_S = 5 * 60
 # The metrics every bundled function writes (Embedded Metric Format) and the construct's alarms read.
 METRIC_NAMESPACE = "sendonce"
 METRIC_DIMENSION = "Pipeline"  # its value is the construct's path
+TENANT_DIMENSION = "Tenant"  # with tenant_metrics, beside Pipeline: the job's tenant (its digest with key_privacy)
 
 
 class Metric:
@@ -98,6 +101,7 @@ class Ledger:
     LEASE_EXPIRES_AT = "leaseExpiresAt"  # epoch ms
     EXPIRES_AT = "expiresAt"  # epoch s, the table's TTL attribute
     PAYLOAD_HASH = "payloadHash"
+    TENANT = TENANT_FIELD  # the job's tenant (its digest with key_privacy), for the outcome events
     ATTEMPTS = "attempts"
     CLAIMED_AT = "claimedAt"  # epoch ms, like every *At below but expiresAt
     SENT_AT = "sentAt"

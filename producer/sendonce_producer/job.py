@@ -10,6 +10,7 @@ from typing import Any
 
 from sendonce_contract.message import VERSION_FIELD, InvalidMessage, lowest_version, parse_job
 from sendonce_contract.schema import DEDUPE_KEY
+from sendonce_contract.tenant import TENANT_FIELD
 
 
 class InvalidJob(ValueError):
@@ -37,6 +38,7 @@ class EmailJob:
     tags: Mapping[str, str] = field(default_factory=dict)
     delivery: str | None = None
     send_at: datetime | None = None  # not sent before this time (timezone-aware), at most dedupe_ttl ahead
+    tenant: str | None = None  # the customer it is sent for: the queue's MessageGroupId, SES's TenantName
 
     def __post_init__(self) -> None:
         for name in ("to", "cc", "bcc", "reply_to"):
@@ -53,7 +55,7 @@ class EmailJob:
             "cc": list(self.cc), "bcc": list(self.bcc), "replyTo": list(self.reply_to), "subject": self.subject,
             "html": self.html, "text": self.text, "raw": self.raw, "configurationSet": self.configuration_set,
             "tags": dict(self.tags), "delivery": self.delivery,
-            "sendAt": None if self.send_at is None else self.send_at.isoformat(),
+            "sendAt": None if self.send_at is None else self.send_at.isoformat(), TENANT_FIELD: self.tenant,
         }
         document.update({k: v for k, v in optional.items() if v not in (None, [], {})})
         if self.template is not None:

@@ -8,11 +8,13 @@ from typing import Any
 
 from sendonce_contract.record import EmailRecord
 from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S
+from sendonce_contract.tenant import tenant_label
 
 from .cancel import Cancellation, cancel
 from .enqueue import EnqueueFailure, enqueue, enqueue_many
 from .job import EmailJob
 from .outbox import outbox_put
+from .private_keys import digester
 from .status import status
 
 
@@ -32,10 +34,17 @@ class Pipeline:
     dynamodb: Any | None = None
 
     def enqueue(self, job: EmailJob, *, group_id: str | None = None) -> str:
-        return enqueue(self.queue_url, job, group_id=group_id, sqs=self.sqs)
+        return enqueue(self.queue_url, job, group_id=group_id, sqs=self.sqs, key_secret_arn=self.key_secret_arn)
 
     def enqueue_many(self, jobs: Sequence[EmailJob]) -> list[EnqueueFailure]:
-        return enqueue_many(self.queue_url, jobs, sqs=self.sqs)
+        return enqueue_many(self.queue_url, jobs, sqs=self.sqs, key_secret_arn=self.key_secret_arn)
+
+    def tenant_label(self, tenant: str) -> str:
+        """How ``tenant`` appears in the queue's group ids, logs, outcome events and metrics: itself, or with
+        ``key_privacy`` its digest (to find one tenant's events)."""
+        label = tenant_label(tenant, digester(self.key_secret_arn))
+        assert label is not None
+        return label
 
     def status(self, key: str) -> EmailRecord | None:
         return status(self.table_name, key, key_secret_arn=self.key_secret_arn, dynamodb=self.dynamodb)

@@ -78,6 +78,10 @@ class ParseJob:
     def key(self, dedupe_key: str) -> str:
         return dedupe_key
 
+    def tenant(self, job: ParsedJob) -> str | None:
+        """The job's tenant as the logs, the ledger and the events show it."""
+        return job.tenant
+
     def invalid(self, body: str, error: InvalidMessage) -> tuple[str | None, str]:
         """The DLQ's key attribute and reason for a body that broke the contract."""
         return error.dedupe_key, error.reason

@@ -38,7 +38,7 @@ class Consumer:
     ) -> None:
         self.settings = settings
         self.processor = processor
-        self.log = log or OutcomeLog(pipeline=settings.pipeline_name)
+        self.log = log or OutcomeLog(pipeline=settings.pipeline_name, by_tenant=settings.tenant_metrics)
         self.redelivery = redelivery
         self.dead_letter_events = dead_letter_events
 
@@ -69,7 +69,7 @@ class Consumer:
         processor = RecordProcessor(
             settings,
             ledger,
-            SesSender(ses, settings.configuration_set, settings.pipeline_tag),
+            SesSender(ses, settings.configuration_set, settings.pipeline_tag, settings.ses_tenants),
             dead_letters,
             clock,
             _parse(settings, secrets),

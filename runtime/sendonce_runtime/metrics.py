@@ -1,7 +1,9 @@
 """CloudWatch metrics in Embedded Metric Format: fields of the record's log line, so no API call is made.
 
 Namespace ``sendonce``, one dimension ``Pipeline`` (set by the construct). Each record counts once in
-``Records`` and once in the metric of its outcome; ``RecordLatency`` is its handling time in milliseconds.
+``Records`` and once in the metric of its outcome; ``RecordLatency`` is its handling time in milliseconds. With
+``tenant_metrics`` a record of a tenant's job is also counted under ``Pipeline`` and ``Tenant``: one more set of
+metrics per tenant, each a custom metric CloudWatch bills for.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Any
 
 from sendonce_contract.schema import METRIC_DIMENSION as DIMENSION
 from sendonce_contract.schema import METRIC_NAMESPACE as NAMESPACE
-from sendonce_contract.schema import Metric
+from sendonce_contract.schema import TENANT_DIMENSION, Metric
 
 from .outcome import MEANINGS, RecordResult
 
@@ -20,11 +22,17 @@ ALL_COUNTS = (Metric.RECORDS, Metric.KEY_CONFLICTS,
               *sorted({name for meaning in MEANINGS.values() for name in meaning.metrics}))
 
 
-def emf_fields(result: RecordResult, pipeline: str, latency_ms: float, timestamp_ms: int) -> dict[str, Any]:
+def emf_fields(result: RecordResult, pipeline: str, latency_ms: float, timestamp_ms: int,
+               by_tenant: bool = False) -> dict[str, Any]:
     counts = [Metric.RECORDS, *result.outcome.meaning.metrics]
     if result.key_conflict:
         counts.append(Metric.KEY_CONFLICTS)
-    return emf_document(pipeline, counts, {Metric.RECORD_LATENCY: round(latency_ms, 3)}, timestamp_ms)
+    fields = emf_document(pipeline, counts, {Metric.RECORD_LATENCY: round(latency_ms, 3)}, timestamp_ms)
+    if by_tenant and result.tenant is not None:
+        # The same values also per tenant: a second dimension set in the one document costs no second line.
+        fields["_aws"]["CloudWatchMetrics"][0]["Dimensions"].append([DIMENSION, TENANT_DIMENSION])
+        fields[TENANT_DIMENSION] = result.tenant
+    return fields
 
 
 def emf_document(

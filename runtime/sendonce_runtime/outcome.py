@@ -212,6 +212,7 @@ class RecordResult(NamedTuple):
     reason: str | None = None
     key_conflict: bool = False
     postponed_s: int | None = None  # a delayed copy of the job comes back after this long; this one is done
+    tenant: str | None = None  # the job's tenant as logs and events show it (its digest with key_privacy)
 
     @property
     def redeliver(self) -> bool:

@@ -195,8 +195,11 @@ class Redelivery:
                 DeadLetter.UNRECORDED_SEND: " ".join(unrecorded_send or ())}
         attributes.update({name: {"DataType": "Number" if name == DeadLetter.POSTPONEMENTS else "String",
                                   "StringValue": value} for name, value in ours.items() if value})
-        return self._call(self._client.send_message, QueueUrl=self._queue_url, MessageBody=record.body,
-                          DelaySeconds=min(delay_s, SQS_MAX_DELAY_S), MessageAttributes=attributes)
+        request: dict[str, Any] = {"QueueUrl": self._queue_url, "MessageBody": record.body,
+                                   "DelaySeconds": min(delay_s, SQS_MAX_DELAY_S), "MessageAttributes": attributes}
+        if record.message_group_id:  # a standard queue's tenant (SQS fair queues): the copy stays the tenant's
+            request["MessageGroupId"] = record.message_group_id
+        return self._call(self._client.send_message, **request)
 
     def _change_visibility(self, record: SqsRecord, seconds: int) -> Answer:
         # A failure here costs only time: the message comes back after its visibility timeout anyway.

@@ -73,10 +73,11 @@ SendOutcome = Accepted | Refused | Ambiguous
 
 
 def build_request(
-    job: ParsedJob, default_configuration_set: str | None, pipeline_tag: str | None = None
+    job: ParsedJob, default_configuration_set: str | None, pipeline_tag: str | None = None, tenants: bool = False
 ) -> dict[str, Any]:
     """The SendEmail request, built from the parsed job only: addresses as SES must receive them (ASCII, punycode
-    domains, RFC 2047 display names), never the producer's original strings."""
+    domains, RFC 2047 display names), never the producer's original strings. With ``tenants`` (``ses_tenants``)
+    a job's tenant is the request's ``TenantName``: SES then sends it as that tenant, keeping its reputation apart."""
     destination = {"ToAddresses": [m.for_ses for m in job.to]}
     if job.cc:
         destination["CcAddresses"] = [m.for_ses for m in job.cc]
@@ -93,6 +94,8 @@ def build_request(
     configuration_set = job.configuration_set or default_configuration_set
     if configuration_set:
         request["ConfigurationSetName"] = configuration_set
+    if tenants and job.tenant is not None:
+        request["TenantName"] = job.tenant
     return request
 
 
@@ -118,15 +121,17 @@ def _content(job: ParsedJob) -> dict[str, Any]:
 
 class SesSender:
     def __init__(
-        self, client: Any, default_configuration_set: str | None = None, pipeline_tag: str | None = None
+        self, client: Any, default_configuration_set: str | None = None, pipeline_tag: str | None = None,
+        tenants: bool = False,
     ) -> None:
         self._client = client
         self._default_configuration_set = default_configuration_set
         self._pipeline_tag = pipeline_tag
+        self._tenants = tenants
 
     def send(self, job: ParsedJob) -> SendOutcome:
         try:
-            request = build_request(job, self._default_configuration_set, self._pipeline_tag)
+            request = build_request(job, self._default_configuration_set, self._pipeline_tag, self._tenants)
             response = self._client.send_email(**request)
         except ClientError as error:
             return classify_client_error(error)

@@ -1,8 +1,8 @@
 """Every patch the emulator puts on moto (5.2), in the order it installs them: what each patches, and why.
 
 This is the one place that says why each exists; the modules that hold them say how. Each ``install`` is idempotent
-(:func:`.wrap.wrap_once`): several emulators started in one process patch moto once. Two patches wrap one method
-(SESv2 SendEmail): the last installed runs first, so SES's sending rate refuses a send before SES's log records it.
+(:func:`.wrap.wrap_once`): several emulators started in one process patch moto once. Three patches wrap one method
+(SESv2 SendEmail): the last installed runs first, so SES's sending rate refuses a send before SES's logs record it.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from .service_patches import (
 )
 from .ses_limits import limit_ses_sends
 from .ses_publisher import record_ses_sends
+from .ses_tenants import record_ses_tenants
+from .sqs_fair_queues import play_sqs_fair_queues
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,11 @@ PATCHES = (
           "attribute of a queue to check one message's retention, so a receive from n messages costs O(n^2): a few "
           "hundred waiting jobs slowed each call past the consumer's timeouts. Same answers, linear time",
           make_sqs_linear),
+    Patch("SQS Queue.messages (the order a receive takes them in) and SQSBackend.receive_message (remembered)",
+          "moto hands out a standard queue's messages in the order they were sent, so one tenant's flood holds "
+          "every other tenant's behind it; SQS's fair queues hand quiet tenants' messages out first (played "
+          "approximately, see .sqs_fair_queues)",
+          play_sqs_fair_queues),
     Patch("CloudFormationBackend change sets, outputs, parameters, rollback, FIFO queue names, alarms",
           "moto's CloudFormation cannot take `cdk deploy` twice on one emulator (see .cloudformation)",
           make_cloudformation_redeployable),
@@ -59,6 +66,10 @@ PATCHES = (
           "moto's SES keeps neither and publishes no events: the local publisher (.ses_publisher) plays SES's "
           "event publishing from this log",
           record_ses_sends),
+    Patch("SESV2Response.send_email (the TenantName of each accepted send, kept)",
+          "moto's SES takes a TenantName and keeps nothing of it (nor has it tenants to check it against): the "
+          "log says which tenant each send named",
+          record_ses_tenants),
     Patch("SESV2Response.send_email (a token bucket in front of it, off until a scenario sets a rate)",
           "moto's SES has no sending rate: a load scenario gives it one, refusing the excess with SES's own "
           "throttling error",

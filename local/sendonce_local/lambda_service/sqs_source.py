@@ -4,6 +4,11 @@ Pollers long-poll the queue and hand each batch to a Lambda instance (a worker p
 returns decides what is deleted: with ReportBatchItemFailures, everything but the listed failures; a function
 error, a crash or a timeout deletes nothing, so the batch comes back after the visibility timeout. The queue's
 own redrive policy moves a message to its DLQ once it has been received maxReceiveCount times.
+
+Tenants: on AWS, a fair queue's order is SQS's, not the event source mapping's (Lambda receives what SQS hands
+out). So the emulator's SQS plays it (``emulator.sqs_fair_queues``: quiet tenants' messages first while a tenant is
+noisy), and these pollers receive as Lambda does, with no receive-more-and-put-back of their own that would spend
+SQS requests Lambda never makes. A record keeps its ``MessageGroupId`` in ``attributes``, as Lambda's does.
 """
 
 from __future__ import annotations
