@@ -15,8 +15,7 @@ from typing import Any, NamedTuple
 from .address import InvalidAddress, Mailbox, find_control_character, parse_mailbox
 from .delivery import DeliveryPolicy
 from .key_tags import DEDUPE_KEY_TAG, KEY_CHUNK_TAG, MAX_JOB_TAGS, PIPELINE_TAG
-from .schema import DEDUPE_KEY
-from .tenant import TENANT_FIELD, InvalidTenant, check_tenant
+from .schema import DEDUPE_KEY, TENANT_FIELD
 
 # The job contract's version this parser knows. A job names the lowest version that can carry it in ``VERSION_FIELD``
 # (absent means 1, the contract of every release before the field existed): a consumer meeting a newer one puts the
@@ -221,6 +220,9 @@ def _parse_fields(document: dict[str, Any], key: str, digest: str) -> ParsedJob:
 def _tenant(value: object) -> str | None:
     if value is None:
         return None
+    # Imported by a job that names a tenant only: a cold start without tenants never compiles the module.
+    from .tenant import InvalidTenant, check_tenant
+
     try:
         return check_tenant(value)
     except InvalidTenant as error:
