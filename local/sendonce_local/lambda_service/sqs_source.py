@@ -35,6 +35,8 @@ class EventSourceSpec:
 
 @dataclass
 class RunnerStats:
+    receives: int = 0  # ReceiveMessage calls the pollers made
+    empty_receives: int = 0  # of which returned nothing (the pollers' idle cost)
     invocations: int = 0
     records_delivered: int = 0
     records_deleted: int = 0
@@ -210,6 +212,9 @@ class EventSourceRunner:
                 MessageSystemAttributeNames=["All"],
                 MessageAttributeNames=["All"],
             ).get("Messages", [])
+            with self.stats._lock:
+                self.stats.receives += 1
+                self.stats.empty_receives += not messages
             if messages:
                 self._deliver(instance, messages)
 
