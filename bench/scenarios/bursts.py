@@ -79,3 +79,27 @@ def recipient_burst_scenario(factor: int) -> Any:
         return run_recipient_burst(function, source, environment, dlq_url, subjects, RECIPIENT_RATE,
                                    int(factor * RECIPIENT_RATE / RECIPIENTS_PER_JOB), RECIPIENTS_PER_JOB, seed=11,
                                    log=log)
+
+
+PACING_RATE = 5.0  # what the emulator's SES accepts a second in the pacing section
+PACING_TIMEOUTS_S = (3, 5, 30)
+PACING_POLLERS = (2, 5, 20)
+
+
+def pacing_scenario(factor: int, repeats: int, timeouts_s: tuple[int, ...] = PACING_TIMEOUTS_S,
+                    pollers: tuple[int, ...] = PACING_POLLERS) -> dict[tuple[int, int], list[Any]]:
+    """9c. ``factor`` x R jobs at once for each function timeout and number of instances (pollers), the consumer
+    deployed as the construct derives it (batch size from the function timeout and each instance's share), each
+    run with its own in-process emulator: the burst reports of each pair, ``repeats`` of them."""
+    from sendonce_local.demo.scenarios.load import run_burst
+
+    reports: dict[tuple[int, int], list[Any]] = {}
+    for timeout_s in timeouts_s:
+        for count in pollers:
+            for repeat in range(repeats):
+                with _burst_consumer(PACING_RATE, timeout_s, count) as (function, source, environment, dlq_url,
+                                                                        subjects, log):
+                    reports.setdefault((timeout_s, count), []).append(run_burst(
+                        function, source, environment, dlq_url, subjects, PACING_RATE, int(factor * PACING_RATE),
+                        seed=21 + repeat, log=log))
+    return reports

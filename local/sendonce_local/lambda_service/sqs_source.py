@@ -4,6 +4,12 @@ Pollers long-poll the queue and hand each batch to a Lambda instance (a worker p
 returns decides what is deleted: with ReportBatchItemFailures, everything but the listed failures; a function
 error, a crash or a timeout deletes nothing, so the batch comes back after the visibility timeout. The queue's
 own redrive policy moves a message to its DLQ once it has been received maxReceiveCount times.
+
+Where it plays AWS loosely: it starts one poller per instance, max_concurrency of them at once, each waiting for
+its instance's invocation before receiving again; AWS starts five pollers and scales them with the backlog, and
+with a maximum concurrency it does not invoke past it (messages it cannot invoke wait in the queue). Its pollers
+wait 1 s a receive where AWS's long-poll 20 s, so a runner stops within a second: their empty receives are counted
+apart (``RunnerStats.empty_receives``). A batch is what one receive returns (at most 10); no batching window.
 """
 
 from __future__ import annotations

@@ -44,6 +44,7 @@ class BurstReport:
     throttles: int
     invocations: int
     aws_calls: dict[str, int]  # by service, during the burst
+    batch_size: int = 10  # the event source's
     sqs_requests: int = 0  # the pipeline's (PIPELINE_SQS_OPERATIONS), less the pollers' empty receives
     empty_receives: int = 0  # receives that found nothing (a poller's idle cost, whatever is sent)
     subjects: frozenset[str] = field(default=frozenset(), repr=False)  # the burst's emails, to tell them apart
@@ -134,7 +135,7 @@ def run_burst(
         dead_letters=queue_depth(sqs, dead_letter_queue_url) - dead_before, drain_s=run.drain_s,
         sent_rate=(len(run.accepted_at) - 1) / run.span_s if run.span_s else 0.0, throttles=run.throttles,
         invocations=run.runner["invocations"], aws_calls=dict(calls), sqs_requests=pipeline_sqs - empty_receives,
-        empty_receives=empty_receives, subjects=frozenset(workload.subject_to_key),
+        empty_receives=empty_receives, batch_size=source.batch_size, subjects=frozenset(workload.subject_to_key),
         accepted_s=[at - run.started for at in run.accepted_at],
     )
 
