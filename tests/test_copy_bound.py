@@ -10,9 +10,11 @@ original whose acknowledgement was lost is deleted by its copy.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 import pytest
+from botocore.exceptions import ClientError
 from consumer_harness import FakeClock, FakeContext, event, job
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -51,6 +53,7 @@ def test_a_waiting_job_never_has_more_than_two_messages_and_is_sent_once(world, 
     built, _ = consumer(pipeline, slow, jobs, FakeClock())
     built.redelivery.postponement_s = lambda outcome, postponements: 0  # copies visible at once: no waiting
     jobs.enqueue(job(key))
+    unacknowledged = []
     for faults_by_message in rounds:
         records = jobs.receive(wait_s=3)
         for record, faults in zip(records, itertools.cycle(faults_by_message)):
@@ -65,8 +68,16 @@ def test_a_waiting_job_never_has_more_than_two_messages_and_is_sent_once(world, 
             slow.clear()
             if ACK_LOST not in faults:
                 jobs.acknowledge(response, record)
+            else:
+                unacknowledged.append(record)
             assert jobs.depth() <= 2, (faults_by_message, jobs.depth())
-    # The faults end: the job is sent once and nothing is left behind.
+    # The faults end, and the visibility timeouts of the messages left unacknowledged with them (one that was done
+    # and has no copy to delete it comes back to be acknowledged as a duplicate): the job is sent once and nothing
+    # is left behind.
+    for record in unacknowledged:
+        with contextlib.suppress(ClientError):  # deleted by its copy since
+            jobs.sqs.change_message_visibility(QueueUrl=jobs.url, ReceiptHandle=record["receiptHandle"],
+                                               VisibilityTimeout=0)
     for _ in range(6):
         records = jobs.receive(wait_s=3)
         if not records:

@@ -23,7 +23,7 @@ from .outcome import Outcome, RecordResult, Redeliver, Verdict
 
 # An invocation holding back for its instance's next slot ends this long before its deadline at the latest, so
 # it answers in time (as a share of the function timeout, at most a second).
-ANSWER_MARGIN_SHARE = 0.1
+ANSWER_MARGIN_SHARE = 0.05
 MAX_ANSWER_MARGIN_MS = 1000
 
 
@@ -77,12 +77,13 @@ class SendRateLimiter:
             return self._slot(now, tokens) - now
 
     def defer(self, tokens: int = 1) -> float:
-        """Seconds until a job of ``tokens`` recipients that found no send slot now is served: after every slot
-        handed out and the jobs deferred before it. It joins them."""
+        """Seconds until the turn of a job of ``tokens`` recipients that found no send slot now: the first slot
+        after every slot handed out and the jobs deferred before it. It joins them."""
         with self._condition:
             now = self._monotonic()
-            self._deferred_until = max(self._deferred_until, self._slot(now, tokens), now) + tokens / self.rate
-            return self._deferred_until - now
+            turn = max(self._deferred_until, self._slot(now, tokens))
+            self._deferred_until = turn + tokens / self.rate
+            return turn - now
 
     def refund(self, tokens: int = 1) -> None:
         """Give back tokens that were not used for a send (the key turned out to be a duplicate): the slots
@@ -148,9 +149,11 @@ class PaceSends:
                    - (len(results) - 1) / self.limiter.rate)
         margin_ms = min(MAX_ANSWER_MARGIN_MS, deadline.initial_ms * ANSWER_MARGIN_SHARE)
         wait_s = self.limiter.next_slot_in() - max(0.0, reach_s)
-        if wait_s <= 0 or wait_s > (deadline.remaining_ms() - margin_ms) / 1000:
-            # Nothing to wait for, or more than this invocation has: holding would not make the next batch
+        left_s = (deadline.remaining_ms() - margin_ms) / 1000
+        if wait_s <= 0 or wait_s > left_s + deadline.initial_ms / 1000:
+            # Nothing to wait for, or far more than this invocation has: holding would not make the next batch
             # sendable (its jobs wait as delayed copies, each due at its turn).
             return 0.0
+        wait_s = min(wait_s, left_s)  # a near miss: held to the deadline, the next batch misses its slots by less
         self._sleep(wait_s)
         return wait_s
