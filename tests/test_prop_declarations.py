@@ -183,9 +183,12 @@ def test_every_rule_is_registered_and_no_prop_reaches_a_rule_or_a_derivation_but
     assert not _imports(derivations) & holders
 
 
-def test_a_derived_prop_reads_only_props_that_are_not_derived():
+def test_a_derived_prop_reads_only_values_known_before_it():
+    """Props that are not derived, props as given, and derived props declared before it (computed first)."""
     declared = declared_props()
+    order = list(declared)
     derived = {name for name, prop in declared.items() if isinstance(prop.default, Derived)}
     for name in derived:
-        reads = {read.removesuffix(GIVEN) for read in inspect.signature(declared[name].default.compute).parameters}
-        assert not reads & derived, f"{name} reads {reads & derived}"
+        reads = set(inspect.signature(declared[name].default.compute).parameters)
+        later = {read for read in reads if read in derived and order.index(read) >= order.index(name)}
+        assert not later, f"{name} reads {later}, derived after it"

@@ -5,7 +5,8 @@ A derivation's parameters name what it reads, and it is called with exactly thos
 parameter named for a prop gets the prop's value as it will be built (given, or its declared default), one named
 ``<prop>_given`` the value given (None when absent). A derived prop's declaration names its derivation
 (``queue_props``), which runs only when the prop is not given; its return type is the type the prop is built with
-(``resolved_props`` is rendered from it). Derived props read only props that are not derived.
+(``resolved_props`` is rendered from it). Derived props are computed in the order they are declared, and read only
+props that are not derived, props as given, and derived props declared before them.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_ses as ses
 from aws_cdk import aws_sqs as sqs
 
+from sendonce_contract.deploy_config import sends_per_invocation
 from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S, DEFAULT_EVIDENCE_GRACE_S
 from sendonce_contract.sqs_limits import minimum_visibility_timeout_s
 
@@ -59,6 +61,17 @@ def dedupe_ttl(outbox: bool, retention_period: Duration) -> Duration:
         minimum_s = outbox_minimum_dedupe_ttl_s(retention_s)
         return Duration.days(max(DEFAULT_DEDUPE_TTL_S // DAY_S, -(-int(minimum_s) // DAY_S)))
     return Duration.seconds(DEFAULT_DEDUPE_TTL_S)
+
+
+def batch_size(function_timeout: Duration, send_rate: float | None, max_concurrency: int | None,
+               max_send_rate_given: float | None) -> int:
+    """10; with pacing, what one instance can send in one invocation at its share of the rate, at most 10
+    (``sends_per_invocation``): a larger batch is received only for its tail to be put back, again and again."""
+    rate = read(max_send_rate_given) if max_send_rate_given is not None else max_send_rate(send_rate, max_concurrency)
+    timeout_s = read_seconds(function_timeout)
+    if rate is None or not (is_known(rate) and is_known(timeout_s)):
+        return UNBATCHED_MAX_BATCH
+    return min(UNBATCHED_MAX_BATCH, sends_per_invocation(float(rate), timeout_s))
 
 
 def parallelism(batch_size: int) -> int | None:

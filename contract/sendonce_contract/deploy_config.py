@@ -134,6 +134,26 @@ class TimeBudget(NamedTuple):
 DEFAULT_TIME_BUDGET = TimeBudget()
 
 
+# Of the time a record may wait for its send slot, the share pacing plans with: the rest is kept for the record's
+# own calls before it asks for its slot (the copy's delete of its original, parsing).
+PLANNED_WAIT_SHARE = 0.9
+
+
+def planned_wait_s(function_timeout_ms: float, record_budget_ms: int) -> float:
+    """How long a record of an invocation of ``function_timeout_ms`` can be planned to wait for its send slot:
+    what is left once its record budget is kept for the send, less a tenth (docs: sending rate)."""
+    return max(0.0, (function_timeout_ms - record_budget_ms) / 1000 * PLANNED_WAIT_SHARE)
+
+
+def sends_per_invocation(rate_per_instance: float, function_timeout_s: float) -> int:
+    """The most one-recipient jobs an instance paced at ``rate_per_instance`` can send in one invocation: the slot
+    ready when it starts, and those the rate gives while a record can still wait for its own. The construct sizes
+    a paced pipeline's batches to it, so a batch is never received to be put back (at least one job a batch)."""
+    budget = TimeBudget.for_function_timeout(function_timeout_s)
+    wait_s = planned_wait_s(function_timeout_s * 1000, budget.record_budget_ms)
+    return max(1, int(1 + rate_per_instance * wait_s))
+
+
 class ConsumerConfig(NamedTuple):
     """The consumer's (``sendonce_runtime.handler.handler``) environment."""
 

@@ -95,6 +95,10 @@ class Consumer:
             unpublished = self.dead_letter_events.publish(results, deadline)
             if unpublished:
                 self.log.note("outcome_events_failed", Metric.OUTCOME_EVENTS_FAILED, unpublished)
+        for check in self.processor.checks:
+            hold_back = getattr(check, "hold_back", None)  # pacing: the next batch comes when it can be sent
+            if hold_back is not None:
+                hold_back(deadline, results)
         return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in results if r.redeliver]}
 
 
