@@ -78,6 +78,17 @@ class LocalAws:
 
         return list(ses_backends[self.account_id][self.region].sent_messages)
 
+    def ses_sends(self, since: int = 0) -> list[dict[str, Any]]:
+        """What the emulator's SES accepted, read over HTTP (``GET /moto-api/sendonce/ses-sends``): each send with
+        its addresses, subject, configuration set, tags, headers and attachments (name, type, disposition, content
+        id, size and SHA-256)."""
+        import json
+
+        from .sent_mail_api import SENDS_PATH
+
+        with urllib.request.urlopen(f"{self.endpoint}{SENDS_PATH}?since={since}", timeout=10) as response:
+            return list(json.loads(response.read())["sends"])
+
     def sent_subjects(self) -> list[str]:
         """The subjects of what the emulator's SES accepted, in order (the workloads name each email's key by it)."""
         return [subject_of(message) for message in self.sent_emails()]
