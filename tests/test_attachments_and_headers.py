@@ -170,7 +170,8 @@ def test_the_claim_check_is_uploaded_once_by_a_retried_producer_and_attached_by_
     path.write_bytes(PDF)
     email = EmailJob("receipt:s1:u1", "Shop <receipts@example.com>", ["ada@example.org"], subject="Receipt",
                      html='<img src="cid:logo">',
-                     attachments=[Attachment.from_path(path), Attachment.from_bytes(LOGO, "logo.png", content_id="logo")])
+                     attachments=[Attachment.from_path(path),
+                                  Attachment.from_bytes(LOGO, "logo.png", content_id="logo")])
     producer = producer_pipeline(jobs, bucket)
     producer.enqueue(email)
     producer.enqueue(email)  # the producer retried: same object, written once

@@ -32,12 +32,15 @@ FIELDS = frozenset({"fileName", "contentType", "disposition", "contentId", "cont
 S3_FIELDS = frozenset({"bucket", "key"})
 
 # The extensions SES refuses to send (SES developer guide, "Unsupported attachment types"), lower case.
-REFUSED_EXTENSIONS = frozenset("""
-ade adp app asp bas bat cer chm cmd com cpl crt csh der exe fxp gadget hlp hta inf ins isp its js jse ksh lib lnk
-mad maf mag mam maq mar mas mat mau mav maw mda mdb mde mdt mdw mdz msc msh msh1 msh2 mshxml msh1xml msh2xml msi
-msp mst ops pcd pif plg prf prg reg scf scr sct shb shs sys ps1 ps1xml ps2 ps2xml psc1 psc2 tmp url vb vbe vbs
-vps vsmacros vss vst vsw vxd ws wsc wsf wsh xnk
-""".split())
+REFUSED_EXTENSIONS = frozenset({
+    "ade", "adp", "app", "asp", "bas", "bat", "cer", "chm", "cmd", "com", "cpl", "crt", "csh", "der", "exe",
+    "fxp", "gadget", "hlp", "hta", "inf", "ins", "isp", "its", "js", "jse", "ksh", "lib", "lnk", "mad", "maf",
+    "mag", "mam", "maq", "mar", "mas", "mat", "mau", "mav", "maw", "mda", "mdb", "mde", "mdt", "mdw", "mdz",
+    "msc", "msh", "msh1", "msh2", "mshxml", "msh1xml", "msh2xml", "msi", "msp", "mst", "ops", "pcd", "pif", "plg",
+    "prf", "prg", "reg", "scf", "scr", "sct", "shb", "shs", "sys", "ps1", "ps1xml", "ps2", "ps2xml", "psc1",
+    "psc2", "tmp", "url", "vb", "vbe", "vbs", "vps", "vsmacros", "vss", "vst", "vsw", "vxd", "ws", "wsc", "wsf",
+    "wsh", "xnk",
+})
 # The types those files travel as (IANA and the common x- names): the same file under another name is refused too.
 REFUSED_CONTENT_TYPES = frozenset({
     "application/x-msdownload", "application/x-msdos-program", "application/x-ms-installer", "application/x-msi",
@@ -109,12 +112,14 @@ def check_message_size(body_bytes: int, attachments: tuple[Attachment, ...], siz
         if message_size(body_bytes, [size]) > MAX_MESSAGE_BYTES:
             raise AttachmentError(
                 f"attachment {attachments[index].file_name!r} is {size} bytes; with the base64 encoding SES "
-                f"sends it in, it alone passes SES's {MAX_MESSAGE_BYTES // 2**20} MB message", AttachmentError.TOO_LARGE)
+                f"sends it in, it alone passes SES's {MAX_MESSAGE_BYTES // 2**20} MB message",
+                AttachmentError.TOO_LARGE)
     total = message_size(body_bytes, list(sizes.values()))
     if total > MAX_MESSAGE_BYTES:
         raise AttachmentError(
             f"the message with its {len(sizes)} attachments is about {total} bytes as SES builds it (base64); "
-            f"SES takes at most {MAX_MESSAGE_BYTES // 2**20} MB: send fewer or smaller files", AttachmentError.TOO_LARGE)
+            f"SES takes at most {MAX_MESSAGE_BYTES // 2**20} MB: send fewer or smaller files",
+            AttachmentError.TOO_LARGE)
 
 
 def parse_attachments(value: object) -> tuple[Attachment, ...]:

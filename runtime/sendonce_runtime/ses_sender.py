@@ -18,8 +18,8 @@ from botocore.exceptions import (
 )
 
 from sendonce_contract.address import redact_addresses
-from sendonce_contract.key_tags import PIPELINE_TAG, key_tags
 from sendonce_contract.attachments import INLINE
+from sendonce_contract.key_tags import PIPELINE_TAG, key_tags
 from sendonce_contract.message import ParsedJob, RawContent, SimpleContent, TemplateContent
 
 # SES's throttling error for the 24-hour quota, as its documentation words it (the rate's is "Maximum sending rate").

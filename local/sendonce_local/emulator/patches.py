@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from .cfn_secrets import teach_cloudformation_secrets
 from .cloudformation import make_cloudformation_redeployable
 from .request_counts import count_requests
+from .sent_mail_api import serve_ses_sends
 from .service_patches import (
     hand_event_sources_to_the_runners,
     make_dynamodb_writes_atomic,
@@ -22,7 +23,6 @@ from .service_patches import (
 )
 from .ses_limits import limit_ses_sends
 from .ses_publisher import record_ses_sends
-from .sent_mail_api import serve_ses_sends
 
 
 @dataclass(frozen=True)
