@@ -104,6 +104,12 @@ class TimeBudget(NamedTuple):
         return int(sum(self.ledger_call_timeouts_s) * 1000)
 
     @property
+    def attachment_read_budget_ms(self) -> int:
+        """The least time left to start reading one s3 attachment: the read (at the ledger's call timeouts, which
+        bound each wait for bytes) and then the whole record."""
+        return self.record_budget_ms + self.ledger_call_ms
+
+    @property
     def record_budget_ms(self) -> int:
         """The least time a record needs: a claim, a send that may run to its timeouts, and a completion."""
         return int((self.ses_connect_timeout_s + self.ses_read_timeout_s) * 1000) + self.ledger_budget_ms

@@ -56,6 +56,7 @@ class Metric:
     GROUP_BLOCKED = "GroupBlocked"
     LEDGER_THROTTLES = "LedgerThrottles"
     LEDGER_ERRORS = "LedgerErrors"
+    ATTACHMENT_READ_RETRIES = "AttachmentReadRetries"
     RECORD_ERRORS = "RecordErrors"
     # The consumer's and the outcome publisher's.
     OUTCOME_EVENTS = "OutcomeEvents"
@@ -217,6 +218,13 @@ class ReasonCode(enum.StrEnum):
     MAX_RECEIVES = "max-receives"  # the last receive the queue allows failed again
     MALFORMED_EVENT = "malformed-event"  # the recorder could not read an SES event
     RECIPIENT_NOT_ALLOWED = "recipient-not-allowed"  # a recipient outside the stage's allowed_recipients: not sent
+    # Attachments and headers the contract refuses (fix the producer); nothing was sent.
+    ATTACHMENT_ENCODING = "attachment-encoding"  # an attachment's content is not base64
+    ATTACHMENT_TYPE_REFUSED = "attachment-type-refused"  # a file extension or type SES refuses to send
+    ATTACHMENT_TOO_LARGE = "attachment-too-large"  # one attachment, or the message with them, past SES's 40 MB
+    ATTACHMENT_MISSING = "attachment-missing"  # an s3 attachment's object does not exist
+    ATTACHMENT_BUCKET_REFUSED = "attachment-bucket-refused"  # an s3 attachment outside the pipeline's bucket
+    HEADER_REFUSED = "header-refused"  # a header SES or sendonce sets, or one-click unsubscribe without its URL
     # A message with none of our attributes: SQS moved it itself when maxReceiveCount was reached.
     REDRIVEN_BY_SQS = "redrive: maxReceiveCount reached"
 

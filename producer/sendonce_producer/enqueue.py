@@ -10,6 +10,7 @@ from typing import Any
 from sendonce_contract.fifo import SEND_AT_ON_FIFO, fifo_message_ids
 from sendonce_contract.tenant import tenant_group_id
 
+from .attachment_store import AttachmentStore
 from .job import EmailJob, InvalidJob
 from .private_keys import digester
 
@@ -60,9 +61,12 @@ def check_fits_queue(job: EmailJob, queue_url: str) -> None:
 
 
 def enqueue(queue_url: str, job: EmailJob, *, group_id: str | None = None, sqs: Any | None = None,
-            key_secret_arn: str | None = None) -> str:
+            key_secret_arn: str | None = None, attachments: AttachmentStore | None = None) -> str:
     """Send one job; returns the SQS message id. Errors raise (boto3's ClientError). With ``key_privacy``, pass the
-    construct's ``key_secret`` ARN, so a ``tenant`` travels as its digest."""
+    construct's ``key_secret`` ARN, so a ``tenant`` travels as its digest. With ``attachments`` (the pipeline's
+    bucket), its large files are uploaded first and referenced."""
+    if attachments is not None:
+        job = attachments.offload(job)
     response = _client(sqs).send_message(QueueUrl=queue_url,
                                          **message_request(job, queue_url, group_id, key_secret_arn))
     return str(response["MessageId"])
@@ -70,13 +74,15 @@ def enqueue(queue_url: str, job: EmailJob, *, group_id: str | None = None, sqs: 
 
 def enqueue_many(
     queue_url: str, jobs: Sequence[EmailJob], *, sqs: Any | None = None, retries: int = RETRIES,
-    backoff_s: float = 0.2, key_secret_arn: str | None = None,
+    backoff_s: float = 0.2, key_secret_arn: str | None = None, attachments: AttachmentStore | None = None,
 ) -> list[EnqueueFailure]:
     """Send jobs with SendMessageBatch, ten at a time. Entries SQS failed for its own reasons are retried
     (``retries`` times, with backoff); what still fails, or failed for the caller's reasons, is returned. A job the
     queue cannot carry (``check_fits_queue``) raises ``InvalidJob`` before any job is sent."""
     for job in jobs:  # all or none: a job the queue cannot carry is found before any is sent
         check_fits_queue(job, queue_url)
+    if attachments is not None:
+        jobs = [attachments.offload(job) for job in jobs]
     client = _client(sqs)
     failures: list[EnqueueFailure] = []
     for start in range(0, len(jobs), BATCH):

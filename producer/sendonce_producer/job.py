@@ -12,6 +12,8 @@ from sendonce_contract.message import VERSION_FIELD, InvalidMessage, lowest_vers
 from sendonce_contract.schema import DEDUPE_KEY
 from sendonce_contract.tenant import TENANT_FIELD
 
+from .attachments import Attachment
+
 
 class InvalidJob(ValueError):
     """The job breaks the message contract; raised in the producer, instead of a DLQ entry later."""
@@ -20,7 +22,8 @@ class InvalidJob(ValueError):
 @dataclass(frozen=True)
 class EmailJob:
     """One email. Exactly one of simple content (``subject`` with ``html`` and/or ``text``), ``template`` or
-    ``raw`` (base64 MIME). Validated on construction by the consumer's own parser."""
+    ``raw`` (base64 MIME); simple and template content may carry ``attachments`` and ``headers``. Validated on
+    construction by the consumer's own parser."""
 
     dedupe_key: str
     sender: str
@@ -39,11 +42,14 @@ class EmailJob:
     delivery: str | None = None
     send_at: datetime | None = None  # not sent before this time (timezone-aware), at most dedupe_ttl ahead
     tenant: str | None = None  # the customer it is sent for: the queue's MessageGroupId, SES's TenantName
+    attachments: Sequence[Attachment] = ()
+    headers: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in ("to", "cc", "bcc", "reply_to"):
             value = getattr(self, name)
             object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
+        object.__setattr__(self, "attachments", tuple(self.attachments))
         try:
             parse_job(self.to_message(), sqs_message_id="")
         except InvalidMessage as error:
@@ -56,6 +62,7 @@ class EmailJob:
             "html": self.html, "text": self.text, "raw": self.raw, "configurationSet": self.configuration_set,
             "tags": dict(self.tags), "delivery": self.delivery,
             "sendAt": None if self.send_at is None else self.send_at.isoformat(), TENANT_FIELD: self.tenant,
+            "attachments": [a.to_document() for a in self.attachments], "headers": dict(self.headers),
         }
         document.update({k: v for k, v in optional.items() if v not in (None, [], {})})
         if self.template is not None:

@@ -10,6 +10,7 @@ from sendonce_contract.record import EmailRecord
 from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S
 from sendonce_contract.tenant import tenant_label
 
+from .attachment_store import DEFAULT_INLINE_LIMIT_BYTES, AttachmentStore
 from .cancel import Cancellation, cancel
 from .enqueue import EnqueueFailure, enqueue, enqueue_many
 from .job import EmailJob
@@ -23,7 +24,8 @@ class Pipeline:
     """The names come from the construct (``queue.queue_url``, ``table.table_name``, ``outbox_table.table_name``,
     passed to the application as environment) or from ``sendonce info``; ``dedupe_ttl_s`` is the construct's
     ``dedupe_ttl`` if you changed it (how long a cancelled key stays cancelled); ``key_secret_arn`` is its
-    ``key_secret`` with ``key_privacy``. Clients default to boto3's."""
+    ``key_secret`` with ``key_privacy``; ``attachments_bucket`` is its ``attachments_bucket``'s name: files larger
+    than ``attachment_inline_limit_bytes`` are uploaded there and referenced. Clients default to boto3's."""
 
     queue_url: str
     table_name: str
@@ -32,12 +34,24 @@ class Pipeline:
     key_secret_arn: str | None = None  # the construct's key_secret, with key_privacy
     sqs: Any | None = None
     dynamodb: Any | None = None
+    attachments_bucket: str | None = None
+    attachment_inline_limit_bytes: int = DEFAULT_INLINE_LIMIT_BYTES
+    s3: Any | None = None
+
+    @property
+    def attachment_store(self) -> AttachmentStore | None:
+        if self.attachments_bucket is None:
+            return None
+        return AttachmentStore(self.attachments_bucket, self.s3, self.key_secret_arn,
+                               self.attachment_inline_limit_bytes)
 
     def enqueue(self, job: EmailJob, *, group_id: str | None = None) -> str:
-        return enqueue(self.queue_url, job, group_id=group_id, sqs=self.sqs, key_secret_arn=self.key_secret_arn)
+        return enqueue(self.queue_url, job, group_id=group_id, sqs=self.sqs, key_secret_arn=self.key_secret_arn,
+                       attachments=self.attachment_store)
 
     def enqueue_many(self, jobs: Sequence[EmailJob]) -> list[EnqueueFailure]:
-        return enqueue_many(self.queue_url, jobs, sqs=self.sqs, key_secret_arn=self.key_secret_arn)
+        return enqueue_many(self.queue_url, jobs, sqs=self.sqs, key_secret_arn=self.key_secret_arn,
+                            attachments=self.attachment_store)
 
     def tenant_label(self, tenant: str) -> str:
         """How ``tenant`` appears in the queue's group ids, logs, outcome events and metrics: itself, or with
@@ -56,4 +70,6 @@ class Pipeline:
     def outbox_put(self, job: EmailJob, *, group_id: str | None = None, fail_if_exists: bool = False) -> dict[str, Any]:
         if self.outbox_table_name is None:
             raise ValueError("this Pipeline has no outbox_table_name: deploy with outbox=True and pass its table name")
-        return outbox_put(self.outbox_table_name, job, group_id=group_id, fail_if_exists=fail_if_exists)
+        store = self.attachment_store
+        return outbox_put(self.outbox_table_name, store.offload(job) if store else job, group_id=group_id,
+                          fail_if_exists=fail_if_exists)

@@ -17,7 +17,7 @@ from sendonce_contract.message import ContractTooNew, InvalidMessage, ParsedJob,
 from .aws_errors import LEDGER_ERRORS, describe, ledger_outcome
 from .clock import Clock, Deadline
 from .ledger import DedupeLedger
-from .outcome import Outcome, RecordResult, Redeliver, Refusal, Verdict
+from .outcome import OUTCOME_OF_REASON, Outcome, RecordResult, Redeliver, Refusal, Verdict
 from .sqs_record import SqsRecord
 
 
@@ -64,7 +64,7 @@ class ParseJob:
             return self.job(parse_job(record.body, record.message_id))
         except InvalidMessage as error:
             key, reason = self.invalid(record.body, error)
-            return Refusal(RecordResult(record.message_id, Outcome.INVALID_MESSAGE, key, reason=reason))
+            return Refusal(RecordResult(record.message_id, OUTCOME_OF_REASON[error.code], key, reason=reason))
         except ContractTooNew as error:
             too_new_key = error.dedupe_key
             if too_new_key is not None:
@@ -125,6 +125,26 @@ class Schedule:
                 "or raise dedupe_ttl")
         return Redeliver(delivery.result(Outcome.SCHEDULED, "waiting for its sendAt"),
                          retry_after_s=-(-wait_ms // 1000))
+
+
+class AttachmentsBucket:
+    """An s3 attachment is read from the pipeline's attachments bucket only: any other bucket, or any bucket when
+    the pipeline has none, is refused before anything is read."""
+
+    def __init__(self, bucket: str | None) -> None:
+        self._bucket = bucket
+
+    def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
+        for attachment in delivery.job.s3_attachments:
+            assert attachment.s3 is not None
+            if attachment.s3.bucket != self._bucket:
+                allowed = (f"only its attachments bucket {self._bucket!r}" if self._bucket else
+                           "none: deploy with attachments_bucket, or send the file as content")
+                return delivery.refuse(
+                    Outcome.ATTACHMENT_BUCKET_REFUSED,
+                    f"attachment {attachment.file_name!r} is in bucket {attachment.s3.bucket!r}; this pipeline "
+                    f"reads {allowed}; nothing was sent")
+        return rest(delivery)
 
 
 class CarriedSend:

@@ -9,7 +9,7 @@ from sendonce_contract.schema import Metric
 
 from . import aws_clients
 from .batch import run_batch
-from .checks import CarriedSend, Check, OwnConfigurationSet, ParseJob, Schedule
+from .checks import AttachmentsBucket, CarriedSend, Check, OwnConfigurationSet, ParseJob, Schedule
 from .clock import Clock, Deadline, LambdaContext, SystemClock
 from .dead_letter import DeadLetterQueue
 from .ledger import DedupeLedger
@@ -49,6 +49,7 @@ class Consumer:
             settings, aws_clients.dynamodb(settings), aws_clients.ses(settings), aws_clients.sqs(settings), clock, log,
             events=aws_clients.events(settings) if settings.outcome_bus else None,
             secrets=aws_clients.secrets(settings) if settings.key_secret_id else None,
+            s3=aws_clients.s3(settings) if settings.attachments_bucket else None,
         )
 
     @classmethod
@@ -62,6 +63,7 @@ class Consumer:
         log: OutcomeLog | None = None,
         events: Any = None,
         secrets: Any = None,
+        s3: Any = None,
     ) -> Consumer:
         clock = clock or SystemClock()
         dead_letters = DeadLetterQueue(sqs, settings.dead_letter_queue_url, settings.fifo)
@@ -73,7 +75,7 @@ class Consumer:
             dead_letters,
             clock,
             _parse(settings, secrets),
-            _checks(settings, ledger, clock),
+            _checks(settings, ledger, clock, s3),
         )
         redelivery = Redelivery(sqs, settings.queue_url, settings.fifo, dead_letters, settings.max_receive_count,
                                 call_ms=settings.budget.ledger_call_ms)
@@ -102,7 +104,7 @@ class Consumer:
         return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in results if r.redeliver]}
 
 
-def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock) -> list[Check]:
+def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, s3: Any = None) -> list[Check]:
     """The checks between a job's parsing and its claim, in order; those this deployment does not use are left
     out. The parts only some deployments use are imported by those only: a cold start compiles what it runs."""
     checks: list[Check] = []
@@ -118,7 +120,12 @@ def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock) -> list[Chec
         checks.append(NoSendAtOnFifo())
     else:
         checks.append(Schedule(clock, settings.dedupe_ttl_s))
+    checks.append(AttachmentsBucket(settings.attachments_bucket))
     checks.append(CarriedSend(ledger))
+    if settings.attachments_bucket:
+        from .attachment_reader import ReadAttachments
+
+        checks.append(ReadAttachments(s3 if s3 is not None else aws_clients.s3(settings), settings.budget))
     if settings.max_send_rate:
         from .send_rate import PaceSends, SendRateLimiter
 

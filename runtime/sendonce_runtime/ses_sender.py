@@ -18,6 +18,7 @@ from botocore.exceptions import (
 )
 
 from sendonce_contract.address import redact_addresses
+from sendonce_contract.attachments import INLINE
 from sendonce_contract.key_tags import PIPELINE_TAG, key_tags
 from sendonce_contract.message import ParsedJob, RawContent, SimpleContent, TemplateContent
 
@@ -112,11 +113,32 @@ def _content(job: ParsedJob) -> dict[str, Any]:
             body["Html"] = {"Data": content.html, "Charset": "UTF-8"}
         if content.text is not None:
             body["Text"] = {"Data": content.text, "Charset": "UTF-8"}
-        return {"Simple": {"Subject": {"Data": content.subject, "Charset": "UTF-8"}, "Body": body}}
+        simple = {"Subject": {"Data": content.subject, "Charset": "UTF-8"}, "Body": body}
+        return {"Simple": {**simple, **_parts(job)}}
     if isinstance(content, TemplateContent):
-        return {"Template": {"TemplateName": content.name, "TemplateData": content.data_json}}
-    assert isinstance(content, RawContent)
+        return {"Template": {"TemplateName": content.name, "TemplateData": content.data_json, **_parts(job)}}
+    assert isinstance(content, RawContent)  # the contract refuses attachments and headers with raw
     return {"Raw": {"Data": content.mime}}
+
+
+def _parts(job: ParsedJob) -> dict[str, Any]:
+    """SESv2's Attachments and Headers of simple and template content: SES builds the MIME message from them."""
+    parts: dict[str, Any] = {}
+    if job.attachments:
+        parts["Attachments"] = [_attachment(a) for a in job.attachments]
+    if job.headers:
+        parts["Headers"] = [{"Name": name, "Value": value} for name, value in job.headers]
+    return parts
+
+
+def _attachment(attachment: Any) -> dict[str, Any]:
+    assert attachment.content is not None, "an s3 attachment is read before the claim"
+    entry = {"FileName": attachment.file_name, "ContentType": attachment.content_type,
+             "ContentDisposition": attachment.disposition.upper(), "ContentTransferEncoding": "BASE64",
+             "RawContent": attachment.content}
+    if attachment.disposition == INLINE:
+        entry["ContentId"] = attachment.content_id
+    return entry
 
 
 class SesSender:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from .cfn_secrets import teach_cloudformation_secrets
 from .cloudformation import make_cloudformation_redeployable
 from .request_counts import count_requests
+from .sent_mail_api import serve_ses_sends
 from .service_patches import (
     hand_event_sources_to_the_runners,
     make_dynamodb_writes_atomic,
@@ -62,14 +63,20 @@ PATCHES = (
           "may drop the shard's records. The local runners play the mappings instead; they stay deployed and "
           "readable",
           hand_event_sources_to_the_runners),
-    Patch("SESV2Response.send_email (logged with its configuration set and tags)",
-          "moto's SES keeps neither and publishes no events: the local publisher (.ses_publisher) plays SES's "
-          "event publishing from this log",
+    Patch("SESV2Response.send_email (logged with its configuration set, tags, attachments and headers)",
+          "moto's SES keeps none of them (it accepts Attachments and Headers and drops them) and publishes no "
+          "events: the local publisher (.ses_publisher) plays SES's event publishing from this log, and the log "
+          "keeps each attachment's name, type, disposition, content id, size and SHA-256 (.ses_parts) and each "
+          "header, so a test can see what SES received",
           record_ses_sends),
     Patch("SESV2Response.send_email (the TenantName of each accepted send, kept)",
           "moto's SES takes a TenantName and keeps nothing of it (nor has it tenants to check it against): the "
           "log says which tenant each send named",
           record_ses_tenants),
+    Patch("moto's API application (GET /moto-api/sendonce/ses-sends added)",
+          "moto has no way to read over HTTP what its SES accepted beyond subjects and bodies (its data.json "
+          "fails once a Lambda function exists): the endpoint answers the log of sends above as JSON",
+          serve_ses_sends),
     Patch("SESV2Response.send_email (a token bucket in front of it, off until a scenario sets a rate)",
           "moto's SES has no sending rate: a load scenario gives it one, refusing the excess with SES's own "
           "throttling error",

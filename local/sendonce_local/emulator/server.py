@@ -86,6 +86,17 @@ class LocalAws:
         """The TenantName each accepted send named, by SES message id (moto's SES keeps none)."""
         return TENANT_LOG.by_message_id()
 
+    def ses_sends(self, since: int = 0) -> list[dict[str, Any]]:
+        """What the emulator's SES accepted, read over HTTP (``GET /moto-api/sendonce/ses-sends``): each send with
+        its addresses, subject, configuration set, tags, headers and attachments (name, type, disposition, content
+        id, size and SHA-256)."""
+        import json
+
+        from .sent_mail_api import SENDS_PATH
+
+        with urllib.request.urlopen(f"{self.endpoint}{SENDS_PATH}?since={since}", timeout=10) as response:
+            return list(json.loads(response.read())["sends"])
+
     def sent_subjects(self) -> list[str]:
         """The subjects of what the emulator's SES accepted, in order (the workloads name each email's key by it)."""
         return [subject_of(message) for message in self.sent_emails()]
