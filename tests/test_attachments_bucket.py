@@ -64,7 +64,7 @@ def test_no_attachments_bucket_by_default_and_the_consumer_is_told_of_none():
 
 def test_the_bucket_made_is_encrypted_private_tls_only_unversioned_and_retained_like_the_queues():
     pipeline, template = build(attachments_bucket=True)
-    name, bucket = bucket_of(template)
+    _, bucket = bucket_of(template)
     props = bucket["Properties"]
     assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"] == [
         {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]
@@ -83,7 +83,7 @@ def test_the_bucket_made_is_encrypted_private_tls_only_unversioned_and_retained_
 
 
 def test_with_a_customer_key_the_bucket_is_encrypted_under_it_with_a_bucket_key():
-    stack, pipeline, _ = producer_stack(attachments_bucket=True, with_key=True)
+    stack, _, _ = producer_stack(attachments_bucket=True, with_key=True)
     encryption = bucket_of(Template.from_stack(stack))[1]["Properties"]["BucketEncryption"]
     [rule] = encryption["ServerSideEncryptionConfiguration"]
     assert rule["BucketKeyEnabled"] is True
@@ -186,7 +186,7 @@ def test_a_bucket_brought_with_its_own_key_is_granted_and_its_key_decrypts_for_t
 def test_an_imported_bucket_is_used_as_it_is():
     stack = make_stack()
     bucket = s3.Bucket.from_bucket_name(stack, "Imported", "shop-invoices")
-    pipeline, template = build(stack, attachments_bucket=bucket)
+    _, template = build(stack, attachments_bucket=bucket)
     env = only(template, "AWS::Lambda::Function", Properties=CONSUMER)["Properties"]["Environment"]["Variables"]
     assert env[Env.ATTACHMENTS_BUCKET] == "shop-invoices"
     assert [s["Action"] for s in on_bucket(statements_of(template, "ReceiptsConsumer"), "shop-invoices")] == [
@@ -194,7 +194,7 @@ def test_an_imported_bucket_is_used_as_it_is():
 
 
 def test_grant_attach_without_a_bucket_names_the_prop():
-    stack, pipeline, producer = producer_stack()
+    _, pipeline, producer = producer_stack()
     with pytest.raises(SendOnceConfigurationError, match="grant_attach needs attachments_bucket=True") as error:
         pipeline.grant_attach(producer)
     assert (error.value.id, error.value.path) == ("SendOnce.NeedsAttachmentsBucket", "Test/Receipts")

@@ -263,7 +263,8 @@ def check_batching(batch_size: Number, max_batching_window: Number, fifo: bool) 
 def check_max_message_size(max_message_size_bytes: Number) -> None:
     size = max_message_size_bytes
     if is_known(size) and (int(size) != size or not SQS_MIN_MESSAGE_BYTES <= size <= SQS_MAX_MESSAGE_BYTES):
-        _fail(f"max_message_size_bytes ({_bytes(size)}) must be a whole number of bytes between {SQS_MIN_MESSAGE_BYTES} "
+        _fail(f"max_message_size_bytes ({_bytes(size)}) must be a whole number of bytes between "
+              f"{SQS_MIN_MESSAGE_BYTES} "
               f"and {SQS_MAX_MESSAGE_BYTES} (1 MiB), SQS's limits; leave it unset for SQS's default "
               f"{SQS_DEFAULT_MESSAGE_BYTES} (256 KiB), or give larger files through attachments_bucket")
 
@@ -284,7 +285,8 @@ def check_batch_payload(batch_size: Number, max_message_size_bytes: Number) -> N
     largest_size = LAMBDA_PAYLOAD_BYTES // batch_size - SQS_RECORD_ENVELOPE_BYTES
     if largest_size >= SQS_MIN_MESSAGE_BYTES:
         fix += f" or max_message_size_bytes to {int(largest_size)}"
-    _fail(f"batch_size ({batch_size:g}) x (max_message_size_bytes ({_bytes(size)}{given}) + {SQS_RECORD_ENVELOPE_BYTES} "
+    _fail(f"batch_size ({batch_size:g}) x (max_message_size_bytes ({_bytes(size)}{given}) + "
+          f"{SQS_RECORD_ENVELOPE_BYTES} "
           f"bytes of each record's envelope) = {needed:.0f} bytes is more than Lambda's {LAMBDA_PAYLOAD_BYTES}-byte "
           "(6 MB) invocation payload, which one batch from the queue must fit: a batch of the largest jobs could not "
           f"reach the consumer in one invocation; {fix} (files larger than a job should carry go through "
@@ -547,7 +549,8 @@ def check_dead_letter_queue_message_size(dead_letter_queue: QueueFacts | None, m
     size = SQS_DEFAULT_MESSAGE_BYTES if max_message_size_bytes is None else max_message_size_bytes
     if is_known(dlq_bytes) and is_known(size) and dlq_bytes < size:
         _fail(f"dead_letter_queue takes messages of at most {_bytes(dlq_bytes)} bytes, less than the job queue's "
-              f"max_message_size_bytes ({_bytes(size)}): a large job could not be dead-lettered with its reason; create it "
+              f"max_message_size_bytes ({_bytes(size)}): a large job could not be dead-lettered with its reason; "
+              "create it "
               f"with max_message_size_bytes={SQS_MAX_MESSAGE_BYTES}")
 
 
