@@ -32,7 +32,7 @@ def _api_rule(rule: dict[str, Any]) -> dict[str, Any]:
 
 
 def _configured(create: Callable[..., Any]) -> Callable[..., Any]:
-    def create_from_cloudformation_json(_cls: Any, resource_name: str, cloudformation_json: Any, account_id: str,
+    def create_from_cloudformation_json(_cls: Any, /, resource_name: str, cloudformation_json: Any, account_id: str,
                                         region_name: str, **kwargs: Any) -> Any:
         from moto.s3.models import s3_backends
         from moto.utilities.utils import get_partition
