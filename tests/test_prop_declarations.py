@@ -123,8 +123,9 @@ def test_a_token_reaches_the_rules_as_unresolved_and_an_absent_prop_as_none():
     assert read(None) is None and read_seconds(None) is None
     assert (read(5.0), read_seconds(S(30))) == (5.0, 30)
     # send_rate with a max_concurrency known only at deploy time: given, so not refused for lacking one; a batch
-    # above 10 with a batching window known only at deploy time: not refused for lacking a window.
-    build(stack, send_rate=14, max_concurrency=cdk.Token.as_number(number), batch_size=50,
+    # above 10 with a batching window known only at deploy time: not refused for lacking a window (20 records of
+    # SQS's default 256 KiB fit one invocation).
+    build(stack, send_rate=14, max_concurrency=cdk.Token.as_number(number), batch_size=20,
           max_batching_window=S(number))
 
 

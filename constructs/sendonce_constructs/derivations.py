@@ -19,6 +19,7 @@ from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_ses as ses
 from aws_cdk import aws_sqs as sqs
 
@@ -27,8 +28,14 @@ from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S, DEFAULT_EVIDENCE_GRAC
 from sendonce_contract.sqs_limits import minimum_visibility_timeout_s
 
 from .readings import read, read_seconds
-from .rules import RECOMMENDED_MAX_RECEIVE_COUNT, UNBATCHED_MAX_BATCH, outbox_minimum_dedupe_ttl_s
-from .unresolved import SynthPython, Unresolved, is_known
+from .rules import (
+    RECOMMENDED_MAX_RECEIVE_COUNT,
+    UNBATCHED_MAX_BATCH,
+    attachment_lifetime_days,
+    attachment_lifetime_text,
+    outbox_minimum_dedupe_ttl_s,
+)
+from .unresolved import UNRESOLVED, SynthPython, Unresolved, is_known
 
 DAY_S = 86_400
 
@@ -124,5 +131,28 @@ def low_max_receive_count(max_receive_count: int) -> bool:
     return is_known(count) and 1 <= count < RECOMMENDED_MAX_RECEIVE_COUNT
 
 
+def attachments_expiry_days(attachments_bucket: bool | s3.IBucket, retention_period: Duration, dedupe_ttl: Duration,
+                            fifo: bool, outbox: bool) -> int | Unresolved | None:
+    """The days an attachment must be kept: how long after its upload its job can still be sent
+    (``rules.attachment_lifetime_terms``), in whole days; None without an attachments bucket, ``UNRESOLVED`` when
+    retention_period or dedupe_ttl is a token."""
+    if attachments_bucket is False:
+        return None
+    retention_s, dedupe_ttl_s = read_seconds(retention_period), read_seconds(dedupe_ttl)
+    if not (is_known(retention_s) and is_known(dedupe_ttl_s)):
+        return UNRESOLVED
+    return attachment_lifetime_days(retention_s, dedupe_ttl_s, fifo, outbox)
+
+
+def attachments_lifetime(attachments_bucket: bool | s3.IBucket, retention_period: Duration, dedupe_ttl: Duration,
+                         fifo: bool, outbox: bool) -> str | None:
+    """The terms of ``attachments_expiry_days`` in words, for the rules' messages; None when it has none."""
+    retention_s, dedupe_ttl_s = read_seconds(retention_period), read_seconds(dedupe_ttl)
+    if attachments_bucket is False or not (is_known(retention_s) and is_known(dedupe_ttl_s)):
+        return None
+    return attachment_lifetime_text(retention_s, dedupe_ttl_s, fifo, outbox)
+
+
 # In the order they are computed: a fact may read a derived prop.
-FACTS: tuple[Callable[..., object], ...] = (sender_name, synth_python, outcome_events_skipped, low_max_receive_count)
+FACTS: tuple[Callable[..., object], ...] = (sender_name, synth_python, outcome_events_skipped, low_max_receive_count,
+                                            attachments_expiry_days, attachments_lifetime)

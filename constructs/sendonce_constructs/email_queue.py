@@ -12,17 +12,20 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_ses as ses
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget
 from sendonce_contract.schema import Ledger as LedgerSchema
+from sendonce_contract.sqs_limits import SQS_MAX_MESSAGE_BYTES
 from sendonce_contract.stack_names import ChildId, OutputId, OutputPart, output_description
 from sendonce_contract.tenant import InvalidTenant, check_tenant
 
 from . import rules, ses_permissions
 from .acknowledgements import acknowledge
+from .attachments import Attachments, build_attachments, objects_finding
 from .bundled_function import BundledFunction, FunctionOptions
 from .errors import ID_PREFIX, SendOnceConfigurationError
 from .evidence import SesEvidence
@@ -91,6 +94,9 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         max_concurrency for the pipeline's peak. Default: none.
     :param max_receive_count: deliveries before a message moves to the DLQ; below 5 warns. Default: 5.
     :param retention_period: how long the job queue keeps a message. The DLQ keeps 14 days. Default: 4 days.
+    :param max_message_size_bytes: the largest job the queue takes, in bytes (up to SQS's 1 MiB); its dead-letter
+        queue then takes SQS's largest, so any job can be dead-lettered with its reason. Default: SQS's default, 256
+        KiB.
     :param dedupe_ttl: how long a sent key is remembered; at least retention_period. Default: 7 days; with
         ``outbox``, 1 day of stream retention + ``retention_period`` + the DLQ's 14 days, in whole days (19 days
         with the default ``retention_period``).
@@ -151,6 +157,10 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         quota (SESv2 GetAccount) into the ``QuotaUsedPercent`` metric. Default: True.
     :param quota_alarm_threshold: the share of SES's 24-hour quota used (percent) that raises the
         ``QuotaNearlyUsed`` alarm, with ``quota_watch``. Default: 80.
+    :param attachments_bucket: where jobs' attachments too large to carry inline are kept (S3 claim checks):
+        ``True`` makes a bucket (encrypted, TLS only, public access blocked, objects expiring once no job can still
+        be sent), or bring your own ``s3.IBucket``. The consumer reads attachments from this bucket only;
+        ``grant_attach`` lets a producer upload them. Default: False.
     :param outbox: add a transactional outbox (a table with a stream, relayed to the queue) that producers write in
         their own DynamoDB transaction with ``sendonce_producer.outbox_put``. Default: False.
     """
@@ -170,14 +180,20 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         self.table, self.key_secret, self._ledger = ledger.table, ledger.key_secret, ledger
         if resolved.vpc is not None:
             Aspects.of(self).add(VpcEgressCheck(self, resolved.vpc, resolved.vpc_subnets))
+        expiry_days = resolved.attachments_expiry_days
+        self._attachments = build_attachments(
+            self, resolved.attachments_bucket, expiry_days if isinstance(expiry_days, int) else None,
+            resolved.encryption_key, resolved.queue_removal_policy)
+        self.attachments_bucket: s3.IBucket | None = self._attachments.bucket if self._attachments else None
+        self.attachments_expiry: Duration | None = self._attachments.expiry if self._attachments else None
         function_options = self._function_options(resolved, ledger)
         evidence = self._build_evidence(resolved, ledger, function_options)
         self.evidence, self.outcome_events = evidence.ses, evidence.outcome_events
-        consumer = self._build_consumer(resolved, queues, ledger, evidence, function_options)
+        consumer = self._build_consumer(resolved, queues, ledger, evidence, self._attachments, function_options)
         self.function, self.role, self.log_group = consumer.function, consumer.role, consumer.log_group
         self.event_source = consumer.event_source
         self.outbox = self._build_outbox(resolved, queues, function_options, ledger)
-        self._build_outputs(resolved, queues, ledger, self.outbox)
+        self._build_outputs(resolved, queues, ledger, self.outbox, self._attachments)
         monitoring = self._build_monitoring(resolved, evidence, function_options)
         self.quota_watch, self.alarms, self.dashboard = monitoring.quota_watch, monitoring.alarms, monitoring.dashboard
 
@@ -201,6 +217,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             ChildId.DEAD_LETTER_QUEUE,
             fifo=props.fifo or None,
             retention_period=DLQ_RETENTION,
+            # Any job the queue takes can be dead-lettered with its reason attributes on top.
+            max_message_size_bytes=SQS_MAX_MESSAGE_BYTES if props.max_message_size_bytes is not None else None,
             encryption=props.encryption,
             encryption_master_key=props.encryption_key,
             enforce_ssl=True,
@@ -216,6 +234,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             fifo=props.fifo or None,
             visibility_timeout=props.visibility_timeout,
             retention_period=props.retention_period,
+            max_message_size_bytes=props.max_message_size_bytes,
             encryption=props.encryption,
             encryption_master_key=props.encryption_key,
             enforce_ssl=True,
@@ -277,10 +296,11 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         return Evidence(ses=ses_evidence, outcome_events=outcome_events, configuration_set_name=configuration_set_name)
 
     def _build_consumer(self, props: PipelineProps, queues: Queues, ledger: Ledger, evidence: Evidence,
-                        function_options: FunctionOptions) -> Consumer:
+                        attachments: Attachments | None, function_options: FunctionOptions) -> Consumer:
         consumer = BundledFunction(
             self, "Consumer", handler=HANDLER, timeout=props.function_timeout, memory_size=props.memory_size,
-            environment=self._consumer_environment(props, queues, ledger, evidence), options=function_options,
+            environment=self._consumer_environment(props, queues, ledger, evidence, attachments),
+            options=function_options,
             invoked_by="its SQS event source", reserved_concurrent_executions=props.reserved_concurrent_executions,
             description="sendonce consumer: sends each queued email once",
             role_description="sendonce consumer: its dedupe table, its DLQ, SES on its identity, its log group",
@@ -304,6 +324,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             evidence.outcome_events.bus.grant_put_events_to(function)  # Email Dead-Lettered
         if ledger.key_secret is not None:
             ledger.key_secret.grant_read(function)
+        if attachments is not None:
+            self._grant_attachments_read(attachments, consumer.role, ledger)
         self._grant_ses(props, function, evidence.configuration_set_name)
         return Consumer(function=function, role=consumer.role, log_group=consumer.log_group,
                         event_source=event_source)
@@ -338,7 +360,15 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
                                              f"{ID_PREFIX}NeedsOutcomeEvents", self.node.path)
         return self.outcome_events.rule(self, id, [target] if target else [], outcomes)
 
-    def _build_outputs(self, props: PipelineProps, queues: Queues, ledger: Ledger, outbox: Outbox | None) -> None:
+    def _grant_attachments_read(self, attachments: Attachments, role: iam.IRole, ledger: Ledger) -> None:
+        # The consumer decrypts with the pipeline's own key already (a data key); a bucket's other key is granted.
+        attachments.grant_read(role, with_key=attachments.key not in ledger.data_keys)
+        acknowledge(role, objects_finding(attachments.bucket),
+                    "GetObject on the attachments bucket's objects: a job names its attachment's key, which is "
+                    "known only when the job arrives.")
+
+    def _build_outputs(self, props: PipelineProps, queues: Queues, ledger: Ledger, outbox: Outbox | None,
+                       attachments: Attachments | None) -> None:
         # What `sendonce --stack NAME` reads to find this pipeline; the description says which pipeline and part.
         for output_id, value, part in ((OutputId.DEDUPE_TABLE_NAME, ledger.table.table_name, OutputPart.TABLE),
                                        (OutputId.QUEUE_URL, queues.queue.queue_url, OutputPart.QUEUE),
@@ -361,9 +391,12 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         if outbox is not None:
             CfnOutput(self, OutputId.OUTBOX_TABLE_NAME, value=outbox.table.table_name,
                       description=output_description(self.pipeline_name, OutputPart.OUTBOX))
+        if attachments is not None:  # where producers upload
+            CfnOutput(self, OutputId.ATTACHMENTS_BUCKET_NAME, value=attachments.bucket.bucket_name,
+                      description=output_description(self.pipeline_name, OutputPart.ATTACHMENTS))
 
     def _consumer_environment(self, props: PipelineProps, queues: Queues, ledger: Ledger,
-                              evidence: Evidence) -> dict[str, str]:
+                              evidence: Evidence, attachments: Attachments | None) -> dict[str, str]:
         timeout_s = seconds(props.function_timeout)
         max_receive_count = known(props.max_receive_count)
         ses_events = evidence.ses is not None and props.evidence_grace_period is not None
@@ -389,6 +422,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             pipeline_tag=self.node.addr,
             ses_tenants=props.ses_tenants,
             tenant_metrics=props.tenant_metrics,
+            attachments_bucket=attachments.bucket.bucket_name if attachments is not None else None,
         ).to_env()
 
     def _grant_ses(self, props: PipelineProps, function: lambda_.IFunction, configuration_set_name: str | None) -> None:
@@ -466,6 +500,22 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         if self.table.encryption_key is None:
             return grant
         return grant.combine(self.table.encryption_key.grant_encrypt_decrypt(grantee))
+
+    def grant_attach(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` (a producer) upload attachments to ``attachments_bucket`` for its jobs to name:
+        ``s3:PutObject`` on the bucket's objects, nothing else (no read, no list: a retried producer writes the same
+        key again), and ``kms:GenerateDataKey`` and ``kms:Decrypt`` on the bucket's customer key if it has one (a
+        multipart upload needs both). Needs ``attachments_bucket``."""
+        if self._attachments is None:
+            raise SendOnceConfigurationError("grant_attach needs attachments_bucket=True (or an s3.IBucket) on the "
+                                             "SendOnceEmailQueue", f"{ID_PREFIX}NeedsAttachmentsBucket",
+                                             self.node.path)
+        grant = self._attachments.grant_write(grantee)
+        if isinstance(grantee, Construct):  # cdk-nag flags the object wildcard on the producer's own role
+            acknowledge(grantee, objects_finding(self._attachments.bucket),
+                        "PutObject on the attachments bucket's objects (grant_attach): each attachment's key derives "
+                        "from its job's key and content, known only when the job is made.")
+        return grant
 
     def grant_enqueue(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` (a producer) send jobs to the queue, including the KMS use a customer key needs, and with

@@ -18,12 +18,14 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_ses as ses
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 
 from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_contract.schema import DEDUPE_KEY, ReasonCode
+from sendonce_contract.sqs_limits import SQS_MAX_MESSAGE_BYTES
 
 from . import derivations
 from .rules import DEFAULT_QUOTA_ALARM_PERCENT
@@ -258,6 +260,16 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             default_doc="4 days",
             doc="how long the job queue keeps a message. The DLQ keeps 14 days.",
             rule="60 s to 14 days; the DLQ keeps 14 days",
+        )]
+    max_message_size_bytes: Annotated[
+        int | None, Prop(
+            default=None,
+            default_doc="SQS's default, 256 KiB",
+            doc="the largest job the queue takes, in bytes (up to SQS's 1 MiB); its dead-letter queue then takes "
+            "SQS's largest, so any job can be dead-lettered with its reason.",
+            rule=f"1024 to {SQS_MAX_MESSAGE_BYTES} (1 MiB); `batch_size` x (this + 1024 bytes of each record's "
+            "envelope) must fit Lambda's 6 MB invocation payload (6291456 bytes); larger files go through "
+            "`attachments_bucket`",
         )]
     dedupe_ttl: Annotated[
         Duration | None, Prop(
@@ -528,6 +540,20 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             "alarm, with ``quota_watch``.",
             rule="the share of SES's 24-hour quota used (percent, above 0 and at most 100) that raises the "
             "`QuotaNearlyUsed` alarm",
+        )]
+    attachments_bucket: Annotated[
+        bool | s3.IBucket | None, Prop(
+            default=False,
+            default_doc="False",
+            doc="where jobs' attachments too large to carry inline are kept (S3 claim checks): ``True`` makes a "
+            "bucket (encrypted, TLS only, public access blocked, objects expiring once no job can still be sent), "
+            "or bring your own ``s3.IBucket``. The consumer reads attachments from this bucket only; "
+            "``grant_attach`` lets a producer upload them.",
+            rule="`True` makes one: SSE-S3 (KMS with `encryption_key`), TLS only, public access blocked, no "
+            "versioning, objects expiring after the longest a job can still be sent (see the attachments bucket "
+            "page), retained like the queues (`queue_removal_policy`); an `s3.IBucket` brings your own: for a "
+            "`Bucket` defined in the app, a lifecycle rule that expires or archives objects sooner, or public "
+            "access not blocked, fails synth",
         )]
     outbox: Annotated[
         bool, Prop(

@@ -24,6 +24,7 @@ class OutputId:
     EVIDENCE_GRACE_SECONDS = "EvidenceGraceSeconds"
     KEY_SECRET_ARN = "KeySecretArn"
     OUTBOX_TABLE_NAME = "OutboxTableName"
+    ATTACHMENTS_BUCKET_NAME = "AttachmentsBucketName"
 
 
 class OutputPart:
@@ -37,6 +38,7 @@ class OutputPart:
     EVIDENCE_GRACE = "evidence-grace"
     KEY_SECRET = "key-secret"
     OUTBOX = "outbox"
+    ATTACHMENTS = "attachments"
 
 
 OUTPUT_PREFIX = "sendonce:"

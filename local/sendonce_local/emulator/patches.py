@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .cfn_buckets import configure_cloudformation_buckets
 from .cfn_secrets import teach_cloudformation_secrets
 from .cloudformation import make_cloudformation_redeployable
 from .request_counts import count_requests
@@ -87,6 +88,10 @@ PATCHES = (
     Patch("CloudFormation's model list (AWS::SecretsManager::Secret added)",
           "moto's CloudFormation skips the type, so a stack with key_privacy would deploy without its secret",
           teach_cloudformation_secrets),
+    Patch("FakeBucket.create_from_cloudformation_json (LifecycleConfiguration, PublicAccessBlockConfiguration)",
+          "moto's CloudFormation sets only a bucket's encryption and tags, so an attachments bucket would deploy "
+          "with no expiry and no public access block; they are set through moto's own S3 calls",
+          configure_cloudformation_buckets),
     Patch("events Rule.send_to_targets (a scheduled rule matches no event)",
           "moto matches every event put on a bus against a rule with only a schedule (the quota watch's), then "
           "fails the whole PutEvents on its Lambda target; on AWS such a rule matches no event",
