@@ -164,8 +164,19 @@ def producer_pipeline(jobs, s3, limit: int = 1024) -> Pipeline:
 
 def test_the_claim_check_is_uploaded_once_by_a_retried_producer_and_attached_by_the_consumer(
         pipeline, aws, bucket, jobs, tmp_path):
-    puts: list[str] = []
-    bucket.meta.events.register("before-parameter-build.s3.PutObject", lambda params, **_: puts.append(params["Key"]))
+    puts: list[str] = []  # every put's key
+    refused: list[int] = []  # the status of each put S3 refused: a refused put writes nothing
+
+    def put(params, **_):
+        assert params.get("IfNoneMatch") == "*", "a claim check is put only if no object has its key"
+        puts.append(params["Key"])
+
+    def answered(http_response, **_):
+        if http_response.status_code != 200:
+            refused.append(http_response.status_code)
+
+    bucket.meta.events.register("before-parameter-build.s3.PutObject", put)
+    bucket.meta.events.register("after-call.s3.PutObject", answered)
     path = tmp_path / "invoice-8891.pdf"
     path.write_bytes(PDF)
     email = EmailJob("receipt:s1:u1", "Shop <receipts@example.com>", ["ada@example.org"], subject="Receipt",
@@ -175,7 +186,7 @@ def test_the_claim_check_is_uploaded_once_by_a_retried_producer_and_attached_by_
     producer = producer_pipeline(jobs, bucket)
     producer.enqueue(email)
     producer.enqueue(email)  # the producer retried: same object, written once
-    assert len(puts) == 1 and puts[0].endswith(hashlib.sha256(PDF).hexdigest())
+    assert refused == [412] and len(set(puts)) == 1 and puts[0].endswith(hashlib.sha256(PDF).hexdigest())
     assert "receipt:s1:u1" not in puts[0]
 
     records = jobs.receive()

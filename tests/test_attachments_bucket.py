@@ -126,8 +126,11 @@ def test_the_consumer_is_told_the_bucket_and_reads_its_objects_only():
     env = only(template, "AWS::Lambda::Function", Properties=CONSUMER)["Properties"]["Environment"]["Variables"]
     assert env[Env.ATTACHMENTS_BUCKET] == {"Ref": name}
     consumer = statements_of(template, "ReceiptsConsumer")
-    assert on_bucket(consumer, name) == [{"Action": "s3:GetObject", "Effect": "Allow", "Resource": {
-        "Fn::Join": ["", [{"Fn::GetAtt": [name, "Arn"]}, "/*"]]}}]
+    assert on_bucket(consumer, name) == [
+        {"Action": "s3:GetObject", "Effect": "Allow", "Resource": {
+            "Fn::Join": ["", [{"Fn::GetAtt": [name, "Arn"]}, "/*"]]}},
+        # So a missing object answers 404 (attachment-missing), not 403.
+        {"Action": "s3:ListBucket", "Effect": "Allow", "Resource": {"Fn::GetAtt": [name, "Arn"]}}]
     assert [s for s in consumer if "s3:" in json.dumps(s["Action"])] == on_bucket(consumer, name)
 
 
@@ -175,7 +178,7 @@ def test_a_bucket_brought_with_its_own_key_is_granted_and_its_key_decrypts_for_t
     bucket_id = stack.get_logical_id(bucket.node.default_child)
     key_id = stack.get_logical_id(key.node.default_child)
     consumer = statements_of(template, "ReceiptsConsumer")
-    assert [s["Action"] for s in on_bucket(consumer, bucket_id)] == ["s3:GetObject"]
+    assert [s["Action"] for s in on_bucket(consumer, bucket_id)] == ["s3:GetObject", "s3:ListBucket"]
     assert [s["Action"] for s in consumer if key_id in json.dumps(s["Resource"])] == ["kms:Decrypt"]
     assert [s["Action"] for s in statements_of(template, "Producer")] == [
         "s3:PutObject", ["kms:GenerateDataKey", "kms:Decrypt"]]
@@ -190,7 +193,7 @@ def test_an_imported_bucket_is_used_as_it_is():
     env = only(template, "AWS::Lambda::Function", Properties=CONSUMER)["Properties"]["Environment"]["Variables"]
     assert env[Env.ATTACHMENTS_BUCKET] == "shop-invoices"
     assert [s["Action"] for s in on_bucket(statements_of(template, "ReceiptsConsumer"), "shop-invoices")] == [
-        "s3:GetObject"]
+        "s3:GetObject", "s3:ListBucket"]
 
 
 def test_grant_attach_without_a_bucket_names_the_prop():

@@ -21,12 +21,16 @@ from .acknowledgements import acknowledge
 
 BUCKET_ID = "AttachmentsBucket"
 EXPIRY_RULE_ID = "ExpireAttachments"
-# What a producer needs: PutObject (an object's key derives from its job's key and its content, so a retried producer
-# writes the same object again, never a second one; no read, no list). With a customer key, S3 asks KMS for a data
-# key on a put, and to decrypt it again between the parts of a multipart upload.
+# What a producer needs: PutObject (an object's key derives from its job's key and its content, and the producer puts
+# it only if no object has the key, so a retried producer writes it once; no read, no list). With a customer key,
+# S3 asks KMS for a data key on a put, and to decrypt it again between the parts of a multipart upload.
 PRODUCER_ACTIONS = ("s3:PutObject",)
 PRODUCER_KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
 CONSUMER_ACTIONS = ("s3:GetObject",)
+# On the bucket itself: without ListBucket, S3 answers a GetObject of a missing key with 403, not 404, and the
+# consumer could not tell a claim check naming no object (dead-lettered at once as attachment-missing) from a
+# permission it lacks (a deployment error, retried).
+CONSUMER_BUCKET_ACTIONS = ("s3:ListBucket",)
 CONSUMER_KEY_ACTIONS = ("kms:Decrypt",)
 # An upload a producer abandoned half way is cleaned up within a day (its parts are billed until then).
 ABANDONED_UPLOAD_DAYS = 1
@@ -42,9 +46,11 @@ class Attachments:
     expiry: Duration | None
 
     def grant_read(self, grantee: iam.IGrantable, *, with_key: bool = True) -> iam.Grant:
-        """GetObject on the bucket's objects (HeadObject too) and, ``with_key``, decrypting with its key: the
-        consumer's access."""
-        return self._grant(grantee, CONSUMER_ACTIONS, CONSUMER_KEY_ACTIONS if with_key else ())
+        """GetObject on the bucket's objects (HeadObject too), ListBucket on the bucket (so a missing object is a
+        404) and, ``with_key``, decrypting with its key: the consumer's access."""
+        grant = self._grant(grantee, CONSUMER_ACTIONS, CONSUMER_KEY_ACTIONS if with_key else ())
+        return grant.combine(iam.Grant.add_to_principal(grantee=grantee, actions=list(CONSUMER_BUCKET_ACTIONS),
+                                                        resource_arns=[self.bucket.bucket_arn]))
 
     def grant_write(self, grantee: iam.IGrantable) -> iam.Grant:
         """PutObject on the bucket's objects and what its customer key needs for it: a producer's access."""

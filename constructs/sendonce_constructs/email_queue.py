@@ -503,9 +503,9 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
 
     def grant_attach(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` (a producer) upload attachments to ``attachments_bucket`` for its jobs to name:
-        ``s3:PutObject`` on the bucket's objects, nothing else (no read, no list: a retried producer writes the same
-        key again), and ``kms:GenerateDataKey`` and ``kms:Decrypt`` on the bucket's customer key if it has one (a
-        multipart upload needs both). Needs ``attachments_bucket``."""
+        ``s3:PutObject`` on the bucket's objects, nothing else (no read, no list: the producer puts each object only
+        if no object has its key), and ``kms:GenerateDataKey`` and ``kms:Decrypt`` on the bucket's customer key if it
+        has one (a multipart upload needs both). Needs ``attachments_bucket``."""
         if self._attachments is None:
             raise SendOnceConfigurationError("grant_attach needs attachments_bucket=True (or an s3.IBucket) on the "
                                              "SendOnceEmailQueue", f"{ID_PREFIX}NeedsAttachmentsBucket",

@@ -3,7 +3,7 @@ job body (copied into every delayed copy, DLQ message and redrive) stays small.
 
 An object's key is ``attachments/<key id>/<SHA-256 of the content>``: the key id is the dedupe key's digest (its
 keyed digest, as the ledger knows it, under the pipeline's key privacy, so the bucket never shows a private key;
-else its plain SHA-256), so a retried producer finds its object and writes it once (a HeadObject first). The
+else its plain SHA-256), and it is put only if no object has that key, so a retried producer writes it once. The
 bucket's lifecycle expires the objects after the longest time a job can still be sent.
 """
 
@@ -55,23 +55,23 @@ class AttachmentStore:
     def _upload(self, dedupe_key: str, attachment: Attachment) -> Attachment:
         assert attachment.content is not None
         key = self.object_key(dedupe_key, attachment.content)
-        client = self._client()
-        if not self._exists(client, key):
-            client.put_object(Bucket=self.bucket, Key=key, Body=attachment.content,
-                              ContentType=attachment.content_type)
+        self._put_once(key, attachment)
         return Attachment.from_s3(self.bucket, key, attachment.file_name, attachment.content_type,
                                   content_id=attachment.content_id)
 
-    def _exists(self, client: Any, key: str) -> bool:
+    def _put_once(self, key: str, attachment: Attachment) -> None:
+        """Put the object unless one has the key (S3's conditional write): the content's hash is in the key, so the
+        object there is this file. Needs PutObject only (``grant_attach``): a HeadObject would need read access, and
+        without ListBucket S3 answers it 403 for a missing key."""
         from botocore.exceptions import ClientError
 
         try:
-            client.head_object(Bucket=self.bucket, Key=key)
+            self._client().put_object(Bucket=self.bucket, Key=key, Body=attachment.content,
+                                      ContentType=attachment.content_type, IfNoneMatch="*")
         except ClientError as error:
-            if int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)) == 404:
-                return False
-            raise
-        return True  # the content's hash is in the key: the object there is this file
+            # 412: an object has the key already; 409: another put of it is under way (the same file, by its hash).
+            if error.response.get("Error", {}).get("Code") not in ("PreconditionFailed", "ConditionalRequestConflict"):
+                raise
 
     def _client(self) -> Any:
         if self.s3 is None:
