@@ -144,8 +144,8 @@ def _jobs(seed: int, bucket: str) -> tuple[list[Any], dict[str, ExpectedEmail], 
     expected = {str(job.subject): ExpectedEmail(
         job.dedupe_key,
         tuple(attachment_row({"fileName": a.file_name, "contentType": a.content_type, "disposition": a.disposition,
-                              "contentId": a.content_id, "size": len(a.content),
-                              "sha256": hashlib.sha256(a.content).hexdigest()}) for a in job.attachments),
+                              "contentId": a.content_id, "size": len(a.content or b""),
+                              "sha256": hashlib.sha256(a.content or b"").hexdigest()}) for a in job.attachments),
         tuple(job.headers.items())) for job in jobs}
     return jobs, expected, retried
 
