@@ -175,7 +175,7 @@ def attachments_phase(consumer: Any, table: str, bucket: str | None, environment
     for job in jobs + retried:  # the claim-checked receipts twice: a producer retried after a timeout
         pipeline.enqueue(job)
     say(f"      attachments and headers: {len(jobs)} jobs enqueued through the producer's Pipeline with the "
-        f"stack's attachments bucket {bucket} ({len(retried)} invoices above its inline limit uploaded, each job "
+        f"stack's attachments bucket {bucket} ({len(retried)} invoices above its inline limit uploaded, their jobs "
         "enqueued twice); consumer invocations killed before and after SES accepted")
     started = time.monotonic()
     faults = FaultPlan(0.3, seed, ("before_send", "after_send", "lost_answer"), forced=2)
