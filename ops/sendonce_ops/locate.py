@@ -31,6 +31,7 @@ class Pipeline:
     name: str | None = None  # the construct's path in its stack, when found there
     outbox_table: str | None = None
     evidence_grace_s: int | None = None  # the stack's evidence_grace_period, with ses_events
+    attachments_bucket: str | None = None  # with attachments_bucket: where producers put claim-checked files
 
     def need(self, part: str) -> str:
         value = {"table": self.table, "queue": self.queue_url, "dlq": self.dead_letter_queue_url}[part]
@@ -52,7 +53,7 @@ def locate(cloudformation: Any, stack: str | None, pipeline: str | None, table: 
     return Pipeline(table or found.get(OutputPart.TABLE), queue or found.get(OutputPart.QUEUE),
                     dlq or found.get(OutputPart.DLQ), int(ttl) if ttl and ttl.isdigit() else None,
                     found.get(OutputPart.KEY_SECRET), name, found.get(OutputPart.OUTBOX),
-                    int(grace) if grace and grace.isdigit() else None)
+                    int(grace) if grace and grace.isdigit() else None, found.get(OutputPart.ATTACHMENTS))
 
 
 Found = tuple[str | None, dict[str, str]]
