@@ -36,6 +36,7 @@ class Outbox(Construct):
         function_options: FunctionOptions,
         encryption_key: kms.IKey | None,
         removal_policy: RemovalPolicy,
+        urgent_queue: sqs.IQueue | None = None,
     ) -> None:
         super().__init__(scope, id)
         self.table = dynamodb.Table(
@@ -67,7 +68,8 @@ class Outbox(Construct):
                     "This queue is the relay's on-failure destination: a queue behind it would hide failures.")
         relay = BundledFunction(
             self, "Relay", handler=RELAY_HANDLER, timeout=Duration.seconds(30), options=function_options,
-            environment=RelayConfig(queue.queue_url, fifo).to_env(),
+            environment=RelayConfig(queue.queue_url, fifo,
+                                    urgent_queue.queue_url if urgent_queue is not None else None).to_env(),
             invoked_by="its stream event source",
             description="sendonce outbox relay: moves outbox jobs from the table's stream to the job queue",
             role_description="sendonce outbox relay: its stream, the job queue, its log group",
@@ -84,6 +86,8 @@ class Outbox(Construct):
             on_failure=event_sources.SqsDlq(self.failures),
         ))
         queue.grant_send_messages(self.relay)
+        if urgent_queue is not None:  # urgent jobs go to the urgent lane
+            urgent_queue.grant_send_messages(self.relay)
         acknowledge(self.role, "AwsSolutions-IAM5[Resource::*]",
                     "The stream event source's dynamodb:ListStreams has no resource-level permission; reading the "
                     "stream itself is granted on this table's stream ARN only (and X-Ray's, when tracing is on, "

@@ -38,14 +38,17 @@ class RelayConfig(NamedTuple):
 
     queue_url: str
     fifo: bool = False
+    urgent_queue_url: str | None = None  # with urgent_lane: where urgent jobs go
 
     def to_env(self) -> dict[str, str]:
-        return {Env.QUEUE_URL: self.queue_url, Env.FIFO: flag(self.fifo)}
+        env = {Env.QUEUE_URL: self.queue_url, Env.FIFO: flag(self.fifo)}
+        put(env, Env.URGENT_QUEUE_URL, self.urgent_queue_url)
+        return env
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Self:
         require(env, Env.QUEUE_URL)
-        return cls(env[Env.QUEUE_URL], read_flag(env, Env.FIFO))
+        return cls(env[Env.QUEUE_URL], read_flag(env, Env.FIFO), env.get(Env.URGENT_QUEUE_URL) or None)
 
 
 class PublisherConfig(NamedTuple):

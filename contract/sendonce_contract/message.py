@@ -15,24 +15,25 @@ from typing import Any, NamedTuple
 from .address import InvalidAddress, Mailbox, find_control_character, parse_mailbox
 from .delivery import DeliveryPolicy
 from .key_tags import DEDUPE_KEY_TAG, KEY_CHUNK_TAG, MAX_JOB_TAGS, PIPELINE_TAG
+from .priority import DEFAULT_PRIORITY, PRIORITY_FIELD, Priority
 from .schema import DEDUPE_KEY
 
 # The job contract's version this parser knows. A job names the lowest version that can carry it in ``VERSION_FIELD``
 # (absent means 1, the contract of every release before the field existed): a consumer meeting a newer one puts the
 # job back until it is upgraded, instead of dead-lettering fields it does not know yet.
-CONTRACT_VERSION = 2
+CONTRACT_VERSION = 3
 VERSION_FIELD = "contractVersion"
 # The version that brought each field after the first: a job using one names at least that version.
-FIELD_VERSIONS = {"sendAt": 2}
+FIELD_VERSIONS = {"sendAt": 2, PRIORITY_FIELD: 3}
 MAX_KEY_BYTES = 1024
 MAX_RECIPIENTS = 50
 FIELDS = frozenset(
     {DEDUPE_KEY, "from", "to", "cc", "bcc", "replyTo", "subject", "html", "text", "template", "raw",
-     "configurationSet", "tags", "delivery", "sendAt", VERSION_FIELD}
+     "configurationSet", "tags", "delivery", "sendAt", PRIORITY_FIELD, VERSION_FIELD}
 )
-# Fields that say how or when to send, or in which contract version, not what: a copy of a job differing only in
-# these is the same email (one written with ``contractVersion: 1`` and one without it, too).
-NOT_CONTENT = frozenset({"delivery", "sendAt", VERSION_FIELD})
+# Fields that say how, when or by which lane to send, or in which contract version, not what: a copy of a job
+# differing only in these is the same email (one written with ``contractVersion: 1`` and one without it, too).
+NOT_CONTENT = frozenset({"delivery", "sendAt", PRIORITY_FIELD, VERSION_FIELD})
 TEMPLATE_FIELDS = frozenset({"name", "data"})
 _TAG_PART = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 # SES's rule for template and configuration set names.
@@ -92,6 +93,7 @@ class ParsedJob(NamedTuple):
     tags: tuple[tuple[str, str], ...] = ()
     delivery: DeliveryPolicy | None = None
     send_at_ms: int | None = None  # not to be claimed before this time (epoch ms)
+    priority: Priority = DEFAULT_PRIORITY  # the lane the producer asked for (routing only: any lane sends it)
 
 
 def parse_job(body: str, sqs_message_id: str) -> ParsedJob:
@@ -210,8 +212,19 @@ def _parse_fields(document: dict[str, Any], key: str, digest: str) -> ParsedJob:
         tags=_tags(document.get("tags")),
         delivery=policy,
         send_at_ms=_send_at(document.get("sendAt")),
+        priority=_priority(document.get(PRIORITY_FIELD)),
         payload_hash=digest,
     )
+
+
+def _priority(value: object) -> Priority:
+    if value is None:
+        return DEFAULT_PRIORITY
+    try:
+        return Priority(value)
+    except ValueError:
+        allowed = [p.value for p in Priority]
+        raise InvalidMessage(f"{PRIORITY_FIELD} must be one of {allowed}, got {value!r}") from None
 
 
 def _send_at(value: object) -> int | None:

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from sendonce_contract.message import VERSION_FIELD, InvalidMessage, lowest_version, parse_job
+from sendonce_contract.priority import DEFAULT_PRIORITY, PRIORITY_FIELD, Priority
 from sendonce_contract.schema import DEDUPE_KEY
 
 
@@ -37,6 +38,8 @@ class EmailJob:
     tags: Mapping[str, str] = field(default_factory=dict)
     delivery: str | None = None
     send_at: datetime | None = None  # not sent before this time (timezone-aware), at most dedupe_ttl ahead
+    # "urgent" goes to the pipeline's urgent lane (urgent_lane); routing, not content: the key is sent once either way
+    priority: Priority | str = DEFAULT_PRIORITY
 
     def __post_init__(self) -> None:
         for name in ("to", "cc", "bcc", "reply_to"):
@@ -54,6 +57,8 @@ class EmailJob:
             "html": self.html, "text": self.text, "raw": self.raw, "configurationSet": self.configuration_set,
             "tags": dict(self.tags), "delivery": self.delivery,
             "sendAt": None if self.send_at is None else self.send_at.isoformat(),
+            # bulk is the default: left out, so a bulk job needs no newer contract version
+            PRIORITY_FIELD: None if self.priority == DEFAULT_PRIORITY else _text(self.priority),
         }
         document.update({k: v for k, v in optional.items() if v not in (None, [], {})})
         if self.template is not None:
@@ -63,7 +68,17 @@ class EmailJob:
             document[VERSION_FIELD] = version
         return document
 
+    @property
+    def lane(self) -> Priority:
+        """The lane this job goes to (its ``priority``, validated on construction)."""
+        return Priority(self.priority)
+
     def to_message(self) -> str:
         """The SQS body the consumer expects."""
         return json.dumps(self.to_document(), separators=(",", ":"), ensure_ascii=False)
 
+
+
+def _text(priority: Priority | str) -> str:
+    # As given, so that a value outside the contract fails its parsing with the contract's own reason.
+    return priority.value if isinstance(priority, Priority) else priority

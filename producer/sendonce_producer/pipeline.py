@@ -9,6 +9,8 @@ from typing import Any
 from sendonce_contract.record import EmailRecord
 from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S
 
+from sendonce_contract.priority import queue_for
+
 from .cancel import Cancellation, cancel
 from .enqueue import EnqueueFailure, enqueue, enqueue_many
 from .job import EmailJob
@@ -21,21 +23,34 @@ class Pipeline:
     """The names come from the construct (``queue.queue_url``, ``table.table_name``, ``outbox_table.table_name``,
     passed to the application as environment) or from ``sendonce info``; ``dedupe_ttl_s`` is the construct's
     ``dedupe_ttl`` if you changed it (how long a cancelled key stays cancelled); ``key_secret_arn`` is its
-    ``key_secret`` with ``key_privacy``. Clients default to boto3's."""
+    ``key_secret`` with ``key_privacy``; ``urgent_queue_url`` is its ``urgent_queue.queue_url`` with
+    ``urgent_lane``: a job with ``priority="urgent"`` goes there (to ``queue_url`` without one). Clients default to
+    boto3's."""
 
     queue_url: str
     table_name: str
     outbox_table_name: str | None = None
     dedupe_ttl_s: int = DEFAULT_DEDUPE_TTL_S
     key_secret_arn: str | None = None  # the construct's key_secret, with key_privacy
+    urgent_queue_url: str | None = None  # the construct's urgent_queue, with urgent_lane
     sqs: Any | None = None
     dynamodb: Any | None = None
 
+    def queue_of(self, job: EmailJob) -> str:
+        """The queue ``job`` goes to: the urgent lane's for an urgent job, when the pipeline has one."""
+        return queue_for(job.lane, self.queue_url, self.urgent_queue_url)
+
     def enqueue(self, job: EmailJob, *, group_id: str | None = None) -> str:
-        return enqueue(self.queue_url, job, group_id=group_id, sqs=self.sqs)
+        return enqueue(self.queue_of(job), job, group_id=group_id, sqs=self.sqs)
 
     def enqueue_many(self, jobs: Sequence[EmailJob]) -> list[EnqueueFailure]:
-        return enqueue_many(self.queue_url, jobs, sqs=self.sqs)
+        """Each lane's jobs in batches to its own queue; the failures of both, in the order of ``jobs``."""
+        by_queue: dict[str, list[EmailJob]] = {}
+        for job in jobs:
+            by_queue.setdefault(self.queue_of(job), []).append(job)
+        failures = [f for queue, lane_jobs in by_queue.items() for f in enqueue_many(queue, lane_jobs, sqs=self.sqs)]
+        order = {id(job): index for index, job in enumerate(jobs)}
+        return sorted(failures, key=lambda failure: order[id(failure.job)])
 
     def status(self, key: str) -> EmailRecord | None:
         return status(self.table_name, key, key_secret_arn=self.key_secret_arn, dynamodb=self.dynamodb)

@@ -23,6 +23,7 @@ class SendRateLimiter:
         if rate <= 0:
             raise ValueError("the send rate must be positive")
         self._rate = rate
+        self._burst = burst
         self._capacity = max(1.0, burst if burst is not None else rate)
         self._tokens = self._capacity
         self._monotonic = monotonic
@@ -53,6 +54,22 @@ class SendRateLimiter:
                 if now + wait > deadline + 1e-9:
                     return False
                 self._pause(wait)
+
+    def set_rate(self, rate: float) -> None:
+        """Pace at ``rate`` from now on (a lane's lent share comes and goes): what was earned at the old rate is
+        kept, up to the bucket's size at the new one, and waiters recompute their wait."""
+        if rate <= 0:
+            raise ValueError("the send rate must be positive")
+        with self._condition:
+            if rate == self._rate:
+                return
+            now = self._monotonic()
+            self._tokens = min(self._capacity, self._tokens + (now - self._updated) * self._rate)
+            self._updated = now
+            self._rate = rate
+            self._capacity = max(1.0, self._burst if self._burst is not None else rate)
+            self._tokens = min(self._tokens, self._capacity)
+            self._condition.notify_all()
 
     def defer(self, tokens: int = 1) -> float:
         """Seconds until a job of ``tokens`` recipients that found no send slot now could be served, after the
