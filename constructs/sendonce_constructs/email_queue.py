@@ -370,7 +370,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         quota_watch = build_quota_watch(self, self.pipeline_name, function_options) if props.quota_watch else None
         alarms: dict[str, cloudwatch.Alarm] = (
             build_alarms(self, self, props.oldest_message_alarm_threshold, props.alarm_topic,
-                         props.quota_alarm_threshold if props.quota_watch else None) if props.alarms else {}
+                         props.quota_alarm_threshold if props.quota_watch else None,
+                         props.urgent_oldest_message_alarm_threshold) if props.alarms else {}
         )
         if props.alarms and evidence.outcome_events is not None:
             alarms["OutcomeEventFailures"] = evidence.outcome_events.failures_alarm(props.alarm_topic)

@@ -24,6 +24,7 @@ DEFAULT_EVIDENCE_GRACE_S = 5 * 60
 # The metrics every bundled function writes (Embedded Metric Format) and the construct's alarms read.
 METRIC_NAMESPACE = "sendonce"
 METRIC_DIMENSION = "Pipeline"  # its value is the construct's path
+METRIC_LANE_DIMENSION = "Lane"  # with urgent_lane, beside Pipeline: "bulk" or "urgent"
 
 
 class Metric:

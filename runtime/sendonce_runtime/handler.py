@@ -47,7 +47,7 @@ class Consumer:
     ) -> None:
         self.settings = settings
         self.processor = processor
-        self.log = log or OutcomeLog(pipeline=settings.pipeline_name)
+        self.log = log or OutcomeLog(pipeline=settings.pipeline_name, lane=settings.lane)
         self.redelivery = redelivery
         self.dead_letter_events = dead_letter_events
 
