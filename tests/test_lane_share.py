@@ -125,7 +125,7 @@ def idle_windows(busy: list[tuple[float, float]], settle_s: float) -> list[tuple
         if busy_start > start:
             windows.append((start, busy_start))
         start = max(start, busy_end + settle_s)
-    if RUN_S > start:
+    if start < RUN_S:
         windows.append((start, RUN_S))
     return windows
 

@@ -20,6 +20,7 @@ import pytest
 from consumer_harness import SENDER_DOMAIN, job
 
 from sendonce_constructs import SendOnceEmailQueue
+from sendonce_constructs.runtime_asset import HANDLER
 from sendonce_contract.companion_configs import RelayConfig
 from sendonce_contract.deploy_config import ConsumerConfig
 from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S
@@ -27,7 +28,6 @@ from sendonce_local.emulator.ses_publisher import SEND_LOG
 from sendonce_local.lambda_service.stack_runners import DeployedStack, StackRunners, load_stack
 from sendonce_ops.cli import main as sendonce
 from sendonce_producer import EmailJob, Pipeline
-from sendonce_constructs.runtime_asset import HANDLER
 from sendonce_producer.sql_connect import database
 from sendonce_producer.sql_outbox import add, schema_statements
 from sendonce_producer.sql_relay import OutboxRelay, RelaySettings
@@ -149,9 +149,9 @@ def test_the_deployed_outbox_relay_routes_by_priority(lanes):
     [outbox] = lanes.stack.stream_functions
     config = RelayConfig.from_env(outbox.function.environment)
     assert config.urgent_queue_url == lanes.urgent_queue
+    bodies = [json.dumps(job(f"o:{n}", **({"priority": "urgent"} if n % 2 else {}))) for n in range(4)]
     records = [{"eventName": "INSERT", "dynamodb": {"SequenceNumber": str(n), "NewImage": {
-        "dedupeKey": {"S": f"o:{n}"}, "job": {"S": json.dumps(job(f"o:{n}", **({"priority": "urgent"} if n % 2 else {})))}}}}
-        for n in range(4)]
+        "dedupeKey": {"S": f"o:{n}"}, "job": {"S": body}}}} for n, body in enumerate(bodies)]
     assert relay(records, boto3.client("sqs"), config.queue_url, config.fifo, config.urgent_queue_url) == []
     assert sorted(body["dedupeKey"] for body in lanes.bodies(lanes.urgent_queue)) == ["o:1", "o:3"]
     assert sorted(body["dedupeKey"] for body in lanes.bodies(lanes.queue)) == ["o:0", "o:2"]
@@ -166,8 +166,8 @@ def test_the_sql_outbox_relay_routes_by_priority(lanes, tmp_path: Path):
         for n in range(4):
             add(connection.cursor(), EmailJob(f"s:{n}", f"a@{SENDER_DOMAIN}", ["ada@example.org"], subject="S",
                                               text="x", priority="urgent" if n % 2 else "bulk"))
-    relayer = OutboxRelay(database(f"sqlite:///{path}"), RelaySettings(lanes.queue, urgent_queue_url=lanes.urgent_queue),
-                          log=lambda line: None)
+    settings = RelaySettings(lanes.queue, urgent_queue_url=lanes.urgent_queue)
+    relayer = OutboxRelay(database(f"sqlite:///{path}"), settings, log=lambda line: None)
     try:
         assert relayer.drain().relayed == 4
     finally:

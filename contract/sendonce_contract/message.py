@@ -220,11 +220,9 @@ def _parse_fields(document: dict[str, Any], key: str, digest: str) -> ParsedJob:
 def _priority(value: object) -> Priority:
     if value is None:
         return DEFAULT_PRIORITY
-    try:
+    if isinstance(value, str) and value in Priority.__members__.values():
         return Priority(value)
-    except ValueError:
-        allowed = [p.value for p in Priority]
-        raise InvalidMessage(f"{PRIORITY_FIELD} must be one of {allowed}, got {value!r}") from None
+    raise InvalidMessage(f"{PRIORITY_FIELD} must be one of {[p.value for p in Priority]}, got {value!r}")
 
 
 def _send_at(value: object) -> int | None:

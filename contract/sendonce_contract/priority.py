@@ -6,12 +6,12 @@ No dependency: the Lambda bundle ships this module (the outbox relay routes with
 """
 
 import json
-from enum import Enum
+from enum import StrEnum
 
 PRIORITY_FIELD = "priority"
 
 
-class Priority(str, Enum):
+class Priority(StrEnum):
     """Which lane carries a job: ``bulk`` (the default) or ``urgent``."""
 
     BULK = "bulk"

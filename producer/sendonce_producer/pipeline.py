@@ -6,10 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sendonce_contract.priority import queue_for
 from sendonce_contract.record import EmailRecord
 from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S
-
-from sendonce_contract.priority import queue_for
 
 from .cancel import Cancellation, cancel
 from .enqueue import EnqueueFailure, enqueue, enqueue_many
