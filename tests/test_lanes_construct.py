@@ -66,6 +66,17 @@ def test_the_lanes_split_send_rate_and_bulk_may_read_the_urgent_queue_to_borrow_
     assert pipeline.urgent_function is not None
 
 
+def test_each_lanes_consumer_puts_delayed_copies_back_on_its_own_queue_and_dead_letters_to_its_own_dlq():
+    _, template = build(**LANES)
+    lanes = functions_by_lane(template)
+    urgent, bulk = lanes[Priority.URGENT.value], lanes[Priority.BULK.value]
+    assert urgent[Env.QUEUE_URL]["Ref"].startswith("ReceiptsUrgentQueue")
+    assert urgent[Env.DLQ_URL]["Ref"].startswith("ReceiptsUrgentDeadLetterQueue")
+    assert bulk[Env.QUEUE_URL]["Ref"].startswith("ReceiptsQueue")
+    assert bulk[Env.DLQ_URL]["Ref"].startswith("ReceiptsDeadLetterQueue")
+    assert bulk[Env.URGENT_QUEUE_URL] == urgent[Env.QUEUE_URL]  # the queue it watches to borrow the share
+
+
 def test_the_urgent_lane_has_its_own_outputs_alarms_and_a_tighter_oldest_job_alarm():
     pipeline, template = build(**LANES)
     outputs = template.to_json()["Outputs"]

@@ -34,7 +34,7 @@ class Queues:
 class Lane:
     """One lane's queues and what its consumer's environment says of its pace."""
 
-    name: str  # the metrics' Lane dimension: "bulk" or "urgent" (None-free only with urgent_lane)
+    name: str  # with urgent_lane, "bulk" or "urgent" (the metrics' Lane dimension); "" without lanes
     queues: Queues
     max_concurrency: int | None
     max_send_rate: float | None
