@@ -27,11 +27,16 @@ class Plan:
     outbox_jobs: int = 3_000  # the backlog one relay drains, per run
     outbox_latency_jobs: int = 100  # committed one at a time, with NOTIFY and with polling only (about 1 s each)
     outbox_transactions: int = 1_000  # application transactions per run, half with `add`
+    pacing_factor: int = 10  # the pacing section's bursts are this many times SES's rate
+    pacing_repeats: int = 2
+    pacing_timeouts_s: tuple[int, ...] = (3, 5, 30)
+    pacing_pollers: tuple[int, ...] = (2, 5, 20)
 
 
 QUICK = Plan(records=60, repeats=2, workers=(1, 4), import_runs=5, synth_runs=1, latency_batches=3,
              evidence_emails=20, burst_factor=10, privacy_emails=2_000, outcome_emails=50, scheduled_hours=2,
-             outbox_jobs=300, outbox_latency_jobs=3, outbox_transactions=100)
+             outbox_jobs=300, outbox_latency_jobs=3, outbox_transactions=100, pacing_factor=2, pacing_repeats=1,
+             pacing_timeouts_s=(5,), pacing_pollers=(2,))
 FULL = Plan(records=400, repeats=5, workers=(1, 2, 4, 8), import_runs=21, synth_runs=3, latency_batches=20,
             evidence_emails=200, burst_factor=50)
 

@@ -22,16 +22,18 @@ from emulator_process import create_resources, start_emulator  # noqa: E402
 from plan import DELAYS_MS, FULL, QUICK, ROOT, Plan, Spread  # noqa: E402
 from render import (  # noqa: E402
     KEY_PRIVACY_SECTION,
+    PACING_SECTION,
     render_burst,
     render_evidence,
     render_floor,
     render_key_privacy,
     render_latency,
+    render_pacing,
     render_recipient_burst,
     write_section,
 )
 from scenarios import lifecycle  # noqa: E402
-from scenarios.bursts import burst_scenario, recipient_burst_scenario  # noqa: E402
+from scenarios.bursts import burst_scenario, pacing_scenario, recipient_burst_scenario  # noqa: E402
 from scenarios.calls import count_calls  # noqa: E402
 from scenarios.cold_start import asset_sizes, cold_starts, synth_seconds  # noqa: E402
 from scenarios.evidence import evidence_costs  # noqa: E402
@@ -51,8 +53,12 @@ SECTIONS = {
         lifecycle.outcome_event_costs(plan.outcome_emails))),
     "scheduled": (render.SCHEDULED_SECTION, lambda plan: render.render_scheduled(
         lifecycle.scheduled_costs(plan.scheduled_hours))),
+    "floor": ("## 10. The consumer's own floor", lambda plan: render_floor(
+        floor_run(plan.latency_batches, DELAYS_MS), DELAYS_MS, plan.latency_batches)),
     "recipient-burst": ("## 9b. A burst of", lambda plan: render_recipient_burst(
         recipient_burst_scenario(plan.burst_factor), plan.burst_factor)),
+    "pacing": (PACING_SECTION, lambda plan: render_pacing(pacing_scenario(
+        plan.pacing_factor, plan.pacing_repeats, plan.pacing_timeouts_s, plan.pacing_pollers), plan.pacing_factor)),
     "sql-outbox": (render.SQL_OUTBOX_SECTION, lambda plan: render.render_sql_outbox(sql_outbox_costs(
         plan.outbox_jobs, plan.outbox_latency_jobs, plan.outbox_transactions, plan.repeats, DELAYS_MS))),
 }
@@ -122,6 +128,8 @@ def run(plan: Plan, command: str) -> str:
     burst = burst_scenario(plan.burst_factor)
     print("burst in recipients...", file=sys.stderr)
     recipients = recipient_burst_scenario(plan.burst_factor)
+    print("burst at function timeouts...", file=sys.stderr)
+    pacing = SECTIONS["pacing"][1](plan)
     print("key privacy...", file=sys.stderr)
     privacy = render_key_privacy(key_privacy_costs(plan.privacy_emails, plan.repeats))
     print("outcome events and scheduled emails...", file=sys.stderr)
@@ -130,7 +138,7 @@ def run(plan: Plan, command: str) -> str:
     sql_outbox = SECTIONS["sql-outbox"][1](plan)
     return (render.render_opening(plan, command, calls, rates, cpus, ratios, imports, assets, synth, item)
             + render_latency(plan, latency, DELAYS_MS) + render_evidence(evidence)
-            + render_burst(burst, plan.burst_factor) + render_recipient_burst(recipients, plan.burst_factor)
+            + render_burst(burst, plan.burst_factor) + render_recipient_burst(recipients, plan.burst_factor) + pacing
             + render_floor(floor, DELAYS_MS, plan.latency_batches) + privacy + lifecycle_sections + sql_outbox)
 
 

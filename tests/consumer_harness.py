@@ -62,6 +62,7 @@ class Pipeline:
             OutcomeLog(io.StringIO()),
             events=boto3.client("events") if settings.outcome_bus else None,
             secrets=boto3.client("secretsmanager", config=ledger_config(settings)) if settings.key_secret_id else None,
+            s3=boto3.client("s3", config=ledger_config(settings)) if settings.attachments_bucket else None,
         )
 
     def evidence_settings(self, grace_ms: int = 60_000, **overrides: Any) -> dict[str, Any]:

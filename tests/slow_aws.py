@@ -75,5 +75,7 @@ def consumer(
         boto3.client("sesv2", config=ses_config(settings), endpoint_url=pipeline.ses_endpoint),
         boto3.client("sqs", config=ledger_config(settings), endpoint_url=slow.endpoint),
         clock, OutcomeLog(log, pipeline="Shop/Receipts"),
+        s3=boto3.client("s3", config=ledger_config(settings), endpoint_url=slow.endpoint)
+        if settings.attachments_bucket else None,
     )
     return built, log

@@ -320,6 +320,9 @@ def test_logical_ids_are_pinned():
         "AWS::Lambda::Function": ["ReceiptsConsumer2A19002C", "ReceiptsOutcomeEventsPublisherF6800E42",
                                   "ReceiptsQuotaWatch682AFD25", "ReceiptsSesEvidenceRecorder8527EFB3"],
     }
+    # The attachments bucket: renaming it would leave behind the objects jobs still name.
+    _, with_bucket = build(attachments_bucket=True)
+    assert sorted(with_bucket.find_resources("AWS::S3::Bucket")) == ["ReceiptsAttachmentsBucketEB0EC85B"]
 
 
 def test_outputs_publish_the_table_and_queues_for_the_operator_command():

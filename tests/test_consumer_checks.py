@@ -21,23 +21,26 @@ def wired(**overrides):
 
 
 @pytest.mark.parametrize(("overrides", "expected"), [
-    ({}, ("ParseJob", ["Schedule", "CarriedSend"])),
-    ({"fifo": True}, ("ParseJob", ["NoSendAtOnFifo", "CarriedSend"])),
+    ({}, ("ParseJob", ["Schedule", "AttachmentsBucket", "CarriedSend"])),
+    ({"fifo": True}, ("ParseJob", ["NoSendAtOnFifo", "AttachmentsBucket", "CarriedSend"])),
     ({"ses_events": True, "configuration_set": "own"},
-     ("ParseJob", ["OwnConfigurationSet", "Schedule", "CarriedSend"])),
+     ("ParseJob", ["OwnConfigurationSet", "Schedule", "AttachmentsBucket", "CarriedSend"])),
     ({"allowed_recipients": parse_entries(["ada@example.org"])},
-     ("ParseJob", ["RecipientsAllowed", "Schedule", "CarriedSend"])),
-    ({"max_send_rate": 14.0}, ("ParseJob", ["Schedule", "CarriedSend", "PaceSends"])),
-    ({"key_secret_id": "arn:secret"}, ("ParsePrivateJob", ["Schedule", "CarriedSend"])),
-], ids=["default", "fifo", "ses_events", "allowed_recipients", "max_send_rate", "key_privacy"])
+     ("ParseJob", ["RecipientsAllowed", "Schedule", "AttachmentsBucket", "CarriedSend"])),
+    ({"max_send_rate": 14.0}, ("ParseJob", ["Schedule", "AttachmentsBucket", "CarriedSend", "PaceSends"])),
+    ({"key_secret_id": "arn:secret"}, ("ParsePrivateJob", ["Schedule", "AttachmentsBucket", "CarriedSend"])),
+    ({"attachments_bucket": "shop-attachments"},
+     ("ParseJob", ["Schedule", "AttachmentsBucket", "CarriedSend", "ReadAttachments"])),
+], ids=["default", "fifo", "ses_events", "allowed_recipients", "max_send_rate", "key_privacy", "attachments_bucket"])
 def test_a_consumer_runs_only_the_checks_its_deployment_uses_in_order(overrides, expected):
     assert wired(**overrides) == expected
 
 
-def test_a_deployment_without_pacing_or_key_privacy_never_imports_them():
+def test_a_deployment_without_pacing_key_privacy_or_an_attachments_bucket_never_imports_them():
     probe = ("import sys; from sendonce_runtime.handler import Consumer; "
              "from sendonce_runtime.settings import Settings; "
              "Consumer.from_clients(Settings(table_name='t', dead_letter_queue_url='q'), None, None, None); "
-             "print(sorted(m for m in sys.modules if m.endswith(('.send_rate', '.key_privacy'))))")
+             "print(sorted(m for m in sys.modules "
+             "if m.endswith(('.send_rate', '.key_privacy', '.attachment_reader'))))")
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"

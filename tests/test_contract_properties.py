@@ -3,7 +3,11 @@
 SES's rules checked on every request the consumer builds (SESv2 SendEmail reference and the SES developer guide):
 addresses are 7-bit ASCII (internationalised domains in punycode, display names RFC 2047-encoded), at most 50
 recipients, tag names and values of letters, digits, underscores and hyphens (at most 256), template and
-configuration set names of at most 64 such characters, and header values (subject, addresses) on one line.
+configuration set names of at most 64 such characters, and header values (subject, addresses) on one line; at
+most 15 extra headers, each named by RFC 5322's field-name rule (SESv2's pattern, at most 126 characters) with one
+line of printable ASCII (at most 870), none of the fields SES sets; attachments with a file name of at most 255
+characters whose extension SES sends, a type of at most 78, a disposition SES knows, an inline one's content id
+(at most 78) referred to in the html, and the whole message within SES's 40 MB.
 """
 
 from __future__ import annotations
@@ -17,7 +21,10 @@ from consumer_harness import FakeClock, FakeContext, event, sqs_record
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sendonce_contract.attachments import MAX_MESSAGE_BYTES, REFUSED_EXTENSIONS, encoded_size
+from sendonce_contract.headers import is_reserved
 from sendonce_contract.message import InvalidMessage, parse_job
+from sendonce_runtime.outcome import MEANINGS, Outcome
 from sendonce_runtime.outcome_log import OutcomeLog
 from sendonce_runtime.ses_sender import build_request
 
@@ -25,6 +32,10 @@ SES_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 SES_TAG = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 ADDRESS = re.compile(r"^[\x21-\x7e]{1,64}@[A-Za-z0-9.-]{1,253}$")
 LINE_BREAKS = re.compile(r"[\r\n\x00]")
+# Every outcome that dead-letters: the contract's refusals, each with its reason code, and SES's.
+DEAD_LETTERED = frozenset(outcome.value for outcome, meaning in MEANINGS.items() if meaning.dead_letter is not None)
+HEADER_NAME = re.compile(r"^[!-9;-@A-~]{1,126}$")  # SESv2's MessageHeaderName
+HEADER_VALUE = re.compile(r"^[ -~]{1,870}$")
 
 hostile_text = st.text(max_size=30) | st.sampled_from(
     ["", " ", "\r\n", "hi\r\nBcc: victim@example.net", "\x00", "Café", "臺網中心", "\ud800", '"', "\\", ",", ";",
@@ -44,6 +55,32 @@ address_fields = mailboxes | st.lists(mailboxes, min_size=1, max_size=4) | st.li
 senders = st.sampled_from(["Shop <receipts@example.com>", "receipts@example.com"]) | st.builds(
     lambda name: f"{name} <receipts@example.com>", names) | mailboxes
 texts = st.sampled_from(["Thanks!", "Dein Beleg", "Ваш чек"]) | hostile_text
+header_names = st.sampled_from(["X-Entity-Ref-ID", "In-Reply-To", "References", "List-Unsubscribe",
+                                "List-Unsubscribe-Post", "x-entity-ref-id", "From", "BCC", "Content-Type",
+                                "X-SES-Configuration-Set", "MIME-Version", "Message-Id"]) | hostile_text
+header_values = st.sampled_from(["<a1@shop.example>", "<https://shop.example/u/1>", "List-Unsubscribe=One-Click",
+                                 "r-" + "9" * 900, "<mailto:u@shop.example>"]) | hostile_text
+file_names = st.sampled_from(["invoice.pdf", "logo.png", "setup.EXE", "a.js", "noext", ".pdf", "../x.pdf",
+                              "n" * 252 + ".pdf", "n" * 260 + ".pdf", "Rechnung März.pdf"]) | hostile_text
+content_types = st.sampled_from(["application/pdf", "image/png", "application/x-msdownload", "text/plain; a=b",
+                                 "pdf", "a/" + "b" * 80]) | hostile_text
+contents = st.sampled_from(["JVBERi0xLjc=", "aGVsbG8=", "", "not base64!", "aGVsbG8"]) | hostile_text
+good_attachments = st.sampled_from([
+    {"fileName": "invoice.pdf", "contentType": "application/pdf", "content": "JVBERi0xLjc="},
+    {"fileName": "logo.png", "contentType": "image/png", "disposition": "inline", "contentId": "logo",
+     "content": "aGVsbG8="},
+    {"fileName": "Rechnung März.pdf", "contentType": "application/pdf",
+     "s3": {"bucket": "shop-attachments", "key": "attachments/k/1"}},
+])
+# A valid attachment, or one with a field or two replaced.
+attachment_items = good_attachments | st.builds(lambda good, change: {**good, **change}, good_attachments,
+                                                st.fixed_dictionaries({}, optional={
+                                                    "fileName": file_names, "contentType": content_types,
+                                                    "disposition": st.sampled_from(["attachment", "inline",
+                                                                                    "INLINE", ""]),
+                                                    "contentId": st.sampled_from(["logo", "Logo", "a b", "<x>",
+                                                                                  "i" * 79]) | hostile_text,
+                                                    "content": contents}))
 # A valid job with a few fields replaced: most bodies are near the boundary, where mistakes are made.
 VALID = {"dedupeKey": "receipt:1:u1", "from": "Shop <receipts@example.com>", "to": ["ada@example.org"],
          "subject": "Your receipt", "text": "Thanks!"}
@@ -57,7 +94,10 @@ overrides = st.fixed_dictionaries(
         "bcc": address_fields,
         "replyTo": st.lists(mailboxes, max_size=3),
         "subject": texts,
-        "html": texts,
+        "html": texts | st.just('<img src="cid:logo">'),
+        "attachments": st.lists(attachment_items, max_size=3),
+        "headers": st.dictionaries(header_names, header_values, max_size=4) | st.dictionaries(
+            st.just("X-Ref") | hostile_text, st.just("1"), min_size=14, max_size=17),
         "template": st.fixed_dictionaries({"name": st.just("receipt_v2") | hostile_text},
                                           optional={"data": st.dictionaries(hostile_text, hostile_text, max_size=2)}),
         "configurationSet": st.just("transactional") | hostile_text,
@@ -67,6 +107,16 @@ overrides = st.fixed_dictionaries(
     },
 )
 bodies = overrides.map(lambda changes: {**VALID, **changes})
+parts = {
+    "attachments": st.lists(attachment_items, min_size=1, max_size=4),
+    "headers": st.dictionaries(header_names, header_values, min_size=1, max_size=4),
+}
+# A valid job whose attachments and headers vary (simple or template content), so most of them are accepted.
+part_bodies = st.fixed_dictionaries(
+    {"html": st.just('<img src="cid:logo">') | texts}, optional={**parts, "template": st.just({"name": "receipt_v2"})},
+).map(lambda changes: {**VALID, **changes} if "template" not in changes else {
+    **{k: v for k, v in VALID.items() if k not in ("subject", "text")},
+    **{k: v for k, v in changes.items() if k != "html"}})
 
 
 def assert_obeys_ses_rules(request: dict[str, Any]) -> None:
@@ -86,6 +136,23 @@ def assert_obeys_ses_rules(request: dict[str, Any]) -> None:
         assert not LINE_BREAKS.search(content["Simple"]["Subject"]["Data"])
     if "Template" in content:
         assert SES_NAME.match(content["Template"]["TemplateName"])
+    carrier = content.get("Simple") or content.get("Template") or {}
+    headers = carrier.get("Headers", [])
+    assert len(headers) <= 15 and len({h["Name"].lower() for h in headers}) == len(headers)
+    for header in headers:
+        assert HEADER_NAME.match(header["Name"]) and not is_reserved(header["Name"]), header
+        assert HEADER_VALUE.match(header["Value"]), header
+    attachments = carrier.get("Attachments", [])
+    for attachment in attachments:
+        assert 1 <= len(attachment["FileName"]) <= 255 and "/" not in attachment["FileName"]
+        assert attachment["FileName"].rpartition(".")[2].lower() not in REFUSED_EXTENSIONS
+        assert 1 <= len(attachment["ContentType"]) <= 78 and attachment["RawContent"]
+        assert attachment["ContentDisposition"] in ("ATTACHMENT", "INLINE")
+        if attachment["ContentDisposition"] == "INLINE":
+            assert 1 <= len(attachment["ContentId"]) <= 78
+            if "Simple" in content:
+                assert f"cid:{attachment['ContentId']}" in content["Simple"]["Body"]["Html"]["Data"]
+    assert sum(encoded_size(len(a["RawContent"])) for a in attachments) <= MAX_MESSAGE_BYTES
 
 
 @settings(max_examples=600, deadline=None)
@@ -96,7 +163,23 @@ def test_an_accepted_job_always_builds_a_request_ses_accepts_as_input(body):
     except InvalidMessage as error:
         assert error.reason
         return
-    assert_obeys_ses_rules(build_request(job, None))
+    assert_obeys_ses_rules(build_request(as_read(job), None))
+
+
+def as_read(job):
+    """The job as the consumer sends it: an s3 attachment's content read (a stand-in here)."""
+    return job._replace(attachments=tuple(a if a.content else a.with_content(b"%PDF") for a in job.attachments))
+
+
+@settings(max_examples=400, deadline=None)
+@given(part_bodies)
+def test_an_accepted_job_with_attachments_or_headers_builds_a_request_ses_accepts_as_input(body):
+    try:
+        job = parse_job(json.dumps(body), "sqs-message-id")
+    except InvalidMessage as error:
+        assert error.reason and error.code
+        return
+    assert_obeys_ses_rules(build_request(as_read(job), None))
 
 
 def test_through_the_consumer_every_body_is_dead_lettered_with_a_reason_or_sent_as_validated(pipeline):
@@ -118,8 +201,8 @@ def test_through_the_consumer_every_body_is_dead_lettered_with_a_reason_or_sent_
         response = consumer.handle(event(sqs_record(body)), FakeContext(FakeClock()))
         outcome = json.loads(log.getvalue().splitlines()[-1])
         assert response == {"batchItemFailures": []}
-        assert outcome["outcome"] in ("invalid_message", "sent", "refused"), outcome
-        if outcome["outcome"] == "invalid_message":
+        assert outcome["outcome"] in DEAD_LETTERED | {"sent"}, outcome
+        if outcome["outcome"] in DEAD_LETTERED - {Outcome.REFUSED.value}:
             assert outcome["reason"] and len(requests) == before
             return
         assert len(requests) == before + 1

@@ -116,3 +116,26 @@ def test_an_alarm_is_made_and_its_arn_can_be_referenced():
     outputs = boto3.client("cloudformation").describe_stacks(StackName="Shop")["Stacks"][0]["Outputs"]
     assert outputs[0]["OutputValue"].startswith("arn:aws:cloudwatch:")
     assert boto3.client("cloudwatch").describe_alarms()["MetricAlarms"]
+
+
+def test_an_attachments_bucket_deploys_with_its_expiry_and_public_access_block():
+    """moto's CloudFormation sets only a bucket's encryption; the emulator sets the rest as AWS does."""
+    from construct_support import build
+
+    _, synthesized = build(attachments_bucket=True)
+    resources = {name: resource for name, resource in synthesized.to_json()["Resources"].items()
+                 if resource["Type"] in ("AWS::S3::Bucket", "AWS::S3::BucketPolicy")}
+    assert len(resources) == 2
+    outputs = {"Bucket": {"Value": {"Ref": next(n for n, r in resources.items() if r["Type"] == "AWS::S3::Bucket")}}}
+    assert _deploy("Attachments", {"Parameters": PARAMETERS, "Resources": resources, "Outputs": outputs}) == (
+        "CREATE_COMPLETE")
+    name = next(r["PhysicalResourceId"] for r in boto3.client("cloudformation").describe_stack_resources(
+        StackName="Attachments")["StackResources"] if r["ResourceType"] == "AWS::S3::Bucket")
+    s3 = boto3.client("s3")
+    [rule] = s3.get_bucket_lifecycle_configuration(Bucket=name)["Rules"]
+    assert (rule["ID"], rule["Status"], rule["Expiration"]["Days"]) == ("ExpireAttachments", "Enabled", 34)
+    assert rule["AbortIncompleteMultipartUpload"] == {"DaysAfterInitiation": 1}
+    assert s3.get_public_access_block(Bucket=name)["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True, "IgnorePublicAcls": True, "BlockPublicPolicy": True, "RestrictPublicBuckets": True}
+    assert s3.get_bucket_encryption(Bucket=name)["ServerSideEncryptionConfiguration"]["Rules"][0][
+        "ApplyServerSideEncryptionByDefault"]["SSEAlgorithm"] == "AES256"

@@ -1,6 +1,7 @@
 """The README's local loop on one's own stack, as a user lives it, through the installed console commands only:
 `sendonce-local serve` in its own process, an app outside the checkout with two pipelines (one with every prop
-on: fifo, outbox, dashboard, a VPC, an existing table, its own DLQ, a KMS key), `cdk deploy`, a failed deploy and
+on: fifo, outbox, dashboard, a VPC, an existing table, its own DLQ, a KMS key, an attachments bucket, a larger
+message size), `cdk deploy`, a failed deploy and
 its fix, the producer, `sendonce-local run` twice (once until drained, once long-lived picking up late jobs),
 SES's events seen by `sendonce status`, and the CLI's errors in one line."""
 
@@ -23,6 +24,8 @@ from typing import Any
 
 import boto3
 import pytest
+
+from sendonce_contract.deploy_config import Env
 
 pytestmark = pytest.mark.slow
 
@@ -49,9 +52,10 @@ class Shop(cdk.Stack):
             name="dedupeKey", type=dynamodb.AttributeType.STRING))
         SendOnceEmailQueue(
             self, "Alerts", sender="alerts@example.com", fifo=True, outbox=True, dashboard=True, max_concurrency=2,
-            function_timeout=cdk.Duration.seconds(10),
+            function_timeout=cdk.Duration.seconds(10), attachments_bucket=True, max_message_size_bytes=524_288,
             encryption_key=kms.Key(self, "Key"), existing_table=table,
-            dead_letter_queue=sqs.Queue(self, "AlertsDlq", fifo=True, retention_period=cdk.Duration.days(14)),
+            dead_letter_queue=sqs.Queue(self, "AlertsDlq", fifo=True, retention_period=cdk.Duration.days(14),
+                                        max_message_size_bytes=1_048_576),
             vpc=ec2.Vpc(self, "Vpc", max_azs=1, nat_gateways=0))
         if VARIANT == "broken":  # a resource the emulator refuses, as AWS would
             sqs.CfnQueue(self, "Broken", queue_name="not a valid queue name!")
@@ -167,6 +171,19 @@ def test_deploy_update_after_a_failed_deploy_with_outputs_and_every_prop(serve: 
     assert stack["StackStatus"] == "UPDATE_COMPLETE" and len(stack["Outputs"]) == len(deployed)
     functions = boto3.client("lambda").list_functions()["Functions"]
     assert {f["Timeout"] for f in functions if "ReceiptsConsumer" in f["FunctionName"]} == {12}  # the update
+    # The attachments bucket: made with its expiry (FIFO with an outbox: 1 + 4 + 14 + 4 + 1 days), named to the
+    # consumer and in the outputs; the job queue takes the larger messages.
+    resources = boto3.client("cloudformation").describe_stack_resources(StackName="Shop")["StackResources"]
+    [bucket] = [r["PhysicalResourceId"] for r in resources if r.get("ResourceType") == "AWS::S3::Bucket"
+                and r["LogicalResourceId"].startswith("AlertsAttachmentsBucket")]
+    assert _output(deployed, "AlertsAttachmentsBucketName") == bucket
+    [rule] = boto3.client("s3").get_bucket_lifecycle_configuration(Bucket=bucket)["Rules"]
+    assert (rule["ID"], rule["Expiration"]["Days"]) == ("ExpireAttachments", 24)
+    [consumer] = [f for f in functions if "AlertsConsumer" in f["FunctionName"]]
+    assert consumer["Environment"]["Variables"][Env.ATTACHMENTS_BUCKET] == bucket
+    queue = _output(deployed, "AlertsQueueUrl")
+    assert boto3.client("sqs").get_queue_attributes(QueueUrl=queue, AttributeNames=["MaximumMessageSize"])[
+        "Attributes"]["MaximumMessageSize"] == "524288"
     said = serve.stderr.read_text()
     assert "Traceback" not in said and "UserWarning" not in said, said  # the failed deploy's rollback is quiet
 

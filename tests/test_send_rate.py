@@ -46,12 +46,23 @@ def test_a_token_that_would_come_too_late_is_not_taken():
     assert bucket.acquire(max_wait_s=0) is True
 
 
-def test_deferred_jobs_are_given_turns_at_the_rate_after_those_before_them():
+def test_deferred_jobs_are_given_turns_at_the_rate_after_the_slots_handed_out_and_those_before_them():
     clock = FakeTime()
     bucket = SendRateLimiter(rate=2, burst=1, monotonic=clock.monotonic, sleep=clock.sleep)
-    assert [bucket.defer(), bucket.defer(), bucket.defer(tokens=2)] == [0.5, 1.0, 2.0]
-    clock.now += 1.5  # three of the four recipients' turns have passed
+    assert bucket.acquire(max_wait_s=0)  # the burst's token: the next slot is half a second away
+    assert [bucket.defer(), bucket.defer(), bucket.defer(tokens=2)] == [0.5, 1.0, 1.5]
+    clock.now += 1.5  # the turns of the first two and of one of the third's two recipients have passed
     assert bucket.defer() == 1.0
+
+
+def test_slots_are_handed_out_in_order_and_a_refund_moves_the_waiting_ones_earlier():
+    clock = FakeTime()
+    bucket = SendRateLimiter(rate=1, burst=1, monotonic=clock.monotonic, sleep=clock.sleep)
+    assert bucket.acquire(max_wait_s=0)
+    assert bucket.next_slot_in() == 1.0
+    assert bucket.acquire(max_wait_s=0.5) is False and bucket.next_slot_in() == 1.0  # refused: nothing taken
+    bucket.refund()  # the first turned out a duplicate
+    assert bucket.next_slot_in() == 0.0 and bucket.acquire(max_wait_s=0)
 
 
 def test_threads_never_take_more_than_the_rate_allows():

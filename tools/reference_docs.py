@@ -215,7 +215,8 @@ def _sample_ledger_item() -> dict[str, object]:
     item: dict[str, object] = {Ledger.KEY: {"S": "receipt:8891:u42"}, Ledger.STATUS: {"S": Status.SENT.value},
                                Ledger.SENT_AT: {"N": "1"}, Ledger.EVIDENCE_AT: {"N": "1"},
                                Ledger.SES_MESSAGE_ID: {"S": "first"}, Ledger.SES_MESSAGE_IDS: {"SS": ["first",
-                                                                                                   "second"]}}
+                                                                                                   "second"]},
+                               Ledger.TENANT: {"S": "acme"}}
     for event in SES_EVENT_TYPES:
         item[event.time_attribute] = {"N": "1"}
         for name in event.outcome_attributes:
@@ -231,8 +232,10 @@ def outcome_events() -> str:
     built = {event.outcome: event for event in events.transitions(None, _sample_ledger_item(), "Shop/Receipts")}
     for status, attribute in ((Status.UNKNOWN, Ledger.UNKNOWN_AT), (Status.CANCELLED, Ledger.CANCELLED_AT)):
         image = {Ledger.KEY: {"S": "k"}, Ledger.STATUS: {"S": status.value}, attribute: {"N": "1"}}
+        if status is Status.UNKNOWN:  # claimed by a consumer, which records the tenant; a cancel precedes any claim
+            image[Ledger.TENANT] = {"S": "acme"}
         built.update({event.outcome: event for event in events.transitions(None, image, "Shop/Receipts")})
-    dead = events.dead_lettered("k", "Shop/Receipts", "ses-refused", "why", "message-id", 1)
+    dead = events.dead_lettered("k", "Shop/Receipts", "ses-refused", "why", "message-id", 1, "acme")
     built[dead.outcome] = dead
     missing = [outcome for outcome in events.OUTCOME_TYPES if outcome not in built]
     if missing:
@@ -306,6 +309,10 @@ def cli_sendonce_local() -> str:
     return _cli("sendonce-local")
 
 
+def cli_sendonce_outbox_relay() -> str:
+    return _cli("sendonce-outbox-relay")
+
+
 RENDERERS: Mapping[str, Callable[[], str]] = {
     "props": props,
     "props-first": props_first,
@@ -319,6 +326,7 @@ RENDERERS: Mapping[str, Callable[[], str]] = {
     "message-schema": message_schema,
     "cli-sendonce": cli_sendonce,
     "cli-sendonce-local": cli_sendonce_local,
+    "cli-sendonce-outbox-relay": cli_sendonce_outbox_relay,
 }
 
 

@@ -18,10 +18,14 @@ RECIPIENTS_PER_JOB = 5
 
 
 @contextmanager
-def _burst_consumer(send_rate: float) -> Iterator[tuple[Any, Any, Any, str, Callable[[], list[str]], IO[str]]]:
+def _burst_consumer(send_rate: float, timeout_s: int = 30, pollers: int = BURST_POLLERS,
+                    ) -> Iterator[tuple[Any, Any, Any, str, Callable[[], list[str]], IO[str]]]:
     """An emulator of its own with the burst's table, queue and DLQ, and the consumer as deployed with default
     props plus ``send_rate`` (paced at send_rate / max_concurrency an instance), one poller per instance: (function,
     event source, emulator environment, DLQ url, the subjects SES accepted, the runners' log)."""
+    from aws_cdk import Duration
+
+    from sendonce_constructs import derivations
     from sendonce_constructs.runtime_asset import runtime_asset_dir
     from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget
     from sendonce_local.emulator.server import local_aws
@@ -38,17 +42,19 @@ def _burst_consumer(send_rate: float) -> Iterator[tuple[Any, Any, Any, str, Call
         dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq["QueueUrl"], AttributeNames=["QueueArn"])[
             "Attributes"]["QueueArn"]
         queue = sqs.create_queue(QueueName="burst-jobs", Attributes={
-            "VisibilityTimeout": "180",
+            "VisibilityTimeout": str(6 * timeout_s),
             "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "5"})})
         boto3.client("sesv2").create_email_identity(EmailIdentity="example.com")
         environment = ConsumerConfig(
             table_name="burst", dead_letter_queue_url=dlq["QueueUrl"], queue_url=queue["QueueUrl"],
-            parallelism=10, max_send_rate=send_rate / BURST_POLLERS, max_receive_count=5,
-            time_budget=TimeBudget.for_function_timeout(30)).to_env()
-        function = FunctionSpec("burst-consumer", HANDLER, runtime_asset_dir(), environment, timeout_s=30)
+            parallelism=10, max_send_rate=send_rate / pollers, max_receive_count=5,
+            time_budget=TimeBudget.for_function_timeout(timeout_s)).to_env()
+        function = FunctionSpec("burst-consumer", HANDLER, runtime_asset_dir(), environment, timeout_s=timeout_s)
         arn = sqs.get_queue_attributes(QueueUrl=queue["QueueUrl"], AttributeNames=["QueueArn"])[
             "Attributes"]["QueueArn"]
-        source = EventSourceSpec(queue["QueueUrl"], arn, batch_size=10, max_concurrency=BURST_POLLERS)
+        # The batch size the construct derives for this rate and function timeout.
+        batch_size = derivations.batch_size(Duration.seconds(timeout_s), send_rate, pollers, None)
+        source = EventSourceSpec(queue["QueueUrl"], arn, batch_size=batch_size, max_concurrency=pollers)
         with open(os.devnull, "w") as log:
             yield (function, source, aws.environment, dlq["QueueUrl"],
                    aws.sent_subjects, log)
@@ -73,3 +79,27 @@ def recipient_burst_scenario(factor: int) -> Any:
         return run_recipient_burst(function, source, environment, dlq_url, subjects, RECIPIENT_RATE,
                                    int(factor * RECIPIENT_RATE / RECIPIENTS_PER_JOB), RECIPIENTS_PER_JOB, seed=11,
                                    log=log)
+
+
+PACING_RATE = 5.0  # what the emulator's SES accepts a second in the pacing section
+PACING_TIMEOUTS_S = (3, 5, 30)
+PACING_POLLERS = (2, 5, 20)
+
+
+def pacing_scenario(factor: int, repeats: int, timeouts_s: tuple[int, ...] = PACING_TIMEOUTS_S,
+                    pollers: tuple[int, ...] = PACING_POLLERS) -> dict[tuple[int, int], list[Any]]:
+    """9c. ``factor`` x R jobs at once for each function timeout and number of instances (pollers), the consumer
+    deployed as the construct derives it (batch size from the function timeout and each instance's share), each
+    run with its own in-process emulator: the burst reports of each pair, ``repeats`` of them."""
+    from sendonce_local.demo.scenarios.load import run_burst
+
+    reports: dict[tuple[int, int], list[Any]] = {}
+    for timeout_s in timeouts_s:
+        for count in pollers:
+            for repeat in range(repeats):
+                with _burst_consumer(PACING_RATE, timeout_s, count) as (function, source, environment, dlq_url,
+                                                                        subjects, log):
+                    reports.setdefault((timeout_s, count), []).append(run_burst(
+                        function, source, environment, dlq_url, subjects, PACING_RATE, int(factor * PACING_RATE),
+                        seed=21 + repeat, log=log))
+    return reports

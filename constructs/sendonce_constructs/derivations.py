@@ -5,7 +5,8 @@ A derivation's parameters name what it reads, and it is called with exactly thos
 parameter named for a prop gets the prop's value as it will be built (given, or its declared default), one named
 ``<prop>_given`` the value given (None when absent). A derived prop's declaration names its derivation
 (``queue_props``), which runs only when the prop is not given; its return type is the type the prop is built with
-(``resolved_props`` is rendered from it). Derived props read only props that are not derived.
+(``resolved_props`` is rendered from it). Derived props are computed in the order they are declared, and read only
+props that are not derived, props as given, and derived props declared before them.
 """
 
 from __future__ import annotations
@@ -18,16 +19,24 @@ from aws_cdk import Duration
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_ses as ses
 from aws_cdk import aws_sqs as sqs
 
+from sendonce_contract.deploy_config import sends_per_invocation
 from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S, DEFAULT_EVIDENCE_GRACE_S
 from sendonce_contract.sqs_limits import minimum_visibility_timeout_s
 
 from .lane_rates import LaneRates, split
 from .readings import read, read_seconds
-from .rules import RECOMMENDED_MAX_RECEIVE_COUNT, UNBATCHED_MAX_BATCH, outbox_minimum_dedupe_ttl_s
-from .unresolved import SynthPython, Unresolved, is_known
+from .rules import (
+    RECOMMENDED_MAX_RECEIVE_COUNT,
+    UNBATCHED_MAX_BATCH,
+    attachment_lifetime_days,
+    attachment_lifetime_text,
+    outbox_minimum_dedupe_ttl_s,
+)
+from .unresolved import UNRESOLVED, SynthPython, Unresolved, is_known
 
 DAY_S = 86_400
 
@@ -60,6 +69,17 @@ def dedupe_ttl(outbox: bool, retention_period: Duration) -> Duration:
         minimum_s = outbox_minimum_dedupe_ttl_s(retention_s)
         return Duration.days(max(DEFAULT_DEDUPE_TTL_S // DAY_S, -(-int(minimum_s) // DAY_S)))
     return Duration.seconds(DEFAULT_DEDUPE_TTL_S)
+
+
+def batch_size(function_timeout: Duration, send_rate: float | None, max_concurrency: int | None,
+               max_send_rate_given: float | None) -> int:
+    """10; with pacing, what one instance can send in one invocation at its share of the rate, at most 10
+    (``sends_per_invocation``): a larger batch is received only for its tail to be put back, again and again."""
+    rate = read(max_send_rate_given) if max_send_rate_given is not None else max_send_rate(send_rate, max_concurrency)
+    timeout_s = read_seconds(function_timeout)
+    if rate is None or not (is_known(rate) and is_known(timeout_s)):
+        return UNBATCHED_MAX_BATCH
+    return min(UNBATCHED_MAX_BATCH, sends_per_invocation(float(rate), timeout_s))
 
 
 def parallelism(batch_size: int) -> int | None:
@@ -124,6 +144,28 @@ def low_max_receive_count(max_receive_count: int) -> bool:
     return is_known(count) and 1 <= count < RECOMMENDED_MAX_RECEIVE_COUNT
 
 
+def attachments_expiry_days(attachments_bucket: bool | s3.IBucket, retention_period: Duration, dedupe_ttl: Duration,
+                            fifo: bool, outbox: bool) -> int | Unresolved | None:
+    """The days an attachment must be kept: how long after its upload its job can still be sent
+    (``rules.attachment_lifetime_terms``), in whole days; None without an attachments bucket, ``UNRESOLVED`` when
+    retention_period or dedupe_ttl is a token."""
+    if attachments_bucket is False:
+        return None
+    retention_s, dedupe_ttl_s = read_seconds(retention_period), read_seconds(dedupe_ttl)
+    if not (is_known(retention_s) and is_known(dedupe_ttl_s)):
+        return UNRESOLVED
+    return attachment_lifetime_days(retention_s, dedupe_ttl_s, fifo, outbox)
+
+
+def attachments_lifetime(attachments_bucket: bool | s3.IBucket, retention_period: Duration, dedupe_ttl: Duration,
+                         fifo: bool, outbox: bool) -> str | None:
+    """The terms of ``attachments_expiry_days`` in words, for the rules' messages; None when it has none."""
+    retention_s, dedupe_ttl_s = read_seconds(retention_period), read_seconds(dedupe_ttl)
+    if attachments_bucket is False or not (is_known(retention_s) and is_known(dedupe_ttl_s)):
+        return None
+    return attachment_lifetime_text(retention_s, dedupe_ttl_s, fifo, outbox)
+
+
 # In the order they are computed: a fact may read a derived prop.
 FACTS: tuple[Callable[..., object], ...] = (sender_name, synth_python, outcome_events_skipped, low_max_receive_count,
-                                            lane_rates)
+                                            lane_rates, attachments_expiry_days, attachments_lifetime)

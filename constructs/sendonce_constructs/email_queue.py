@@ -12,20 +12,26 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_ses as ses
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget
 from sendonce_contract.priority import Priority
 from sendonce_contract.schema import Ledger as LedgerSchema
+from sendonce_contract.sqs_limits import SQS_MAX_MESSAGE_BYTES
 from sendonce_contract.stack_names import ChildId, OutputId, OutputPart, output_description
+from sendonce_contract.tenant import InvalidTenant, check_tenant
 
 from . import rules, ses_permissions
 from .acknowledgements import acknowledge
+from .attachments import Attachments, build_attachments, objects_finding
 from .bundled_function import BundledFunction, FunctionOptions
 from .errors import ID_PREFIX, SendOnceConfigurationError
 from .evidence import SesEvidence
 from .key_secret import build_key_secret
+from .lane_rates import lane_batch_size
 from .monitoring import PipelineMetrics, build_alarms, build_dashboard
 from .network import VpcEgressCheck
 from .outbox import Outbox
@@ -77,7 +83,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     :param tracing: X-Ray tracing for the consumer. Default: off.
     :param visibility_timeout: the job queue's visibility timeout; smaller than the default fails synth. Default: 6
         x ``function_timeout`` + ``max_batching_window``.
-    :param batch_size: records per invocation. Default: 10.
+    :param batch_size: records per invocation. Default: 10; with a send rate, what one instance sends in one
+        invocation (at most 10).
     :param max_batching_window: how long the event source gathers a batch. Default: none.
     :param max_concurrency: cap on concurrent consumer invocations (2 to 1000), e.g. to stay under SES's rate.
         Default: none.
@@ -94,6 +101,9 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         urgent queue is empty. Default: 0.2.
     :param max_receive_count: deliveries before a message moves to the DLQ; below 5 warns. Default: 5.
     :param retention_period: how long the job queue keeps a message. The DLQ keeps 14 days. Default: 4 days.
+    :param max_message_size_bytes: the largest job the queue takes, in bytes (up to SQS's 1 MiB); its dead-letter
+        queue then takes SQS's largest, so any job can be dead-lettered with its reason. Default: SQS's default, 256
+        KiB.
     :param dedupe_ttl: how long a sent key is remembered; at least retention_period. Default: 7 days; with
         ``outbox``, 1 day of stream retention + ``retention_period`` + the DLQ's 14 days, in whole days (19 days
         with the default ``retention_period``).
@@ -140,6 +150,15 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         Secrets Manager (``key_secret``): the ledger, SES's tags and events, logs and the DLQ's attributes never
         carry its text. Switching an existing pipeline forgets every key it recorded (see the personal data page).
         Default: False.
+    :param ses_tenants: send a job's ``tenant`` as SES's ``TenantName`` (SES tenants keep each tenant's reputation
+        and sending status apart). Each tenant must exist in SES with the pipeline's identity, configuration set and
+        templates associated with it (``add_ses_tenant``, or SES's ``CreateTenant`` and
+        ``CreateTenantResourceAssociation`` when a customer signs up): SES refuses a send naming a tenant any of
+        them is not associated with. Default: False.
+    :param tenant_metrics: also write the consumer's metrics with a ``Tenant`` dimension beside ``Pipeline``. Each
+        tenant's value is a new set of custom metrics CloudWatch bills for (about 25 per tenant): a platform of
+        1,000 tenants pays for 25,000 metrics. The log lines carry the tenant either way, for Logs Insights at no
+        metric cost. Default: False.
     :param allowed_recipients: the only addresses and domains this pipeline may send to (``SES_MAILBOX_SIMULATOR``
         for SES's simulator): a job naming any other recipient goes to the DLQ (``recipient-not-allowed``), unsent.
         For staging stages. Default: none (every recipient).
@@ -147,6 +166,10 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         quota (SESv2 GetAccount) into the ``QuotaUsedPercent`` metric. Default: True.
     :param quota_alarm_threshold: the share of SES's 24-hour quota used (percent) that raises the
         ``QuotaNearlyUsed`` alarm, with ``quota_watch``. Default: 80.
+    :param attachments_bucket: where jobs' attachments too large to carry inline are kept (S3 claim checks):
+        ``True`` makes a bucket (encrypted, TLS only, public access blocked, objects expiring once no job can still
+        be sent), or bring your own ``s3.IBucket``. The consumer reads attachments from this bucket only;
+        ``grant_attach`` lets a producer upload them. Default: False.
     :param outbox: add a transactional outbox (a table with a stream, relayed to the queue) that producers write in
         their own DynamoDB transaction with ``sendonce_producer.outbox_put``. Default: False.
     """
@@ -156,6 +179,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         resolved = resolve_props(props, self.node.path)
         self._warn(resolved)
         self.delivery = resolved.delivery
+        self._ses_tenants = resolved.ses_tenants
         self.fifo = resolved.fifo
         self.encryption_key = resolved.encryption_key
         self.pipeline_name = self.node.path
@@ -169,17 +193,24 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         self.table, self.key_secret, self._ledger = ledger.table, ledger.key_secret, ledger
         if resolved.vpc is not None:
             Aspects.of(self).add(VpcEgressCheck(self, resolved.vpc, resolved.vpc_subnets))
+        expiry_days = resolved.attachments_expiry_days
+        self._attachments = build_attachments(
+            self, resolved.attachments_bucket, expiry_days if isinstance(expiry_days, int) else None,
+            resolved.encryption_key, resolved.queue_removal_policy)
+        self.attachments_bucket: s3.IBucket | None = self._attachments.bucket if self._attachments else None
+        self.attachments_expiry: Duration | None = self._attachments.expiry if self._attachments else None
         function_options = self._function_options(resolved, ledger)
         evidence = self._build_evidence(resolved, ledger, function_options)
         self.evidence, self.outcome_events = evidence.ses, evidence.outcome_events
-        consumer = self._build_consumer(resolved, bulk, ledger, evidence, function_options)
+        consumer = self._build_consumer(resolved, bulk, ledger, evidence, self._attachments, function_options)
         self.function, self.role, self.log_group = consumer.function, consumer.role, consumer.log_group
         self.event_source = consumer.event_source
-        self.urgent_consumer = (self._build_consumer(resolved, urgent, ledger, evidence, function_options)
-                                if urgent is not None else None)
+        self.urgent_consumer = (
+            self._build_consumer(resolved, urgent, ledger, evidence, self._attachments, function_options)
+            if urgent is not None else None)
         self.urgent_function = self.urgent_consumer.function if self.urgent_consumer is not None else None
-        self.outbox = self._build_outbox(resolved, queues, urgent_queues, function_options)
-        self._build_outputs(resolved, queues, urgent_queues, ledger, self.outbox)
+        self.outbox = self._build_outbox(resolved, queues, urgent_queues, function_options, ledger)
+        self._build_outputs(resolved, queues, urgent_queues, ledger, self.outbox, self._attachments)
         monitoring = self._build_monitoring(resolved, evidence, function_options)
         self.quota_watch, self.alarms, self.dashboard = monitoring.quota_watch, monitoring.alarms, monitoring.dashboard
 
@@ -203,6 +234,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             ChildId.DEAD_LETTER_QUEUE,
             fifo=props.fifo or None,
             retention_period=DLQ_RETENTION,
+            # Any job the queue takes can be dead-lettered with its reason attributes on top.
+            max_message_size_bytes=SQS_MAX_MESSAGE_BYTES if props.max_message_size_bytes is not None else None,
             encryption=props.encryption,
             encryption_master_key=props.encryption_key,
             enforce_ssl=True,
@@ -218,6 +251,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             fifo=props.fifo or None,
             visibility_timeout=props.visibility_timeout,
             retention_period=props.retention_period,
+            max_message_size_bytes=props.max_message_size_bytes,
             encryption=props.encryption,
             encryption_master_key=props.encryption_key,
             enforce_ssl=True,
@@ -231,6 +265,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         visibility, receives), so a job behaves the same on either lane."""
         dead_letter_queue = sqs.Queue(
             self, ChildId.URGENT_DEAD_LETTER_QUEUE, fifo=props.fifo or None, retention_period=DLQ_RETENTION,
+            # Any job the urgent queue takes can be dead-lettered with its reason attributes on top.
+            max_message_size_bytes=SQS_MAX_MESSAGE_BYTES if props.max_message_size_bytes is not None else None,
             encryption=props.encryption, encryption_master_key=props.encryption_key, enforce_ssl=True,
             removal_policy=props.queue_removal_policy,
         )
@@ -238,8 +274,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
                     "This is the urgent lane's dead-letter queue: a queue behind it would hide failed jobs.")
         queue = sqs.Queue(
             self, ChildId.URGENT_QUEUE, fifo=props.fifo or None, visibility_timeout=props.visibility_timeout,
-            retention_period=props.retention_period, encryption=props.encryption,
-            encryption_master_key=props.encryption_key, enforce_ssl=True,
+            retention_period=props.retention_period, max_message_size_bytes=props.max_message_size_bytes,
+            encryption=props.encryption, encryption_master_key=props.encryption_key, enforce_ssl=True,
             dead_letter_queue=sqs.DeadLetterQueue(queue=dead_letter_queue, max_receive_count=props.max_receive_count),
             removal_policy=props.queue_removal_policy,
         )
@@ -258,7 +294,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
                     max_send_rate=rates.bulk_instance_rate if lending else props.max_send_rate,
                     lent_send_rate=rates.lent_instance_rate, watched_queue=urgent_queues.queue if lending else None)
         urgent = Lane(name=Priority.URGENT.value, queues=urgent_queues, max_concurrency=rates.urgent_max_concurrency,
-                      max_send_rate=rates.urgent_instance_rate)
+                      max_send_rate=rates.urgent_instance_rate,
+                      batch_size=lane_batch_size(props.batch_size, props.function_timeout, rates.urgent_instance_rate))
         return bulk, urgent
 
     def _build_ledger(self, props: PipelineProps) -> Ledger:
@@ -314,16 +351,17 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         return Evidence(ses=ses_evidence, outcome_events=outcome_events, configuration_set_name=configuration_set_name)
 
     def _build_consumer(self, props: PipelineProps, lane: Lane, ledger: Ledger, evidence: Evidence,
-                        function_options: FunctionOptions) -> Consumer:
+                        attachments: Attachments | None, function_options: FunctionOptions) -> Consumer:
         """A lane's consumer: the job queue's (``Consumer``, as without lanes) or the urgent lane's
-        (``UrgentConsumer``): the same code and grants, its own queue, DLQ, concurrency and pace."""
+        (``UrgentConsumer``): the same code and grants, its own queue, DLQ, concurrency, pace and batch size."""
         urgent = lane.name == Priority.URGENT.value
         reserved = props.reserved_concurrent_executions
         if urgent and reserved is not None:  # its own reservation: bulk's never takes the urgent lane's instances
             reserved = lane.max_concurrency
         consumer = BundledFunction(
             self, ChildId.URGENT_CONSUMER if urgent else "Consumer", handler=HANDLER, timeout=props.function_timeout,
-            memory_size=props.memory_size, environment=self._consumer_environment(props, lane, ledger, evidence),
+            memory_size=props.memory_size,
+            environment=self._consumer_environment(props, lane, ledger, evidence, attachments),
             options=function_options, invoked_by="its SQS event source", reserved_concurrent_executions=reserved,
             description="sendonce consumer: sends each queued urgent email once" if urgent
             else "sendonce consumer: sends each queued email once",
@@ -332,7 +370,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         function = consumer.function
         event_source = event_sources.SqsEventSource(
             lane.queues.queue,
-            batch_size=props.batch_size,
+            batch_size=lane.batch_size if lane.batch_size is not None else props.batch_size,
             max_batching_window=props.max_batching_window,
             max_concurrency=lane.max_concurrency,
             report_batch_item_failures=True,
@@ -352,17 +390,20 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             evidence.outcome_events.bus.grant_put_events_to(function)  # Email Dead-Lettered
         if ledger.key_secret is not None:
             ledger.key_secret.grant_read(function)
+        if attachments is not None:
+            self._grant_attachments_read(attachments, consumer.role, ledger)
         self._grant_ses(props, function, evidence.configuration_set_name)
         return Consumer(function=function, role=consumer.role, log_group=consumer.log_group,
                         event_source=event_source)
 
     def _build_outbox(self, props: PipelineProps, queues: Queues, urgent_queues: Queues | None,
-                      function_options: FunctionOptions) -> Outbox | None:
+                      function_options: FunctionOptions, ledger: Ledger) -> Outbox | None:
         if not props.outbox:
             return None
         return Outbox(self, "Outbox", queue=queues.queue, fifo=props.fifo, function_options=function_options,
                       encryption_key=props.encryption_key, removal_policy=props.removal_policy,
-                      urgent_queue=urgent_queues.queue if urgent_queues is not None else None)
+                      urgent_queue=urgent_queues.queue if urgent_queues is not None else None,
+                      key_secret=ledger.key_secret)
 
     def _build_monitoring(self, props: PipelineProps, evidence: Evidence,
                           function_options: FunctionOptions) -> Monitoring:
@@ -387,8 +428,15 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
                                              f"{ID_PREFIX}NeedsOutcomeEvents", self.node.path)
         return self.outcome_events.rule(self, id, [target] if target else [], outcomes)
 
+    def _grant_attachments_read(self, attachments: Attachments, role: iam.IRole, ledger: Ledger) -> None:
+        # The consumer decrypts with the pipeline's own key already (a data key); a bucket's other key is granted.
+        attachments.grant_read(role, with_key=attachments.key not in ledger.data_keys)
+        acknowledge(role, objects_finding(attachments.bucket),
+                    "GetObject on the attachments bucket's objects: a job names its attachment's key, which is "
+                    "known only when the job arrives.")
+
     def _build_outputs(self, props: PipelineProps, queues: Queues, urgent_queues: Queues | None, ledger: Ledger,
-                       outbox: Outbox | None) -> None:
+                       outbox: Outbox | None, attachments: Attachments | None) -> None:
         # What `sendonce --stack NAME` reads to find this pipeline; the description says which pipeline and part.
         for output_id, value, part in ((OutputId.DEDUPE_TABLE_NAME, ledger.table.table_name, OutputPart.TABLE),
                                        (OutputId.QUEUE_URL, queues.queue.queue_url, OutputPart.QUEUE),
@@ -416,9 +464,12 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         if outbox is not None:
             CfnOutput(self, OutputId.OUTBOX_TABLE_NAME, value=outbox.table.table_name,
                       description=output_description(self.pipeline_name, OutputPart.OUTBOX))
+        if attachments is not None:  # where producers upload
+            CfnOutput(self, OutputId.ATTACHMENTS_BUCKET_NAME, value=attachments.bucket.bucket_name,
+                      description=output_description(self.pipeline_name, OutputPart.ATTACHMENTS))
 
     def _consumer_environment(self, props: PipelineProps, lane: Lane, ledger: Ledger,
-                              evidence: Evidence) -> dict[str, str]:
+                              evidence: Evidence, attachments: Attachments | None) -> dict[str, str]:
         timeout_s = seconds(props.function_timeout)
         max_receive_count = known(props.max_receive_count)
         ses_events = evidence.ses is not None and props.evidence_grace_period is not None
@@ -445,6 +496,9 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             evidence_grace_ms=int(props.evidence_grace_period.to_milliseconds())
             if ses_events and props.evidence_grace_period is not None else 0,
             pipeline_tag=self.node.addr,
+            ses_tenants=props.ses_tenants,
+            tenant_metrics=props.tenant_metrics,
+            attachments_bucket=attachments.bucket.bucket_name if attachments is not None else None,
         ).to_env()
 
     def _grant_ses(self, props: PipelineProps, function: lambda_.IFunction, configuration_set_name: str | None) -> None:
@@ -461,6 +515,13 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         resources += [
             stack.format_arn(service="ses", resource="template", resource_name=name) for name in props.template_names
         ]
+        self._tenant_resources = tuple(resources)  # what each SES tenant must have associated (add_ses_tenant)
+        if props.ses_tenants:  # jobs name their tenants at run time: any tenant of this account and region
+            resources.append(ses_permissions.any_tenant_arn(stack))
+            acknowledge(function.role or function, "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ses:<AWS::Region>:"
+                        "<AWS::AccountId>:tenant/*]",
+                        "ses_tenants: each job names its tenant at run time; SES's tenant ARNs end in an id SES "
+                        "assigns, so no tenant can be named at synth. Only this account's tenants in this region.")
         sender_name = props.sender_name if isinstance(props.sender_name, str) else None
         patterns = ses_permissions.from_address_patterns(sender_name, props.from_addresses)
         function.add_to_role_policy(ses_permissions.send_statement(resources, patterns, props.allow_raw_messages))
@@ -521,10 +582,53 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             return grant
         return grant.combine(self.table.encryption_key.grant_encrypt_decrypt(grantee))
 
+    def grant_attach(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` (a producer) upload attachments to ``attachments_bucket`` for its jobs to name:
+        ``s3:PutObject`` on the bucket's objects, nothing else (no read, no list: the producer puts each object only
+        if no object has its key), and ``kms:GenerateDataKey`` and ``kms:Decrypt`` on the bucket's customer key if it
+        has one (a multipart upload needs both). Needs ``attachments_bucket``."""
+        if self._attachments is None:
+            raise SendOnceConfigurationError("grant_attach needs attachments_bucket=True (or an s3.IBucket) on the "
+                                             "SendOnceEmailQueue", f"{ID_PREFIX}NeedsAttachmentsBucket",
+                                             self.node.path)
+        grant = self._attachments.grant_write(grantee)
+        if isinstance(grantee, Construct):  # cdk-nag flags the object wildcard on the producer's own role
+            acknowledge(grantee, objects_finding(self._attachments.bucket),
+                        "PutObject on the attachments bucket's objects (grant_attach): each attachment's key derives "
+                        "from its job's key and content, known only when the job is made.")
+        return grant
+
     def grant_enqueue(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` (a producer) send jobs to the queue (and the urgent queue, with ``urgent_lane``),
-        including the KMS use a customer key needs."""
+        including the KMS use a customer key needs, and with ``key_privacy`` read the key secret (a job's
+        ``tenant`` travels as its digest)."""
         grant = self.queue.grant_send_messages(grantee)
         if self.urgent_queue is not None:
             grant = grant.combine(self.urgent_queue.grant_send_messages(grantee))
-        return grant
+        return self._grant_key_secret(grant, grantee)
+
+    def add_ses_tenant(self, tenant_name: str) -> ses.CfnTenant:
+        """An SES tenant (``AWS::SES::Tenant``) with everything this pipeline sends with associated: the sender
+        identity, the configuration set and the templates of ``template_names``. SES sends a job whose ``tenant``
+        is ``tenant_name`` (with ``ses_tenants``) only when all of them are associated with it. For tenants that
+        come and go with customers, call SES's ``CreateTenant`` and ``CreateTenantResourceAssociation`` with
+        ``ses_tenant_resources`` instead."""
+        if not self._ses_tenants:
+            raise SendOnceConfigurationError("add_ses_tenant needs ses_tenants=True on the SendOnceEmailQueue: "
+                                             "without it no send names a tenant", f"{ID_PREFIX}NeedsSesTenants",
+                                             self.node.path)
+        try:
+            check_tenant(tenant_name)
+        except InvalidTenant as error:
+            raise SendOnceConfigurationError(f"add_ses_tenant: {error}; pick a name SES and SQS both take",
+                                             f"{ID_PREFIX}InvalidTenantName", self.node.path) from None
+        return ses.CfnTenant(
+            self, f"SesTenant{tenant_name}", tenant_name=tenant_name,
+            resource_associations=[ses.CfnTenant.ResourceAssociationProperty(resource_arn=arn)
+                                   for arn in self._tenant_resources])
+
+    @property
+    def ses_tenant_resources(self) -> tuple[str, ...]:
+        """The ARNs every SES tenant this pipeline sends for must have associated (CreateTenantResourceAssociation):
+        the sender identity, the configuration set and the granted templates."""
+        return self._tenant_resources

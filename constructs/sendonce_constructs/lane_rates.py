@@ -12,7 +12,13 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from aws_cdk import Duration
+
+from sendonce_contract.deploy_config import sends_per_invocation
+
+from .readings import read, read_seconds
 from .rules import MIN_MAX_CONCURRENCY
+from .unresolved import is_known
 
 
 class LaneRates(NamedTuple):
@@ -37,3 +43,14 @@ def split(send_rate: float | None, max_concurrency: int | None, urgent_share: fl
         bulk_instance_rate=(1 - urgent_share) * send_rate / max_concurrency,
         lent_instance_rate=urgent_share * send_rate / max_concurrency,
     )
+
+
+def lane_batch_size(batch_size: int, function_timeout: Duration, instance_rate: float | None) -> int | None:
+    """The urgent lane's event source batch: ``batch_size``, or less when an urgent instance, at its own pace,
+    sends fewer in one invocation (``sends_per_invocation``), as pacing derives the job queue's; None (the
+    ``batch_size`` prop) when the pace, the timeout or the batch size is not known at synth."""
+    timeout_s = read_seconds(function_timeout)
+    given = read(batch_size)
+    if instance_rate is None or not (is_known(timeout_s) and is_known(given)) or given is None:
+        return None
+    return min(int(given), sends_per_invocation(instance_rate, timeout_s))

@@ -13,6 +13,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
@@ -37,6 +38,7 @@ class Outbox(Construct):
         encryption_key: kms.IKey | None,
         removal_policy: RemovalPolicy,
         urgent_queue: sqs.IQueue | None = None,
+        key_secret: secretsmanager.ISecret | None = None,
     ) -> None:
         super().__init__(scope, id)
         self.table = dynamodb.Table(
@@ -69,7 +71,8 @@ class Outbox(Construct):
         relay = BundledFunction(
             self, "Relay", handler=RELAY_HANDLER, timeout=Duration.seconds(30), options=function_options,
             environment=RelayConfig(queue.queue_url, fifo,
-                                    urgent_queue.queue_url if urgent_queue is not None else None).to_env(),
+                                    urgent_queue.queue_url if urgent_queue is not None else None,
+                                    key_secret.secret_arn if key_secret is not None else None).to_env(),
             invoked_by="its stream event source",
             description="sendonce outbox relay: moves outbox jobs from the table's stream to the job queue",
             role_description="sendonce outbox relay: its stream, the job queue, its log group",
@@ -88,6 +91,8 @@ class Outbox(Construct):
         queue.grant_send_messages(self.relay)
         if urgent_queue is not None:  # urgent jobs go to the urgent lane
             urgent_queue.grant_send_messages(self.relay)
+        if key_secret is not None:  # with key_privacy a job's tenant is relayed as its digest
+            key_secret.grant_read(self.relay)
         acknowledge(self.role, "AwsSolutions-IAM5[Resource::*]",
                     "The stream event source's dynamodb:ListStreams has no resource-level permission; reading the "
                     "stream itself is granted on this table's stream ARN only (and X-Ray's, when tracing is on, "

@@ -40,6 +40,7 @@ class Lane:
     max_send_rate: float | None
     lent_send_rate: float | None = None  # bulk only: borrowed while the urgent queue is empty
     watched_queue: sqs.IQueue | None = None  # bulk only: the urgent queue it borrows from
+    batch_size: int | None = None  # urgent only: its event source's, from its own pace; None: the batch_size prop
 
 
 @dataclass(frozen=True)

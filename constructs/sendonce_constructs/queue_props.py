@@ -18,12 +18,14 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_ses as ses
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 
 from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_contract.schema import DEDUPE_KEY, ReasonCode
+from sendonce_contract.sqs_limits import SQS_MAX_MESSAGE_BYTES
 
 from . import derivations
 from .rules import DEFAULT_QUOTA_ALARM_PERCENT
@@ -192,8 +194,8 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
         )]
     batch_size: Annotated[
         int | None, Prop(
-            default=10,
-            default_doc="10",
+            default=Derived(derivations.batch_size),
+            default_doc="10; with a send rate, what one instance sends in one invocation (at most 10)",
             doc="records per invocation.",
             rule="1 to 10 (FIFO) or 10000; above 10 needs a batching window",
         )]
@@ -277,6 +279,16 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             default_doc="4 days",
             doc="how long the job queue keeps a message. The DLQ keeps 14 days.",
             rule="60 s to 14 days; the DLQ keeps 14 days",
+        )]
+    max_message_size_bytes: Annotated[
+        int | None, Prop(
+            default=None,
+            default_doc="SQS's default, 256 KiB",
+            doc="the largest job the queue takes, in bytes (up to SQS's 1 MiB); its dead-letter queue then takes "
+            "SQS's largest, so any job can be dead-lettered with its reason.",
+            rule=f"1024 to {SQS_MAX_MESSAGE_BYTES} (1 MiB); `batch_size` x (this + 1024 bytes of each record's "
+            "envelope) must fit Lambda's 6 MB invocation payload (6291456 bytes); larger files go through "
+            "`attachments_bucket`",
         )]
     dedupe_ttl: Annotated[
         Duration | None, Prop(
@@ -500,6 +512,32 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             "and events, logs, metrics and the DLQ's attributes carry no key text; see the personal "
             "data page for why it is off by default",
         )]
+    ses_tenants: Annotated[
+        bool, Prop(
+            default=False,
+            default_doc="False",
+            doc="send a job's ``tenant`` as SES's ``TenantName`` (SES tenants keep each tenant's reputation "
+            "and sending status apart). Each tenant must exist in SES with the pipeline's identity, "
+            "configuration set and templates associated with it (``add_ses_tenant``, or SES's "
+            "``CreateTenant`` and ``CreateTenantResourceAssociation`` when a customer signs up): SES refuses "
+            "a send naming a tenant any of them is not associated with.",
+            rule="a job's `tenant` is also SendEmail's `TenantName`; the grant covers the account's tenants; "
+            "every tenant needs the sender identity, the configuration set and the templates associated "
+            "with it in SES (`add_ses_tenant(name)`, or CreateTenantResourceAssociation), else SES refuses "
+            "the send and the job goes to the DLQ with "
+            f"`{ReasonCode.SES_REFUSED.value}`",
+        )]
+    tenant_metrics: Annotated[
+        bool, Prop(
+            default=False,
+            default_doc="False",
+            doc="also write the consumer's metrics with a ``Tenant`` dimension beside ``Pipeline``. Each "
+            "tenant's value is a new set of custom metrics CloudWatch bills for (about 25 per tenant): "
+            "a platform of 1,000 tenants pays for 25,000 metrics. The log lines carry the tenant either "
+            "way, for Logs Insights at no metric cost.",
+            rule="the consumer's metrics also per `Tenant` (its digest with `key_privacy`): each tenant "
+            "seen is a set of custom metrics billed monthly; the log lines carry `tenant` without it",
+        )]
     allowed_recipients: Annotated[
         Sequence[str] | None, Prop(
             default=None,
@@ -530,6 +568,20 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             "alarm, with ``quota_watch``.",
             rule="the share of SES's 24-hour quota used (percent, above 0 and at most 100) that raises the "
             "`QuotaNearlyUsed` alarm",
+        )]
+    attachments_bucket: Annotated[
+        bool | s3.IBucket | None, Prop(
+            default=False,
+            default_doc="False",
+            doc="where jobs' attachments too large to carry inline are kept (S3 claim checks): ``True`` makes a "
+            "bucket (encrypted, TLS only, public access blocked, objects expiring once no job can still be sent), "
+            "or bring your own ``s3.IBucket``. The consumer reads attachments from this bucket only; "
+            "``grant_attach`` lets a producer upload them.",
+            rule="`True` makes one: SSE-S3 (KMS with `encryption_key`), TLS only, public access blocked, no "
+            "versioning, objects expiring after the longest a job can still be sent (see the attachments bucket "
+            "page), retained like the queues (`queue_removal_policy`); an `s3.IBucket` brings your own: for a "
+            "`Bucket` defined in the app, a lifecycle rule that expires or archives objects sooner, or public "
+            "access not blocked, fails synth",
         )]
     outbox: Annotated[
         bool, Prop(

@@ -6,15 +6,16 @@ stay CDK-free. Also what the consumer's environment takes (``seconds``, ``known`
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 from aws_cdk import Duration, Stack, Token
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 
-from sendonce_contract.sqs_limits import SQS_DEFAULT_RETENTION_S
+from sendonce_contract.sqs_limits import SQS_DEFAULT_MESSAGE_BYTES, SQS_DEFAULT_RETENTION_S
 
-from .unresolved import UNRESOLVED, QueueFacts, TableFacts, Unresolved, is_known
+from .unresolved import UNRESOLVED, BucketFacts, LifecycleRuleFacts, QueueFacts, TableFacts, Unresolved, is_known
 
 Read = TypeVar("Read", str, float)
 
@@ -88,7 +89,68 @@ def _table(given: object) -> TableFacts:
 
 def _queue(given: object) -> QueueFacts:
     queue = cast(sqs.IQueue, given)
-    return QueueFacts(fifo=_fifo_of(queue), retention_s=_retention_of(queue))
+    return QueueFacts(fifo=_fifo_of(queue), retention_s=_retention_of(queue),
+                      max_message_bytes=_max_message_bytes_of(queue))
+
+
+def _max_message_bytes_of(queue: sqs.IQueue) -> float | Unresolved:
+    """The largest message a queue defined in this app takes (SQS's default when unset); UNRESOLVED otherwise."""
+    cfn = queue.node.default_child if isinstance(queue, sqs.Queue) else None
+    if not isinstance(cfn, sqs.CfnQueue):
+        return UNRESOLVED
+    size = cfn.maximum_message_size
+    if size is None:
+        return float(SQS_DEFAULT_MESSAGE_BYTES)
+    return UNRESOLVED if Token.is_unresolved(size) else float(size)
+
+
+# Storage classes whose objects GetObject refuses until restored (Intelligent-Tiering's archive tiers are opt-in
+# configurations of the bucket, not lifecycle transitions).
+_ARCHIVE_CLASSES = ("GLACIER", "DEEP_ARCHIVE")
+
+
+def _attachments_bucket(given: object) -> bool | BucketFacts:
+    """``True``/``False`` as given; a bucket as the facts a rule weighs (none for an imported one)."""
+    if isinstance(given, bool):
+        return given
+    bucket = cast(s3.IBucket, given)
+    cfn = bucket.node.default_child if isinstance(bucket, s3.Bucket) else None
+    if not isinstance(cfn, s3.CfnBucket):
+        return BucketFacts(lifecycle_rules=None, public_access_blocked=None)
+    # The L1's properties as the L2 set them (reading its typed lifecycle property fails on the L2's lazy value).
+    stack, properties = Stack.of(bucket), cfn._cfn_properties
+    lifecycle = stack.resolve(properties.get("lifecycleConfiguration")) or {}
+    rules = [_lifecycle_rule(rule) for rule in lifecycle.get("rules") or [] if _reaches_every_object(rule)]
+    return BucketFacts(lifecycle_rules=rules, public_access_blocked=_public_access_blocked(
+        stack.resolve(properties.get("publicAccessBlockConfiguration"))))
+
+
+def _reaches_every_object(rule: dict[str, object]) -> bool:
+    # A prefix or a tag filter may or may not match the attachments' keys: only the rules that reach every object
+    # are checked (an object size filter still reaches attachments of that size).
+    return (rule.get("status") == "Enabled" and not rule.get("prefix") and not rule.get("tagFilters"))
+
+
+def _lifecycle_rule(rule: dict[str, Any]) -> LifecycleRuleFacts:
+    archived = sorted((float(t["transitionInDays"]), t["storageClass"]) for t in rule.get("transitions") or []
+                      if t.get("storageClass") in _ARCHIVE_CLASSES and "transitionInDays" in t)
+    archive_days, archive_class = archived[0] if archived else (None, None)
+    days = rule.get("expirationInDays")
+    return LifecycleRuleFacts(
+        rule_id=str(rule.get("id", "(no id)")),
+        expiration_days=None if days is None or Token.is_unresolved(days) else float(days),
+        expiration_date=rule.get("expirationDate"),
+        archive_days=archive_days,
+        archive_class=archive_class,
+    )
+
+
+def _public_access_blocked(configuration: dict[str, Any] | None) -> bool | None:
+    """None (no configuration: S3 blocks public access on every new bucket), or whether all four blocks are on."""
+    if not configuration:
+        return None
+    keys = ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
+    return all(configuration.get(key) is True for key in keys)
 
 
 def _fifo_of(queue: sqs.IQueue) -> bool | None:
@@ -138,4 +200,5 @@ _READERS: dict[str, Callable[[object], object]] = {
     "template_names": _known_names,
     "existing_table": _table,
     "dead_letter_queue": _queue,
+    "attachments_bucket": _attachments_bucket,
 }

@@ -19,6 +19,7 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_ses as ses
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
@@ -59,6 +60,7 @@ class PipelineProps:
     urgent_share: float
     max_receive_count: int
     retention_period: Duration
+    max_message_size_bytes: int | None
     dedupe_ttl: Duration
     delivery: DeliveryPolicy
     fifo: bool
@@ -86,12 +88,17 @@ class PipelineProps:
     suppression_reasons: ses.SuppressionReasons | None
     disable_suppression_list: bool
     key_privacy: bool
+    ses_tenants: bool
+    tenant_metrics: bool
     allowed_recipients: AllowedRecipients | None
     quota_watch: bool
     quota_alarm_threshold: float
+    attachments_bucket: bool | s3.IBucket
     outbox: bool
     sender_name: str | Unresolved
     synth_python: SynthPython
     outcome_events_skipped: bool
     low_max_receive_count: bool
     lane_rates: LaneRates | None
+    attachments_expiry_days: int | Unresolved | None
+    attachments_lifetime: str | None

@@ -24,15 +24,28 @@ from sendonce_contract.allowed_recipients import AllowedRecipients, InvalidEntry
 from sendonce_contract.message import SES_NAME
 from sendonce_contract.schema import Ledger
 from sendonce_contract.sqs_limits import (
+    SQS_DEFAULT_MESSAGE_BYTES,
+    SQS_MAX_MESSAGE_BYTES,
     SQS_MAX_RETENTION_S,
     SQS_MAX_VISIBILITY_S,
+    SQS_MIN_MESSAGE_BYTES,
     SQS_MIN_RETENTION_S,
     VISIBILITY_FACTOR,
     minimum_visibility_timeout_s,
 )
 
 from .errors import ID_PREFIX, SendOnceConfigurationError
-from .unresolved import Number, QueueFacts, SynthPython, TableFacts, Unresolved, is_known
+from .unresolved import (
+    UNRESOLVED,
+    BucketFacts,
+    LifecycleRuleFacts,
+    Number,
+    QueueFacts,
+    SynthPython,
+    TableFacts,
+    Unresolved,
+    is_known,
+)
 
 # AWS limits the rules are built from (Lambda and the SQS event source mapping; SQS's own in the contract).
 LAMBDA_MAX_TIMEOUT_S = 900
@@ -43,6 +56,12 @@ UNBATCHED_MAX_BATCH = 10
 MIN_MAX_CONCURRENCY = 2
 MAX_MAX_CONCURRENCY = 1000
 RECOMMENDED_MAX_RECEIVE_COUNT = 5
+# One invocation's request, as Lambda refuses a larger one ("Request must be smaller than 6291456 bytes"): the
+# event an SQS event source builds from one batch must fit it.
+LAMBDA_PAYLOAD_BYTES = 6_291_456
+# What the event adds to each message besides its body and attributes: messageId, receiptHandle, the system
+# attributes, md5s, the queue's ARN and region, and the JSON around them (about 600 bytes; a long receipt handle more).
+SQS_RECORD_ENVELOPE_BYTES = 1_024
 
 _DOMAIN = re.compile(r"^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z0-9-]{2,63}$")
 _ADDRESS = re.compile(r"^[^@\s<>]+@([^@\s<>]+)$")
@@ -92,6 +111,10 @@ def rule(id: str, builds: str | None = None) -> Callable[[Callable[Params, Resul
     return decorate
 
 
+def _bytes(size: float) -> str:
+    return f"{size:.0f}" if float(size).is_integer() else f"{size:g}"
+
+
 def _s(seconds: float) -> str:
     # Whole seconds in full ("1641600 s", never "1.6416e+06 s"); fractions as they are.
     return f"{seconds:.0f} s" if float(seconds).is_integer() else f"{seconds:g} s"
@@ -102,6 +125,8 @@ DEAD_LETTER_RETENTION_S = SQS_MAX_RETENTION_S
 EVIDENCE_MIN_GRACE_S = 10
 EVIDENCE_MIN_RECEIVES = 3  # delivered when the worker died, then to wait for SES's events, then to decide
 DEFAULT_QUOTA_ALARM_PERCENT = 80.0  # of SES's 24-hour quota: time to ask SES for more before jobs wait
+ATTACHMENT_MARGIN_S = 86_400
+ATTACHMENT_DAY_S = 86_400
 MAX_PACE_PER_INSTANCE = 200  # emails a second one consumer instance can send (ten parallel sends of ~50 ms)
 
 
@@ -109,6 +134,33 @@ def outbox_minimum_dedupe_ttl_s(retention_period_s: float) -> float:
     """With an outbox, a job can reach the consumer a day late (stream retention), then wait in the queue and the
     DLQ before a redrive: its key must be remembered through all three."""
     return OUTBOX_STREAM_RETENTION_S + retention_period_s + DEAD_LETTER_RETENTION_S
+
+
+def attachment_lifetime_terms(retention_period_s: float, dedupe_ttl_s: float, fifo: bool,
+                              outbox: bool) -> list[tuple[str, float]]:
+    """How long after its attachments are uploaded a job can still be sent, term by term (a label and seconds): the
+    attachments bucket's objects must outlive their sum. The producer uploads before it enqueues."""
+    terms = [("the outbox stream's 1 day", float(OUTBOX_STREAM_RETENTION_S))] if outbox else []
+    terms.append((f"retention_period ({_s(retention_period_s)}) before its first receive", retention_period_s))
+    if not fifo:  # sendAt is refused on FIFO queues
+        terms += [(f"sendAt up to dedupe_ttl ({_s(dedupe_ttl_s)}) ahead of that receive", dedupe_ttl_s),
+                  (f"retention_period ({_s(retention_period_s)}) for the copy due at sendAt", retention_period_s)]
+    terms += [(f"the DLQ's {_s(DEAD_LETTER_RETENTION_S)} (14 days)", float(DEAD_LETTER_RETENTION_S)),
+              (f"retention_period ({_s(retention_period_s)}) after a redrive", retention_period_s),
+              (f"a margin of {_s(ATTACHMENT_MARGIN_S)} (SES's 24-hour quota window, which a job may wait out as "
+               "delayed copies)", float(ATTACHMENT_MARGIN_S))]
+    return terms
+
+
+def attachment_lifetime_days(retention_period_s: float, dedupe_ttl_s: float, fifo: bool, outbox: bool) -> int:
+    """The terms' sum in whole days, rounded up: the days an attachment must be kept (S3 expires by the day)."""
+    total_s = sum(seconds for _, seconds in attachment_lifetime_terms(retention_period_s, dedupe_ttl_s, fifo, outbox))
+    return -(-int(total_s) // ATTACHMENT_DAY_S)
+
+
+def attachment_lifetime_text(retention_period_s: float, dedupe_ttl_s: float, fifo: bool, outbox: bool) -> str:
+    terms = attachment_lifetime_terms(retention_period_s, dedupe_ttl_s, fifo, outbox)
+    return " + ".join(label for label, _ in terms)
 
 
 @rule("InvalidFunctionTimeout")
@@ -205,6 +257,40 @@ def check_batching(batch_size: Number, max_batching_window: Number, fifo: bool) 
             f"batch_size ({batch_size:g}) above {UNBATCHED_MAX_BATCH} needs a max_batching_window of at least 1 s "
             "(an SQS event source rule); set max_batching_window or lower batch_size to 10"
         )
+
+
+@rule("InvalidMaxMessageSize")
+def check_max_message_size(max_message_size_bytes: Number) -> None:
+    size = max_message_size_bytes
+    if is_known(size) and (int(size) != size or not SQS_MIN_MESSAGE_BYTES <= size <= SQS_MAX_MESSAGE_BYTES):
+        _fail(f"max_message_size_bytes ({_bytes(size)}) must be a whole number of bytes between "
+              f"{SQS_MIN_MESSAGE_BYTES} "
+              f"and {SQS_MAX_MESSAGE_BYTES} (1 MiB), SQS's limits; leave it unset for SQS's default "
+              f"{SQS_DEFAULT_MESSAGE_BYTES} (256 KiB), or give larger files through attachments_bucket")
+
+
+@rule("BatchPayloadTooLarge")
+def check_batch_payload(batch_size: Number, max_message_size_bytes: Number) -> None:
+    """A batch of the largest messages the queue takes, with each record's envelope, must fit one invocation."""
+    size = SQS_DEFAULT_MESSAGE_BYTES if max_message_size_bytes is None else max_message_size_bytes
+    if not (is_known(batch_size) and is_known(size)):
+        return
+    record = size + SQS_RECORD_ENVELOPE_BYTES
+    needed = batch_size * record
+    if needed <= LAMBDA_PAYLOAD_BYTES:
+        return
+    given = "" if max_message_size_bytes is not None else ", SQS's default"
+    largest_batch = LAMBDA_PAYLOAD_BYTES // record
+    fix = f"lower batch_size to {largest_batch}"
+    largest_size = LAMBDA_PAYLOAD_BYTES // batch_size - SQS_RECORD_ENVELOPE_BYTES
+    if largest_size >= SQS_MIN_MESSAGE_BYTES:
+        fix += f" or max_message_size_bytes to {int(largest_size)}"
+    _fail(f"batch_size ({batch_size:g}) x (max_message_size_bytes ({_bytes(size)}{given}) + "
+          f"{SQS_RECORD_ENVELOPE_BYTES} "
+          f"bytes of each record's envelope) = {needed:.0f} bytes is more than Lambda's {LAMBDA_PAYLOAD_BYTES}-byte "
+          "(6 MB) invocation payload, which one batch from the queue must fit: a batch of the largest jobs could not "
+          f"reach the consumer in one invocation; {fix} (files larger than a job should carry go through "
+          "attachments_bucket)")
 
 
 @rule("InvalidParallelism")
@@ -494,6 +580,65 @@ def check_dead_letter_queue_retention(dead_letter_queue: QueueFacts | None) -> N
         _fail(f"dead_letter_queue keeps messages {_s(retention_s)}; it must keep them {DEAD_LETTER_RETENTION_S} s "
               "(14 days, SQS's longest): a job dead-lettered is a job not sent, and the dedupe_ttl rules count on "
               "it waiting that long for a redrive; create it with retention_period=Duration.days(14)")
+
+
+@rule("DeadLetterQueueMessageSize")
+def check_dead_letter_queue_message_size(dead_letter_queue: QueueFacts | None, max_message_size_bytes: Number) -> None:
+    """The consumer dead-letters a job by sending it, with its reason, to the DLQ: it must take any job the queue
+    does."""
+    dlq_bytes = None if dead_letter_queue is None else dead_letter_queue.max_message_bytes
+    size = SQS_DEFAULT_MESSAGE_BYTES if max_message_size_bytes is None else max_message_size_bytes
+    if is_known(dlq_bytes) and is_known(size) and dlq_bytes < size:
+        _fail(f"dead_letter_queue takes messages of at most {_bytes(dlq_bytes)} bytes, less than the job queue's "
+              f"max_message_size_bytes ({_bytes(size)}): a large job could not be dead-lettered with its reason; "
+              "create it "
+              f"with max_message_size_bytes={SQS_MAX_MESSAGE_BYTES}")
+
+
+@rule("AttachmentsExpiryUnknown")
+def check_attachments_expiry(attachments_bucket: bool | BucketFacts | None,
+                             attachments_expiry_days: int | Unresolved | None) -> None:
+    if attachments_bucket is True and attachments_expiry_days is UNRESOLVED:
+        _fail("attachments_bucket=True makes a bucket whose objects expire once no job can still be sent, derived "
+              "from retention_period and dedupe_ttl, and one of them is a token known only at deploy time; give "
+              "both as plain durations, or bring your own bucket (attachments_bucket=s3.Bucket(...)) with its own "
+              "lifecycle")
+
+
+@rule("AttachmentsBucketExpiresTooSoon")
+def check_attachments_bucket_lifecycle(attachments_bucket: bool | BucketFacts | None,
+                                       attachments_expiry_days: int | Unresolved | None,
+                                       attachments_lifetime: str | None) -> None:
+    """A bucket given must keep each attachment readable as long as its job can still be sent."""
+    if not (isinstance(attachments_bucket, BucketFacts) and attachments_bucket.lifecycle_rules is not None
+            and is_known(attachments_expiry_days)):
+        return
+    days = attachments_expiry_days
+    why = (f"a job can still be sent {days} days after its attachments were uploaded ({attachments_lifetime}), "
+           "and one whose attachment is gone goes to the DLQ unsent")
+    for lifecycle in attachments_bucket.lifecycle_rules:
+        _check_lifecycle_rule(lifecycle, days, why)
+
+
+def _check_lifecycle_rule(lifecycle: LifecycleRuleFacts, days: int, why: str) -> None:
+    name = f"attachments_bucket's lifecycle rule {lifecycle.rule_id!r}"
+    if lifecycle.expiration_days is not None and lifecycle.expiration_days < days:
+        _fail(f"{name} expires objects after {lifecycle.expiration_days:g} days: {why}; set its expiration to at least "
+              f"{days} days, or give it a prefix the attachments are not under")
+    if lifecycle.expiration_date is not None:
+        _fail(f"{name} expires every object on {lifecycle.expiration_date}, however recently uploaded: {why}; expire "
+              f"after at least {days} days instead, or give the rule a prefix the attachments are not under")
+    if lifecycle.archive_days is not None and lifecycle.archive_days < days:
+        _fail(f"{name} moves objects to {lifecycle.archive_class} after {lifecycle.archive_days:g} days, where "
+              f"GetObject cannot read them without a restore: {why}; transition after at least {days} days, or to a "
+              "class read at once (GLACIER_IR, STANDARD_IA, INTELLIGENT_TIERING)")
+
+
+@rule("AttachmentsBucketPublic")
+def check_attachments_bucket_public(attachments_bucket: bool | BucketFacts | None) -> None:
+    if isinstance(attachments_bucket, BucketFacts) and attachments_bucket.public_access_blocked is False:
+        _fail("attachments_bucket does not block all public access: attachments are invoices, tickets and other "
+              "personal files; create it with block_public_access=s3.BlockPublicAccess.BLOCK_ALL")
 
 
 @rule("InvalidSuppression")

@@ -19,6 +19,11 @@ def configuration_set_arn(stack: Stack, name: str) -> str:
     return stack.format_arn(service="ses", resource="configuration-set", resource_name=name)
 
 
+def any_tenant_arn(stack: Stack) -> str:
+    """Every SES tenant of the stack's account and region (``tenant/<name>/<id>``: SES assigns the id)."""
+    return stack.format_arn(service="ses", resource="tenant/*")
+
+
 def from_address_patterns(sender: str | None, from_addresses: Sequence[str] | None) -> list[str] | None:
     """What ``ses:FromAddress`` may be: the listed addresses, the address identity, or any address of the domain."""
     if from_addresses:

@@ -50,6 +50,30 @@ class QueueFacts:
 
     fifo: bool | None
     retention_s: float | Unresolved
+    max_message_bytes: float | Unresolved = UNRESOLVED  # the largest message it takes
+
+
+@dataclass(frozen=True)
+class LifecycleRuleFacts:
+    """One enabled lifecycle rule of an ``attachments_bucket`` given that can reach the attachments (its filter, if
+    any, names no prefix or tag, which the attachments' keys are not promised to match or avoid): when it expires
+    current objects (after days, or on a date) and when it first moves them to a storage class ``GetObject`` cannot
+    read (Glacier Flexible Retrieval, Deep Archive)."""
+
+    rule_id: str
+    expiration_days: float | None
+    expiration_date: str | None
+    archive_days: float | None
+    archive_class: str | None
+
+
+@dataclass(frozen=True)
+class BucketFacts:
+    """What a rule sees of an ``attachments_bucket`` given: its lifecycle rules that reach every object (None for an
+    imported bucket, whose rules CDK cannot see) and whether public access is blocked (None when CDK cannot tell)."""
+
+    lifecycle_rules: Sequence[LifecycleRuleFacts] | None
+    public_access_blocked: bool | None
 
 
 @dataclass(frozen=True)

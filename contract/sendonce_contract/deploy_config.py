@@ -11,15 +11,18 @@ No dependency: the Lambda bundle ships this module.
 
 import os
 from collections.abc import Callable, Mapping
-from typing import NamedTuple, Self, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, Self, TypeVar
 
-from .allowed_recipients import AllowedRecipients, InvalidEntry
-from .allowed_recipients import from_env as allowed_recipients_from_env
 from .delivery import DeliveryPolicy
 from .schema import DEFAULT_DEDUPE_TTL_S
 
+if TYPE_CHECKING:
+    from .allowed_recipients import AllowedRecipients
+
 # No postponed annotations: the configs' fields are real types, which the API reference resolves (a named tuple's
 # constructor cannot resolve names as strings) and which cost a cold start less than strings the typing module parses.
+# One exception: the allow list's type is named as a string, so its module is imported (and, from a source-only
+# asset, compiled) only by a stage that has one (:func:`_allowed_recipients`).
 
 
 class Env:
@@ -50,6 +53,8 @@ class Env:
     URGENT_QUEUE_URL = "SENDONCE_URGENT_QUEUE_URL"  # the urgent lane's queue: where relays route urgent jobs
     LANE = "SENDONCE_LANE"  # which lane a consumer serves, with urgent_lane (the metrics' Lane dimension)
     LENT_SEND_RATE = "SENDONCE_LENT_SEND_RATE"  # a bulk instance's share of the urgent lane's rate, while it idles
+    SES_TENANTS = "SENDONCE_SES_TENANTS"  # a job's tenant is also SendEmail's TenantName
+    TENANT_METRICS = "SENDONCE_TENANT_METRICS"  # the consumer's metrics also by Tenant
 
 
 # The most calls besides the send one record makes in a row: claim, release after a refusal, dead-letter send.
@@ -102,6 +107,12 @@ class TimeBudget(NamedTuple):
         return int(sum(self.ledger_call_timeouts_s) * 1000)
 
     @property
+    def attachment_read_budget_ms(self) -> int:
+        """The least time left to start reading one s3 attachment: the read (at the ledger's call timeouts, which
+        bound each wait for bytes) and then the whole record."""
+        return self.record_budget_ms + self.ledger_call_ms
+
+    @property
     def record_budget_ms(self) -> int:
         """The least time a record needs: a claim, a send that may run to its timeouts, and a completion."""
         return int((self.ses_connect_timeout_s + self.ses_read_timeout_s) * 1000) + self.ledger_budget_ms
@@ -132,6 +143,26 @@ class TimeBudget(NamedTuple):
 DEFAULT_TIME_BUDGET = TimeBudget()
 
 
+# Of the time a record may wait for its send slot, the share pacing plans with: the rest is kept for the record's
+# own calls before it asks for its slot (the copy's delete of its original, parsing).
+PLANNED_WAIT_SHARE = 0.9
+
+
+def planned_wait_s(function_timeout_ms: float, record_budget_ms: int) -> float:
+    """How long a record of an invocation of ``function_timeout_ms`` can be planned to wait for its send slot:
+    what is left once its record budget is kept for the send, less a tenth (docs: sending rate)."""
+    return max(0.0, (function_timeout_ms - record_budget_ms) / 1000 * PLANNED_WAIT_SHARE)
+
+
+def sends_per_invocation(rate_per_instance: float, function_timeout_s: float) -> int:
+    """The most one-recipient jobs an instance paced at ``rate_per_instance`` can send in one invocation: the slot
+    ready when it starts, and those the rate gives while a record can still wait for its own. The construct sizes
+    a paced pipeline's batches to it, so a batch is never received to be put back (at least one job a batch)."""
+    budget = TimeBudget.for_function_timeout(function_timeout_s)
+    wait_s = planned_wait_s(function_timeout_s * 1000, budget.record_budget_ms)
+    return max(1, int(1 + rate_per_instance * wait_s))
+
+
 class ConsumerConfig(NamedTuple):
     """The consumer's (``sendonce_runtime.handler.handler``) environment."""
 
@@ -155,13 +186,15 @@ class ConsumerConfig(NamedTuple):
     max_receive_count: int | None = None  # the queue's; the last receive dead-letters a failure with its reason
     outcome_bus: str | None = None  # where Email Dead-Lettered events go (None: outcome events are off)
     key_secret_id: str | None = None  # key_privacy: the secret whose HMAC of each key stands for it
-    allowed_recipients: AllowedRecipients | None = None  # a stage's only recipients; None allows all
+    allowed_recipients: "AllowedRecipients | None" = None  # a stage's only recipients; None allows all
     attachments_bucket: str | None = None  # the claim-check bucket; None: attachments are inline only
     lane: str | None = None  # with urgent_lane: "bulk" or "urgent" (the Lane dimension); None without lanes
     # The bulk lane's consumer, with urgent_lane and a send rate: while the urgent queue (urgent_queue_url) holds
     # nothing, each instance also sends this many recipients a second on top of max_send_rate.
     lent_send_rate: float | None = None
     urgent_queue_url: str | None = None
+    ses_tenants: bool = False  # a job's tenant is sent as SendEmail's TenantName (SES tenants)
+    tenant_metrics: bool = False  # the consumer's metrics are also written per tenant (a dimension value each)
 
     @property
     def budget(self) -> TimeBudget:
@@ -181,6 +214,10 @@ class ConsumerConfig(NamedTuple):
         put(env, Env.CONFIGURATION_SET, self.configuration_set)
         put(env, Env.KEY_SECRET_ARN, self.key_secret_id)
         put(env, Env.ATTACHMENTS_BUCKET, self.attachments_bucket)
+        if self.ses_tenants:
+            env[Env.SES_TENANTS] = flag(True)
+        if self.tenant_metrics:
+            env[Env.TENANT_METRICS] = flag(True)
         if self.allowed_recipients is not None:
             env[Env.ALLOWED_RECIPIENTS] = self.allowed_recipients.to_env()
         if self.time_budget is not None:
@@ -229,6 +266,8 @@ class ConsumerConfig(NamedTuple):
             lane=env.get(Env.LANE) or None,
             lent_send_rate=read(env, Env.LENT_SEND_RATE, float, None),
             urgent_queue_url=env.get(Env.URGENT_QUEUE_URL) or None,
+            ses_tenants=read_flag(env, Env.SES_TENANTS),
+            tenant_metrics=read_flag(env, Env.TENANT_METRICS),
         )
 
     @staticmethod
@@ -270,10 +309,13 @@ def read(env: Mapping[str, str], name: str, parse: Callable[[str], T], default: 
         raise ConfigError(f"invalid sendonce setting: {error} (in {name}={text!r})") from error
 
 
-def _allowed_recipients(env: Mapping[str, str]) -> AllowedRecipients | None:
+def _allowed_recipients(env: Mapping[str, str]) -> "AllowedRecipients | None":
     text = env.get(Env.ALLOWED_RECIPIENTS)
     if text is None:
         return None
+    from .allowed_recipients import InvalidEntry
+    from .allowed_recipients import from_env as allowed_recipients_from_env
+
     try:
         return allowed_recipients_from_env(text)
     except InvalidEntry as error:

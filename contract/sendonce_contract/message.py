@@ -13,10 +13,17 @@ from datetime import datetime
 from typing import Any, NamedTuple
 
 from .address import InvalidAddress, Mailbox, find_control_character, parse_mailbox
+from .attachments import (
+    Attachment,
+    AttachmentError,
+    check_message_size,
+    inline_references_missing,
+    parse_attachments,
+)
 from .delivery import DeliveryPolicy
+from .headers import HeaderError, parse_headers
 from .key_tags import DEDUPE_KEY_TAG, KEY_CHUNK_TAG, MAX_JOB_TAGS, PIPELINE_TAG
-from .priority import DEFAULT_PRIORITY, PRIORITY_FIELD, Priority
-from .schema import DEDUPE_KEY
+from .schema import DEDUPE_KEY, PRIORITY_FIELD, TENANT_FIELD, ReasonCode
 
 # The job contract's version this parser knows. A job names the lowest version that can carry it in ``VERSION_FIELD``
 # (absent means 1, the contract of every release before the field existed): a consumer meeting a newer one puts the
@@ -24,12 +31,13 @@ from .schema import DEDUPE_KEY
 CONTRACT_VERSION = 3
 VERSION_FIELD = "contractVersion"
 # The version that brought each field after the first: a job using one names at least that version.
-FIELD_VERSIONS = {"sendAt": 2, PRIORITY_FIELD: 3}
+FIELD_VERSIONS = {"sendAt": 2, TENANT_FIELD: 3, "attachments": 3, "headers": 3, PRIORITY_FIELD: 3}
 MAX_KEY_BYTES = 1024
 MAX_RECIPIENTS = 50
 FIELDS = frozenset(
     {DEDUPE_KEY, "from", "to", "cc", "bcc", "replyTo", "subject", "html", "text", "template", "raw",
-     "configurationSet", "tags", "delivery", "sendAt", PRIORITY_FIELD, VERSION_FIELD}
+     "configurationSet", "tags", "delivery", "sendAt", "attachments", "headers", VERSION_FIELD, TENANT_FIELD,
+     PRIORITY_FIELD}
 )
 # Fields that say how, when or by which lane to send, or in which contract version, not what: a copy of a job
 # differing only in these is the same email (one written with ``contractVersion: 1`` and one without it, too).
@@ -41,12 +49,24 @@ SES_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 class InvalidMessage(ValueError):
-    """The body breaks the message contract; ``reason`` says how, for the DLQ and the log."""
+    """The body breaks the message contract; ``reason`` says how, for the DLQ and the log, and ``code`` is the
+    dead-letter reason code (``invalid-message`` unless a rule has its own, as attachments and headers do)."""
 
-    def __init__(self, reason: str, dedupe_key: str | None = None) -> None:
+    def __init__(self, reason: str, dedupe_key: str | None = None,
+                 code: ReasonCode = ReasonCode.INVALID_MESSAGE) -> None:
         super().__init__(reason)
         self.reason = reason
         self.dedupe_key = dedupe_key
+        self.code = code
+
+
+# Each attachment rule's own dead-letter reason code.
+ATTACHMENT_REASONS = {
+    AttachmentError.MALFORMED: ReasonCode.INVALID_MESSAGE,
+    AttachmentError.ENCODING: ReasonCode.ATTACHMENT_ENCODING,
+    AttachmentError.TYPE_REFUSED: ReasonCode.ATTACHMENT_TYPE_REFUSED,
+    AttachmentError.TOO_LARGE: ReasonCode.ATTACHMENT_TOO_LARGE,
+}
 
 
 class ContractTooNew(Exception):
@@ -93,7 +113,16 @@ class ParsedJob(NamedTuple):
     tags: tuple[tuple[str, str], ...] = ()
     delivery: DeliveryPolicy | None = None
     send_at_ms: int | None = None  # not to be claimed before this time (epoch ms)
-    priority: Priority = DEFAULT_PRIORITY  # the lane the producer asked for (routing only: any lane sends it)
+    # The customer it is sent for (sendonce_contract.tenant): content, since SES sends it as that tenant.
+    tenant: str | None = None
+    attachments: tuple[Attachment, ...] = ()  # an s3 one's content is read by the consumer before the claim
+    headers: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def s3_attachments(self) -> tuple[Attachment, ...]:
+        """The attachments whose content is still to be read from S3."""
+        return tuple(a for a in self.attachments if a.content is None)
+    urgent: bool = False  # the producer asked for the urgent lane (routing only: any lane sends it)
 
 
 def parse_job(body: str, sqs_message_id: str) -> ParsedJob:
@@ -121,7 +150,7 @@ def parse_job(body: str, sqs_message_id: str) -> ParsedJob:
     try:
         return _parse_fields(document, key, digest)
     except InvalidMessage as error:
-        raise InvalidMessage(error.reason, dedupe_key=key) from None
+        raise InvalidMessage(error.reason, dedupe_key=key, code=error.code) from None
 
 
 def lowest_version(document: dict[str, Any]) -> int:
@@ -200,6 +229,8 @@ def _parse_fields(document: dict[str, Any], key: str, digest: str) -> ParsedJob:
     except ValueError:
         allowed = [p.value for p in DeliveryPolicy]
         raise InvalidMessage(f"delivery must be one of {allowed}, got {delivery!r}") from None
+    content = _content(document)
+    attachments, headers = _attachments(document, content), _headers(document, content)
     return ParsedJob(
         dedupe_key=key,
         from_address=from_address,
@@ -207,22 +238,82 @@ def _parse_fields(document: dict[str, Any], key: str, digest: str) -> ParsedJob:
         cc=cc,
         bcc=bcc,
         reply_to=_addresses(document.get("replyTo"), "replyTo"),
-        content=_content(document),
+        content=content,
         configuration_set=configuration_set,
         tags=_tags(document.get("tags")),
         delivery=policy,
         send_at_ms=_send_at(document.get("sendAt")),
-        priority=_priority(document.get(PRIORITY_FIELD)),
+        tenant=_tenant(document.get(TENANT_FIELD)),
+        urgent=_urgent(document.get(PRIORITY_FIELD)),
         payload_hash=digest,
+        attachments=attachments,
+        headers=headers,
     )
 
 
-def _priority(value: object) -> Priority:
+def _urgent(value: object) -> bool:
     if value is None:
-        return DEFAULT_PRIORITY
+        return False
+    # Imported by a job that names a priority only: a cold start without lanes never compiles the module.
+    from .priority import Priority
+
     if isinstance(value, str) and value in Priority.__members__.values():
-        return Priority(value)
+        return Priority(value) is Priority.URGENT
     raise InvalidMessage(f"{PRIORITY_FIELD} must be one of {[p.value for p in Priority]}, got {value!r}")
+
+
+def _tenant(value: object) -> str | None:
+    if value is None:
+        return None
+    # Imported by a job that names a tenant only: a cold start without tenants never compiles the module.
+    from .tenant import InvalidTenant, check_tenant
+
+    try:
+        return check_tenant(value)
+    except InvalidTenant as error:
+        raise InvalidMessage(str(error)) from None
+
+
+def _attachments(document: dict[str, Any], content: Content) -> tuple[Attachment, ...]:
+    if "attachments" not in document:
+        return ()
+    if isinstance(content, RawContent):
+        raise InvalidMessage("attachments cannot go with raw: a raw message carries its own MIME parts; put the "
+                             "files in it, or send simple or template content with attachments")
+    try:
+        attachments = parse_attachments(document["attachments"])
+        check_message_size(body_size(content), attachments,
+                           {i: len(a.content) for i, a in enumerate(attachments) if a.content is not None})
+    except AttachmentError as error:
+        raise InvalidMessage(error.reason, code=ATTACHMENT_REASONS[error.kind]) from None
+    if isinstance(content, SimpleContent):
+        missing = inline_references_missing(content.html, attachments)
+        if missing:
+            raise InvalidMessage(f"inline attachments {missing} are not referred to in html as cid:<contentId>: "
+                                 "refer to each (<img src=\"cid:logo\">), or make it an attachment")
+    return attachments
+
+
+def _headers(document: dict[str, Any], content: Content) -> tuple[tuple[str, str], ...]:
+    if "headers" not in document:
+        return ()
+    if isinstance(content, RawContent):
+        raise InvalidMessage("headers cannot go with raw: a raw message carries its own header fields; write them "
+                             "in it")
+    try:
+        return parse_headers(document["headers"])
+    except HeaderError as error:
+        code = ReasonCode.HEADER_REFUSED if error.refused else ReasonCode.INVALID_MESSAGE
+        raise InvalidMessage(error.reason, code=code) from None
+
+
+def body_size(content: Content) -> int:
+    """The bytes of a job's own text parts (what a template renders to is known to SES only)."""
+    if isinstance(content, SimpleContent):
+        return sum(len(part.encode("utf-8")) for part in (content.subject, content.html or "", content.text or ""))
+    if isinstance(content, TemplateContent):
+        return len(content.data_json.encode("utf-8"))
+    return len(content.mime)
 
 
 def _send_at(value: object) -> int | None:

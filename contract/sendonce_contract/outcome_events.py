@@ -69,12 +69,15 @@ def event_id(key: str, transition: str, discriminator: str = "") -> str:
 
 
 def dead_lettered(key: str, pipeline: str, reason_code: str, reason: str | None, source_message_id: str,
-                  at_ms: int) -> OutcomeEvent:
+                  at_ms: int, tenant: str | None = None) -> OutcomeEvent:
     """The event for a keyed job the consumer moved to the dead-letter queue; one per message moved."""
-    return OutcomeEvent(DEAD_LETTERED, {
+    detail = {
         DEDUPE_KEY: key, "pipeline": pipeline, "transition": DEAD_LETTERED.transition, "at": at_ms,
         "reasonCode": reason_code, "reason": reason, "sourceMessageId": source_message_id,
-        "eventId": event_id(key, DEAD_LETTERED.transition, source_message_id)})
+        "eventId": event_id(key, DEAD_LETTERED.transition, source_message_id)}
+    if tenant is not None:
+        detail[Ledger.TENANT] = tenant
+    return OutcomeEvent(DEAD_LETTERED, detail)
 
 
 def transitions(old: Image | None, new: Image | None, pipeline: str) -> list[OutcomeEvent]:
@@ -89,7 +92,11 @@ def transitions(old: Image | None, new: Image | None, pipeline: str) -> list[Out
     key = str(new[Ledger.KEY]["S"])
     status, was = _text(new, Ledger.STATUS), _text(old, Ledger.STATUS)
     ids = _ids(new)
-    base = {DEDUPE_KEY: key, "pipeline": pipeline, "status": status, Ledger.SES_MESSAGE_IDS: sorted(ids)}
+    base: dict[str, Any] = {DEDUPE_KEY: key, "pipeline": pipeline, "status": status,
+                            Ledger.SES_MESSAGE_IDS: sorted(ids)}
+    tenant = _text(new, Ledger.TENANT)
+    if tenant is not None:  # the job's tenant, as the consumer's claim recorded it
+        base[Ledger.TENANT] = tenant
     found: list[OutcomeEvent] = []
 
     def add(outcome: OutcomeType, at_ms: int | None, discriminator: str = "",

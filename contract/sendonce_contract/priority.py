@@ -8,7 +8,7 @@ No dependency: the Lambda bundle ships this module (the outbox relay routes with
 import json
 from enum import StrEnum
 
-PRIORITY_FIELD = "priority"
+from .schema import PRIORITY_FIELD as PRIORITY_FIELD  # its home is schema: the parser names it without this module
 
 
 class Priority(StrEnum):

@@ -8,10 +8,13 @@ report read them: each imports them from here, so none can spell one differently
 from __future__ import annotations
 
 import enum
-from typing import NamedTuple
 
 # The job's field that names its key, and the partition key of the ledger and the outbox.
 DEDUPE_KEY = "dedupeKey"
+# The job's field that names its tenant (sendonce_contract.tenant), and the ledger's attribute that keeps it.
+TENANT_FIELD = "tenant"
+# The job's field that names its lane (sendonce_contract.priority).
+PRIORITY_FIELD = "priority"
 # How long a key is remembered unless the construct's dedupe_ttl says otherwise: a cancelled key stays cancelled
 # at least this long.
 DEFAULT_DEDUPE_TTL_S = 7 * 86_400
@@ -25,6 +28,7 @@ DEFAULT_EVIDENCE_GRACE_S = 5 * 60
 METRIC_NAMESPACE = "sendonce"
 METRIC_DIMENSION = "Pipeline"  # its value is the construct's path
 METRIC_LANE_DIMENSION = "Lane"  # with urgent_lane, beside Pipeline: "bulk" or "urgent"
+TENANT_DIMENSION = "Tenant"  # with tenant_metrics, beside Pipeline: the job's tenant (its digest with key_privacy)
 
 
 class Metric:
@@ -55,6 +59,7 @@ class Metric:
     GROUP_BLOCKED = "GroupBlocked"
     LEDGER_THROTTLES = "LedgerThrottles"
     LEDGER_ERRORS = "LedgerErrors"
+    ATTACHMENT_READ_RETRIES = "AttachmentReadRetries"
     RECORD_ERRORS = "RecordErrors"
     # The consumer's and the outcome publisher's.
     OUTCOME_EVENTS = "OutcomeEvents"
@@ -100,6 +105,7 @@ class Ledger:
     LEASE_EXPIRES_AT = "leaseExpiresAt"  # epoch ms
     EXPIRES_AT = "expiresAt"  # epoch s, the table's TTL attribute
     PAYLOAD_HASH = "payloadHash"
+    TENANT = TENANT_FIELD  # the job's tenant (its digest with key_privacy), for the outcome events
     ATTEMPTS = "attempts"
     CLAIMED_AT = "claimedAt"  # epoch ms, like every *At below but expiresAt
     SENT_AT = "sentAt"
@@ -127,16 +133,32 @@ class Ledger:
     RENDERING_ERROR = "renderingError"
 
 
-class SesEventType(NamedTuple):
-    """One kind of SES event the recorder takes as evidence: everything every part needs to know of it."""
+class SesEventType:
+    """One kind of SES event the recorder takes as evidence: everything every part needs to know of it. (A plain
+    class, not a NamedTuple: the consumer imports this at every cold start, and a NamedTuple costs more to build.)"""
 
-    name: str  # the record's eventType
-    detail_type: str  # EventBridge's detail-type for it
-    record_object: str  # the name of the event's own object in the record
-    time_attribute: str  # the ledger attribute that records when it happened
-    metric: str  # the recorder's count of these events
-    label: str | None  # what the operator command and the report call the outcome (None: Send is no outcome)
-    outcome_fields: tuple[tuple[str, str], ...] = ()  # (ledger attribute, SES's field in the event's own object)
+    __slots__ = ("detail_type", "label", "metric", "name", "outcome_fields", "record_object", "time_attribute")
+
+    def __init__(
+        self,
+        name: str,  # the record's eventType
+        detail_type: str,  # EventBridge's detail-type for it
+        record_object: str,  # the name of the event's own object in the record
+        time_attribute: str,  # the ledger attribute that records when it happened
+        metric: str,  # the recorder's count of these events
+        label: str | None,  # what the operator command and the report call the outcome (None: Send is no outcome)
+        outcome_fields: tuple[tuple[str, str], ...] = (),  # (ledger attribute, SES's field in the event's object)
+    ) -> None:
+        self.name = name
+        self.detail_type = detail_type
+        self.record_object = record_object
+        self.time_attribute = time_attribute
+        self.metric = metric
+        self.label = label
+        self.outcome_fields = outcome_fields
+
+    def __repr__(self) -> str:
+        return f"SesEventType({self.name!r})"
 
     @property
     def outcome_attributes(self) -> tuple[str, ...]:
@@ -199,6 +221,13 @@ class ReasonCode(enum.StrEnum):
     MAX_RECEIVES = "max-receives"  # the last receive the queue allows failed again
     MALFORMED_EVENT = "malformed-event"  # the recorder could not read an SES event
     RECIPIENT_NOT_ALLOWED = "recipient-not-allowed"  # a recipient outside the stage's allowed_recipients: not sent
+    # Attachments and headers the contract refuses (fix the producer); nothing was sent.
+    ATTACHMENT_ENCODING = "attachment-encoding"  # an attachment's content is not base64
+    ATTACHMENT_TYPE_REFUSED = "attachment-type-refused"  # a file extension or type SES refuses to send
+    ATTACHMENT_TOO_LARGE = "attachment-too-large"  # one attachment, or the message with them, past SES's 40 MB
+    ATTACHMENT_MISSING = "attachment-missing"  # an s3 attachment's object does not exist
+    ATTACHMENT_BUCKET_REFUSED = "attachment-bucket-refused"  # an s3 attachment outside the pipeline's bucket
+    HEADER_REFUSED = "header-refused"  # a header SES or sendonce sets, or one-click unsubscribe without its URL
     # A message with none of our attributes: SQS moved it itself when maxReceiveCount was reached.
     REDRIVEN_BY_SQS = "redrive: maxReceiveCount reached"
 

@@ -11,6 +11,10 @@ SQS_MAX_DELAY_S: Final = 900  # 15 minutes, the longest DelaySeconds of a messag
 SQS_MIN_RETENTION_S: Final = 60
 SQS_MAX_RETENTION_S: Final = 1_209_600  # 14 days
 SQS_DEFAULT_RETENTION_S: Final = 345_600  # 4 days, a queue's retention when none is set
+# The largest message a queue may be set to take (body and message attributes together): 1 MiB since 2025.
+SQS_MIN_MESSAGE_BYTES: Final = 1_024
+SQS_MAX_MESSAGE_BYTES: Final = 1_048_576
+SQS_DEFAULT_MESSAGE_BYTES: Final = 262_144  # 256 KiB, a queue's maximum message size when none is set
 
 # AWS's guidance for a Lambda event source: the queue's visibility timeout is at least this many function timeouts
 # (plus the batching window). Synth refuses less (``minimum_visibility_timeout_s``).

@@ -29,6 +29,7 @@ class OutputId:
     OUTBOX_TABLE_NAME = "OutboxTableName"
     URGENT_QUEUE_URL = "UrgentQueueUrl"
     URGENT_DEAD_LETTER_QUEUE_URL = "UrgentDeadLetterQueueUrl"
+    ATTACHMENTS_BUCKET_NAME = "AttachmentsBucketName"
 
 
 class OutputPart:
@@ -44,6 +45,7 @@ class OutputPart:
     OUTBOX = "outbox"
     URGENT_QUEUE = "urgent-queue"
     URGENT_DLQ = "urgent-dlq"
+    ATTACHMENTS = "attachments"
 
 
 OUTPUT_PREFIX = "sendonce:"

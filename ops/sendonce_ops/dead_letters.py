@@ -240,8 +240,10 @@ def _copy_of(message: dict[str, Any], queue_url: str, fifo: bool) -> dict[str, A
     request: dict[str, Any] = {"QueueUrl": queue_url, "MessageBody": message["Body"]}
     if attributes:
         request["MessageAttributes"] = attributes
+    system = message.get("Attributes", {})
     if fifo:
-        system = message.get("Attributes", {})
         request["MessageGroupId"] = system.get("MessageGroupId", "sendonce-redrive")
         request["MessageDeduplicationId"] = message["MessageId"]
+    elif system.get("MessageGroupId"):  # a standard queue's tenant (SQS fair queues) stays the job's
+        request["MessageGroupId"] = system["MessageGroupId"]
     return request

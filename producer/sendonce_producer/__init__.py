@@ -4,13 +4,17 @@ read what became of each email or cancel it.
 Needs boto3 only: install ``sendonce-producer`` in an app server; it never imports aws-cdk-lib.
 """
 
+from .attachment_store import DEFAULT_INLINE_LIMIT_BYTES, AttachmentStore
+from .attachments import Attachment
 from .cancel import Cancellation, cancel
 from .enqueue import EnqueueFailure, enqueue, enqueue_many
+from .headers import entity_ref_id, one_click_unsubscribe
 from .job import EmailJob, InvalidJob
 from .keys import dedupe_key
 from .outbox import outbox_put
 from .pipeline import Pipeline
 from .status import EmailRecord, SesOutcome, status
 
-__all__ = ["Cancellation", "EmailJob", "EmailRecord", "EnqueueFailure", "InvalidJob", "Pipeline", "SesOutcome",
-           "cancel", "dedupe_key", "enqueue", "enqueue_many", "outbox_put", "status"]
+__all__ = ["DEFAULT_INLINE_LIMIT_BYTES", "Attachment", "AttachmentStore", "Cancellation", "EmailJob", "EmailRecord",
+           "EnqueueFailure", "InvalidJob", "Pipeline", "SesOutcome", "cancel", "dedupe_key", "enqueue",
+           "enqueue_many", "entity_ref_id", "one_click_unsubscribe", "outbox_put", "status"]

@@ -8,8 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from sendonce_contract.fifo import SEND_AT_ON_FIFO, fifo_message_ids
+from sendonce_contract.tenant import tenant_group_id
 
+from .attachment_store import AttachmentStore
 from .job import EmailJob, InvalidJob
+from .private_keys import digester
 
 BATCH = 10
 RETRIES = 3
@@ -32,15 +35,22 @@ def _client(sqs: Any | None) -> Any:
     return boto3.client("sqs")
 
 
-def message_request(job: EmailJob, queue_url: str, group_id: str | None = None) -> dict[str, Any]:
+def message_request(job: EmailJob, queue_url: str, group_id: str | None = None,
+                    key_secret_arn: str | None = None) -> dict[str, Any]:
     """The SendMessage fields for ``job``; FIFO queues get the contract's group (the first recipient unless given)
-    and deduplication id (from the key), the same as the outbox relay gives them. A job with ``send_at`` is refused
-    for a FIFO queue (``InvalidJob``), as the consumer would dead-letter it."""
+    and deduplication id (from the key), the same as the outbox relay gives them. On a standard queue a job's
+    ``tenant`` is its ``MessageGroupId`` (SQS fair queues), as the tenant's digest under the pipeline's
+    ``key_secret_arn`` when given (``key_privacy``). A job with ``send_at`` is refused for a FIFO queue
+    (``InvalidJob``), as the consumer would dead-letter it."""
     check_fits_queue(job, queue_url)
     body = job.to_message()
     request: dict[str, Any] = {"MessageBody": body}
-    if queue_url.endswith(".fifo"):
+    fifo = queue_url.endswith(".fifo")
+    if fifo:
         request.update(fifo_message_ids(body, job.dedupe_key, group_id))
+    tenant_group = tenant_group_id(job.tenant, digester(key_secret_arn) if job.tenant else None, fifo)
+    if tenant_group is not None:
+        request["MessageGroupId"] = tenant_group
     return request
 
 
@@ -50,27 +60,36 @@ def check_fits_queue(job: EmailJob, queue_url: str) -> None:
         raise InvalidJob(f"{job.dedupe_key!r}: {SEND_AT_ON_FIFO}")
 
 
-def enqueue(queue_url: str, job: EmailJob, *, group_id: str | None = None, sqs: Any | None = None) -> str:
-    """Send one job; returns the SQS message id. Errors raise (boto3's ClientError)."""
-    response = _client(sqs).send_message(QueueUrl=queue_url, **message_request(job, queue_url, group_id))
+def enqueue(queue_url: str, job: EmailJob, *, group_id: str | None = None, sqs: Any | None = None,
+            key_secret_arn: str | None = None, attachments: AttachmentStore | None = None) -> str:
+    """Send one job; returns the SQS message id. Errors raise (boto3's ClientError). With ``key_privacy``, pass the
+    construct's ``key_secret`` ARN, so a ``tenant`` travels as its digest. With ``attachments`` (the pipeline's
+    bucket), its large files are uploaded first and referenced."""
+    if attachments is not None:
+        job = attachments.offload(job)
+    response = _client(sqs).send_message(QueueUrl=queue_url,
+                                         **message_request(job, queue_url, group_id, key_secret_arn))
     return str(response["MessageId"])
 
 
 def enqueue_many(
     queue_url: str, jobs: Sequence[EmailJob], *, sqs: Any | None = None, retries: int = RETRIES,
-    backoff_s: float = 0.2,
+    backoff_s: float = 0.2, key_secret_arn: str | None = None, attachments: AttachmentStore | None = None,
 ) -> list[EnqueueFailure]:
     """Send jobs with SendMessageBatch, ten at a time. Entries SQS failed for its own reasons are retried
     (``retries`` times, with backoff); what still fails, or failed for the caller's reasons, is returned. A job the
     queue cannot carry (``check_fits_queue``) raises ``InvalidJob`` before any job is sent."""
     for job in jobs:  # all or none: a job the queue cannot carry is found before any is sent
         check_fits_queue(job, queue_url)
+    if attachments is not None:
+        jobs = [attachments.offload(job) for job in jobs]
     client = _client(sqs)
     failures: list[EnqueueFailure] = []
     for start in range(0, len(jobs), BATCH):
         pending = dict(enumerate(jobs[start : start + BATCH]))
         for attempt in range(retries + 1):
-            entries = [{"Id": str(i), **message_request(job, queue_url)} for i, job in pending.items()]
+            entries = [{"Id": str(i), **message_request(job, queue_url, key_secret_arn=key_secret_arn)}
+                       for i, job in pending.items()]
             response = client.send_message_batch(QueueUrl=queue_url, Entries=entries)
             retry: dict[int, EmailJob] = {}
             for failed in response.get("Failed", []):

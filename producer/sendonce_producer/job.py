@@ -11,6 +11,9 @@ from typing import Any
 from sendonce_contract.message import VERSION_FIELD, InvalidMessage, lowest_version, parse_job
 from sendonce_contract.priority import DEFAULT_PRIORITY, PRIORITY_FIELD, Priority
 from sendonce_contract.schema import DEDUPE_KEY
+from sendonce_contract.tenant import TENANT_FIELD
+
+from .attachments import Attachment
 
 
 class InvalidJob(ValueError):
@@ -20,7 +23,8 @@ class InvalidJob(ValueError):
 @dataclass(frozen=True)
 class EmailJob:
     """One email. Exactly one of simple content (``subject`` with ``html`` and/or ``text``), ``template`` or
-    ``raw`` (base64 MIME). Validated on construction by the consumer's own parser."""
+    ``raw`` (base64 MIME); simple and template content may carry ``attachments`` and ``headers``. Validated on
+    construction by the consumer's own parser."""
 
     dedupe_key: str
     sender: str
@@ -40,11 +44,15 @@ class EmailJob:
     send_at: datetime | None = None  # not sent before this time (timezone-aware), at most dedupe_ttl ahead
     # "urgent" goes to the pipeline's urgent lane (urgent_lane); routing, not content: the key is sent once either way
     priority: Priority | str = DEFAULT_PRIORITY
+    tenant: str | None = None  # the customer it is sent for: the queue's MessageGroupId, SES's TenantName
+    attachments: Sequence[Attachment] = ()
+    headers: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in ("to", "cc", "bcc", "reply_to"):
             value = getattr(self, name)
             object.__setattr__(self, name, (value,) if isinstance(value, str) else tuple(value))
+        object.__setattr__(self, "attachments", tuple(self.attachments))
         try:
             parse_job(self.to_message(), sqs_message_id="")
         except InvalidMessage as error:
@@ -56,7 +64,8 @@ class EmailJob:
             "cc": list(self.cc), "bcc": list(self.bcc), "replyTo": list(self.reply_to), "subject": self.subject,
             "html": self.html, "text": self.text, "raw": self.raw, "configurationSet": self.configuration_set,
             "tags": dict(self.tags), "delivery": self.delivery,
-            "sendAt": None if self.send_at is None else self.send_at.isoformat(),
+            "sendAt": None if self.send_at is None else self.send_at.isoformat(), TENANT_FIELD: self.tenant,
+            "attachments": [a.to_document() for a in self.attachments], "headers": dict(self.headers),
             # bulk is the default: left out, so a bulk job needs no newer contract version
             PRIORITY_FIELD: None if self.priority == DEFAULT_PRIORITY else _text(self.priority),
         }

@@ -53,6 +53,8 @@ def parser() -> argparse.ArgumentParser:
                             f"{RelaySettings.poll_interval_s:g})")
     found.add_argument("--retention-days", type=float, default=RETENTION_S / 86_400,
                        help=f"delete relayed rows after this many days (default {RETENTION_S / 86_400:g})")
+    found.add_argument("--key-secret-arn", help="with key_privacy, the construct's key_secret: a job's tenant is "
+                                                "relayed as its digest")
     found.add_argument("--schema", choices=sorted(DIALECTS), help="print the outbox table's DDL and exit")
     return found
 
@@ -74,7 +76,8 @@ def main(argv: Sequence[str] | None = None, sqs: Any | None = None) -> int:
                      "urgent_queue.queue_url")
     try:
         settings = RelaySettings(args.queue_url, args.table, args.batch_size, args.poll_interval,
-                                 args.retention_days * 86_400, urgent_queue_url=args.urgent_queue_url)
+                                 args.retention_days * 86_400, urgent_queue_url=args.urgent_queue_url,
+                                 key_secret_arn=args.key_secret_arn)
         found = database(args.dsn)
     except (ValueError, DatabaseError) as error:
         return _fail(str(error))

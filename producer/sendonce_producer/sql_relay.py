@@ -28,7 +28,9 @@ from sendonce_contract.fifo import SEND_AT_ON_FIFO, fifo_message_ids
 from sendonce_contract.message import ContractTooNew, InvalidMessage, parse_job
 from sendonce_contract.priority import priority_of, queue_for
 from sendonce_contract.schema import DEDUPE_KEY
+from sendonce_contract.tenant import body_tenant, tenant_group_id
 
+from .private_keys import digester
 from .sql_connect import Database
 from .sql_dialects import DEFAULT_TABLE, check_table
 
@@ -50,7 +52,8 @@ ACCEPTED, REFUSED, KEPT = "accepted", "refused", "kept"
 @dataclass(frozen=True)
 class RelaySettings:
     """``queue_url`` is the construct's ``queue.queue_url`` (a name ending in .fifo is a FIFO queue);
-    ``urgent_queue_url`` its ``urgent_queue.queue_url`` with ``urgent_lane``, where urgent jobs go."""
+    ``urgent_queue_url`` its ``urgent_queue.queue_url`` with ``urgent_lane``, where urgent jobs go;
+    ``key_secret_arn`` its ``key_secret`` with ``key_privacy``, so a job's tenant is relayed as its digest."""
 
     queue_url: str
     table: str = DEFAULT_TABLE
@@ -59,6 +62,7 @@ class RelaySettings:
     retention_s: float = RETENTION_S
     max_backoff_s: float = 20.0
     urgent_queue_url: str | None = None
+    key_secret_arn: str | None = None
 
     def __post_init__(self) -> None:
         check_table(self.table)
@@ -304,6 +308,11 @@ class OutboxRelay:
                 return SEND_AT_ON_FIFO
             entry.update(fifo_message_ids(row.body, row.key, row.group_id if parsed is not None else
                                           row.group_id or row.key))
+        tenant = parsed.tenant if parsed is not None else body_tenant(row.body)
+        tenant_group = tenant_group_id(tenant, digester(self.settings.key_secret_arn) if tenant else None,
+                                       self.settings.fifo)
+        if tenant_group is not None:  # SQS fair queues, as the producer's enqueue gives it
+            entry["MessageGroupId"] = tenant_group
         return entry
 
     def _send(self, rows: list[_Row]) -> dict[int, tuple[str, str]]:

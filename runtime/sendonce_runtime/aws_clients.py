@@ -78,6 +78,12 @@ def sqs(settings: Settings) -> SQSClient:
     return _shared("sqs", ledger_config(settings))  # type: ignore[no-any-return]
 
 
+def s3(settings: Settings) -> Any:
+    """Reads of s3 attachments: the ledger's call timeouts (a read timeout bounds each wait for bytes), no SDK
+    retry: a slow or throttled S3 is waited out by the redelivery, within the record's time budget."""
+    return _shared("s3", ledger_config(settings))
+
+
 def secrets(settings: Settings) -> Any:
     """key_privacy's secret, read once per execution environment: the ledger's timeouts, no SDK retry."""
     return _shared("secretsmanager", ledger_config(settings))

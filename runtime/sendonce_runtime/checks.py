@@ -3,7 +3,8 @@ lists them. A step takes the record's :class:`Delivery` and either decides its r
 a check a deployment does not use is left out of the list when the handler wires it, never tested per record.
 
 A new check is one step here (or, for a check only some deployments use, in the module of what it uses, which
-only those import: :mod:`.send_rate`'s pacing, :mod:`.key_privacy`'s parsing), its place in the handler's list
+only those import: :mod:`.send_rate`'s pacing, :mod:`.key_privacy`'s parsing, :mod:`.recipients_check` and
+:mod:`.fifo_check`), its place in the handler's list
 and, if it decides a new outcome, that outcome's row in :mod:`.outcome`.
 """
 
@@ -11,14 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from sendonce_contract.allowed_recipients import AllowedRecipients
-from sendonce_contract.fifo import SEND_AT_ON_FIFO
 from sendonce_contract.message import ContractTooNew, InvalidMessage, ParsedJob, parse_job
 
 from .aws_errors import LEDGER_ERRORS, describe, ledger_outcome
 from .clock import Clock, Deadline
 from .ledger import DedupeLedger
-from .outcome import Outcome, RecordResult, Redeliver, Refusal, Verdict
+from .outcome import OUTCOME_OF_REASON, Outcome, RecordResult, Redeliver, Refusal, Verdict
 from .sqs_record import SqsRecord
 
 
@@ -65,7 +64,7 @@ class ParseJob:
             return self.job(parse_job(record.body, record.message_id))
         except InvalidMessage as error:
             key, reason = self.invalid(record.body, error)
-            return Refusal(RecordResult(record.message_id, Outcome.INVALID_MESSAGE, key, reason=reason))
+            return Refusal(RecordResult(record.message_id, OUTCOME_OF_REASON[error.code], key, reason=reason))
         except ContractTooNew as error:
             too_new_key = error.dedupe_key
             if too_new_key is not None:
@@ -79,26 +78,13 @@ class ParseJob:
     def key(self, dedupe_key: str) -> str:
         return dedupe_key
 
+    def tenant(self, job: ParsedJob) -> str | None:
+        """The job's tenant as the logs, the ledger and the events show it."""
+        return job.tenant
+
     def invalid(self, body: str, error: InvalidMessage) -> tuple[str | None, str]:
         """The DLQ's key attribute and reason for a body that broke the contract."""
         return error.dedupe_key, error.reason
-
-
-class RecipientsAllowed:
-    """A stage that sends only to allowed_recipients dead-letters a job naming anyone else; nothing is sent."""
-
-    def __init__(self, allowed: AllowedRecipients) -> None:
-        self._allowed = allowed
-
-    def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
-        job = delivery.job
-        refused = self._allowed.refused((("to", job.to), ("cc", job.cc), ("bcc", job.bcc)))
-        if refused:
-            return delivery.refuse(
-                Outcome.RECIPIENT_NOT_ALLOWED,
-                f"{', '.join(refused)} not in the pipeline's allowed_recipients: this stage sends to those only; "
-                "nothing was sent")
-        return rest(delivery)
 
 
 class OwnConfigurationSet:
@@ -114,15 +100,6 @@ class OwnConfigurationSet:
                 f"configurationSet {delivery.job.configuration_set!r} is refused: SES's events through the "
                 "pipeline's own set are the evidence each email was sent once; drop the field (or deploy with "
                 "ses_events=False)")
-        return rest(delivery)
-
-
-class NoSendAtOnFifo:
-    """A FIFO queue cannot hold a job back without blocking its group: a sendAt there breaks the contract."""
-
-    def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
-        if delivery.job.send_at_ms is not None:
-            return delivery.refuse(Outcome.INVALID_MESSAGE, SEND_AT_ON_FIFO)
         return rest(delivery)
 
 
@@ -148,6 +125,26 @@ class Schedule:
                 "or raise dedupe_ttl")
         return Redeliver(delivery.result(Outcome.SCHEDULED, "waiting for its sendAt"),
                          retry_after_s=-(-wait_ms // 1000))
+
+
+class AttachmentsBucket:
+    """An s3 attachment is read from the pipeline's attachments bucket only: any other bucket, or any bucket when
+    the pipeline has none, is refused before anything is read."""
+
+    def __init__(self, bucket: str | None) -> None:
+        self._bucket = bucket
+
+    def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
+        for attachment in delivery.job.s3_attachments:
+            assert attachment.s3 is not None
+            if attachment.s3.bucket != self._bucket:
+                allowed = (f"only its attachments bucket {self._bucket!r}" if self._bucket else
+                           "none: deploy with attachments_bucket, or send the file as content")
+                return delivery.refuse(
+                    Outcome.ATTACHMENT_BUCKET_REFUSED,
+                    f"attachment {attachment.file_name!r} is in bucket {attachment.s3.bucket!r}; this pipeline "
+                    f"reads {allowed}; nothing was sent")
+        return rest(delivery)
 
 
 class CarriedSend:

@@ -42,6 +42,8 @@ class DeadLetterQueue:
         if self._fifo:
             request["MessageGroupId"] = record.message_group_id or "sendonce-dead-letters"
             request["MessageDeduplicationId"] = record.message_id
+        elif record.message_group_id:  # a standard queue's tenant: a redrive gives it back to the job
+            request["MessageGroupId"] = record.message_group_id
         try:
             self._client.send_message(**request)
         except (ClientError, BotoCoreError) as error:

@@ -36,7 +36,7 @@ class DeadLetterEvents:
     def publish(self, results: Sequence[RecordResult], deadline: Deadline) -> int:
         """Publish an event per dead-lettered keyed job; returns how many could not be published."""
         now_ms = self._clock.now_ms()
-        pending = [dead_lettered(r.dedupe_key, self._pipeline, code.value, r.reason, r.message_id, now_ms)
+        pending = [dead_lettered(r.dedupe_key, self._pipeline, code.value, r.reason, r.message_id, now_ms, r.tenant)
                    for r in results if (code := r.dead_letter_reason) is not None and r.dedupe_key is not None]
         failed = 0
         for start in range(0, len(pending), PUT_EVENTS_BATCH):

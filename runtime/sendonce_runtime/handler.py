@@ -9,15 +9,7 @@ from sendonce_contract.schema import Metric
 
 from . import aws_clients
 from .batch import run_batch
-from .checks import (
-    CarriedSend,
-    Check,
-    NoSendAtOnFifo,
-    OwnConfigurationSet,
-    ParseJob,
-    RecipientsAllowed,
-    Schedule,
-)
+from .checks import AttachmentsBucket, CarriedSend, Check, OwnConfigurationSet, ParseJob, Schedule
 from .clock import Clock, Deadline, LambdaContext, SystemClock
 from .dead_letter import DeadLetterQueue
 from .ledger import DedupeLedger
@@ -47,7 +39,8 @@ class Consumer:
     ) -> None:
         self.settings = settings
         self.processor = processor
-        self.log = log or OutcomeLog(pipeline=settings.pipeline_name, lane=settings.lane)
+        self.log = log or OutcomeLog(pipeline=settings.pipeline_name, lane=settings.lane,
+                                     by_tenant=settings.tenant_metrics)
         self.redelivery = redelivery
         self.dead_letter_events = dead_letter_events
 
@@ -58,6 +51,7 @@ class Consumer:
             settings, aws_clients.dynamodb(settings), aws_clients.ses(settings), aws_clients.sqs(settings), clock, log,
             events=aws_clients.events(settings) if settings.outcome_bus else None,
             secrets=aws_clients.secrets(settings) if settings.key_secret_id else None,
+            s3=aws_clients.s3(settings) if settings.attachments_bucket else None,
         )
 
     @classmethod
@@ -71,6 +65,7 @@ class Consumer:
         log: OutcomeLog | None = None,
         events: Any = None,
         secrets: Any = None,
+        s3: Any = None,
     ) -> Consumer:
         clock = clock or SystemClock()
         dead_letters = DeadLetterQueue(sqs, settings.dead_letter_queue_url, settings.fifo)
@@ -78,11 +73,11 @@ class Consumer:
         processor = RecordProcessor(
             settings,
             ledger,
-            SesSender(ses, settings.configuration_set, settings.pipeline_tag),
+            SesSender(ses, settings.configuration_set, settings.pipeline_tag, settings.ses_tenants),
             dead_letters,
             clock,
             _parse(settings, secrets),
-            _checks(settings, ledger, clock, sqs),
+            _checks(settings, ledger, clock, s3, sqs),
         )
         redelivery = Redelivery(sqs, settings.queue_url, settings.fifo, dead_letters, settings.max_receive_count,
                                 call_ms=settings.budget.ledger_call_ms)
@@ -104,19 +99,35 @@ class Consumer:
             unpublished = self.dead_letter_events.publish(results, deadline)
             if unpublished:
                 self.log.note("outcome_events_failed", Metric.OUTCOME_EVENTS_FAILED, unpublished)
+        for check in self.processor.checks:
+            hold_back = getattr(check, "hold_back", None)  # pacing: the next batch comes when it can be sent
+            if hold_back is not None:
+                hold_back(deadline, results)
         return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in results if r.redeliver]}
 
 
-def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, sqs: Any = None) -> list[Check]:
+def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, s3: Any = None, sqs: Any = None) -> list[Check]:
     """The checks between a job's parsing and its claim, in order; those this deployment does not use are left
     out. The parts only some deployments use are imported by those only: a cold start compiles what it runs."""
     checks: list[Check] = []
     if settings.allowed_recipients:
+        from .recipients_check import RecipientsAllowed
+
         checks.append(RecipientsAllowed(settings.allowed_recipients))
     if settings.ses_events:
         checks.append(OwnConfigurationSet(settings.configuration_set))
-    checks.append(NoSendAtOnFifo() if settings.fifo else Schedule(clock, settings.dedupe_ttl_s))
+    if settings.fifo:
+        from .fifo_check import NoSendAtOnFifo
+
+        checks.append(NoSendAtOnFifo())
+    else:
+        checks.append(Schedule(clock, settings.dedupe_ttl_s))
+    checks.append(AttachmentsBucket(settings.attachments_bucket))
     checks.append(CarriedSend(ledger))
+    if settings.attachments_bucket:
+        from .attachment_reader import ReadAttachments
+
+        checks.append(ReadAttachments(s3 if s3 is not None else aws_clients.s3(settings), settings.budget))
     if settings.max_send_rate:
         from .send_rate import PaceSends
 

@@ -16,6 +16,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from sendonce_contract.key_digest import KeyDigester
 from sendonce_contract.message import InvalidMessage, ParsedJob, preview
 from sendonce_contract.schema import DEDUPE_KEY
+from sendonce_contract.tenant import tenant_label
 
 from .checks import ParseJob
 
@@ -79,6 +80,10 @@ class ParsePrivateJob(ParseJob):
 
     def invalid(self, body: str, error: InvalidMessage) -> tuple[str | None, str]:
         return self.private_keys.invalid(body, error)
+
+    def tenant(self, job: ParsedJob) -> str | None:
+        # A tenant name is often a customer's: outside SES's request it travels as its digest, like a key.
+        return tenant_label(job.tenant, self.private_keys.digest)
 
 
 def _key_text(body: str) -> str | None:

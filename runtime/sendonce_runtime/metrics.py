@@ -3,7 +3,9 @@
 Namespace ``sendonce``, one dimension ``Pipeline`` (set by the construct); with ``urgent_lane`` a record's metrics
 are also published under ``Pipeline`` and ``Lane`` (the same line, a second dimension set), so the ``Pipeline``
 ones stay both lanes' totals. Each record counts once in ``Records`` and once in the metric of its outcome;
-``RecordLatency`` is its handling time in milliseconds.
+``RecordLatency`` is its handling time in milliseconds. With ``tenant_metrics`` a record of a tenant's job is also
+counted under ``Pipeline`` and ``Tenant``: one more set of metrics per tenant, each a custom metric CloudWatch bills
+for.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 from sendonce_contract.schema import METRIC_DIMENSION as DIMENSION
 from sendonce_contract.schema import METRIC_LANE_DIMENSION as LANE_DIMENSION
 from sendonce_contract.schema import METRIC_NAMESPACE as NAMESPACE
-from sendonce_contract.schema import Metric
+from sendonce_contract.schema import TENANT_DIMENSION, Metric
 
 from .outcome import MEANINGS, RecordResult
 
@@ -24,11 +26,16 @@ ALL_COUNTS = (Metric.RECORDS, Metric.KEY_CONFLICTS,
 
 
 def emf_fields(result: RecordResult, pipeline: str, latency_ms: float, timestamp_ms: int,
-               lane: str | None = None) -> dict[str, Any]:
+               lane: str | None = None, by_tenant: bool = False) -> dict[str, Any]:
     counts = [Metric.RECORDS, *result.outcome.meaning.metrics]
     if result.key_conflict:
         counts.append(Metric.KEY_CONFLICTS)
-    return emf_document(pipeline, counts, {Metric.RECORD_LATENCY: round(latency_ms, 3)}, timestamp_ms, lane)
+    fields = emf_document(pipeline, counts, {Metric.RECORD_LATENCY: round(latency_ms, 3)}, timestamp_ms, lane)
+    if by_tenant and result.tenant is not None:
+        # The same values also per tenant: a second dimension set in the one document costs no second line.
+        fields["_aws"]["CloudWatchMetrics"][0]["Dimensions"].append([DIMENSION, TENANT_DIMENSION])
+        fields[TENANT_DIMENSION] = result.tenant
+    return fields
 
 
 def emf_document(

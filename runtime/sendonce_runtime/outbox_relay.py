@@ -7,31 +7,38 @@ source retries from there and nothing after it is skipped.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sendonce_contract.companion_configs import RelayConfig
 from sendonce_contract.fifo import fifo_message_ids
 from sendonce_contract.priority import priority_of, queue_for
 from sendonce_contract.schema import OutboxItem
+from sendonce_contract.tenant import body_tenant, tenant_group_id
 
 from .shell import Once
 
 BATCH = 10
+Digest = Callable[[str], str]
 
 
-def _entry(index: int, image: dict[str, Any], fifo: bool) -> dict[str, Any]:
+def _entry(index: int, image: dict[str, Any], fifo: bool, digest: Digest | None) -> dict[str, Any]:
     key = image[OutboxItem.KEY]["S"]
     body = image[OutboxItem.JOB]["S"]
     entry: dict[str, Any] = {"Id": str(index), "MessageBody": body}
     if fifo:
         entry.update(fifo_message_ids(body, key, image.get(OutboxItem.GROUP_ID, {}).get("S")))
+    tenant_group = tenant_group_id(body_tenant(body), digest, fifo)
+    if tenant_group is not None:  # SQS fair queues: the tenant's group id, as the producer's enqueue gives it
+        entry["MessageGroupId"] = tenant_group
     return entry
 
 
 def relay(records: list[dict[str, Any]], sqs: Any, queue_url: str, fifo: bool,
-          urgent_queue_url: str | None = None) -> list[str]:
+          urgent_queue_url: str | None = None, digest: Digest | None = None) -> list[str]:
     """Send the INSERTed jobs, each to its lane's queue (urgent jobs to ``urgent_queue_url`` when there is one);
-    the sequence numbers of those SQS did not take, in stream order."""
+    the sequence numbers of those SQS did not take, in stream order. ``digest`` is the pipeline's key digester with
+    key_privacy (a job's tenant then travels as its digest)."""
     inserts = [r for r in records
                if r.get("eventName") == "INSERT" and OutboxItem.JOB in r["dynamodb"].get("NewImage", {})]
     by_queue: dict[str, list[dict[str, Any]]] = {}
@@ -41,13 +48,14 @@ def relay(records: list[dict[str, Any]], sqs: Any, queue_url: str, fifo: bool,
     failed: list[str] = []
     for queue, lane_inserts in by_queue.items():
         for start in range(0, len(lane_inserts), BATCH):
-            failed += _send_chunk(sqs, queue, lane_inserts[start : start + BATCH], fifo)
+            failed += _send_chunk(sqs, queue, lane_inserts[start : start + BATCH], fifo, digest)
     order = {r["dynamodb"]["SequenceNumber"]: index for index, r in enumerate(inserts)}
     return sorted(failed, key=order.__getitem__)
 
 
-def _send_chunk(sqs: Any, queue_url: str, chunk: list[dict[str, Any]], fifo: bool) -> list[str]:
-    entries = [_entry(i, r["dynamodb"]["NewImage"], fifo) for i, r in enumerate(chunk)]
+def _send_chunk(sqs: Any, queue_url: str, chunk: list[dict[str, Any]], fifo: bool,
+                digest: Digest | None) -> list[str]:
+    entries = [_entry(i, r["dynamodb"]["NewImage"], fifo, digest) for i, r in enumerate(chunk)]
     try:
         response = sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
         refused = {int(f["Id"]) for f in response.get("Failed", [])}
@@ -56,16 +64,22 @@ def _send_chunk(sqs: Any, queue_url: str, chunk: list[dict[str, Any]], fifo: boo
     return [chunk[i]["dynamodb"]["SequenceNumber"] for i in sorted(refused)]
 
 
-def _build() -> tuple[Any, RelayConfig]:
+def _build() -> tuple[Any, RelayConfig, Digest | None]:
     from . import aws_clients
 
-    return aws_clients.relay_client(), RelayConfig.from_env()
+    config = RelayConfig.from_env()
+    digest = None
+    if config.key_secret_id:
+        from .key_privacy import PrivateKeys
+
+        digest = PrivateKeys(aws_clients.recorder_client("secretsmanager"), config.key_secret_id).digest
+    return aws_clients.relay_client(), config, digest
 
 
 _relay = Once(_build)
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    sqs, config = _relay.get()
-    failed = relay(event.get("Records", []), sqs, config.queue_url, config.fifo, config.urgent_queue_url)
+    sqs, config, digest = _relay.get()
+    failed = relay(event.get("Records", []), sqs, config.queue_url, config.fifo, config.urgent_queue_url, digest)
     return {"batchItemFailures": [{"itemIdentifier": sequence} for sequence in failed]}

@@ -24,6 +24,14 @@ class Outcome(enum.Enum):
     REFUSED = "refused"
     RECEIVES_EXHAUSTED = "receives_exhausted"
     RECIPIENT_NOT_ALLOWED = "recipient_not_allowed"
+    ATTACHMENT_ENCODING = "attachment_encoding"
+    ATTACHMENT_TYPE_REFUSED = "attachment_type_refused"
+    ATTACHMENT_TOO_LARGE = "attachment_too_large"
+    ATTACHMENT_MISSING = "attachment_missing"
+    ATTACHMENT_BUCKET_REFUSED = "attachment_bucket_refused"
+    HEADER_REFUSED = "header_refused"
+    ATTACHMENT_UNAVAILABLE = "attachment_unavailable"
+    ATTACHMENT_READ_FAILED = "attachment_read_failed"
     IN_FLIGHT_ELSEWHERE = "in_flight_elsewhere"
     AWAITING_EVIDENCE = "awaiting_evidence"
     THROTTLED = "throttled"
@@ -135,6 +143,27 @@ MEANINGS: Mapping[Outcome, Meaning] = MappingProxyType({
     Outcome.RECIPIENT_NOT_ALLOWED: Meaning(
         acknowledged=True, metrics=(Metric.RECIPIENTS_NOT_ALLOWED,), dead_letter=ReasonCode.RECIPIENT_NOT_ALLOWED,
         postponed=None, grows=False, spends_send_slot=False, summary=Tally.DEAD_LETTERED),
+    # Attachments and headers the contract refuses, each with its own reason code: dead-lettered, nothing sent.
+    Outcome.ATTACHMENT_ENCODING: Meaning(
+        acknowledged=True, metrics=(Metric.POISON_MESSAGES,), dead_letter=ReasonCode.ATTACHMENT_ENCODING,
+        postponed=None, grows=False, spends_send_slot=False, summary=Tally.DEAD_LETTERED),
+    Outcome.ATTACHMENT_TYPE_REFUSED: Meaning(
+        acknowledged=True, metrics=(Metric.POISON_MESSAGES,), dead_letter=ReasonCode.ATTACHMENT_TYPE_REFUSED,
+        postponed=None, grows=False, spends_send_slot=False, summary=Tally.DEAD_LETTERED),
+    Outcome.ATTACHMENT_TOO_LARGE: Meaning(
+        acknowledged=True, metrics=(Metric.POISON_MESSAGES,), dead_letter=ReasonCode.ATTACHMENT_TOO_LARGE,
+        postponed=None, grows=False, spends_send_slot=False, summary=Tally.DEAD_LETTERED),
+    # An s3 attachment whose object S3 says does not exist (its bucket's expiry came first, or it was never put).
+    Outcome.ATTACHMENT_MISSING: Meaning(
+        acknowledged=True, metrics=(Metric.POISON_MESSAGES,), dead_letter=ReasonCode.ATTACHMENT_MISSING,
+        postponed=None, grows=False, spends_send_slot=False, summary=Tally.DEAD_LETTERED),
+    # An s3 attachment in a bucket other than the pipeline's attachments bucket (or the pipeline has none).
+    Outcome.ATTACHMENT_BUCKET_REFUSED: Meaning(
+        acknowledged=True, metrics=(Metric.POISON_MESSAGES,), dead_letter=ReasonCode.ATTACHMENT_BUCKET_REFUSED,
+        postponed=None, grows=False, spends_send_slot=False, summary=Tally.DEAD_LETTERED),
+    Outcome.HEADER_REFUSED: Meaning(
+        acknowledged=True, metrics=(Metric.POISON_MESSAGES,), dead_letter=ReasonCode.HEADER_REFUSED,
+        postponed=None, grows=False, spends_send_slot=False, summary=Tally.DEAD_LETTERED),
     # Redelivered: reported as batch item failures, back after the visibility timeout (or the wait they know);
     # a postponed one is replaced by a delayed copy on a standard queue instead, so it spends no receive.
     Outcome.IN_FLIGHT_ELSEWHERE: Meaning(
@@ -181,6 +210,15 @@ MEANINGS: Mapping[Outcome, Meaning] = MappingProxyType({
     Outcome.LEDGER_UNAVAILABLE: Meaning(
         acknowledged=False, metrics=(Metric.LEDGER_ERRORS,), dead_letter=None, postponed=Wait.DOUBLING, grows=True,
         spends_send_slot=False, summary=Tally.HANDED_BACK),
+    # S3 throttled, timed out, failed with a 5xx or could not be reached reading an attachment, before any claim:
+    # nothing was sent, so the job waits as for the ledger's trouble (a delayed copy; no receive spent).
+    Outcome.ATTACHMENT_UNAVAILABLE: Meaning(
+        acknowledged=False, metrics=(Metric.ATTACHMENT_READ_RETRIES,), dead_letter=None, postponed=Wait.DOUBLING,
+        grows=True, spends_send_slot=False, summary=Tally.HANDED_BACK),
+    # S3 refused the read for good (access denied: the consumer's grant is missing): a real failure.
+    Outcome.ATTACHMENT_READ_FAILED: Meaning(
+        acknowledged=False, metrics=(Metric.RECORD_ERRORS,), dead_letter=None, postponed=None, grows=False,
+        spends_send_slot=False, summary=Tally.HANDED_BACK),
     # DynamoDB refused for good (access, validation): a real failure.
     Outcome.LEDGER_FAILED: Meaning(
         acknowledged=False, metrics=(Metric.RECORD_ERRORS,), dead_letter=None, postponed=None, grows=False,
@@ -199,6 +237,9 @@ MEANINGS: Mapping[Outcome, Meaning] = MappingProxyType({
 # The outcomes that put the message in the DLQ, each with the reason code it carries there.
 DEAD_LETTER_REASONS: Mapping[Outcome, ReasonCode] = MappingProxyType(
     {outcome: meaning.dead_letter for outcome, meaning in MEANINGS.items() if meaning.dead_letter is not None})
+# The outcome of a job the contract refuses with a reason code (each code is one outcome's).
+OUTCOME_OF_REASON: Mapping[ReasonCode, Outcome] = MappingProxyType(
+    {reason: outcome for outcome, reason in DEAD_LETTER_REASONS.items()})
 
 
 class RecordResult(NamedTuple):
@@ -212,6 +253,7 @@ class RecordResult(NamedTuple):
     reason: str | None = None
     key_conflict: bool = False
     postponed_s: int | None = None  # a delayed copy of the job comes back after this long; this one is done
+    tenant: str | None = None  # the job's tenant as logs and events show it (its digest with key_privacy)
 
     @property
     def redeliver(self) -> bool:

@@ -18,11 +18,13 @@ class OutcomeLog:
     """One JSON line per record on stdout, which CloudWatch Logs keeps as one event; with a pipeline name, the
     line is also an Embedded Metric Format document, so CloudWatch derives the metrics from it."""
 
-    def __init__(self, stream: TextIO | None = None, pipeline: str | None = None, lane: str | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None, pipeline: str | None = None, lane: str | None = None,
+                 by_tenant: bool = False) -> None:
         self._stream = stream
         self._log = JsonLog(stream, pipeline)
         self._pipeline = pipeline
         self._lane = lane  # with urgent_lane: each record's metrics per lane too
+        self._by_tenant = by_tenant  # tenant_metrics: the metrics also per tenant
 
     def note(self, outcome: str, count_name: str, count: int) -> None:
         """A line about the batch, not a record (``count`` of ``count_name``), e.g. outcome events not published."""
@@ -40,6 +42,8 @@ class OutcomeLog:
             "attempt": result.attempt,
             "receiveCount": receive_count,
         }
+        if result.tenant is not None:
+            line[Ledger.TENANT] = result.tenant
         if result.reason:
             # A reason can quote what it refused (an invalid address): a log line never carries an address.
             line["reason"] = redact_addresses(result.reason)
@@ -48,5 +52,6 @@ class OutcomeLog:
         if result.postponed_s is not None:
             line["postponedSeconds"] = result.postponed_s
         if self._pipeline is not None:
-            line.update(emf_fields(result, self._pipeline, latency_ms, time.time_ns() // 1_000_000, self._lane))
+            line.update(emf_fields(result, self._pipeline, latency_ms, time.time_ns() // 1_000_000, self._lane,
+                                   self._by_tenant))
         self._log.emit(line)

@@ -65,7 +65,14 @@ class RecordProcessor:
         job = self.parse(record)
         if not isinstance(job, ParsedJob):
             return job
-        return self._run_checks(Delivery(record, job, deadline))
+        tenant = self.parse.tenant(job)
+        if tenant != job.tenant and record.message_group_id == job.tenant and not self._settings.fifo:
+            # key_privacy, yet the producer put the name itself in the queue's metadata: say so (never the name).
+            LOGGER.warning("message %s carries its tenant's name as its MessageGroupId: give its producer or relay "
+                           "the pipeline's key secret (key_secret_arn), so the group id is the tenant's digest",
+                           record.message_id)
+        verdict = self._run_checks(Delivery(record, job, deadline))
+        return verdict if tenant is None else _with_tenant(verdict, tenant)
 
     def _claim_and_send(self, delivery: Delivery) -> Verdict:
         """The last step: claim the key, send, record; a refusal from SES is in the DLQ when this returns (so a
@@ -113,7 +120,8 @@ class RecordProcessor:
         tries = 1
         while True:
             try:
-                return self._ledger.claim(job.dedupe_key, owner, self._lease_until(deadline), job.payload_hash)
+                return self._ledger.claim(job.dedupe_key, owner, self._lease_until(deadline), job.payload_hash,
+                                          self.parse.tenant(job))
             except LEDGER_ERRORS as error:
                 if tries >= CLAIM_TRIES or deadline.remaining_ms() < self._settings.budget.record_budget_ms:
                     raise
@@ -237,3 +245,11 @@ class RecordProcessor:
             return result
         return Redeliver(RecordResult(record.message_id, Outcome.DEAD_LETTER_FAILED, result.dedupe_key,
                                       attempt=result.attempt, reason=f"could not move to the DLQ ({result.reason})"))
+
+
+def _with_tenant(verdict: Verdict, tenant: str) -> Verdict:
+    """``verdict`` with its result naming the job's tenant, for the log line and the events."""
+    if isinstance(verdict, RecordResult):
+        return verdict._replace(tenant=tenant)
+    verdict.result = verdict.result._replace(tenant=tenant)
+    return verdict

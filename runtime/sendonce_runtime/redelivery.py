@@ -151,10 +151,13 @@ class Redelivery:
         return result._replace(reason=f"{result.reason or result.outcome.value}; the delayed copy's answer was lost")
 
     def _needs_hold(self, delay_s: int, deadline: Deadline | None) -> bool:
-        """Whether the copy could arrive after the original becomes visible again (and is received anew)."""
+        """Whether the copy could arrive after the original becomes visible again (and is received anew). The
+        original's visibility timeout (at least 6 x the function timeout) began when it was received, before this
+        invocation started: what the invocation has used of it is gone."""
         if deadline is None:
             return True
-        return delay_s + HOLD_MARGIN_S > VISIBLE_AFTER_TIMEOUTS * deadline.initial_ms / 1000
+        used_s = (deadline.initial_ms - deadline.remaining_ms()) / 1000
+        return delay_s + used_s + HOLD_MARGIN_S > VISIBLE_AFTER_TIMEOUTS * deadline.initial_ms / 1000
 
     def _carry_completion(self, record: SqsRecord, send: UnrecordedSend, deadline: Deadline | None) -> RecordResult:
         """SES accepted, the SENT record is not written: a copy carries it until DynamoDB takes it. The original
@@ -164,6 +167,10 @@ class Redelivery:
             return result
         delay_s = min(UNRECORDED_DELAY_CAP_S, self.postponement_s(Outcome.LEDGER_UNAVAILABLE, record.postponements))
         carried = (send.owner, result.ses_message_id)
+        if record.receipt_handle and self._needs_hold(delay_s, deadline):
+            # Held as any copied original is, should the acknowledgement be lost (the invocation killed after the
+            # copy): the completion is carried either way, so a refused hold does not stop the copy.
+            self._change_visibility(record, delay_s + HOLD_S)
         if self._send_copy(record, delay_s, record.postponements + 1, None, carried) is Answer.REFUSED:
             return result
         return result._replace(postponed_s=delay_s)
@@ -195,8 +202,11 @@ class Redelivery:
                 DeadLetter.UNRECORDED_SEND: " ".join(unrecorded_send or ())}
         attributes.update({name: {"DataType": "Number" if name == DeadLetter.POSTPONEMENTS else "String",
                                   "StringValue": value} for name, value in ours.items() if value})
-        return self._call(self._client.send_message, QueueUrl=self._queue_url, MessageBody=record.body,
-                          DelaySeconds=min(delay_s, SQS_MAX_DELAY_S), MessageAttributes=attributes)
+        request: dict[str, Any] = {"QueueUrl": self._queue_url, "MessageBody": record.body,
+                                   "DelaySeconds": min(delay_s, SQS_MAX_DELAY_S), "MessageAttributes": attributes}
+        if record.message_group_id:  # a standard queue's tenant (SQS fair queues): the copy stays the tenant's
+            request["MessageGroupId"] = record.message_group_id
+        return self._call(self._client.send_message, **request)
 
     def _change_visibility(self, record: SqsRecord, seconds: int) -> Answer:
         # A failure here costs only time: the message comes back after its visibility timeout anyway.

@@ -1,20 +1,37 @@
-"""A token bucket in front of the SES call, so a batch's parallel sends stay under the account's sending rate."""
+"""A send schedule in front of the SES call, so a batch's parallel sends stay under the account's sending rate,
+and an invocation receives no more than its instance can send (docs: sending rate).
+
+Each execution environment paces at its share of the pipeline's rate. Sends are given slots in the order they ask,
+as a token bucket would pass them (a burst of up to ``burst`` at once, then one every 1/rate s): a record whose slot
+comes within its invocation waits for it; one whose slot does not is told at once and put back as a delayed copy
+due at its turn. An invocation that sent ends, when its deadline allows, no earlier than a batch like its own can
+reach this instance's next slots, so the event source receives no batch the instance cannot send (one received at
+once would come back paced, and again, each time with a receive and a copy)."""
 
 from __future__ import annotations
 
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+
+from sendonce_contract.deploy_config import planned_wait_s
 
 from .checks import Delivery, Rest
-from .outcome import Outcome, Redeliver, Verdict
+from .clock import Deadline
+from .outcome import Outcome, RecordResult, Redeliver, Verdict
+
+# An invocation holding back for its instance's next slot ends this long before its deadline at the latest, so
+# it answers in time (as a share of the function timeout, at most a second).
+ANSWER_MARGIN_SHARE = 0.05
+MAX_ANSWER_MARGIN_MS = 1000
 
 
 class SendRateLimiter:
     """At most ``rate`` recipients a second per execution environment, with bursts of up to ``burst``.
 
-    Shared by the batch's threads. ``acquire`` waits for a token but never longer than it is allowed to, so a
+    Shared by the batch's threads. Slots are handed out first come, first served: ``acquire`` reserves the
+    earliest slot after those already taken and waits for it, or takes nothing when it comes too late, so a
     record never waits past the time it needs to send within its invocation.
     """
 
@@ -22,70 +39,98 @@ class SendRateLimiter:
                  sleep: Callable[[float], None] | None = None) -> None:
         if rate <= 0:
             raise ValueError("the send rate must be positive")
-        self._rate = rate
+        self.rate = rate
         self._burst = burst
         self._capacity = max(1.0, burst if burst is not None else rate)
-        self._tokens = self._capacity
         self._monotonic = monotonic
         self._sleep = sleep  # tests pass a fake; by default waiters wait on the condition, so a refund wakes them
-        self._updated = monotonic()
         self._condition = threading.Condition()
-        # Recipients of jobs sent back for later, paid off at the rate as time passes: when the next one would be
-        # served, so paced jobs come back spread at the rate instead of all at once (each wave of them costs every
-        # job a receive and a copy).
-        self._deferred = 0.0
-        self._deferred_at = monotonic()
+        # When the bucket is full again after every slot handed out (the "theoretical arrival time" of a token
+        # bucket): at time t it holds capacity - (full_at - t) * rate tokens.
+        self._full_at = monotonic() - self._capacity / rate
+        # Where the slots already handed out and still waited for are now: a waiter keeps its place in line as
+        # (slot - offset) / scale, and is due at place * scale + offset. A refund moves them all earlier (offset);
+        # a new rate re-spaces them (scale), so each keeps the tokens ahead of it.
+        self._scale, self._offset = 1.0, 0.0
+        self._waiters = 0
+        # Recipients of jobs sent back for later get turns after every slot handed out, at the rate, so paced
+        # jobs come back spread at the rate, each when it can be served, instead of all at once.
+        self._deferred_until = monotonic()
 
     def acquire(self, max_wait_s: float, tokens: int = 1) -> bool:
-        """Take ``tokens`` (one per recipient), waiting up to ``max_wait_s``; False (and nothing taken) if they do
-        not come in time. A send needing more than the bucket holds waits for a full bucket and takes it all
-        and more: the bucket goes into debt, so the sends after it wait until the rate has paid for it."""
-        deadline = self._monotonic() + max_wait_s
-        needed = min(float(tokens), self._capacity)
+        """Take ``tokens`` (one per recipient), waiting up to ``max_wait_s`` for their slot; False (and nothing
+        taken) if it comes later. A send needing more than the bucket holds waits for a full bucket and takes it
+        all and more: the bucket goes into debt, so the sends after it wait until the rate has paid for it."""
         with self._condition:
-            while True:
-                now = self._monotonic()
-                self._tokens = min(self._capacity, self._tokens + (now - self._updated) * self._rate)
-                self._updated = now
-                if self._tokens >= needed - 1e-9:
-                    self._tokens -= tokens
-                    return True
-                wait = (needed - self._tokens) / self._rate
-                if now + wait > deadline + 1e-9:
-                    return False
-                self._pause(wait)
+            now = self._monotonic()
+            slot = self._slot(now, tokens)
+            if slot - now > max_wait_s + 1e-9:
+                return False
+            self._full_at = max(self._full_at, slot) + tokens / self.rate
+            place = (slot - self._offset) / self._scale
+            self._waiters += 1
+            try:
+                while True:
+                    due = place * self._scale + self._offset
+                    now = self._monotonic()
+                    if due <= now + 1e-9:
+                        return True
+                    self._pause(due - now)
+            finally:
+                self._waiters -= 1
+                if not self._waiters:  # nobody keeps a place: start the next line afresh, free of rounding
+                    self._scale, self._offset = 1.0, 0.0
 
     def set_rate(self, rate: float) -> None:
-        """Pace at ``rate`` from now on (a lane's lent share comes and goes): what was earned at the old rate is
-        kept, up to the bucket's size at the new one, and waiters recompute their wait."""
+        """Pace at ``rate`` from now on (a lane's lent share comes and goes). What was earned at the old rate is
+        kept, up to the bucket's size at the new one; the slots handed out and still waited for are re-spaced at
+        the new rate, each keeping the tokens ahead of it, and their waiters recompute their wait. Turns already
+        given to deferred jobs stay: each copy is due when it was told."""
         if rate <= 0:
             raise ValueError("the send rate must be positive")
         with self._condition:
-            if rate == self._rate:
+            if rate == self.rate:
                 return
             now = self._monotonic()
-            self._tokens = min(self._capacity, self._tokens + (now - self._updated) * self._rate)
-            self._updated = now
-            self._rate = rate
-            self._capacity = max(1.0, self._burst if self._burst is not None else rate)
-            self._tokens = min(self._tokens, self._capacity)
+            capacity = max(1.0, self._burst if self._burst is not None else rate)
+            # Tokens held now; below zero, what the slots handed out still owe. The debt is paid at the new rate.
+            held = min(capacity, self._capacity - max(0.0, self._full_at - now) * self.rate)
+            stretch = self.rate / rate
+            self._scale *= stretch
+            self._offset = now + (self._offset - now) * stretch
+            self.rate, self._capacity = rate, capacity
+            self._full_at = now + (capacity - held) / rate
             self._condition.notify_all()
 
-    def defer(self, tokens: int = 1) -> float:
-        """Seconds until a job of ``tokens`` recipients that found no send slot now could be served, after the
-        ones deferred before it; it joins them."""
+    def next_slot_in(self, tokens: int = 1) -> float:
+        """Seconds until a send of ``tokens`` recipients asked for now would be served."""
         with self._condition:
             now = self._monotonic()
-            self._deferred = max(0.0, self._deferred - (now - self._deferred_at) * self._rate) + tokens
-            self._deferred_at = now
-            return self._deferred / self._rate
+            return self._slot(now, tokens) - now
+
+    def defer(self, tokens: int = 1) -> float:
+        """Seconds until the turn of a job of ``tokens`` recipients that found no send slot now: the first slot
+        after every slot handed out and the jobs deferred before it. It joins them."""
+        with self._condition:
+            now = self._monotonic()
+            turn = max(self._deferred_until, self._slot(now, tokens))
+            self._deferred_until = turn + tokens / self.rate
+            return turn - now
 
     def refund(self, tokens: int = 1) -> None:
-        """Give back tokens that were not used for a send (the key turned out to be a duplicate): a thread
-        waiting for them takes them at once, so duplicates cost the pipeline no sending time."""
+        """Give back tokens that were not used for a send (the key turned out to be a duplicate): the slots
+        still waited for move earlier by as much, so duplicates cost the pipeline no sending time."""
         with self._condition:
-            self._tokens = min(self._capacity, self._tokens + tokens)
+            now = self._monotonic()
+            earlier_s = min(tokens / self.rate, max(0.0, self._full_at - now))
+            self._full_at -= earlier_s
+            self._offset -= earlier_s
             self._condition.notify_all()
+
+    def _slot(self, now: float, tokens: int) -> float:
+        """The earliest time at which the bucket holds ``tokens`` (a full bucket for more than it holds)."""
+        needed = min(float(tokens), self._capacity)
+        return max(now, self._full_at - (self._capacity - needed) / self.rate)
 
     def _pause(self, seconds: float) -> None:
         if self._sleep is None:
@@ -103,9 +148,11 @@ class PaceSends:
     so nothing waits between claiming a key and sending it (a worker killed while waiting leaves no claim
     behind), and given back when no send was made."""
 
-    def __init__(self, limiter: SendRateLimiter, record_budget_ms: int) -> None:
+    def __init__(self, limiter: SendRateLimiter, record_budget_ms: int,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         self.limiter = limiter
         self._record_budget_ms = record_budget_ms
+        self._sleep = sleep
 
     def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
         job = delivery.job
@@ -122,3 +169,23 @@ class PaceSends:
         if not verdict.outcome.meaning.spends_send_slot:
             self.limiter.refund(recipients)
         return verdict
+
+    def hold_back(self, deadline: Deadline, results: Sequence[RecordResult]) -> float:
+        """After a batch that sent or was paced: wait until a batch like it, received next, can reach this
+        instance's slots, if that comes before the deadline, so the next batch is received when it can be sent.
+        Returns the seconds waited."""
+        if not any(r.outcome is Outcome.PACED or r.outcome.meaning.spends_send_slot for r in results):
+            return 0.0
+        # The last record of a batch like this one waits for the first one's slot and the rate's next ones.
+        reach_s = (planned_wait_s(deadline.initial_ms, self._record_budget_ms)
+                   - (len(results) - 1) / self.limiter.rate)
+        margin_ms = min(MAX_ANSWER_MARGIN_MS, deadline.initial_ms * ANSWER_MARGIN_SHARE)
+        wait_s = self.limiter.next_slot_in() - max(0.0, reach_s)
+        left_s = (deadline.remaining_ms() - margin_ms) / 1000
+        if wait_s <= 0 or wait_s > left_s + deadline.initial_ms / 1000:
+            # Nothing to wait for, or far more than this invocation has: holding would not make the next batch
+            # sendable (its jobs wait as delayed copies, each due at its turn).
+            return 0.0
+        wait_s = min(wait_s, left_s)  # a near miss: held to the deadline, the next batch misses its slots by less
+        self._sleep(wait_s)
+        return wait_s

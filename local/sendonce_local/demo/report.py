@@ -11,7 +11,7 @@ from sendonce_contract.schema import Status
 from .outcome_check import OutcomeEventsCheck
 from .phases.sql_outbox import SqlOutboxReport
 from .scenarios.fault_burst import FaultBurstReport
-from .scenarios.load import DRAIN_AIM, SENT_RATE_AIM, BurstReport
+from .scenarios.load import BurstReport
 from .workload import Workload
 
 UNKNOWN = Status.UNKNOWN.value
@@ -80,10 +80,7 @@ class Report:
     @property
     def aims_missed(self) -> list[str]:
         """Goals that are not guarantees (the burst's rate and drain time): missed ones are said, never hidden."""
-        if self.burst is None or self.burst.aims_met:
-            return []
-        return [f"burst drained in {self.burst.drain_s / self.burst.ideal_drain_s:.2f}x the ideal (aim {DRAIN_AIM}x) "
-                f"at {self.burst.sent_rate / self.burst.rate:.0%} of SES's rate (aim {SENT_RATE_AIM:.0%})"]
+        return [] if self.burst is None else self.burst.missed_aims()
 
     @property
     def _never_resend(self) -> bool:

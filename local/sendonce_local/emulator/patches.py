@@ -1,8 +1,8 @@
 """Every patch the emulator puts on moto (5.2), in the order it installs them: what each patches, and why.
 
 This is the one place that says why each exists; the modules that hold them say how. Each ``install`` is idempotent
-(:func:`.wrap.wrap_once`): several emulators started in one process patch moto once. Two patches wrap one method
-(SESv2 SendEmail): the last installed runs first, so SES's sending rate refuses a send before SES's log records it.
+(:func:`.wrap.wrap_once`): several emulators started in one process patch moto once. Three patches wrap one method
+(SESv2 SendEmail): the last installed runs first, so SES's sending rate refuses a send before SES's logs record it.
 """
 
 from __future__ import annotations
@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .cfn_buckets import configure_cloudformation_buckets
 from .cfn_secrets import teach_cloudformation_secrets
 from .cloudformation import make_cloudformation_redeployable
 from .request_counts import count_requests
+from .sent_mail_api import serve_ses_sends
 from .service_patches import (
     hand_event_sources_to_the_runners,
     make_dynamodb_writes_atomic,
@@ -22,6 +24,8 @@ from .service_patches import (
 )
 from .ses_limits import limit_ses_sends
 from .ses_publisher import record_ses_sends
+from .ses_tenants import record_ses_tenants
+from .sqs_fair_queues import play_sqs_fair_queues
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,11 @@ PATCHES = (
           "attribute of a queue to check one message's retention, so a receive from n messages costs O(n^2): a few "
           "hundred waiting jobs slowed each call past the consumer's timeouts. Same answers, linear time",
           make_sqs_linear),
+    Patch("SQS Queue.messages (the order a receive takes them in) and SQSBackend.receive_message (remembered)",
+          "moto hands out a standard queue's messages in the order they were sent, so one tenant's flood holds "
+          "every other tenant's behind it; SQS's fair queues hand quiet tenants' messages out first (played "
+          "approximately, see .sqs_fair_queues)",
+          play_sqs_fair_queues),
     Patch("CloudFormationBackend change sets, outputs, parameters, rollback, FIFO queue names, alarms",
           "moto's CloudFormation cannot take `cdk deploy` twice on one emulator (see .cloudformation)",
           make_cloudformation_redeployable),
@@ -55,10 +64,20 @@ PATCHES = (
           "may drop the shard's records. The local runners play the mappings instead; they stay deployed and "
           "readable",
           hand_event_sources_to_the_runners),
-    Patch("SESV2Response.send_email (logged with its configuration set and tags)",
-          "moto's SES keeps neither and publishes no events: the local publisher (.ses_publisher) plays SES's "
-          "event publishing from this log",
+    Patch("SESV2Response.send_email (logged with its configuration set, tags, attachments and headers)",
+          "moto's SES keeps none of them (it accepts Attachments and Headers and drops them) and publishes no "
+          "events: the local publisher (.ses_publisher) plays SES's event publishing from this log, and the log "
+          "keeps each attachment's name, type, disposition, content id, size and SHA-256 (.ses_parts) and each "
+          "header, so a test can see what SES received",
           record_ses_sends),
+    Patch("SESV2Response.send_email (the TenantName of each accepted send, kept)",
+          "moto's SES takes a TenantName and keeps nothing of it (nor has it tenants to check it against): the "
+          "log says which tenant each send named",
+          record_ses_tenants),
+    Patch("moto's API application (GET /moto-api/sendonce/ses-sends added)",
+          "moto has no way to read over HTTP what its SES accepted beyond subjects and bodies (its data.json "
+          "fails once a Lambda function exists): the endpoint answers the log of sends above as JSON",
+          serve_ses_sends),
     Patch("SESV2Response.send_email (a token bucket in front of it, off until a scenario sets a rate)",
           "moto's SES has no sending rate: a load scenario gives it one, refusing the excess with SES's own "
           "throttling error",
@@ -69,6 +88,10 @@ PATCHES = (
     Patch("CloudFormation's model list (AWS::SecretsManager::Secret added)",
           "moto's CloudFormation skips the type, so a stack with key_privacy would deploy without its secret",
           teach_cloudformation_secrets),
+    Patch("FakeBucket.create_from_cloudformation_json (LifecycleConfiguration, PublicAccessBlockConfiguration)",
+          "moto's CloudFormation sets only a bucket's encryption and tags, so an attachments bucket would deploy "
+          "with no expiry and no public access block; they are set through moto's own S3 calls",
+          configure_cloudformation_buckets),
     Patch("events Rule.send_to_targets (a scheduled rule matches no event)",
           "moto matches every event put on a bus against a rule with only a schedule (the quota watch's), then "
           "fails the whole PutEvents on its Lambda target; on AWS such a rule matches no event",

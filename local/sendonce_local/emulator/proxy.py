@@ -29,13 +29,17 @@ class ProxiedRequest:
 
     @property
     def service(self) -> str:
-        """Which AWS service the request is for: 'dynamodb', 'sqs', 'sesv2' or 'other'."""
+        """Which AWS service the request is for: 'dynamodb', 'sqs', 'sesv2', 's3' or 'other'."""
         target = self.headers.get("X-Amz-Target", self.headers.get("x-amz-target", ""))
         if target.startswith("DynamoDB"):
             return "dynamodb"
         if target.startswith("AmazonSQS"):
             return "sqs"
-        return "sesv2" if self.path.startswith("/v2/email/") else "other"
+        if self.path.startswith("/v2/email/"):
+            return "sesv2"
+        # S3's REST calls name no target: its signature's credential scope names the service.
+        authorization = self.headers.get("Authorization", self.headers.get("authorization", ""))
+        return "s3" if "/s3/aws4_request" in authorization else "other"
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from typing import Any
 
 from sendonce_contract.schema import SES_BOUNCE, SES_COMPLAINT, SES_DELIVERY, SES_EVENTS_BY_NAME, SES_SEND
 
+from .ses_parts import SentAttachment, sent_parts
 from .wrap import wrap_once
 
 SIMULATOR_DOMAIN = "simulator.amazonses.com"
@@ -33,7 +34,8 @@ SIMULATOR_DOMAIN = "simulator.amazonses.com"
 
 @dataclass(frozen=True)
 class AcceptedSend:
-    """One SendEmail the emulator's SES accepted, with what moto drops: the configuration set and the tags."""
+    """One SendEmail the emulator's SES accepted, with what moto drops: the configuration set, the tags, and what
+    attachments (never their content) and headers it carried."""
 
     ses_message_id: str
     accepted_at: float  # epoch seconds
@@ -42,6 +44,8 @@ class AcceptedSend:
     subject: str
     configuration_set: str | None
     tags: tuple[tuple[str, str], ...]
+    attachments: tuple[SentAttachment, ...] = ()
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 class SendLog:
@@ -88,11 +92,13 @@ def accepted_send(params: dict[str, Any], message_id: str) -> AcceptedSend:
     destination = params.get("Destination", {})
     recipients = [a for kind in ("ToAddresses", "CcAddresses", "BccAddresses") for a in destination.get(kind, [])]
     simple = params.get("Content", {}).get("Simple", {})
+    attachments, headers = sent_parts(params)
     return AcceptedSend(
         ses_message_id=message_id, accepted_at=time.time(), source=str(params.get("FromEmailAddress", "")),
         destinations=tuple(recipients), subject=str(simple.get("Subject", {}).get("Data", "")),
         configuration_set=params.get("ConfigurationSetName"),
         tags=tuple((t["Name"], t["Value"]) for t in params.get("EmailTags", [])),
+        attachments=attachments, headers=headers,
     )
 
 

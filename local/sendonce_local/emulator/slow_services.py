@@ -1,4 +1,4 @@
-"""DynamoDB and SQS behind a proxy that answers late, or refuses, for a stretch: the faults a slow network or a
+"""DynamoDB, SQS and S3 behind a proxy that answers late, or refuses, for a stretch: the faults a slow network or a
 throttled table bring, which the emulator cannot be asked for (the tests and the fault bursts use it).
 
 A late answer is carried out first and answered after ``late_s``: a client whose read timeout is shorter gives
@@ -18,15 +18,21 @@ from .proxy import Forward, ForwardingProxy, ProxiedRequest, Reply, error_reply
 LATE = "late"
 
 
+# S3's object calls by their HTTP method (a path-style request to /bucket/key).
+_S3_OPERATIONS = {"GET": "GetObject", "PUT": "PutObject", "HEAD": "HeadObject", "DELETE": "DeleteObject"}
+
+
 @dataclass(frozen=True)
 class Rule:
-    service: str  # "dynamodb", "sqs"
-    operation: str | None  # "PutItem", "SendMessage", ... or None for every operation of the service
+    service: str  # "dynamodb", "sqs", "s3"
+    operation: str | None  # "PutItem", "SendMessage", "GetObject", ... or None for every operation of the service
     fault: str  # LATE, or an error code answered with ``status``
     status: int = 400
 
 
 def operation_of(request: ProxiedRequest) -> str:
+    if request.service == "s3":
+        return _S3_OPERATIONS.get(request.method, request.method)
     target = request.headers.get("X-Amz-Target", request.headers.get("x-amz-target", ""))
     return target.rpartition(".")[2]
 
@@ -69,5 +75,8 @@ class SlowServices(ForwardingProxy):
             reply = forward()
             time.sleep(self.late_s)  # the client gave up already; the write happened
             return reply
+        if request.service == "s3":  # S3 answers errors in XML
+            body = f"<Error><Code>{rule.fault}</Code><Message>played {rule.fault}</Message></Error>".encode()
+            return Reply(rule.status, [("Content-Type", "application/xml")], body)
         return error_reply(rule.status, rule.fault, {"__type": rule.fault, "message": f"played {rule.fault}"},
                            "application/x-amz-json-1.0")

@@ -4,6 +4,17 @@ Pollers long-poll the queue and hand each batch to a Lambda instance (a worker p
 returns decides what is deleted: with ReportBatchItemFailures, everything but the listed failures; a function
 error, a crash or a timeout deletes nothing, so the batch comes back after the visibility timeout. The queue's
 own redrive policy moves a message to its DLQ once it has been received maxReceiveCount times.
+
+Tenants: on AWS, a fair queue's order is SQS's, not the event source mapping's (Lambda receives what SQS hands
+out). So the emulator's SQS plays it (``emulator.sqs_fair_queues``: quiet tenants' messages first while a tenant is
+noisy), and these pollers receive as Lambda does, with no receive-more-and-put-back of their own that would spend
+SQS requests Lambda never makes. A record keeps its ``MessageGroupId`` in ``attributes``, as Lambda's does.
+
+Where it plays AWS loosely: it starts one poller per instance, max_concurrency of them at once, each waiting for
+its instance's invocation before receiving again; AWS starts five pollers and scales them with the backlog, and
+with a maximum concurrency it does not invoke past it (messages it cannot invoke wait in the queue). Its pollers
+wait 1 s a receive where AWS's long-poll 20 s, so a runner stops within a second: their empty receives are counted
+apart (``RunnerStats.empty_receives``). A batch is what one receive returns (at most 10); no batching window.
 """
 
 from __future__ import annotations
@@ -35,6 +46,8 @@ class EventSourceSpec:
 
 @dataclass
 class RunnerStats:
+    receives: int = 0  # ReceiveMessage calls the pollers made
+    empty_receives: int = 0  # of which returned nothing (the pollers' idle cost)
     invocations: int = 0
     records_delivered: int = 0
     records_deleted: int = 0
@@ -210,6 +223,9 @@ class EventSourceRunner:
                 MessageSystemAttributeNames=["All"],
                 MessageAttributeNames=["All"],
             ).get("Messages", [])
+            with self.stats._lock:
+                self.stats.receives += 1
+                self.stats.empty_receives += not messages
             if messages:
                 self._deliver(instance, messages)
 

@@ -25,7 +25,8 @@ def burst_phase(options: DemoOptions, aws: LocalAws, deployed: Deployed, log: IO
     config = ConsumerConfig.from_env(deployed.consumer.function.environment)
     pace = "no limit" if config.max_send_rate is None else f"{config.max_send_rate:g}"
     say(f"[7/9] a burst of {keys} keys while the emulator's SES accepts {rate:g} emails/s and throttles the rest "
-        f"(the consumer paces each of its {deployed.consumer.source.max_concurrency} instances at {pace}/s)")
+        f"(the consumer paces each of its {deployed.consumer.source.max_concurrency} instances at {pace}/s, in batches "
+        f"of {deployed.consumer.source.batch_size})")
     burst = run_burst(deployed.consumer.function, deployed.consumer.source, aws.environment,
                       config.dead_letter_queue_url,
                       aws.sent_subjects, rate, keys, options.seed + 2,

@@ -22,6 +22,11 @@ from .burst_drain import drain_burst, queue_depth
 
 SENT_RATE_AIM = 0.9  # of R, once the burst is under way
 DRAIN_AIM = 1.15  # x the ideal drain time, jobs / R
+SQS_REQUESTS_AIM = 3.0  # the pipeline's SQS requests per email: receives, deletes, holds and copies
+# What the pipeline asks of the job queue for a burst's work (the producer's enqueue and the harness's depth
+# checks are not its; the pollers' empty receives are counted apart).
+PIPELINE_SQS_OPERATIONS = frozenset({"ReceiveMessage", "DeleteMessage", "DeleteMessageBatch", "ChangeMessageVisibility",
+                                     "ChangeMessageVisibilityBatch", "SendMessage"})
 
 
 @dataclass
@@ -39,6 +44,9 @@ class BurstReport:
     throttles: int
     invocations: int
     aws_calls: dict[str, int]  # by service, during the burst
+    batch_size: int = 10  # the event source's
+    sqs_requests: int = 0  # the pipeline's (PIPELINE_SQS_OPERATIONS), less the pollers' empty receives
+    empty_receives: int = 0  # receives that found nothing (a poller's idle cost, whatever is sent)
     subjects: frozenset[str] = field(default=frozenset(), repr=False)  # the burst's emails, to tell them apart
     accepted_s: list[float] = field(default_factory=list, repr=False)  # when SES accepted each, since enqueued
 
@@ -52,9 +60,26 @@ class BurstReport:
         return not self.keys_sent_twice and not self.keys_lost and self.dead_letters == 0
 
     @property
+    def sqs_per_email(self) -> float:
+        return self.per_email(self.sqs_requests)
+
+    @property
     def aims_met(self) -> bool:
-        """Sending at the account's rate: at least 90% of R once under way, drained within 15% of jobs / R."""
-        return self.sent_rate >= SENT_RATE_AIM * self.rate and self.drain_s <= DRAIN_AIM * self.ideal_drain_s
+        """Sending at the account's rate: at least 90% of R once under way, drained within 15% of jobs / R, at most
+        three SQS requests per email."""
+        return (self.sent_rate >= SENT_RATE_AIM * self.rate and self.drain_s <= DRAIN_AIM * self.ideal_drain_s
+                and self.sqs_per_email <= SQS_REQUESTS_AIM)
+
+    def missed_aims(self) -> list[str]:
+        """Each aim missed, with its figure (empty when all are met)."""
+        missed = []
+        if self.drain_s > DRAIN_AIM * self.ideal_drain_s:
+            missed.append(f"burst drained in {self.drain_s / self.ideal_drain_s:.2f}x the ideal (aim {DRAIN_AIM}x)")
+        if self.sent_rate < SENT_RATE_AIM * self.rate:
+            missed.append(f"burst at {self.sent_rate / self.rate:.0%} of SES's rate (aim {SENT_RATE_AIM:.0%})")
+        if self.sqs_per_email > SQS_REQUESTS_AIM:
+            missed.append(f"burst at {self.sqs_per_email:.2f} SQS requests per email (aim {SQS_REQUESTS_AIM:g})")
+        return missed
 
     def per_email(self, count: float) -> float:
         return count / max(1, self.keys)
@@ -77,6 +102,8 @@ class BurstReport:
             f"{self.sent_rate / self.rate:.0%} of R (aim {SENT_RATE_AIM:.0%})",
             f"    per email: {self.per_email(self.throttles):.2f} throttles, "
             f"{self.per_email(self.invocations):.2f} invocations, AWS calls {calls}",
+            f"    SQS requests per email (receives, deletes, holds, copies): {self.sqs_per_email:.2f} (aim at most "
+            f"{SQS_REQUESTS_AIM:g}); besides, {self.per_email(self.empty_receives):.2f} empty receives",
         ]
 
 
@@ -94,8 +121,11 @@ def run_burst(
     calls_before = REQUESTS.snapshot()
     run = drain_burst(function, source, environment, sqs, bodies, rate, log, bound_s)
     calls: Counter[str] = Counter()
-    for (service, _), count in (REQUESTS.snapshot() - calls_before).items():
+    pipeline_sqs = 0
+    for (service, operation), count in (REQUESTS.snapshot() - calls_before).items():
         calls[service] += count
+        pipeline_sqs += count if service == "sqs" and operation in PIPELINE_SQS_OPERATIONS else 0
+    empty_receives = run.runner["empty_receives"]
     per_key = workload.emails_per_key(sent_subjects())
     return BurstReport(
         rate=rate, jobs=len(bodies), keys=len(per_key), pollers=source.max_concurrency,
@@ -104,7 +134,8 @@ def run_burst(
         keys_lost=sorted(k for k, n in per_key.items() if n == 0),
         dead_letters=queue_depth(sqs, dead_letter_queue_url) - dead_before, drain_s=run.drain_s,
         sent_rate=(len(run.accepted_at) - 1) / run.span_s if run.span_s else 0.0, throttles=run.throttles,
-        invocations=run.runner["invocations"], aws_calls=dict(calls), subjects=frozenset(workload.subject_to_key),
+        invocations=run.runner["invocations"], aws_calls=dict(calls), sqs_requests=pipeline_sqs - empty_receives,
+        empty_receives=empty_receives, batch_size=source.batch_size, subjects=frozenset(workload.subject_to_key),
         accepted_s=[at - run.started for at in run.accepted_at],
     )
 

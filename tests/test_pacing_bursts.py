@@ -1,0 +1,68 @@
+"""A burst past the pipeline's send rate, at the function timeouts users pick: the consumer as Lambda runs it
+(worker processes, real deadlines, the event source played with its pollers), deployed as the construct would
+deploy it (its batch size derived from the function timeout, send_rate and max_concurrency), SES limited to the
+rate. Every key is sent once (counted in the emulator's SES), nothing is dead-lettered, and paced jobs are put back
+at their turn instead of bouncing: at most three SQS requests per email, every receive, delete, hold and copy
+counted by the emulator (the pollers' empty receives apart). The rate and the drain time are aims, measured in the
+bench (BENCHMARKS.md), not here."""
+
+from __future__ import annotations
+
+import json
+
+import boto3
+import pytest
+from aws_cdk import Duration
+
+from sendonce_constructs import derivations, rules
+from sendonce_constructs.runtime_asset import HANDLER, runtime_asset_dir
+from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget
+from sendonce_local.demo.scenarios.load import SQS_REQUESTS_AIM, run_burst
+from sendonce_local.lambda_service.instances import FunctionSpec
+from sendonce_local.lambda_service.sqs_source import EventSourceSpec
+
+RATE, POLLERS, KEYS = 4.0, 2, 16  # a burst of four seconds of sending, with its duplicates and re-enqueues
+
+
+def deployed_like_the_construct(pipeline, function_timeout_s: int) -> tuple[FunctionSpec, EventSourceSpec]:
+    """The consumer staged from the runtime with the environment and event source the construct gives a paced
+    pipeline (send_rate = RATE, max_concurrency = POLLERS) with this function timeout."""
+    sqs = boto3.client("sqs")
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=pipeline.dead_letter_queue_url, AttributeNames=["QueueArn"])[
+        "Attributes"]["QueueArn"]
+    url = sqs.create_queue(QueueName=f"paced-{function_timeout_s}", Attributes={
+        "VisibilityTimeout": str(rules.minimum_visibility_timeout_s(function_timeout_s, 0)),
+        "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "5"})})["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    batch_size = derivations.batch_size(Duration.seconds(function_timeout_s), RATE, POLLERS, None)
+    environment = ConsumerConfig(
+        table_name=pipeline.table_name, dead_letter_queue_url=pipeline.dead_letter_queue_url, queue_url=url,
+        parallelism=derivations.parallelism(batch_size) or 1, max_receive_count=5,
+        max_send_rate=derivations.max_send_rate(RATE, POLLERS),
+        time_budget=TimeBudget.for_function_timeout(function_timeout_s),
+    ).to_env()
+    function = FunctionSpec("paced", HANDLER, runtime_asset_dir(), environment, timeout_s=function_timeout_s)
+    return function, EventSourceSpec(url, arn, batch_size=batch_size, max_concurrency=POLLERS)
+
+
+@pytest.mark.parametrize("function_timeout_s", [3, 5, 30], ids=lambda s: f"{s}s")
+def test_a_burst_is_paced_at_every_function_timeout_with_each_job_put_back_at_most_at_its_turn(
+        pipeline, function_timeout_s):
+    function, source = deployed_like_the_construct(pipeline, function_timeout_s)
+    burst = run_burst(function, source, pipeline.aws.environment, pipeline.dead_letter_queue_url,
+                      pipeline.aws.sent_subjects, RATE, KEYS, seed=3, bound_s=120)
+    assert burst.ok, burst.lines()
+    assert burst.emails_per_key == {1: KEYS} and burst.dead_letters == 0, burst.lines()
+    assert burst.sqs_per_email <= SQS_REQUESTS_AIM, burst.lines()
+
+
+def test_the_batch_size_is_what_one_instance_sends_in_one_invocation():
+    """With pacing, a batch holds what one instance sends at its share of the rate while a record can still wait
+    for its slot: a record of a 3 s function may wait 1.05 s, planned as 0.945 s, so at 2 emails/s an instance
+    two (the slot ready when it starts and one more); at most 10."""
+    assert derivations.batch_size(Duration.seconds(3), 4.0, 2, None) == 2
+    assert derivations.batch_size(Duration.seconds(5), 4.0, 2, None) == 4
+    assert derivations.batch_size(Duration.seconds(30), 4.0, 2, None) == 10
+    assert derivations.batch_size(Duration.seconds(3), 5.0, 20, None) == 1
+    assert derivations.batch_size(Duration.seconds(30), None, None, 0.5) == 8
+    assert derivations.batch_size(Duration.seconds(3), None, None, None) == 10  # no pacing: SQS's 10
