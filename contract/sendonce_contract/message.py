@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from .address import InvalidAddress, Mailbox, find_control_character, parse_mailbox
 from .delivery import DeliveryPolicy
 from .key_tags import DEDUPE_KEY_TAG, KEY_CHUNK_TAG, MAX_JOB_TAGS, PIPELINE_TAG
-from .schema import DEDUPE_KEY, TENANT_FIELD, ReasonCode
+from .schema import DEDUPE_KEY, PRIORITY_FIELD, TENANT_FIELD, ReasonCode
 
 if TYPE_CHECKING:
     # The rules of attachments and headers are imported by a job that has them only (see _attachments, _headers):
@@ -28,16 +28,17 @@ if TYPE_CHECKING:
 CONTRACT_VERSION = 3
 VERSION_FIELD = "contractVersion"
 # The version that brought each field after the first: a job using one names at least that version.
-FIELD_VERSIONS = {"sendAt": 2, TENANT_FIELD: 3, "attachments": 3, "headers": 3}
+FIELD_VERSIONS = {"sendAt": 2, TENANT_FIELD: 3, "attachments": 3, "headers": 3, PRIORITY_FIELD: 3}
 MAX_KEY_BYTES = 1024
 MAX_RECIPIENTS = 50
 FIELDS = frozenset(
     {DEDUPE_KEY, "from", "to", "cc", "bcc", "replyTo", "subject", "html", "text", "template", "raw",
-     "configurationSet", "tags", "delivery", "sendAt", "attachments", "headers", VERSION_FIELD, TENANT_FIELD}
+     "configurationSet", "tags", "delivery", "sendAt", "attachments", "headers", VERSION_FIELD, TENANT_FIELD,
+     PRIORITY_FIELD}
 )
-# Fields that say how or when to send, or in which contract version, not what: a copy of a job differing only in
-# these is the same email (one written with ``contractVersion: 1`` and one without it, too).
-NOT_CONTENT = frozenset({"delivery", "sendAt", VERSION_FIELD})
+# Fields that say how, when or by which lane to send, or in which contract version, not what: a copy of a job
+# differing only in these is the same email (one written with ``contractVersion: 1`` and one without it, too).
+NOT_CONTENT = frozenset({"delivery", "sendAt", PRIORITY_FIELD, VERSION_FIELD})
 TEMPLATE_FIELDS = frozenset({"name", "data"})
 _TAG_PART = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 # SES's rule for template and configuration set names.
@@ -109,6 +110,7 @@ class ParsedJob(NamedTuple):
     def s3_attachments(self) -> "tuple[Attachment, ...]":
         """The attachments whose content is still to be read from S3."""
         return tuple(a for a in self.attachments if a.content is None)
+    urgent: bool = False  # the producer asked for the urgent lane (routing only: any lane sends it)
 
 
 def parse_job(body: str, sqs_message_id: str) -> ParsedJob:
@@ -230,10 +232,22 @@ def _parse_fields(document: dict[str, Any], key: str, digest: str) -> ParsedJob:
         delivery=policy,
         send_at_ms=_send_at(document.get("sendAt")),
         tenant=_tenant(document.get(TENANT_FIELD)),
+        urgent=_urgent(document.get(PRIORITY_FIELD)),
         payload_hash=digest,
         attachments=attachments,
         headers=headers,
     )
+
+
+def _urgent(value: object) -> bool:
+    if value is None:
+        return False
+    # Imported by a job that names a priority only: a cold start without lanes never compiles the module.
+    from .priority import Priority
+
+    if isinstance(value, str) and value in Priority.__members__.values():
+        return Priority(value) is Priority.URGENT
+    raise InvalidMessage(f"{PRIORITY_FIELD} must be one of {[p.value for p in Priority]}, got {value!r}")
 
 
 def _tenant(value: object) -> str | None:
