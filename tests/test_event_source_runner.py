@@ -10,7 +10,7 @@ import boto3
 import pytest
 
 from sendonce_local.lambda_service.instances import Ending, FunctionSpec, Invocation
-from sendonce_local.lambda_service.sqs_source import EventSourceRunner, EventSourceSpec, succeeded_ids
+from sendonce_local.lambda_service.sqs_source import EventSourceRunner, EventSourceSpec, FaultPlan, succeeded_ids
 
 VISIBILITY_S = 1
 MAX_RECEIVES = 2
@@ -27,6 +27,14 @@ TINY_HANDLER = textwrap.dedent('''
                     "remaining_ms": context.get_remaining_time_in_millis(),
                 }) + "\\n")
         for record in event["Records"]:
+            if record["body"] == "send":
+                import boto3
+                try:  # the call is what a fault watches; whether SES accepts it does not matter here
+                    boto3.client("sesv2").send_email(
+                        FromEmailAddress="a@example.com", Destination={"ToAddresses": ["b@example.com"]},
+                        Content={"Simple": {"Subject": {"Data": "s"}, "Body": {"Text": {"Data": "t"}}}})
+                except Exception:
+                    pass
             if record["body"] == "raise":
                 raise RuntimeError("boom")
             if record["body"] == "sleep":
@@ -54,10 +62,10 @@ def tiny(aws, tmp_path: Path):
     function = FunctionSpec("tiny", "tiny.handler", code, {"TINY_LOG": str(log)}, timeout_s=2.0)
     source = EventSourceSpec(url, arn, batch_size=10, max_concurrency=1)
 
-    def run(*bodies: str) -> tuple[EventSourceRunner, list[dict]]:
+    def run(*bodies: str, faults: FaultPlan | None = None) -> tuple[EventSourceRunner, list[dict]]:
         for body in bodies:
             sqs.send_message(QueueUrl=url, MessageBody=body)
-        with EventSourceRunner(function, source, aws.environment) as runner:
+        with EventSourceRunner(function, source, aws.environment, faults=faults) as runner:
             assert runner.run_until_drained(bound_s=60), "the queue did not drain"
         deliveries = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
         return runner, deliveries
@@ -101,6 +109,17 @@ def test_the_handler_gets_a_real_deadline_and_is_killed_when_it_passes(tiny):
     assert 1000 < deliveries[0]["remaining_ms"] <= 2000
     assert runner.stats.timeouts == 2
     assert dead_letters() == ["sleep"]
+
+
+def test_a_forced_fault_its_invocation_never_reached_is_armed_again_until_it_fires(tiny):
+    run, dead_letters = tiny
+    faults = FaultPlan(0.0, seed=1, kinds=("before_send",), forced=1)
+    runner, _ = run("skip", faults=faults)  # no SendEmail: the forced kill is not spent
+    assert runner.stats.faults_armed == 1 and runner.stats.workers_killed == 0
+    runner, deliveries = run("send", faults=faults)
+    assert runner.stats.workers_killed == 1  # killed at its first SendEmail, then sent on redelivery
+    assert [d["count"] for d in deliveries if d["body"] == "send"] == [1, 2]
+    assert dead_letters() == []
 
 
 def test_partial_batch_response_rules():

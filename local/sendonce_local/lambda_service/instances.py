@@ -48,6 +48,7 @@ class Invocation:
     ending: Ending
     result: Any = None
     error: str | None = None
+    fault_fired: bool = False  # the armed fault was reached (a killed worker was killed by it)
 
 
 def _file_or_devnull(log: IO[str] | None) -> IO[str] | int:
@@ -114,16 +115,18 @@ class LambdaInstance:
             self._requests.flush()
         except BrokenPipeError:
             self._restart()
-            return Invocation(Ending.KILLED)
+            return Invocation(Ending.KILLED)  # died before this invocation: its fault was never reached
         answer = self._read_answer(self._function.timeout_s + ANSWER_GRACE_S)
         if answer is None:
             process = self._process
             ending = Ending.KILLED if process is not None and process.poll() is not None else Ending.TIMED_OUT
             self._restart()
-            return Invocation(ending)
+            # A worker dies mid-invocation only by its fault's kill; a timed-out one may never have reached it.
+            return Invocation(ending, fault_fired=ending is Ending.KILLED and fault is not None)
+        fired = bool(answer.get("fault_fired"))
         if answer.get("ok"):
-            return Invocation(Ending.RETURNED, result=answer.get("result"))
-        return Invocation(Ending.RAISED, error=answer.get("error"))
+            return Invocation(Ending.RETURNED, result=answer.get("result"), fault_fired=fired)
+        return Invocation(Ending.RAISED, error=answer.get("error"), fault_fired=fired)
 
     def _read_answer(self, bound_s: float) -> dict[str, Any] | None:
         """The worker's next answer line, or None if it died or said nothing within ``bound_s``."""

@@ -70,7 +70,7 @@ class FaultPlan:
     def __init__(self, probability: float, seed: int, kinds: tuple[str, ...] = ("before_send", "after_send"),
                  forced: int = 0) -> None:
         self._probability = probability
-        self._forced = forced  # the first invocations always get a fault, at their first watched call
+        self._forced = forced  # the first faults always fire, at an invocation's first watched call
         self._kinds = kinds
         self._random = random.Random(seed)
         self._lock = threading.Lock()
@@ -83,10 +83,17 @@ class FaultPlan:
         with self._lock:
             if self._forced > 0:
                 self._forced -= 1
-                return {"kill": self._kinds[0], "nth": 1}
+                return {"kill": self._kinds[0], "nth": 1, "forced": True}
             if self._random.random() >= self._probability:
                 return None
             return {"kill": self._random.choice(self._kinds), "nth": self._random.randint(1, 3)}
+
+    def settle(self, fault: dict[str, Any] | None, fired: bool) -> None:
+        """A forced fault whose invocation never made its watched call (a paced batch put back, a duplicate) is
+        armed again for a later invocation, so "the first N always" means N faults that fired."""
+        if fault is not None and fault.get("forced") and not fired:
+            with self._lock:
+                self._forced += 1
 
 
 def lambda_record(message: dict[str, Any], source: EventSourceSpec, region: str) -> dict[str, Any]:
@@ -239,6 +246,8 @@ class EventSourceRunner:
         try:
             event = {"Records": [lambda_record(m, self.source, self._region) for m in messages]}
             invocation = instance.invoke(event, fault)
+            if self._faults is not None:
+                self._faults.settle(fault, invocation.fault_fired)
             ids = [m["MessageId"] for m in messages]
             done = set(succeeded_ids(invocation, ids, self.source.report_batch_item_failures))
             handles = [m for m in messages if m["MessageId"] in done]

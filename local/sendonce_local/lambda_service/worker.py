@@ -62,10 +62,11 @@ class _Faults:
         self._lock = threading.Lock()
         self.plan: dict[str, Any] | None = None
         self.calls = 0
+        self.fired = False  # told to the runner, so a forced fault the invocation never reached is armed again
 
     def arm(self, plan: dict[str, Any] | None) -> None:
         with self._lock:
-            self.plan, self.calls = plan, 0
+            self.plan, self.calls, self.fired = plan, 0, False
 
     def _hit(self, operation_name: str) -> str | None:
         with self._lock:
@@ -76,7 +77,10 @@ class _Faults:
             if operation_name != watched:
                 return None
             self.calls += 1
-            return kind if self.calls == self.plan["nth"] else None
+            if self.calls != self.plan["nth"]:
+                return None
+            self.fired = True
+            return kind
 
     def install(self) -> None:
         from botocore.client import BaseClient
@@ -129,6 +133,7 @@ def main() -> None:
         except Exception as error:
             traceback.print_exc()
             answer = {"ok": False, "error": f"{type(error).__name__}: {error}"}
+        answer["fault_fired"] = faults.fired
         faults.arm(None)
         sys.stdout.flush()
         answers.write(json.dumps(answer, default=str) + "\n")
