@@ -72,7 +72,7 @@ class _Faults:
         with self._lock:
             if self.plan is None:
                 return None
-            kind = self.plan["kill"]
+            kind: str = self.plan["kill"]
             watched = {**KILL_BEFORE, **KILL_AFTER}.get(kind, "SendEmail")
             if operation_name != watched:
                 return None
