@@ -146,8 +146,8 @@ def test_with_ses_tenants_the_send_names_the_tenant_and_without_it_none(pipeline
     assert pipeline.emails_for("order-1:receipt") == pipeline.emails_for("order-2:receipt") == 1
     first_id = pipeline.ledger_item("order-1:receipt")[Ledger.SES_MESSAGE_ID]["S"]
     second_id = pipeline.ledger_item("order-2:receipt")[Ledger.SES_MESSAGE_ID]["S"]
-    tenants = pipeline.aws.sent_tenants()
-    assert tenants.get(first_id) == "acme" and second_id not in tenants
+    tenants = {send["messageId"]: send["tenantName"] for send in pipeline.aws.ses_sends()}  # over HTTP
+    assert tenants[first_id] == "acme" and tenants[second_id] is None
 
 
 def test_the_log_line_the_ledger_and_the_outcome_events_name_the_tenant(pipeline):
@@ -184,7 +184,7 @@ def test_under_key_privacy_the_consumer_shows_the_tenant_s_digest_and_sends_its_
     consumer.log = OutcomeLog(log := io.StringIO())
     consumer.handle(as_lambda_records(receive_all(url, 1), url), FakeContext(FakeClock()))
     assert json.loads(log.getvalue())["tenant"] == tenant_digest("acme")
-    [tenant_name] = pipeline.aws.sent_tenants().values()
+    [tenant_name] = [send["tenantName"] for send in pipeline.aws.ses_sends()]
     assert tenant_name == "acme"  # SES's tenant has the name; everything else sees the digest
     assert "acme" not in json.dumps(boto3.client("dynamodb").scan(TableName=pipeline.table_name)["Items"])
 
