@@ -63,7 +63,7 @@ SECTIONS = {
     "pacing": (PACING_SECTION, lambda plan: render_pacing(pacing_scenario(
         plan.pacing_factor, plan.pacing_repeats, plan.pacing_timeouts_s, plan.pacing_pollers), plan.pacing_factor)),
     "flood": (FLOOD_SECTION, lambda plan: render_flood(flood_scenario(
-        plan.flood_s, plan.flood_arrivals, plan.flood_gap_s, plan.flood_repeats))),
+        plan.flood_timeouts_s, plan.flood_s, plan.flood_arrivals, plan.flood_gap_s, plan.flood_repeats))),
     "sql-outbox": (render.SQL_OUTBOX_SECTION, lambda plan: render.render_sql_outbox(sql_outbox_costs(
         plan.outbox_jobs, plan.outbox_latency_jobs, plan.outbox_transactions, plan.repeats, DELAYS_MS))),
 }

@@ -18,15 +18,17 @@ FLOOD_TENANTS = ("northwind", "contoso")  # the flooding tenant, then the quiet 
 STACK = "FloodBench"
 
 
-def _synth(out: Path) -> None:
-    """The pipeline as a user deploys it for this: default props but the rate, the instances, the urgent lane and
-    SES tenants (SES's events, outcome events, the quota watch and alarms off: the emulator runs none of them)."""
+def _synth(out: Path, timeout_s: int) -> None:
+    """The pipeline as a user deploys it for this: default props but the rate, the instances, the function timeout,
+    the urgent lane and SES tenants (SES's events, outcome events, the quota watch and alarms off: the emulator runs
+    none of them)."""
     import aws_cdk as cdk
 
     from sendonce_constructs import SendOnceEmailQueue
 
     app = cdk.App(outdir=str(out))
     mail = SendOnceEmailQueue(cdk.Stack(app, STACK), "Mail", sender="example.com", send_rate=FLOOD_RATE,
+                              function_timeout=cdk.Duration.seconds(timeout_s),
                               max_concurrency=FLOOD_INSTANCES, urgent_lane=True, ses_tenants=True, ses_events=False,
                               outcome_events=False, quota_watch=False, alarms=False)
     for tenant in FLOOD_TENANTS:
@@ -50,8 +52,17 @@ def _deploy(out: Path) -> Any:
     return load_stack(STACK, out)
 
 
-def flood_scenario(flood_s: float, arrivals: int, gap_s: float, repeats: int) -> list[Any]:
-    """``repeats`` runs, each in an emulator of its own: the flood scenario's report of each."""
+def flood_scenario(timeouts_s: tuple[int, ...], flood_s: float, arrivals: int, gap_s: float,
+                   repeats: int) -> dict[int, list[Any]]:
+    """For each function timeout, ``repeats`` runs, each in an emulator of its own: the flood scenario's report of
+    each."""
+    reports: dict[int, list[Any]] = {}
+    for timeout_s in timeouts_s:
+        reports[timeout_s] = _runs(timeout_s, flood_s, arrivals, gap_s, repeats)
+    return reports
+
+
+def _runs(timeout_s: int, flood_s: float, arrivals: int, gap_s: float, repeats: int) -> list[Any]:
     from sendonce_local.demo.example_app import declared_tenants
     from sendonce_local.demo.scenarios.flood import FloodPlan, Lanes, run_flood
     from sendonce_local.emulator.server import local_aws
@@ -60,7 +71,7 @@ def flood_scenario(flood_s: float, arrivals: int, gap_s: float, repeats: int) ->
     reports = []
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder)
-        _synth(out)
+        _synth(out, timeout_s)
         for repeat in range(repeats):
             with local_aws(pointed=True) as aws, open(os.devnull, "w") as log:
                 stack = _deploy(out)
