@@ -31,10 +31,10 @@ class Plan:
     pacing_repeats: int = 2
     pacing_timeouts_s: tuple[int, ...] = (3, 5, 30)
     pacing_pollers: tuple[int, ...] = (2, 5, 20)
-    flood_s: float = 2.0  # the flood section's bulk jobs arrive at 40 x SES's rate for this long
-    flood_arrivals: int = 15  # urgent jobs, and as many of the quiet tenant's, per run
+    flood_s: float = 1.5  # the flood section's bulk jobs arrive at 40 x SES's rate for this long
+    flood_arrivals: int = 12  # urgent jobs, and as many of the quiet tenant's, per run
     flood_gap_s: float = 2.0  # between two urgent jobs (the quiet tenant's halfway between)
-    flood_repeats: int = 3
+    flood_repeats: int = 2
     flood_timeouts_s: tuple[int, ...] = (30, 5)  # the construct's default, and the demo's
 
 

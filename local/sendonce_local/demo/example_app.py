@@ -65,7 +65,7 @@ def deploy(aws: LocalAws, stack_name: str, project_dir: Path, context: dict[str,
                          context, cdk_log)
     stack = load_stack(stack_name, cdk_out)
     deployed = _parts(stack)
-    notes = emulator_gaps(deployed.table, stack.configuration_sets)
+    notes = emulator_gaps(deployed.table, stack.configuration_sets, deployed.ses_tenants)
     for note in notes:
         say(f"      emulator gap: {note}")
     boto3.client("sesv2").create_email_identity(EmailIdentity=SENDER_IDENTITY)
@@ -110,9 +110,11 @@ def _output(cloudformation: Any, stack: str, output_id: str) -> str | None:
                 None)
 
 
-def emulator_gaps(table_name: str, configuration_sets: list[str]) -> list[str]:
+def emulator_gaps(table_name: str, configuration_sets: list[str], ses_tenants: tuple[str, ...] = ()) -> list[str]:
     """Do by API what the emulator's CloudFormation skips and loading the stack did not, and say what both did."""
-    return [
+    tenants = [f"moto has no SES tenants: its CloudFormation skips the stack's ({', '.join(ses_tenants)}), and its SES "
+               "accepts any TenantName, which the emulator's log of sends keeps"] if ses_tenants else []
+    return [*tenants,
         apply_ttl(table_name),
         "point-in-time recovery and the queues' TLS-only policies are in the template but not modelled by moto",
         "moto runs no Lambda code without Docker: the local runners invoke the deployed functions for their SQS "
