@@ -93,7 +93,8 @@ def test_bursts_through_throttled_and_late_dynamodb_and_sqs_answers_lose_double_
 def test_urgent_jobs_and_a_quiet_tenant_s_go_through_a_bulk_flood_each_once_and_timed_against_alone(demo):
     """One tenant floods the bulk lane at 40 x SES's rate while urgent jobs and a second tenant's arrive: every key
     once (counted in the emulator's SES), none in either lane's DLQ, each send under its job's SES tenant, and each
-    one's time to SES, from the emulator's log of sends, beside its time alone (a performance aim, not the guarantee)."""
+    one's time to SES, from the emulator's log of sends, beside its time alone (a performance aim, not the
+    guarantee)."""
     report, out, output = demo
     flood = report.flood
     assert flood is not None and flood.ok, flood.lines() if flood else output
