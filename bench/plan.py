@@ -31,12 +31,18 @@ class Plan:
     pacing_repeats: int = 2
     pacing_timeouts_s: tuple[int, ...] = (3, 5, 30)
     pacing_pollers: tuple[int, ...] = (2, 5, 20)
+    flood_s: float = 1.5  # the flood section's bulk jobs arrive at 40 x SES's rate for this long
+    flood_arrivals: int = 12  # urgent jobs, and as many of the quiet tenant's, per run
+    flood_gap_s: float = 2.0  # between two urgent jobs (the quiet tenant's halfway between)
+    flood_repeats: int = 2
+    flood_timeouts_s: tuple[int, ...] = (30, 5)  # the construct's default, and the demo's
 
 
 QUICK = Plan(records=60, repeats=2, workers=(1, 4), import_runs=5, synth_runs=1, latency_batches=3,
              evidence_emails=20, burst_factor=10, privacy_emails=2_000, outcome_emails=50, scheduled_hours=2,
              outbox_jobs=300, outbox_latency_jobs=3, outbox_transactions=100, pacing_factor=2, pacing_repeats=1,
-             pacing_timeouts_s=(5,), pacing_pollers=(2,))
+             pacing_timeouts_s=(5,), pacing_pollers=(2,), flood_s=0.2, flood_arrivals=2, flood_gap_s=1.0,
+             flood_repeats=1, flood_timeouts_s=(5,))
 FULL = Plan(records=400, repeats=5, workers=(1, 2, 4, 8), import_runs=21, synth_runs=3, latency_batches=20,
             evidence_emails=200, burst_factor=50)
 

@@ -21,10 +21,12 @@ import render  # noqa: E402
 from emulator_process import create_resources, start_emulator  # noqa: E402
 from plan import DELAYS_MS, FULL, QUICK, ROOT, Plan, Spread  # noqa: E402
 from render import (  # noqa: E402
+    FLOOD_SECTION,
     KEY_PRIVACY_SECTION,
     PACING_SECTION,
     render_burst,
     render_evidence,
+    render_flood,
     render_floor,
     render_key_privacy,
     render_latency,
@@ -37,6 +39,7 @@ from scenarios.bursts import burst_scenario, pacing_scenario, recipient_burst_sc
 from scenarios.calls import count_calls  # noqa: E402
 from scenarios.cold_start import asset_sizes, cold_starts, synth_seconds  # noqa: E402
 from scenarios.evidence import evidence_costs  # noqa: E402
+from scenarios.flood import flood_scenario  # noqa: E402
 from scenarios.floor import floor_run  # noqa: E402
 from scenarios.key_privacy import key_privacy_costs  # noqa: E402
 from scenarios.latency import latency_run  # noqa: E402
@@ -59,6 +62,8 @@ SECTIONS = {
         recipient_burst_scenario(plan.burst_factor), plan.burst_factor)),
     "pacing": (PACING_SECTION, lambda plan: render_pacing(pacing_scenario(
         plan.pacing_factor, plan.pacing_repeats, plan.pacing_timeouts_s, plan.pacing_pollers), plan.pacing_factor)),
+    "flood": (FLOOD_SECTION, lambda plan: render_flood(flood_scenario(
+        plan.flood_timeouts_s, plan.flood_s, plan.flood_arrivals, plan.flood_gap_s, plan.flood_repeats))),
     "sql-outbox": (render.SQL_OUTBOX_SECTION, lambda plan: render.render_sql_outbox(sql_outbox_costs(
         plan.outbox_jobs, plan.outbox_latency_jobs, plan.outbox_transactions, plan.repeats, DELAYS_MS))),
 }
@@ -130,6 +135,8 @@ def run(plan: Plan, command: str) -> str:
     recipients = recipient_burst_scenario(plan.burst_factor)
     print("burst at function timeouts...", file=sys.stderr)
     pacing = SECTIONS["pacing"][1](plan)
+    print("urgent and quiet-tenant jobs through a flood...", file=sys.stderr)
+    flood = SECTIONS["flood"][1](plan)
     print("key privacy...", file=sys.stderr)
     privacy = render_key_privacy(key_privacy_costs(plan.privacy_emails, plan.repeats))
     print("outcome events and scheduled emails...", file=sys.stderr)
@@ -139,7 +146,7 @@ def run(plan: Plan, command: str) -> str:
     return (render.render_opening(plan, command, calls, rates, cpus, ratios, imports, assets, synth, item)
             + render_latency(plan, latency, DELAYS_MS) + render_evidence(evidence)
             + render_burst(burst, plan.burst_factor) + render_recipient_burst(recipients, plan.burst_factor) + pacing
-            + render_floor(floor, DELAYS_MS, plan.latency_batches) + privacy + lifecycle_sections + sql_outbox)
+            + flood + render_floor(floor, DELAYS_MS, plan.latency_batches) + privacy + lifecycle_sections + sql_outbox)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ from sendonce_constructs import SES_MAILBOX_SIMULATOR, SendOnceEmailQueue
 
 # Who a non-production stage may email: SES's mailbox simulator (success@, bounce@, complaint@ ...) and the team.
 STAGING_RECIPIENTS = [SES_MAILBOX_SIMULATOR, "qa.example.com"]
+# The shops known at deploy time, as SES tenants with the pipeline's identity and configuration set associated.
+SHOPS = ["northwind", "contoso"]
 
 
 class ReceiptsStack(cdk.Stack):
@@ -41,7 +43,15 @@ class ReceiptsStack(cdk.Stack):
             allowed_recipients=STAGING_RECIPIENTS if staging else None,
             # Invoices too large for the job body go to this bucket as claim checks (the producer uploads them).
             attachments_bucket=True,
+            # Password resets (`priority="urgent"`) get a queue and consumer of their own and a fifth of send_rate,
+            # lent to receipts while none wait: a flood of receipts never holds a reset back.
+            urgent_lane=True,
+            # The shops this platform sends for: each job's `tenant` is its SQS MessageGroupId (fair queues) and
+            # SES's TenantName (each shop's reputation kept apart).
+            ses_tenants=True,
         )
+        for shop in SHOPS:
+            receipts.add_ses_tenant(shop)
 
         checkout = iam.Role(self, "CheckoutService", assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"))
         receipts.grant_enqueue(checkout)

@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 KEYS, SEED, ORDERS = 30, 7, 4
 BURST_KEYS = 25  # a small version of the load scenario: five times the demo's SES rate of 5 emails/s
 FAULT_BURST_KEYS = 10  # each of the two bursts through DynamoDB and SQS trouble
+FLOOD_S, FLOOD_ARRIVALS = 0.4, 4  # 80 bulk jobs at 40 x 5 emails/s; four urgent jobs and four quiet-tenant jobs
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +32,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory):
     lines: list[str] = []
     report = run_demo(DemoOptions(project_dir=ROOT, out_dir=out, keys=KEYS, orders=ORDERS, fault_probability=0.2,
                                   seed=SEED, burst_keys=BURST_KEYS, fault_burst_keys=FAULT_BURST_KEYS,
-                                  fault_stretch_s=5), say=lines.append)
+                                  fault_stretch_s=5, flood_s=FLOOD_S, flood_arrivals=FLOOD_ARRIVALS),
+                     say=lines.append)
     return report, out, "\n".join(lines)
 
 
@@ -86,6 +88,24 @@ def test_bursts_through_throttled_and_late_dynamodb_and_sqs_answers_lose_double_
         assert fault_burst.proxy_hits, fault_burst.proxy_requests  # the trouble really met the consumer's calls
     assert "throttling" in throttled.stretch and "late" in late.stretch
     assert "slow and throttled answers: 2 bursts of 10 keys" in output
+
+
+def test_urgent_jobs_and_a_quiet_tenant_s_go_through_a_bulk_flood_each_once_and_timed_against_alone(demo):
+    """One tenant floods the bulk lane at 40 x SES's rate while urgent jobs and a second tenant's arrive: every key
+    once (counted in the emulator's SES), none in either lane's DLQ, each send under its job's SES tenant, and each
+    one's time to SES, from the emulator's log of sends, beside its time alone (a performance aim, not the
+    guarantee)."""
+    report, out, output = demo
+    flood = report.flood
+    assert flood is not None and flood.ok, flood.lines() if flood else output
+    assert flood.flood_jobs == 80 and (flood.flood_tenant, flood.quiet_tenant) == ("northwind", "contoso")
+    assert flood.emails_per_key == {1: flood.flood_jobs + 4 * FLOOD_ARRIVALS}
+    assert flood.dead_letters == 0 and flood.wrong_tenant == []
+    for who in ("urgent", "quiet"):
+        assert [len(flood.waits_s[who][run]) for run in ("alone", "flood")] == [FLOOD_ARRIVALS, FLOOD_ARRIVALS]
+        assert all(wait > 0 for run in ("alone", "flood") for wait in flood.waits_s[who][run])
+    assert "[9/10] the flood: tenant northwind's 80 bulk jobs at 40 x SES's 5 emails/s" in output
+    assert json.loads((out / "report.json").read_text())["flood"]["times_s"]["urgent"]["flood"]["p95"] > 0
 
 
 def test_with_send_events_lost_the_only_doubles_are_detected_and_inside_the_crash_window(demo):

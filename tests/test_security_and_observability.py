@@ -81,18 +81,22 @@ def test_consumer_writes_logs_only_to_its_own_log_group():
     template = Template.from_stack(example_stack())
     groups = sorted(s["Resource"]["Fn::GetAtt"][0] for s in policy_statements(template)
                     if "logs:PutLogEvents" in s["Action"])
-    assert [g[: -len("ABCDEF12")] for g in groups] == ["ReceiptsConsumerLogs", "ReceiptsOutboxRelayLogs"]
+    # The example has urgent_lane: each lane's consumer writes to its own group.
+    assert [g[: -len("ABCDEF12")] for g in groups] == ["ReceiptsConsumerLogs", "ReceiptsOutboxRelayLogs",
+                                                        "ReceiptsUrgentConsumerLogs"]
     recorder_groups = [s["Resource"]["Fn::GetAtt"][0] for s in evidence_statements(template)
                        if "logs:PutLogEvents" in s["Action"]]
     assert [g[: -len("ABCDEF12")] for g in recorder_groups] == ["ReceiptsSesEvidenceRecorderLogs"]
 
 
 def test_consumer_logs_json_one_line_per_record_and_traces_on_request():
-    default = only(Template.from_stack(example_stack()), "AWS::Lambda::Function",
-                   Properties={"Handler": "sendonce_runtime.handler.handler"})["Properties"]
-    assert default["LoggingConfig"]["LogFormat"] == "JSON"
-    assert default["LoggingConfig"]["ApplicationLogLevel"] == "INFO"
-    assert "TracingConfig" not in default
+    lanes = Template.from_stack(example_stack()).find_resources(
+        "AWS::Lambda::Function", {"Properties": {"Handler": "sendonce_runtime.handler.handler"}})
+    assert len(lanes) == 2  # the example has urgent_lane: both lanes' consumers, each with the defaults
+    for default in (function["Properties"] for function in lanes.values()):
+        assert default["LoggingConfig"]["LogFormat"] == "JSON"
+        assert default["LoggingConfig"]["ApplicationLogLevel"] == "INFO"
+        assert "TracingConfig" not in default
     # Both lanes' consumers (the stack has urgent_lane), each traced.
     traced = Template.from_stack(everything_on_stack()).find_resources(
         "AWS::Lambda::Function", {"Properties": {"Handler": "sendonce_runtime.handler.handler"}})
@@ -112,12 +116,16 @@ def test_customer_key_encrypts_queues_and_table():
 def test_default_alarms_watch_the_dlqs_the_oldest_message_unknown_records_doubles_and_errors():
     template = Template.from_stack(example_stack())
     alarms = {name: a["Properties"] for name, a in template.find_resources("AWS::CloudWatch::Alarm").items()}
-    by_metric = {a.get("MetricName"): a for a in alarms.values()}
+    by_metric = {a.get("MetricName"): a for name, a in alarms.items() if "Urgent" not in name}
+    urgent = {a.get("MetricName"): a for name, a in alarms.items() if "Urgent" in name}
+    assert set(urgent) == {"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage", "Errors"}
+    assert urgent["ApproximateAgeOfOldestMessage"]["Threshold"] == 60  # the urgent lane's tighter default
     assert set(by_metric) == {"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage",
                               "UnknownRecords", "DoubleSends", "QuotaExhausted", "ContractTooNew", "Errors",
                               "QuotaUsedPercent", None}  # None: metric math (DynamoDB's trouble, the rates)
-    # both dead-letter queues, the outcome publisher's failures, DynamoDB's trouble, the bounce and complaint rates
-    assert len(alarms) == 13
+    # both dead-letter queues, the outcome publisher's failures, DynamoDB's trouble, the bounce and complaint rates,
+    # and the urgent lane's own three (its DLQ, its oldest message, its function's errors)
+    assert len(alarms) == 16
     assert by_metric["QuotaUsedPercent"]["Threshold"] == 80
     assert by_metric["QuotaUsedPercent"]["Statistic"] == "Maximum"
     [ledger] = [a["Metrics"] for name, a in alarms.items() if "LedgerTrouble" in name]

@@ -19,7 +19,7 @@ import boto3
 import pytest
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
-from construct_support import ses_statement
+from construct_support import policy_statements, ses_statement
 from consumer_harness import FakeClock, FakeContext, event
 from hypothesis import given
 from hypothesis import strategies as st
@@ -146,8 +146,8 @@ def test_with_ses_tenants_the_send_names_the_tenant_and_without_it_none(pipeline
     assert pipeline.emails_for("order-1:receipt") == pipeline.emails_for("order-2:receipt") == 1
     first_id = pipeline.ledger_item("order-1:receipt")[Ledger.SES_MESSAGE_ID]["S"]
     second_id = pipeline.ledger_item("order-2:receipt")[Ledger.SES_MESSAGE_ID]["S"]
-    tenants = pipeline.aws.sent_tenants()
-    assert tenants.get(first_id) == "acme" and second_id not in tenants
+    tenants = {send["messageId"]: send["tenantName"] for send in pipeline.aws.ses_sends()}  # over HTTP
+    assert tenants[first_id] == "acme" and tenants[second_id] is None
 
 
 def test_the_log_line_the_ledger_and_the_outcome_events_name_the_tenant(pipeline):
@@ -184,7 +184,7 @@ def test_under_key_privacy_the_consumer_shows_the_tenant_s_digest_and_sends_its_
     consumer.log = OutcomeLog(log := io.StringIO())
     consumer.handle(as_lambda_records(receive_all(url, 1), url), FakeContext(FakeClock()))
     assert json.loads(log.getvalue())["tenant"] == tenant_digest("acme")
-    [tenant_name] = pipeline.aws.sent_tenants().values()
+    [tenant_name] = [send["tenantName"] for send in pipeline.aws.ses_sends()]
     assert tenant_name == "acme"  # SES's tenant has the name; everything else sees the digest
     assert "acme" not in json.dumps(boto3.client("dynamodb").scan(TableName=pipeline.table_name)["Items"])
 
@@ -286,6 +286,18 @@ def test_ses_tenants_grants_the_account_s_tenants_associates_a_tenant_s_resource
     for pack in (AwsSolutionsChecks, ServerlessChecks):
         report = pack(stack.node.root).validate_scope(stack)
         assert report.violations == [] and report.success
+
+
+def test_ses_tenants_with_both_lanes_in_a_stack_of_a_named_account_and_region_stays_cdk_nag_clean():
+    """The tenants' wildcard is named with the stack's own account and region when it has them, on each lane's
+    consumer: its acknowledgement must name the same."""
+    stack = cdk.Stack(cdk.App(), "Test", env=cdk.Environment(account="123456789012", region="eu-west-1"))
+    SendOnceEmailQueue(stack, "Receipts", sender="example.com", ses_tenants=True, urgent_lane=True, send_rate=10,
+                       max_concurrency=5)
+    report = AwsSolutionsChecks(stack.node.root).validate_scope(stack)
+    assert report.violations == [] and report.success
+    sends = [s for s in policy_statements(Template.from_stack(stack)) if "ses:SendEmail" in str(s["Action"])]
+    assert len(sends) == 2 and all(":eu-west-1:123456789012:tenant/*" in json.dumps(s["Resource"]) for s in sends)
 
 
 @pytest.mark.parametrize(("props", "name", "error"), [

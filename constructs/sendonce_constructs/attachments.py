@@ -9,15 +9,14 @@ terms``) and no longer: attachments are personal files, and a claim check outliv
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from .acknowledgements import acknowledge
+from .acknowledgements import acknowledge, wildcard_resource_finding
 
 BUCKET_ID = "AttachmentsBucket"
 EXPIRY_RULE_ID = "ExpireAttachments"
@@ -101,19 +100,4 @@ def build_attachments(scope: Construct, bucket: bool | s3.IBucket, expiry_days: 
 
 def objects_finding(bucket: s3.IBucket) -> str:
     """The AwsSolutions-IAM5 finding id of a grant on the bucket's objects (``<bucket ARN>/*``), as cdk-nag names it."""
-    return f"AwsSolutions-IAM5[Resource::{_nag_text(Stack.of(bucket).resolve(bucket.bucket_arn))}/*]"
-
-
-def _nag_text(value: Any) -> str:
-    # cdk-nag renders an intrinsic in a finding as <LogicalId.Attribute> or <Ref>, joined parts as they are.
-    if isinstance(value, str):
-        return value
-    if "Fn::GetAtt" in value:
-        resource, attribute = value["Fn::GetAtt"]
-        return f"<{resource}.{attribute}>"
-    if "Ref" in value:
-        return f"<{value['Ref']}>"
-    if "Fn::Join" in value:
-        separator, parts = value["Fn::Join"]
-        return str(separator).join(_nag_text(part) for part in parts)
-    return str(value)
+    return wildcard_resource_finding(bucket, bucket.bucket_arn + "/*")

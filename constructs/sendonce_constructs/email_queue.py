@@ -25,7 +25,7 @@ from sendonce_contract.stack_names import ChildId, OutputId, OutputPart, output_
 from sendonce_contract.tenant import InvalidTenant, check_tenant
 
 from . import rules, ses_permissions
-from .acknowledgements import acknowledge
+from .acknowledgements import acknowledge, wildcard_resource_finding
 from .attachments import Attachments, build_attachments, objects_finding
 from .bundled_function import BundledFunction, FunctionOptions
 from .errors import ID_PREFIX, SendOnceConfigurationError
@@ -518,8 +518,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         self._tenant_resources = tuple(resources)  # what each SES tenant must have associated (add_ses_tenant)
         if props.ses_tenants:  # jobs name their tenants at run time: any tenant of this account and region
             resources.append(ses_permissions.any_tenant_arn(stack))
-            acknowledge(function.role or function, "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:ses:<AWS::Region>:"
-                        "<AWS::AccountId>:tenant/*]",
+            acknowledge(function.role or function, wildcard_resource_finding(stack, resources[-1]),
                         "ses_tenants: each job names its tenant at run time; SES's tenant ARNs end in an id SES "
                         "assigns, so no tenant can be named at synth. Only this account's tenants in this region.")
         sender_name = props.sender_name if isinstance(props.sender_name, str) else None

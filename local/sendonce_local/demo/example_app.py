@@ -17,6 +17,7 @@ from typing import Any
 import boto3
 
 from sendonce_contract.deploy_config import ConsumerConfig
+from sendonce_contract.priority import Priority
 from sendonce_ops.locate import locate
 from sendonce_runtime.entry_points import HANDLER, OUTCOME_HANDLER, RECORDER_HANDLER
 
@@ -25,6 +26,7 @@ from ..lambda_service.deployed_stack import DeployedConsumer, DeployedStreamFunc
 from ..lambda_service.stack_gaps import apply_ttl
 from ..lambda_service.stack_runners import DeployedStack, load_stack
 from .cdk_cli import bootstrap_and_deploy
+from .steps import step
 
 EXAMPLE_STACK = "SendOnceExample"
 SENDER_IDENTITY = "example.com"
@@ -45,6 +47,8 @@ class Deployed:
     outbox_table: str | None
     app_queue_url: str | None  # where the app hears of bounces and complaints
     attachments_bucket: str | None  # the pipeline's claim-check bucket, from its stack output
+    urgent_consumer: DeployedConsumer | None = None  # the urgent lane's, with urgent_lane
+    ses_tenants: tuple[str, ...] = ()  # the SES tenants the stack declares (AWS::SES::Tenant)
 
 
 def cdk_context(function_timeout_s: int, evidence_grace_s: int, send_rate: float) -> dict[str, str]:
@@ -56,17 +60,17 @@ def cdk_context(function_timeout_s: int, evidence_grace_s: int, send_rate: float
 def deploy(aws: LocalAws, stack_name: str, project_dir: Path, context: dict[str, str], cdk_out: Path, cdk_log: Path,
            say: Callable[[str], None]) -> tuple[Deployed, list[str]]:
     """Bootstrap and deploy the example app with the real CDK CLI, then find its parts; the emulator's gaps said."""
-    say(f"[2/9] cdk bootstrap + cdk deploy {stack_name} (examples/app.py) to it; log in {cdk_log}")
+    say(f"{step(2)} cdk bootstrap + cdk deploy {stack_name} (examples/app.py) to it; log in {cdk_log}")
     bootstrap_and_deploy(stack_name, project_dir.resolve(), cdk_out, {**os.environ}, aws.account_id, aws.region,
                          context, cdk_log)
     stack = load_stack(stack_name, cdk_out)
     deployed = _parts(stack)
-    notes = emulator_gaps(deployed.table, stack.configuration_sets)
+    notes = emulator_gaps(deployed.table, stack.configuration_sets, deployed.ses_tenants)
     for note in notes:
         say(f"      emulator gap: {note}")
     boto3.client("sesv2").create_email_identity(EmailIdentity=SENDER_IDENTITY)
     consumer, config = deployed.consumer, ConsumerConfig.from_env(deployed.consumer.function.environment)
-    say(f"[3/9] deployed {consumer.function.name}: timeout {consumer.function.timeout_s:g} s, batch "
+    say(f"{step(3)} deployed {consumer.function.name}: timeout {consumer.function.timeout_s:g} s, batch "
         f"{consumer.source.batch_size}, {consumer.source.max_concurrency} concurrent, policy "
         f"{config.delivery.value}, SES evidence grace {config.evidence_grace_ms // 1000} s; "
         f"recorder {deployed.recorder.function.name}; SES identity {SENDER_IDENTITY} verified")
@@ -82,7 +86,21 @@ def _parts(stack: DeployedStack) -> Deployed:
         consumer, stack.consumer(RECORDER_HANDLER), [s for s in streams if s.function.handler != OUTCOME_HANDLER],
         pipeline.need("table"), ConsumerConfig.from_env(consumer.function.environment).configuration_set or "",
         [s for s in streams if s.function.handler == OUTCOME_HANDLER], pipeline.outbox_table,
-        _output(cloudformation, stack.name, APP_QUEUE_OUTPUT), pipeline.attachments_bucket)
+        _output(cloudformation, stack.name, APP_QUEUE_OUTPUT), pipeline.attachments_bucket,
+        _urgent_consumer(stack), tuple(declared_tenants(stack.template)))
+
+
+def _urgent_consumer(stack: DeployedStack) -> DeployedConsumer | None:
+    try:
+        return stack.consumer(HANDLER, lane=Priority.URGENT.value)
+    except LookupError:
+        return None
+
+
+def declared_tenants(template: dict[str, Any]) -> list[str]:
+    """The names of the SES tenants a stack's template declares (``AWS::SES::Tenant``), in template order."""
+    return [str(resource["Properties"]["TenantName"]) for resource in template.get("Resources", {}).values()
+            if resource.get("Type") == "AWS::SES::Tenant"]
 
 
 def _output(cloudformation: Any, stack: str, output_id: str) -> str | None:
@@ -92,9 +110,11 @@ def _output(cloudformation: Any, stack: str, output_id: str) -> str | None:
                 None)
 
 
-def emulator_gaps(table_name: str, configuration_sets: list[str]) -> list[str]:
+def emulator_gaps(table_name: str, configuration_sets: list[str], ses_tenants: tuple[str, ...] = ()) -> list[str]:
     """Do by API what the emulator's CloudFormation skips and loading the stack did not, and say what both did."""
-    return [
+    tenants = [f"moto has no SES tenants: its CloudFormation skips the stack's ({', '.join(ses_tenants)}), and its SES "
+               "accepts any TenantName, which the emulator's log of sends keeps"] if ses_tenants else []
+    return [*tenants,
         apply_ttl(table_name),
         "point-in-time recovery and the queues' TLS-only policies are in the template but not modelled by moto",
         "moto runs no Lambda code without Docker: the local runners invoke the deployed functions for their SQS "

@@ -33,6 +33,11 @@ class DemoOptions:
     # Bursts through a stretch of DynamoDB and SQS trouble (slow answers, throttling): keys in each, and how long.
     fault_burst_keys: int = 20
     fault_stretch_s: float = 6
+    # The flood: one tenant's bulk jobs at 40 x SES's rate for this long, while this many urgent jobs and as many
+    # of a quiet tenant's arrive, one of each every flood_gap_s (and the same arrivals alone, first). 0: no flood.
+    flood_s: float = 1.5
+    flood_arrivals: int = 12
+    flood_gap_s: float = 2.0
     bound_s: float = 900  # the most any one phase may take
     budget_s: float = 540  # the most all phases together may take (deploying comes before): the demo is bounded
     deadline: float | None = None  # monotonic seconds: set from budget_s once deployed
@@ -42,4 +47,3 @@ class DemoOptions:
         if self.deadline is None:
             return self.bound_s
         return max(5.0, min(self.bound_s, self.deadline - time.monotonic()))
-

@@ -12,6 +12,7 @@ from .outcome_check import OutcomeEventsCheck
 from .phases.attachments import AttachmentsReport
 from .phases.sql_outbox import SqlOutboxReport
 from .scenarios.fault_burst import FaultBurstReport
+from .scenarios.flood import FloodReport
 from .scenarios.load import BurstReport
 from .workload import Workload
 
@@ -78,11 +79,14 @@ class Report:
     outcome_events: OutcomeEventsCheck | None = None  # what the subscribed app heard, against the ledger
     sql_outbox: SqlOutboxReport | None = None  # orders and receipts committed in PostgreSQL, relayed
     attachments: AttachmentsReport | None = None  # what each email's attachments and headers were, from SES
+    flood: FloodReport | None = None  # urgent jobs and a quiet tenant's through one tenant's bulk flood
 
     @property
     def aims_missed(self) -> list[str]:
-        """Goals that are not guarantees (the burst's rate and drain time): missed ones are said, never hidden."""
-        return [] if self.burst is None else self.burst.missed_aims()
+        """Goals that are not guarantees (the burst's rate and drain time, the flood's waits against alone): missed
+        ones are said, never hidden."""
+        return ([] if self.burst is None else self.burst.missed_aims()) + ([] if self.flood is None else
+                                                                            self.flood.missed_aims())
 
     @property
     def _never_resend(self) -> bool:
@@ -111,7 +115,8 @@ class Report:
                 and all(fault_burst.ok for fault_burst in self.fault_bursts)
                 and (self.outcome_events is None or self.outcome_events.ok)
                 and (self.sql_outbox is None or self.sql_outbox.ok)
-                and (self.attachments is None or self.attachments.ok))
+                and (self.attachments is None or self.attachments.ok)
+                and (self.flood is None or self.flood.ok))
 
     @property
     def verdict(self) -> str:
@@ -132,6 +137,8 @@ class Report:
                 problems.append("SQL outbox: " + self.sql_outbox.lines()[-1].strip())
             if self.attachments is not None and not self.attachments.ok:
                 problems.append("attachments and headers: " + self.attachments.lines()[-1].split("-> ")[-1])
+            if self.flood is not None and not self.flood.ok:
+                problems.append("flood: " + self.flood.problems())
             problems.extend(f"{fault_burst.lines()[0].strip()}: {fault_burst.problems()}"
                             for fault_burst in self.fault_bursts if not fault_burst.ok)
             if self.residual is not None and not self.residual.ok:
@@ -171,6 +178,9 @@ class Report:
         if self.attachments is not None:
             verdict += (f"; {self.attachments.emails} emails each once with exactly its attachments "
                         f"({self.attachments.attachments_checked} checked) and headers")
+        if self.flood is not None:
+            verdict += (f"; flood: {sum(self.flood.emails_per_key.values())} keys each once through "
+                        f"{self.flood.flood_jobs} bulk jobs, none in the DLQs")
         if self.aims_missed:
             verdict += "; performance aims, not part of the guarantee, missed: " + "; ".join(self.aims_missed)
         if self.too_slow:
@@ -182,6 +192,7 @@ class Report:
         if self.burst is not None:
             data["burst"] = self.burst.as_dict()
         data["fault_bursts"] = [fault_burst.as_dict() for fault_burst in self.fault_bursts]
+        data["flood"] = None if self.flood is None else self.flood.as_dict()
         data.update(ok=self.ok, verdict=self.verdict, lost_without_record=self.lost_without_record,
                     aims_missed=self.aims_missed)
         return data

@@ -45,6 +45,7 @@ def render_text(report: Report) -> str:
         *(report.burst.lines() if report.burst else []),
         *(line for fault_burst in report.fault_bursts for line in fault_burst.lines()),
         *(report.attachments.lines() if report.attachments else []),
+        *(report.flood.lines() if report.flood else []),
         "",
         report.verdict,
     ])

@@ -26,6 +26,8 @@ from .options import DemoOptions
 from .phases.attachments import attachments_phase
 from .phases.attachments import is_phase_email as is_attachments_email
 from .phases.bursts import burst_phase, fault_phase
+from .phases.flood import flood_phase
+from .phases.flood import is_phase_email as is_flood_email
 from .phases.outcome_events import outcome_events_phase
 from .phases.residual import residual_phase
 from .phases.sql_outbox import is_phase_email, run_sql_outbox_phase
@@ -34,6 +36,7 @@ from .report import Report
 from .report_build import build_report
 from .report_chart import write_outputs
 from .report_text import render_text
+from .steps import step
 from .workload import build_workload
 
 # SES's events as the demo plays them outside the residual phase: late, duplicated and reordered, none lost.
@@ -47,7 +50,7 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
     cdk_log.write_text("")
     started = time.monotonic()
     with local_aws(pointed=True) as aws:
-        say(f"[1/9] embedded AWS emulator (moto) on {aws.endpoint}, account {aws.account_id}, {aws.region}")
+        say(f"{step(1)} embedded AWS emulator (moto) on {aws.endpoint}, account {aws.account_id}, {aws.region}")
         context = cdk_context(options.function_timeout_s, options.evidence_grace_s, options.burst_rate)
         deployed, notes = deploy(aws, options.stack, options.project_dir, context, out / "cdk.out", cdk_log, say)
         too_slow = machine_too_slow(deployed.consumer.source.queue_url)
@@ -65,7 +68,7 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
             standing = StackRunners(aws.environment, log).start([deployed.recorder], deployed.outcome_publishers)
             try:
                 recorder_runner = standing.runner_of(deployed.recorder)
-                say(f"[4/9] SES's events played for configuration set {deployed.configuration_set} (delayed, 10% "
+                say(f"{step(4)} SES's events played for configuration set {deployed.configuration_set} (delayed, 10% "
                     "duplicated, reordered, none lost) onto the default bus; the deployed rule routes them to "
                     f"{deployed.recorder.function.name}")
                 faults = FaultPlan(options.fault_probability, options.seed, FAULT_KINDS)
@@ -75,6 +78,7 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
                 publisher.faults = DELIVERED_FAULTS  # every event delivered again: the bursts lose none
                 burst = burst_phase(options, aws, deployed, log, say)
                 fault_bursts = fault_phase(options, aws, deployed, log, say)
+                flood = flood_phase(options, aws, deployed, log, say)
                 say("      the SQL outbox: orders and receipts committed in PostgreSQL, relayed by "
                     "sendonce-outbox-relay")
                 sql_outbox = run_sql_outbox_phase(deployed.consumer, aws.environment, log, options.orders,
@@ -90,7 +94,7 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
                 standing.stop()
         publisher.stop()
         config = ConsumerConfig.from_env(deployed.consumer.function.environment)
-        own_phases = (is_phase_email, is_attachments_email)  # each counts its own emails
+        own_phases = (is_phase_email, is_attachments_email, is_flood_email)  # each counts its own emails
         report = build_report(
             [sent for sent in aws.sent_emails() if not any(mine(sent) for mine in own_phases)], workload,
             config.delivery.value,
@@ -100,8 +104,9 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
         report.outcome_events = outcome_events
         report.sql_outbox = sql_outbox
         report.attachments = attachments
+        report.flood = flood
         paths = write_outputs(report, out)
-        say(f"[9/9] done in {time.monotonic() - started:.0f} s; report: {', '.join(str(p) for p in paths)}; "
+        say(f"{step(10)} done in {time.monotonic() - started:.0f} s; report: {', '.join(str(p) for p in paths)}; "
             f"consumer and recorder log: {consumer_log_path}")
         say(render_text(report))
     return report

@@ -1,7 +1,7 @@
 """Every patch the emulator puts on moto (5.2), in the order it installs them: what each patches, and why.
 
 This is the one place that says why each exists; the modules that hold them say how. Each ``install`` is idempotent
-(:func:`.wrap.wrap_once`): several emulators started in one process patch moto once. Three patches wrap one method
+(:func:`.wrap.wrap_once`): several emulators started in one process patch moto once. Two patches wrap one method
 (SESv2 SendEmail): the last installed runs first, so SES's sending rate refuses a send before SES's logs record it.
 """
 
@@ -24,7 +24,6 @@ from .service_patches import (
 )
 from .ses_limits import limit_ses_sends
 from .ses_publisher import record_ses_sends
-from .ses_tenants import record_ses_tenants
 from .sqs_fair_queues import play_sqs_fair_queues
 
 
@@ -64,16 +63,13 @@ PATCHES = (
           "may drop the shard's records. The local runners play the mappings instead; they stay deployed and "
           "readable",
           hand_event_sources_to_the_runners),
-    Patch("SESV2Response.send_email (logged with its configuration set, tags, attachments and headers)",
-          "moto's SES keeps none of them (it accepts Attachments and Headers and drops them) and publishes no "
+    Patch("SESV2Response.send_email (logged with its configuration set, tags, tenant, attachments and headers)",
+          "moto's SES keeps none of them (it accepts TenantName, Attachments and Headers and drops them; it has "
+          "no tenants to check a name against) and publishes no "
           "events: the local publisher (.ses_publisher) plays SES's event publishing from this log, and the log "
           "keeps each attachment's name, type, disposition, content id, size and SHA-256 (.ses_parts) and each "
           "header, so a test can see what SES received",
           record_ses_sends),
-    Patch("SESV2Response.send_email (the TenantName of each accepted send, kept)",
-          "moto's SES takes a TenantName and keeps nothing of it (nor has it tenants to check it against): the "
-          "log says which tenant each send named",
-          record_ses_tenants),
     Patch("moto's API application (GET /moto-api/sendonce/ses-sends added)",
           "moto has no way to read over HTTP what its SES accepted beyond subjects and bodies (its data.json "
           "fails once a Lambda function exists): the endpoint answers the log of sends above as JSON",

@@ -17,7 +17,6 @@ from moto.server import ThreadedMotoServer
 from .patches import install_patches
 from .ses_limits import SES_RATE
 from .ses_publisher import SEND_LOG
-from .ses_tenants import TENANT_LOG
 from .sqs_fair_queues import forget_receives
 
 DEFAULT_REGION = "us-east-1"
@@ -72,7 +71,6 @@ class LocalAws:
         with urllib.request.urlopen(request, timeout=10) as response:
             response.read()
         SEND_LOG.clear()
-        TENANT_LOG.clear()
         forget_receives()
         SES_RATE.limit(None)
 
@@ -82,14 +80,11 @@ class LocalAws:
 
         return list(ses_backends[self.account_id][self.region].sent_messages)
 
-    def sent_tenants(self) -> dict[str, str]:
-        """The TenantName each accepted send named, by SES message id (moto's SES keeps none)."""
-        return TENANT_LOG.by_message_id()
-
     def ses_sends(self, since: int = 0) -> list[dict[str, Any]]:
         """What the emulator's SES accepted, read over HTTP (``GET /moto-api/sendonce/ses-sends``): each send with
-        its addresses, subject, configuration set, tags, headers and attachments (name, type, disposition, content
-        id, size and SHA-256)."""
+        the time SES accepted it (``acceptedAt``, epoch seconds), its addresses, subject, configuration set, tags,
+        SES tenant (``tenantName``, null when none), headers and attachments (name, type, disposition, content id,
+        size and SHA-256)."""
         import json
 
         from .sent_mail_api import SENDS_PATH

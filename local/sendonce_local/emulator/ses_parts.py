@@ -51,7 +51,7 @@ def send_as_json(send: Any) -> dict[str, Any]:
     return {
         "messageId": fields["ses_message_id"], "acceptedAt": fields["accepted_at"], "from": fields["source"],
         "destinations": list(fields["destinations"]), "subject": fields["subject"],
-        "configurationSet": fields["configuration_set"], "tags": dict(fields["tags"]),
+        "configurationSet": fields["configuration_set"], "tags": dict(fields["tags"]), "tenantName": send.tenant_name,
         "headers": [list(pair) for pair in send.headers],
         "attachments": [attachment.as_json() for attachment in send.attachments],
     }

@@ -34,8 +34,8 @@ SIMULATOR_DOMAIN = "simulator.amazonses.com"
 
 @dataclass(frozen=True)
 class AcceptedSend:
-    """One SendEmail the emulator's SES accepted, with what moto drops: the configuration set, the tags, and what
-    attachments (never their content) and headers it carried."""
+    """One SendEmail the emulator's SES accepted, with what moto drops: the configuration set, the tags, the SES
+    tenant it named, and what attachments (never their content) and headers it carried."""
 
     ses_message_id: str
     accepted_at: float  # epoch seconds
@@ -46,6 +46,7 @@ class AcceptedSend:
     tags: tuple[tuple[str, str], ...]
     attachments: tuple[SentAttachment, ...] = ()
     headers: tuple[tuple[str, str], ...] = ()
+    tenant_name: str | None = None  # SendEmail's TenantName (SES tenants), None when the send named none
 
 
 class SendLog:
@@ -72,8 +73,8 @@ SEND_LOG = SendLog()
 
 
 def record_ses_sends() -> None:
-    """Wrap moto's SESv2 SendEmail so each accepted send is logged with its configuration set and tags
-    (idempotent). moto itself keeps neither."""
+    """Wrap moto's SESv2 SendEmail so each accepted send is logged with its configuration set, tags and tenant
+    (idempotent). moto itself keeps none of them."""
     from moto.sesv2.responses import SESV2Response
 
     def logging(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -98,7 +99,7 @@ def accepted_send(params: dict[str, Any], message_id: str) -> AcceptedSend:
         destinations=tuple(recipients), subject=str(simple.get("Subject", {}).get("Data", "")),
         configuration_set=params.get("ConfigurationSetName"),
         tags=tuple((t["Name"], t["Value"]) for t in params.get("EmailTags", [])),
-        attachments=attachments, headers=headers,
+        attachments=attachments, headers=headers, tenant_name=params.get("TenantName") or None,
     )
 
 

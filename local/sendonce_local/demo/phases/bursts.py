@@ -13,6 +13,7 @@ from ..example_app import Deployed
 from ..options import DemoOptions
 from ..scenarios.fault_burst import FaultBurstReport, dynamodb_throttling, late_answers, run_fault_burst
 from ..scenarios.load import BurstReport, run_burst
+from ..steps import step
 
 
 def burst_phase(options: DemoOptions, aws: LocalAws, deployed: Deployed, log: IO[str],
@@ -24,7 +25,7 @@ def burst_phase(options: DemoOptions, aws: LocalAws, deployed: Deployed, log: IO
         return None
     config = ConsumerConfig.from_env(deployed.consumer.function.environment)
     pace = "no limit" if config.max_send_rate is None else f"{config.max_send_rate:g}"
-    say(f"[7/9] a burst of {keys} keys while the emulator's SES accepts {rate:g} emails/s and throttles the rest "
+    say(f"{step(7)} a burst of {keys} keys while the emulator's SES accepts {rate:g} emails/s and throttles the rest "
         f"(the consumer paces each of its {deployed.consumer.source.max_concurrency} instances at {pace}/s, in batches "
         f"of {deployed.consumer.source.batch_size})")
     burst = run_burst(deployed.consumer.function, deployed.consumer.source, aws.environment,
@@ -43,16 +44,16 @@ def fault_phase(options: DemoOptions, aws: LocalAws, deployed: Deployed, log: IO
     at their deadline and right after a delayed copy. A fault may delay an email, never lose, double or
     dead-letter it, nor multiply the queue."""
     if options.fault_burst_keys <= 0:
-        say("[8/9] slow and throttled answers: not in this run (the full demo and make test run them)")
+        say(f"{step(8)} slow and throttled answers: not in this run (the full demo and make test run them)")
         return []
     function = deployed.consumer.function
     config = ConsumerConfig.from_env(function.environment)
     read_timeout_s = config.budget.ledger_call_timeouts_s[1]
     stretches = [dynamodb_throttling(options.fault_stretch_s),
                  late_answers(options.fault_stretch_s, late_s=round(read_timeout_s + 0.1, 2))]
-    say(f"[8/9] slow and throttled answers: {len(stretches)} bursts of {options.fault_burst_keys} keys, each through "
-        f"{options.fault_stretch_s:g} s of trouble in the consumer's DynamoDB and SQS calls (a local proxy plays it; "
-        f"the consumer's read timeout is {read_timeout_s * 1000:.0f} ms)")
+    say(f"{step(8)} slow and throttled answers: {len(stretches)} bursts of {options.fault_burst_keys} keys, each "
+        f"through {options.fault_stretch_s:g} s of trouble in the consumer's DynamoDB and SQS calls (a local proxy "
+        f"plays it; the consumer's read timeout is {read_timeout_s * 1000:.0f} ms)")
     reports = []
     for n, stretch in enumerate(stretches):
         report = run_fault_burst(

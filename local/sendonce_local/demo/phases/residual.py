@@ -12,6 +12,7 @@ from ...lambda_service.sqs_source import EventSourceRunner, FaultPlan
 from ..example_app import Deployed
 from ..options import DemoOptions
 from ..report import Residual
+from ..steps import step
 from ..workload import build_workload
 from .traffic import run_phase
 
@@ -31,14 +32,14 @@ def residual_phase(
     late_s = 8 * options.function_timeout_s + grace_s
     publisher.faults = EventFaults(delay_s=0.2, outcome_delay_s=late_s, drop_send=options.residual_send_events_dropped)
     dropped_before = len(publisher.stats.send_events_dropped)
-    say(f"[6/9] the residual: {keys} more keys while {options.residual_send_events_dropped:.0%} of SES's Send events "
-        f"are lost and the rest of each email's events come after the {grace_s} s grace period; workers killed "
+    say(f"{step(6)} the residual: {keys} more keys while {options.residual_send_events_dropped:.0%} of SES's Send "
+        f"events are lost and the rest of each email's events come after the {grace_s} s grace period; workers killed "
         "right after SES accepted")
     workload = build_workload(keys, options.seed + 1, first=100_000, poison=False)
     # The first invocations are always killed right after SES accepted, so detection is exercised every run.
     faults = FaultPlan(max(0.2, options.fault_probability), options.seed + 1, ("after_send", "lost_answer"),
                        forced=RESIDUAL_FORCED_CRASHES)
     run_phase(options, aws, deployed, workload, faults, publisher, recorder_runner, log, say, with_orders=False,
-              step="     ")
+              label="     ")
     return Residual(workload=workload, send_events_dropped=set(publisher.stats.send_events_dropped[dropped_before:]))
 

@@ -15,18 +15,19 @@ from ...lambda_service.sqs_source import EventSourceRunner, FaultPlan
 from ...lambda_service.stack_runners import StackRunners
 from ..example_app import Deployed
 from ..options import DemoOptions
+from ..steps import step
 from ..workload import SENDER, Workload, enqueue
 
 
 def run_phase(
     options: DemoOptions, aws: LocalAws, deployed: Deployed, workload: Workload, faults: FaultPlan,
     publisher: SesEventPublisher, recorder_runner: EventSourceRunner, log: IO[str], say: Callable[[str], None],
-    with_orders: bool, step: str = "[5/9]",
+    with_orders: bool, label: str = step(5),
 ) -> EventSourceRunner:
     sqs = boto3.client("sqs")
     queue_url = deployed.consumer.source.queue_url
     enqueue(sqs, queue_url, workload.first_wave)
-    say(f"{step} enqueued {len(workload.first_wave)} jobs: " + ", ".join(f"{v} {k}" for k, v in workload.kinds.items())
+    say(f"{label} enqueued {len(workload.first_wave)} jobs: " + ", ".join(f"{v} {k}" for k, v in workload.kinds.items())
         + f"; {faults.describe()}")
     # The consumer and the outbox relay, started as `sendonce-local run` starts a stack's runners.
     phase = StackRunners(aws.environment, log, faults=lambda: faults).start([deployed.consumer], deployed.relays)

@@ -1,0 +1,40 @@
+"""The flood: one tenant's bulk jobs at 40 x SES's rate through the deployed example app's two lanes, while urgent
+jobs and a second tenant's arrive; each one's time to SES against its time alone (``demo.scenarios.flood``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import IO, Any
+
+from ...emulator.server import LocalAws
+from ..example_app import Deployed
+from ..options import DemoOptions
+from ..scenarios.flood import FLOOD_FACTOR, SUBJECT_PREFIX, FloodPlan, FloodReport, Lanes, run_flood
+from ..steps import step
+
+
+def is_phase_email(sent: Any) -> bool:
+    return str(getattr(sent, "subject", "")).startswith(SUBJECT_PREFIX)
+
+
+def flood_phase(options: DemoOptions, aws: LocalAws, deployed: Deployed, log: IO[str],
+                say: Callable[[str], None]) -> FloodReport | None:
+    label = step(9)
+    if options.flood_s <= 0 or options.flood_arrivals <= 0:
+        say(f"{label} the flood: not in this run")
+        return None
+    if deployed.urgent_consumer is None or len(deployed.ses_tenants) < 2:
+        say(f"{label} the flood: not in this run ({deployed.consumer.function.name} needs urgent_lane and two SES "
+            "tenants, add_ses_tenant)")
+        return None
+    lanes = Lanes(deployed.consumer, deployed.urgent_consumer, *deployed.ses_tenants[:2])
+    plan = FloodPlan(options.flood_s, options.flood_arrivals, options.flood_gap_s)
+    rate = options.burst_rate
+    say(f"{label} the flood: tenant {lanes.flood_tenant}'s {plan.flood_jobs(rate)} bulk jobs at {FLOOD_FACTOR} x "
+        f"SES's {rate:g} emails/s while {plan.arrivals} urgent jobs ({lanes.urgent.function.name}) and "
+        f"{plan.arrivals} of tenant {lanes.quiet_tenant}'s arrive, one of each every {plan.gap_s:g} s; the same "
+        "arrivals alone first; times to SES from the emulator's log of sends")
+    report = run_flood(lanes, aws.environment, aws.ses_sends, rate, plan, options.seed + 5, log, options.bound())
+    for line in report.lines():
+        say(f"    {line.strip()}")
+    return report
