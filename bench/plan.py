@@ -31,12 +31,14 @@ class Plan:
     pacing_repeats: int = 2
     pacing_timeouts_s: tuple[int, ...] = (3, 5, 30)
     pacing_pollers: tuple[int, ...] = (2, 5, 20)
+    attachment_emails: int = 50  # per run: plain jobs, and as many with a 100 KB file inline
+    attachment_s3_emails: int = 10  # per run: jobs with a 5 MB file through the attachments bucket
 
 
 QUICK = Plan(records=60, repeats=2, workers=(1, 4), import_runs=5, synth_runs=1, latency_batches=3,
              evidence_emails=20, burst_factor=10, privacy_emails=2_000, outcome_emails=50, scheduled_hours=2,
              outbox_jobs=300, outbox_latency_jobs=3, outbox_transactions=100, pacing_factor=2, pacing_repeats=1,
-             pacing_timeouts_s=(5,), pacing_pollers=(2,))
+             pacing_timeouts_s=(5,), pacing_pollers=(2,), attachment_emails=10, attachment_s3_emails=2)
 FULL = Plan(records=400, repeats=5, workers=(1, 2, 4, 8), import_runs=21, synth_runs=3, latency_batches=20,
             evidence_emails=200, burst_factor=50)
 
