@@ -131,3 +131,22 @@ def test_enqueue_many_sends_batches_sqs_takes_whole(aws):
     assert enqueue_many(url, jobs, sqs=sqs) == []
     assert len(entries) == 4 and max(entries) <= SQS_MAX_BATCH_BYTES  # three ~82 KB bodies a batch, not ten
     assert waiting(url) == 10
+
+
+def test_a_producer_that_may_not_read_the_queue_sends_as_before_and_tries_the_read_once(aws):
+    url, sqs = queue(), boto3.client("sqs")
+    tried: list[str] = []
+
+    class Refused:
+        status_code = 403
+
+    def denied(**_):  # answers in SQS's place, as it answers a role granted SendMessage alone
+        tried.append("GetQueueAttributes")
+        return Refused(), {"Error": {"Code": "AccessDenied", "Message": "not authorized"}}
+
+    sqs.meta.events.register("before-call.sqs.GetQueueAttributes", denied)
+    enqueue(url, receipt("receipt:mid:3", invoice(10 * 1024)), sqs=sqs)
+    enqueue(url, receipt("receipt:mid:4", invoice(10 * 1024)), sqs=sqs)
+    assert tried == ["GetQueueAttributes"] and waiting(url) == 2
+    with pytest.raises(JobTooLarge, match=f"maximum message size of {SQS_MAX_MESSAGE_BYTES:,} bytes"):
+        enqueue(url, receipt("receipt:huge:2", invoice(800 * 1024)), sqs=sqs)  # over any queue's limit

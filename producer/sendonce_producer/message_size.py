@@ -62,15 +62,15 @@ def check_message_size(job: EmailJob, request: dict[str, Any], queue_url: str, s
 
 
 def _read_limit(queue_url: str, sqs: Any) -> int:
-    """The queue's MaximumMessageSize, read now; SQS's own ceiling when it cannot be read (SQS then answers for a
-    job between the two itself)."""
+    """The queue's MaximumMessageSize, read now; SQS's own ceiling when it cannot be read (a role granted
+    SendMessage alone: SQS then answers for a job between the two itself, and the read is not tried per job)."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
         attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["MaximumMessageSize"])
         limit = int(attributes["Attributes"]["MaximumMessageSize"])
     except (BotoCoreError, ClientError, KeyError, ValueError):
-        return SQS_MAX_MESSAGE_BYTES
+        limit = SQS_MAX_MESSAGE_BYTES
     with _lock:
         _read_limits[queue_url] = limit
     return limit
