@@ -25,27 +25,30 @@ def ses_request(job: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def sendonce_handler(table: str, dlq_url: str, parallelism: int = 1,
-                     evidence: tuple[str, str] | None = None) -> tuple[Handler, dict[str, Any]]:
-    """``evidence``: (configuration set, pipeline tag) to send with SES events on."""
-    from sendonce_runtime.aws_clients import ledger_config, ses_config
+def sendonce_handler(table: str, dlq_url: str, parallelism: int = 1, evidence: tuple[str, str] | None = None,
+                     attachments_bucket: str | None = None) -> tuple[Handler, dict[str, Any]]:
+    """``evidence``: (configuration set, pipeline tag) to send with SES events on; ``attachments_bucket``: the
+    bucket its jobs' claim checks are read from (an S3 client is made for it, as the deployed consumer makes one)."""
+    from sendonce_runtime import aws_clients
     from sendonce_runtime.handler import Consumer
     from sendonce_runtime.outcome_log import OutcomeLog
     from sendonce_runtime.settings import Settings
 
-    settings = Settings(table_name=table, dead_letter_queue_url=dlq_url, parallelism=parallelism,
-                        pipeline_name="bench")
+    options: dict[str, Any] = {"attachments_bucket": attachments_bucket}
     if evidence is not None:
-        settings = Settings(table_name=table, dead_letter_queue_url=dlq_url, parallelism=parallelism,
-                            pipeline_name="bench", configuration_set=evidence[0], pipeline_tag=evidence[1],
-                            ses_events=True, evidence_grace_ms=300_000)
+        options.update(configuration_set=evidence[0], pipeline_tag=evidence[1], ses_events=True,
+                       evidence_grace_ms=300_000)
+    settings = Settings(table_name=table, dead_letter_queue_url=dlq_url, parallelism=parallelism,
+                        pipeline_name="bench", **options)
     clients = {
-        "dynamodb": boto3.client("dynamodb", config=ledger_config(settings)),
-        "sesv2": boto3.client("sesv2", config=ses_config(settings)),
-        "sqs": boto3.client("sqs", config=ledger_config(settings)),
+        "dynamodb": boto3.client("dynamodb", config=aws_clients.ledger_config(settings)),
+        "sesv2": boto3.client("sesv2", config=aws_clients.ses_config(settings)),
+        "sqs": boto3.client("sqs", config=aws_clients.ledger_config(settings)),
     }
+    if attachments_bucket is not None:
+        clients["s3"] = boto3.client("s3", config=aws_clients.ledger_config(settings))
     consumer = Consumer.from_clients(settings, clients["dynamodb"], clients["sesv2"], clients["sqs"],
-                                     log=OutcomeLog(io.StringIO(), pipeline="bench"))
+                                     log=OutcomeLog(io.StringIO(), pipeline="bench"), s3=clients.get("s3"))
     return consumer.handle, clients
 
 

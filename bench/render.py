@@ -12,19 +12,26 @@ from typing import Any
 from plan import Plan, Spread
 from prices import (
     EVENTS_PRICE_PER_MILLION,
+    HOURS_PER_MONTH,
     ITEM_OVERHEAD_BYTES,
     LAMBDA_GB_SECOND_PRICE,
     LAMBDA_REQUEST_PRICE_PER_MILLION,
     RECORDER_MS_PER_INVOCATION,
+    S3_GET_PRICE_PER_MILLION,
+    S3_PUT_PRICE_PER_MILLION,
+    S3_STORAGE_PRICE_PER_GB_MONTH,
+    SQS_BILLED_CHUNK_BYTES,
     SQS_PRICE_PER_MILLION,
     STORAGE_PRICE_PER_GB_MONTH,
     WRITE_PRICE_PER_MILLION,
     item_bytes,
+    sqs_billed_requests,
 )
 from scenarios.bursts import BURST_POLLERS, BURST_RATE, PACING_RATE, RECIPIENT_RATE, RECIPIENTS_PER_JOB
 from scenarios.cold_start import IMPORTS
 from scenarios.latency import EMULATOR_FLOOR
 
+from sendonce_producer.attachment_store import DEFAULT_INLINE_LIMIT_BYTES
 from sendonce_producer.sql_relay import BATCH as SQS_BATCH
 from sendonce_producer.sql_relay import RelaySettings
 
@@ -34,6 +41,7 @@ OUTCOME_SECTION = "## 12. Outcome events: cost per email"
 SCHEDULED_SECTION = "## 13. A scheduled email: cost per hour of waiting"
 COLD_START_SECTION = "## 3. Cold start: import time in a fresh interpreter (ms)"
 ASSET_SECTION = "## 4. The Lambda asset"
+ATTACHMENTS_SECTION = "## 15. Attachments: the consumer's time per email, S3 requests, and SQS cost inline against S3"
 SQL_OUTBOX_SECTION = "## 14. The SQL outbox: relay throughput, commit to queue, SQS requests, and what `add` costs"
 SQS_BATCH_SHARE = 1 / SQS_BATCH  # one SendMessageBatch per ten jobs: the least SQS requests a job can take
 # The cold start aim: the consumer's imports at most +10 ms over `import boto3`, which took 124 ms on the
@@ -576,5 +584,132 @@ def render_sql_outbox(figures: dict[str, Any]) -> str:
         f"- `add` itself: **{cost['add'].median:.3f} ms** p50, {cost['add'].median / cost['insert'].median:.1f}x "
         "the application's own INSERT (the job's JSON is built and parsed by the contract before its INSERT); the "
         "transaction's one COMMIT carries the NOTIFY too.",
+        "",
+    ])
+
+
+def render_attachments(figures: dict[str, Any], batch_size: int, expiry_days: int) -> str:
+    """The consumer's time per email by kind, with ratios to plain from the same run; the S3 requests counted per
+    attachment; and on paper, per million jobs, what each way of carrying a file costs in SQS and S3."""
+    from sendonce_contract.sqs_limits import SQS_MAX_MESSAGE_BYTES
+
+    cpu, wall, cpu_ratio, wall_ratio = (figures[name] for name in ("cpu_ms", "wall_ms", "cpu_ratio", "wall_ratio"))
+    body, ses, calls = figures["body_bytes"], figures["ses_request_bytes"], figures["calls"]
+    inline_kb, s3_mb = figures["inline_file_bytes"] // 1024, figures["s3_file_bytes"] // (1024 * 1024)
+    labels = {"plain": "plain (no attachment)", "inline": f"{inline_kb} KB inline",
+              "s3": f"{s3_mb} MB through S3"}
+    kinds = list(labels)
+
+    def row(name: str, cells: dict[str, str]) -> str:
+        return f"| {name} | " + " | ".join(cells[kind] for kind in kinds) + " |"
+
+    def shown_calls(counted: dict[str, float]) -> str:
+        return ", ".join(f"{n:g} {op}" for op, n in sorted(counted.items()))
+
+    def answers(counted: dict[tuple[str, int], float]) -> str:
+        return ", ".join(f"{n:g} {op} answered {status}" for (op, status), n in sorted(counted.items())) or "none"
+
+    def sqs_requests(job_bytes: int) -> float:
+        """A job's SendMessage, its share of the event source's receive of a full batch and of its batch delete."""
+        return (sqs_billed_requests(job_bytes) + sqs_billed_requests(batch_size * job_bytes) / batch_size
+                + 1 / batch_size)
+
+    gb_months = expiry_days * 24 / HOURS_PER_MONTH / 2**30  # per byte kept until the lifecycle expires it
+    per_put = sum(figures["puts"].values())
+    per_get = calls["s3"].get("GetObject", 0.0)
+    costs = {  # per million jobs: (SQS requests per job, file bytes in S3 or 0)
+        "plain": (sqs_requests(body["plain"]), 0),
+        "inline": (sqs_requests(body["inline"]), 0),
+        "inline-s3": (sqs_requests(body["s3"]), figures["inline_file_bytes"]),
+        "s3": (sqs_requests(body["s3"]), figures["s3_file_bytes"]),
+    }
+    dollars: dict[str, dict[str, float]] = {}
+    for kind, (requests, stored) in costs.items():
+        s3_requests = 1 if stored else 0
+        dollars[kind] = {"sqs": requests * SQS_PRICE_PER_MILLION,
+                         "put": s3_requests * per_put * S3_PUT_PRICE_PER_MILLION,
+                         "get": s3_requests * per_get * S3_GET_PRICE_PER_MILLION,
+                         "storage": stored * gb_months * S3_STORAGE_PRICE_PER_GB_MONTH * 1e6}
+        dollars[kind]["total"] = sum(dollars[kind].values())
+    paper = ["plain", "inline", "inline-s3", "s3"]
+    added = {kind: dollars[kind]["total"] - dollars["plain"]["total"] for kind in paper}
+
+    def money(name: str, part: str) -> str:
+        return f"| {name} | " + " | ".join(f"${dollars[k][part]:,.2f}" for k in paper) + " |"
+
+    runs = figures["repeats"]
+    return "\n".join([
+        ATTACHMENTS_SECTION,
+        "",
+        f"{runs} runs; in each, {figures['emails']} first sends of a plain job, {figures['emails']} with a "
+        f"{inline_kb} KB ({figures['inline_file_bytes']:,} bytes) file in the job, and {figures['s3_emails']} with a "
+        f"{s3_mb} MB ({figures['s3_file_bytes']:,} bytes) file through the attachments bucket, the kinds in turn "
+        "within each run, each run starting with the next kind. The jobs are built by the producer's `EmailJob` "
+        "(simple content: a subject, a short html and text body; the files incompressible, as a PDF's streams "
+        "are); the claim-checked ones uploaded by its `AttachmentStore` (`Attachment.from_s3` references in the "
+        "body). The bundled consumer handles them in this process in batches of ten at parallelism 1, against the "
+        "emulator (moto's server) in its own process, so the CPU time is the consumer's alone; the wall time is "
+        "mostly the emulator's, which parses each request in Python on the same machine's cores: compare the "
+        "ratios. Round trips per email (counted on the consumer's clients, each HTTP attempt): a plain or inline "
+        "first send is the claim (DynamoDB `PutItem`), SES's `SendEmail` and the completion (`UpdateItem`) in "
+        "turn; a claim-checked one adds S3's `GetObject` before the claim.",
+        "",
+        f"Measured {time.strftime('%Y-%m-%d')} on {machine()}, by `make bench ARGS=\"--only attachments\"` (which "
+        "reruns this section alone).",
+        "",
+        "| per email | " + " | ".join(labels[kind] for kind in kinds) + " |",
+        "| --- | --- | --- | --- |",
+        row("job body (the SQS message), bytes", {k: f"{body[k]:,}" for k in kinds}),
+        row("SES `SendEmail` request, bytes", {k: f"{ses[k]:,}" for k in kinds}),
+        row("consumer calls", {k: shown_calls(calls[k]) for k in kinds}),
+        row("consumer CPU, ms", {k: cpu[k].show(2) for k in kinds}),
+        row("CPU / plain (same run)", {k: cpu_ratio[k].show(2) for k in kinds}),
+        row("wall time, ms", {k: wall[k].show(1) for k in kinds}),
+        row("wall time / plain (same run)", {k: wall_ratio[k].show(2) for k in kinds}),
+        "",
+        "The file costs the consumer what it does with the bytes: SES's request carries each file base64-encoded "
+        "in JSON (4/3 of its size), which botocore signs (a SHA-256 of the whole request); a claim-checked file is "
+        "also read from S3 in full, its checksum checked, before the claim.",
+        "",
+        "S3 requests per attachment, counted (each HTTP attempt, with S3's answer):",
+        "",
+        f"- the producer's upload (`AttachmentStore`, `If-None-Match: *`): {answers(figures['puts'])}",
+        f"- a retried producer (the same job offloaded again): {answers(figures['retried_puts'])}: S3's "
+        "conditional write refuses it, nothing is written twice, and no read is needed to know",
+        f"- the consumer: {shown_calls({op: n for op, n in calls['s3'].items() if op == 'GetObject'})}; nothing "
+        "else (no `HeadObject`, no listing); an inline file takes no S3 request",
+        "",
+        f"On paper, per million jobs (prices assumed: SQS ${SQS_PRICE_PER_MILLION:.2f} per million requests, each "
+        f"{SQS_BILLED_CHUNK_BYTES // 1024} KB chunk of a request's payload billed as one request (SQS's pricing "
+        f"rule); S3 Standard ${S3_PUT_PRICE_PER_MILLION:.2f} per million PUTs, ${S3_GET_PRICE_PER_MILLION:.2f} per "
+        f"million GETs, ${S3_STORAGE_PRICE_PER_GB_MONTH} per GB-month; us-east-1, check current pricing). A job's "
+        f"SQS requests are its `SendMessage`, its share of the event source's receive of a batch of {batch_size} "
+        f"such jobs and of the batch's delete; an object is kept until the bucket's lifecycle expires it, "
+        f"{expiry_days} days with the default props (the construct derives it from `retention_period`, "
+        "`dedupe_ttl` and the DLQ's 14 days). The 100 KB file through S3 is priced from the measured claim-check "
+        f"body and request counts; a {s3_mb} MB file cannot travel inline (SQS takes at most "
+        f"{SQS_MAX_MESSAGE_BYTES:,} bytes).",
+        "",
+        f"| per million jobs | plain | {inline_kb} KB inline | {inline_kb} KB through S3 | {s3_mb} MB through S3 |",
+        "| --- | --- | --- | --- | --- |",
+        "| SQS requests billed per job | " + " | ".join(f"{costs[k][0]:.2f}" for k in paper) + " |",
+        money("SQS", "sqs"),
+        money("S3 PUT (a retried producer's adds as much again)", "put"),
+        money("S3 GET", "get"),
+        money(f"S3 storage for {expiry_days} days", "storage"),
+        money("total", "total"),
+        "| added to a plain job | " + " | ".join(f"${added[k]:,.2f}" for k in paper) + " |",
+        "",
+        f"- a {inline_kb} KB file inline adds **${added['inline']:,.2f}** per million jobs, all of it SQS requests "
+        f"(its job body is {sqs_billed_requests(body['inline'])} chunks of 64 KB); through S3 it adds "
+        f"**${added['inline-s3']:,.2f}**, of which the PUT ${dollars['inline-s3']['put']:,.2f} and the storage "
+        f"${dollars['inline-s3']['storage']:,.2f}: at this size the file is cheaper "
+        f"{'in the job' if added['inline'] < added['inline-s3'] else 'through S3'}. The producer's `AttachmentStore` "
+        f"puts files over {DEFAULT_INLINE_LIMIT_BYTES // 1024} KB (its `inline_limit_bytes`) in the bucket, which "
+        "keeps a job with several files within the queue's message size; raise it (within that size) to carry "
+        "mid-sized files inline",
+        f"- a {s3_mb} MB file through S3 adds **${added['s3']:,.2f}** per million jobs, "
+        f"{dollars['s3']['storage'] / dollars['s3']['total']:.0%} of the job's total being the object's storage; "
+        f"the job body stays {body['s3']:,} bytes however large the file",
         "",
     ])

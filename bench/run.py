@@ -34,7 +34,7 @@ from render import (  # noqa: E402
     render_recipient_burst,
     write_section,
 )
-from scenarios import lifecycle  # noqa: E402
+from scenarios import attachments, lifecycle  # noqa: E402
 from scenarios.bursts import burst_scenario, pacing_scenario, recipient_burst_scenario  # noqa: E402
 from scenarios.calls import count_calls  # noqa: E402
 from scenarios.cold_start import asset_sizes, cold_starts, synth_seconds  # noqa: E402
@@ -64,6 +64,9 @@ SECTIONS = {
         plan.pacing_factor, plan.pacing_repeats, plan.pacing_timeouts_s, plan.pacing_pollers), plan.pacing_factor)),
     "flood": (FLOOD_SECTION, lambda plan: render_flood(flood_scenario(
         plan.flood_timeouts_s, plan.flood_s, plan.flood_arrivals, plan.flood_gap_s, plan.flood_repeats))),
+    "attachments": (render.ATTACHMENTS_SECTION, lambda plan: render.render_attachments(
+        attachments.attachment_costs(plan.attachment_emails, plan.attachment_s3_emails, plan.repeats),
+        *attachments.default_pipeline())),
     "sql-outbox": (render.SQL_OUTBOX_SECTION, lambda plan: render.render_sql_outbox(sql_outbox_costs(
         plan.outbox_jobs, plan.outbox_latency_jobs, plan.outbox_transactions, plan.repeats, DELAYS_MS))),
 }
@@ -143,10 +146,13 @@ def run(plan: Plan, command: str) -> str:
     lifecycle_sections = "".join(SECTIONS[name][1](plan) for name in ("outcome-events", "scheduled"))
     print("SQL outbox...", file=sys.stderr)
     sql_outbox = SECTIONS["sql-outbox"][1](plan)
+    print("attachments...", file=sys.stderr)
+    attached = SECTIONS["attachments"][1](plan)
     return (render.render_opening(plan, command, calls, rates, cpus, ratios, imports, assets, synth, item)
             + render_latency(plan, latency, DELAYS_MS) + render_evidence(evidence)
             + render_burst(burst, plan.burst_factor) + render_recipient_burst(recipients, plan.burst_factor) + pacing
-            + flood + render_floor(floor, DELAYS_MS, plan.latency_batches) + privacy + lifecycle_sections + sql_outbox)
+            + flood + render_floor(floor, DELAYS_MS, plan.latency_batches) + privacy + lifecycle_sections + sql_outbox
+            + attached)
 
 
 if __name__ == "__main__":

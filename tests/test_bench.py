@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ["## 1. AWS calls per record", "## 2. Throughput", "## 3. Cold start", "## 4. The Lambda asset",
             "## 5. Synth time", "## 6. Dedupe table cost", "## 7. Per instance", "## 8. SES events as evidence",
             "## 11. Key privacy", "## 12. Outcome events", "## 13. A scheduled email",
-            "## 14. The SQL outbox"]
+            "## 14. The SQL outbox", "## 15. Attachments"]
 
 
 def test_quick_bench_writes_every_section_with_figures(tmp_path: Path):
@@ -62,3 +62,18 @@ def test_the_outcome_event_and_scheduled_email_sections_count_what_they_cost(tmp
     text = out.read_text()
     assert "outcome events per email: **2.00**" in text  # Send, and Delivery or Bounce, for each ordinary email
     assert "SendMessage calls per hour of waiting: **4.00**" in text  # one copy every 15 minutes
+
+
+def test_the_attachments_section_counts_each_s3_request_and_prices_both_ways(tmp_path: Path):
+    out = tmp_path / "BENCHMARKS.md"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "run.py"), "--quick", "--only", "attachments", "--out",
+                    str(out)], check=True, capture_output=True, timeout=300)
+    text = out.read_text()
+    first_send = "1 PutItem, 1 SendEmail, 1 UpdateItem"
+    assert f"| consumer calls | {first_send} | {first_send} | 1 GetObject, {first_send} |" in text
+    assert re.search(r"\| CPU / plain \(same run\) \| 1\.00 \(1\.00 to 1\.00\) \| [\d.]+ \([\d.]+ to [\d.]+\) \|", text)
+    assert "(`AttachmentStore`, `If-None-Match: *`): 1 PutObject answered 200" in text
+    assert "(the same job offloaded again): 1 PutObject answered 412" in text
+    assert "- the consumer: 1 GetObject; nothing else" in text
+    # A 100 KB file is three 64 KB chunks inline (base64), each billed as an SQS request; a claim check is one.
+    assert "| SQS requests billed per job | 1.20 | 5.20 | 1.20 | 1.20 |" in text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import time
 
 import boto3
@@ -298,6 +299,41 @@ def test_the_stack_outputs_give_the_dedupe_ttl_and_the_key_secret(aws):
                                                                                   Outputs=outputs)))
     found = locate(cloudformation, "Private", None, None, None, None)
     assert found.dedupe_ttl_s == 86_400 and found.key_secret.endswith(":secret:keys-AbCdEf")
+
+
+def test_info_shows_every_name_a_producer_needs_from_the_stacks_outputs_or_its_resources(aws, capsys):
+    cloudformation = boto3.client("cloudformation")
+    parts = {"table": {"Ref": "ReceiptsDedupeTable1"}, "queue": {"Ref": "ReceiptsQueue1"},
+             "dlq": {"Ref": "ReceiptsDeadLetterQueue1"}, "urgent-queue": "https://sqs.local/1/urgent",
+             "urgent-dlq": "https://sqs.local/1/urgent-dlq", "outbox": "shop-outbox",
+             "attachments": {"Ref": "ReceiptsAttachmentsBucket1"},
+             "key-secret": "arn:aws:secretsmanager:us-east-1:123456789012:secret:keys-AbCdEf",
+             "dedupe-ttl": "86400", "evidence-grace": "300"}
+    template = {"Resources": {**TEMPLATE_WITH_OUTPUTS["Resources"],
+                              "ReceiptsAttachmentsBucket1": {"Type": "AWS::S3::Bucket"}}}
+    outputs = {f"O{n}": {"Value": value, "Description": f"sendonce:Shop/Receipts:{part}"}
+               for n, (part, value) in enumerate(parts.items())}
+    cloudformation.create_stack(StackName="Everything", TemplateBody=json.dumps(dict(template, Outputs=outputs)))
+    cloudformation.create_stack(StackName="Bare", TemplateBody=json.dumps(template))
+    bucket = next(r["PhysicalResourceId"] for r in cloudformation.describe_stack_resources(
+        StackName="Bare")["StackResources"] if r["ResourceType"] == "AWS::S3::Bucket")
+
+    assert sendonce(["--stack", "Everything", "--json", "info"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["attachmentsBucket"] and shown["urgentQueueUrl"] == "https://sqs.local/1/urgent"
+    assert shown["urgentDeadLetterQueueUrl"] == "https://sqs.local/1/urgent-dlq"
+    assert shown["outboxTable"] == "shop-outbox"
+    assert shown["keySecretArn"].endswith(":secret:keys-AbCdEf") and shown["dedupeTtlSeconds"] == 86_400
+    assert sendonce(["--stack", "Everything", "info"]) == 0
+    text = capsys.readouterr().out
+    for label, value in (("attachments bucket", shown["attachmentsBucket"]),
+                         ("urgent queue", "https://sqs.local/1/urgent"), ("key secret", shown["keySecretArn"]),
+                         ("dedupe ttl", "86400 s"), ("evidence grace period", "300 s")):
+        assert re.search(rf"^{label}\s+{re.escape(value)}$", text, re.MULTILINE), (label, text)
+
+    # A stack whose outputs the endpoint does not return: the bucket is found among its resources.
+    assert sendonce(["--stack", "Bare", "info"]) == 0
+    assert re.search(rf"^attachments bucket\s+{re.escape(bucket)}$", capsys.readouterr().out, re.MULTILINE)
 
 
 def test_a_wrong_stack_or_a_missing_table_is_a_clear_error(aws, capsys):

@@ -16,9 +16,10 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from sendonce_contract.stack_names import ChildId
+
 from .acknowledgements import acknowledge, wildcard_resource_finding
 
-BUCKET_ID = "AttachmentsBucket"
 EXPIRY_RULE_ID = "ExpireAttachments"
 # What a producer needs: PutObject (an object's key derives from its job's key and its content, and the producer puts
 # it only if no object has the key, so a retried producer writes it once; no read, no list). With a customer key,
@@ -75,7 +76,7 @@ def build_attachments(scope: Construct, bucket: bool | s3.IBucket, expiry_days: 
     assert expiry_days is not None
     expiry = Duration.days(expiry_days)
     made = s3.Bucket(
-        scope, BUCKET_ID,
+        scope, ChildId.ATTACHMENTS_BUCKET,
         # As the queues: S3-managed keys, the customer key when one is given.
         encryption=s3.BucketEncryption.KMS if encryption_key is not None else s3.BucketEncryption.S3_MANAGED,
         encryption_key=encryption_key,

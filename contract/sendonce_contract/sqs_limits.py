@@ -15,6 +15,8 @@ SQS_DEFAULT_RETENTION_S: Final = 345_600  # 4 days, a queue's retention when non
 SQS_MIN_MESSAGE_BYTES: Final = 1_024
 SQS_MAX_MESSAGE_BYTES: Final = 1_048_576
 SQS_DEFAULT_MESSAGE_BYTES: Final = 262_144  # 256 KiB, a queue's maximum message size when none is set
+SQS_MAX_BATCH_ENTRIES: Final = 10  # the messages one SendMessageBatch carries at most
+SQS_MAX_BATCH_BYTES: Final = 262_144  # what one SendMessageBatch may carry in all (SQS's long-standing limit)
 
 # AWS's guidance for a Lambda event source: the queue's visibility timeout is at least this many function timeouts
 # (plus the batching window). Synth refuses less (``minimum_visibility_timeout_s``).

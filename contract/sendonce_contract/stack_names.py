@@ -15,6 +15,7 @@ class ChildId:
     URGENT_QUEUE = "UrgentQueue"  # with urgent_lane
     URGENT_DEAD_LETTER_QUEUE = "UrgentDeadLetterQueue"
     URGENT_CONSUMER = "UrgentConsumer"
+    ATTACHMENTS_BUCKET = "AttachmentsBucket"  # with attachments_bucket=True
 
 
 class OutputId:

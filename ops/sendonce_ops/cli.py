@@ -49,7 +49,8 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     status = commands.add_parser("status", help="one key's record")
     status.add_argument("key")
-    commands.add_parser("info", help="the pipeline's queue URL, tables and DLQ: what a producer needs")
+    commands.add_parser("info", help="the pipeline's queues, tables, attachments bucket and key secret: what a "
+                        "producer needs")
     commands.add_parser("unknown", help="what SES's events did not settle: UNKNOWN records and IN_FLIGHT records "
                         "whose lease expired, newest first")
     commands.add_parser("doubles", help="keys SES's events show were sent twice, with both SES message ids")
@@ -194,17 +195,23 @@ def _run(args: argparse.Namespace, pipeline: Pipeline) -> int:
 
 
 def _info(args: argparse.Namespace, pipeline: Pipeline) -> int:
+    """Each name a producer or an operator passes on (``sendonce_producer.Pipeline`` takes them), ``-`` where the
+    pipeline has none."""
     rows = [["pipeline", pipeline.name or "-"], ["job queue", pipeline.queue_url or "-"],
             ["dedupe table", pipeline.table or "-"], ["dead-letter queue", pipeline.dead_letter_queue_url or "-"],
             ["outbox table", pipeline.outbox_table or "-"],
             ["urgent queue", pipeline.urgent_queue_url or "-"],
             ["urgent dead-letter queue", pipeline.urgent_dead_letter_queue_url or "-"],
+            ["attachments bucket", pipeline.attachments_bucket or "-"],
+            ["key secret", pipeline.key_secret or "-"],
+            ["dedupe ttl", "-" if pipeline.dedupe_ttl_s is None else f"{pipeline.dedupe_ttl_s} s"],
             ["evidence grace period", "-" if pipeline.evidence_grace_s is None else f"{pipeline.evidence_grace_s} s"]]
     _say(args, {"pipeline": pipeline.name, "queueUrl": pipeline.queue_url, "table": pipeline.table,
                 "deadLetterQueueUrl": pipeline.dead_letter_queue_url, "outboxTable": pipeline.outbox_table,
                 "urgentQueueUrl": pipeline.urgent_queue_url,
                 "urgentDeadLetterQueueUrl": pipeline.urgent_dead_letter_queue_url,
-                "evidenceGraceSeconds": pipeline.evidence_grace_s},
+                "attachmentsBucket": pipeline.attachments_bucket, "keySecretArn": pipeline.key_secret,
+                "dedupeTtlSeconds": pipeline.dedupe_ttl_s, "evidenceGraceSeconds": pipeline.evidence_grace_s},
          _table(["", ""], rows, header=False))
     return 0
 

@@ -16,7 +16,8 @@ LOGICAL_MARKERS = {OutputPart.TABLE: ("AWS::DynamoDB::Table", ChildId.DEDUPE_TAB
                    OutputPart.DLQ: ("AWS::SQS::Queue", ChildId.DEAD_LETTER_QUEUE),
                    OutputPart.KEY_SECRET: ("AWS::SecretsManager::Secret", ChildId.KEY_SECRET),
                    OutputPart.URGENT_QUEUE: ("AWS::SQS::Queue", ChildId.URGENT_QUEUE),
-                   OutputPart.URGENT_DLQ: ("AWS::SQS::Queue", ChildId.URGENT_DEAD_LETTER_QUEUE)}
+                   OutputPart.URGENT_DLQ: ("AWS::SQS::Queue", ChildId.URGENT_DEAD_LETTER_QUEUE),
+                   OutputPart.ATTACHMENTS: ("AWS::S3::Bucket", ChildId.ATTACHMENTS_BUCKET)}
 
 
 class LocateError(LookupError):

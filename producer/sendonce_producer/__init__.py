@@ -11,10 +11,11 @@ from .enqueue import EnqueueFailure, enqueue, enqueue_many
 from .headers import entity_ref_id, one_click_unsubscribe
 from .job import EmailJob, InvalidJob
 from .keys import dedupe_key
+from .message_size import JobTooLarge
 from .outbox import outbox_put
 from .pipeline import Pipeline
 from .status import EmailRecord, SesOutcome, status
 
 __all__ = ["DEFAULT_INLINE_LIMIT_BYTES", "Attachment", "AttachmentStore", "Cancellation", "EmailJob", "EmailRecord",
-           "EnqueueFailure", "InvalidJob", "Pipeline", "SesOutcome", "cancel", "dedupe_key", "enqueue",
+           "EnqueueFailure", "InvalidJob", "JobTooLarge", "Pipeline", "SesOutcome", "cancel", "dedupe_key", "enqueue",
            "enqueue_many", "entity_ref_id", "one_click_unsubscribe", "outbox_put", "status"]

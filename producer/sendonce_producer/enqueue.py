@@ -12,9 +12,9 @@ from sendonce_contract.tenant import tenant_group_id
 
 from .attachment_store import AttachmentStore
 from .job import EmailJob, InvalidJob
+from .message_size import batches, check_message_size
 from .private_keys import digester
 
-BATCH = 10
 RETRIES = 3
 
 
@@ -61,43 +61,52 @@ def check_fits_queue(job: EmailJob, queue_url: str) -> None:
 
 
 def enqueue(queue_url: str, job: EmailJob, *, group_id: str | None = None, sqs: Any | None = None,
-            key_secret_arn: str | None = None, attachments: AttachmentStore | None = None) -> str:
+            key_secret_arn: str | None = None, attachments: AttachmentStore | None = None,
+            max_message_size_bytes: int | None = None) -> str:
     """Send one job; returns the SQS message id. Errors raise (boto3's ClientError). With ``key_privacy``, pass the
     construct's ``key_secret`` ARN, so a ``tenant`` travels as its digest. With ``attachments`` (the pipeline's
-    bucket), its large files are uploaded first and referenced."""
+    bucket), its large files are uploaded first and referenced. A job larger than the queue takes raises
+    ``JobTooLarge`` (an ``InvalidJob``) before it is sent: the queue's size is ``max_message_size_bytes`` (the
+    construct's) when given, else read from the queue."""
     if attachments is not None:
         job = attachments.offload(job)
-    response = _client(sqs).send_message(QueueUrl=queue_url,
-                                         **message_request(job, queue_url, group_id, key_secret_arn))
+    client = _client(sqs)
+    request = message_request(job, queue_url, group_id, key_secret_arn)
+    check_message_size(job, request, queue_url, client, max_message_size_bytes, attachments is not None)
+    response = client.send_message(QueueUrl=queue_url, **request)
     return str(response["MessageId"])
 
 
 def enqueue_many(
     queue_url: str, jobs: Sequence[EmailJob], *, sqs: Any | None = None, retries: int = RETRIES,
     backoff_s: float = 0.2, key_secret_arn: str | None = None, attachments: AttachmentStore | None = None,
+    max_message_size_bytes: int | None = None,
 ) -> list[EnqueueFailure]:
-    """Send jobs with SendMessageBatch, ten at a time. Entries SQS failed for its own reasons are retried
-    (``retries`` times, with backoff); what still fails, or failed for the caller's reasons, is returned. A job the
-    queue cannot carry (``check_fits_queue``) raises ``InvalidJob`` before any job is sent."""
+    """Send jobs with SendMessageBatch, up to ten at a time (fewer when their bodies would pass what one batch may
+    carry). Entries SQS failed for its own reasons are retried (``retries`` times, with backoff); what still fails,
+    or failed for the caller's reasons, is returned. A job the queue cannot carry (``check_fits_queue``, or larger
+    than the queue takes: ``JobTooLarge``) raises ``InvalidJob`` before any job is sent."""
     for job in jobs:  # all or none: a job the queue cannot carry is found before any is sent
         check_fits_queue(job, queue_url)
     if attachments is not None:
         jobs = [attachments.offload(job) for job in jobs]
     client = _client(sqs)
+    requests = [(job, message_request(job, queue_url, key_secret_arn=key_secret_arn)) for job in jobs]
+    for job, request in requests:
+        check_message_size(job, request, queue_url, client, max_message_size_bytes, attachments is not None)
     failures: list[EnqueueFailure] = []
-    for start in range(0, len(jobs), BATCH):
-        pending = dict(enumerate(jobs[start : start + BATCH]))
+    for batch in batches(requests):
+        pending = dict(enumerate(batch))
         for attempt in range(retries + 1):
-            entries = [{"Id": str(i), **message_request(job, queue_url, key_secret_arn=key_secret_arn)}
-                       for i, job in pending.items()]
+            entries = [{"Id": str(i), **request} for i, (_, request) in pending.items()]
             response = client.send_message_batch(QueueUrl=queue_url, Entries=entries)
-            retry: dict[int, EmailJob] = {}
+            retry: dict[int, tuple[EmailJob, dict[str, Any]]] = {}
             for failed in response.get("Failed", []):
-                job = pending[int(failed["Id"])]
+                job, request = pending[int(failed["Id"])]
                 if failed.get("SenderFault") or attempt == retries:
                     failures.append(EnqueueFailure(job, failed.get("Code", ""), failed.get("Message", "")))
                 else:
-                    retry[int(failed["Id"])] = job
+                    retry[int(failed["Id"])] = (job, request)
             if not retry:
                 break
             pending = retry

@@ -28,7 +28,8 @@ class Pipeline:
     ``key_secret`` with ``key_privacy``; ``urgent_queue_url`` is its ``urgent_queue.queue_url`` with
     ``urgent_lane``: a job with ``priority="urgent"`` goes there (to ``queue_url`` without one);
     ``attachments_bucket`` is its ``attachments_bucket``'s name: files larger than ``attachment_inline_limit_bytes``
-    are uploaded there and referenced. Clients default to boto3's."""
+    are uploaded there and referenced; ``max_message_size_bytes`` is its ``max_message_size_bytes`` (read from the
+    queue when not given): a job larger than that raises ``JobTooLarge`` unsent. Clients default to boto3's."""
 
     queue_url: str
     table_name: str
@@ -41,6 +42,7 @@ class Pipeline:
     attachments_bucket: str | None = None
     attachment_inline_limit_bytes: int = DEFAULT_INLINE_LIMIT_BYTES
     s3: Any | None = None
+    max_message_size_bytes: int | None = None  # the construct's, when set; else each queue's own is read
 
     @property
     def attachment_store(self) -> AttachmentStore | None:
@@ -55,7 +57,7 @@ class Pipeline:
 
     def enqueue(self, job: EmailJob, *, group_id: str | None = None) -> str:
         return enqueue(self.queue_of(job), job, group_id=group_id, sqs=self.sqs, key_secret_arn=self.key_secret_arn,
-                       attachments=self.attachment_store)
+                       attachments=self.attachment_store, max_message_size_bytes=self.max_message_size_bytes)
 
     def enqueue_many(self, jobs: Sequence[EmailJob]) -> list[EnqueueFailure]:
         """Each lane's jobs in batches to its own queue; the failures of both, in the order of ``jobs``."""
@@ -65,7 +67,7 @@ class Pipeline:
         store = self.attachment_store
         failures = [f for queue, lane_jobs in by_queue.items()
                     for f in enqueue_many(queue, lane_jobs, sqs=self.sqs, key_secret_arn=self.key_secret_arn,
-                                          attachments=store)]
+                                          attachments=store, max_message_size_bytes=self.max_message_size_bytes)]
         order = {id(job): index for index, job in enumerate(jobs)}
         return sorted(failures, key=lambda failure: order[id(failure.job)])
 

@@ -28,14 +28,15 @@ from sendonce_contract.fifo import SEND_AT_ON_FIFO, fifo_message_ids
 from sendonce_contract.message import ContractTooNew, InvalidMessage, parse_job
 from sendonce_contract.priority import priority_of, queue_for
 from sendonce_contract.schema import DEDUPE_KEY
+from sendonce_contract.sqs_limits import SQS_MAX_BATCH_ENTRIES
 from sendonce_contract.tenant import body_tenant, tenant_group_id
 
+from .message_size import batches
 from .private_keys import digester
 from .sql_connect import Database
 from .sql_dialects import DEFAULT_TABLE, check_table
 
-BATCH = 10  # SQS's SendMessageBatch entries
-BATCH_BYTES = 262_144  # what one SendMessageBatch may carry in all (SQS's long-standing limit)
+BATCH = SQS_MAX_BATCH_ENTRIES
 RETENTION_S = 7 * 86_400
 MIN_RETENTION_S = 3600
 RETENTION_BATCH = 500  # relayed rows deleted per transaction: short locks, a small undo log
@@ -324,7 +325,7 @@ class OutboxRelay:
                 outcomes[row.id] = (REFUSED, entry)
             else:
                 by_queue.setdefault(self._queue_of(row), []).append((row, entry))
-        chunks = [(queue, chunk) for queue, ready in by_queue.items() for chunk in _chunks(ready)]
+        chunks = [(queue, chunk) for queue, ready in by_queue.items() for chunk in batches(ready)]
         if self.settings.fifo or len(chunks) == 1:  # a FIFO group's jobs go in their order
             results = [self._send_chunk(chunk, queue) for queue, chunk in chunks]
         else:
@@ -472,21 +473,6 @@ class OutboxRelay:
 
 def _message(error: Any) -> str:
     return str(error.response.get("Error", {}).get("Message", "")).strip()
-
-
-def _chunks(ready: list[tuple[_Row, dict[str, Any]]]) -> Iterator[list[tuple[_Row, dict[str, Any]]]]:
-    """At most ten entries, and at most BATCH_BYTES of bodies, per SendMessageBatch (an entry over it goes alone)."""
-    chunk: list[tuple[_Row, dict[str, Any]]] = []
-    size = 0
-    for row, entry in ready:
-        length = len(entry["MessageBody"].encode("utf-8"))
-        if chunk and (len(chunk) == BATCH or size + length > BATCH_BYTES):
-            yield chunk
-            chunk, size = [], 0
-        chunk.append((row, entry))
-        size += length
-    if chunk:
-        yield chunk
 
 
 def first_line(error: BaseException) -> str:

@@ -1,0 +1,105 @@
+"""How large a message and a batch may be: a job's message checked against its queue's maximum message size
+before it is sent, so a job too large is refused in the producer, naming its size, the limit and the fix, rather
+than by SQS later; and jobs grouped into SendMessageBatch calls that SQS takes whole.
+
+The limit is the one the pipeline was deployed with (the construct's ``max_message_size_bytes``): given by the
+caller, or read from the queue itself (``MaximumMessageSize``; ``grant_enqueue`` grants the read). A limit read is
+kept per queue to let jobs through; a job over it is checked against a fresh read before it is refused, so a
+redeploy that raised the limit never refuses a job the queue now takes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
+
+from sendonce_contract.sqs_limits import (
+    SQS_MAX_BATCH_BYTES,
+    SQS_MAX_BATCH_ENTRIES,
+    SQS_MAX_MESSAGE_BYTES,
+    SQS_MIN_MESSAGE_BYTES,
+)
+
+from .job import EmailJob, InvalidJob
+
+T = TypeVar("T")
+_read_limits: dict[str, int] = {}  # queue URL -> its MaximumMessageSize, as last read
+_lock = threading.Lock()
+
+
+class JobTooLarge(InvalidJob):
+    """A job whose message is larger than its queue takes; nothing was sent."""
+
+    def __init__(self, reason: str, size_bytes: int, limit_bytes: int) -> None:
+        super().__init__(reason)
+        self.size_bytes = size_bytes
+        self.limit_bytes = limit_bytes
+
+
+def message_bytes(request: dict[str, Any]) -> int:
+    """The size SQS counts for a SendMessage request: its body (the producer sends no message attributes)."""
+    return len(request["MessageBody"].encode("utf-8"))
+
+
+def check_message_size(job: EmailJob, request: dict[str, Any], queue_url: str, sqs: Any, limit: int | None,
+                       store: bool) -> None:
+    """``JobTooLarge`` when ``request`` (``job``'s SendMessage) is over the queue's maximum message size: ``limit``
+    when given, else the queue's own. ``store``: the job went through an attachments store (its large files are in
+    the bucket)."""
+    size = message_bytes(request)
+    if size <= SQS_MIN_MESSAGE_BYTES:  # every queue takes this much
+        return
+    if limit is None:
+        with _lock:
+            known = _read_limits.get(queue_url)
+        if known is not None and size <= known:
+            return
+        limit = _read_limit(queue_url, sqs)
+    if size > limit:
+        raise JobTooLarge(f"{job.dedupe_key!r}: the job's message is {size:,} bytes, over the queue's maximum "
+                          f"message size of {limit:,} bytes; nothing was sent. {_fix(job, limit, store)}", size, limit)
+
+
+def _read_limit(queue_url: str, sqs: Any) -> int:
+    """The queue's MaximumMessageSize, read now; SQS's own ceiling when it cannot be read (a role granted
+    SendMessage alone: SQS then answers for a job between the two itself, and the read is not tried per job)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["MaximumMessageSize"])
+        limit = int(attributes["Attributes"]["MaximumMessageSize"])
+    except (BotoCoreError, ClientError, KeyError, ValueError):
+        limit = SQS_MAX_MESSAGE_BYTES
+    with _lock:
+        _read_limits[queue_url] = limit
+    return limit
+
+
+def _fix(job: EmailJob, limit: int, store: bool) -> str:
+    larger = ("" if limit >= SQS_MAX_MESSAGE_BYTES else
+              f", or deploy the queue with a larger max_message_size_bytes (up to {SQS_MAX_MESSAGE_BYTES:,})")
+    if not any(attachment.content is not None for attachment in job.attachments):
+        return f"Shorten its content{larger}"
+    if store:
+        return ("Its files over the store's inline_limit_bytes are in the attachments bucket already: lower "
+                f"inline_limit_bytes so more of them go there{larger}")
+    return ("Send its files through the pipeline's attachments bucket (the construct's attachments_bucket; "
+            "Pipeline(attachments_bucket=...) or enqueue(..., attachments=AttachmentStore(bucket))), so each is "
+            f"uploaded and the job carries a reference{larger}")
+
+
+def batches(items: Iterable[tuple[T, dict[str, Any]]]) -> Iterator[list[tuple[T, dict[str, Any]]]]:
+    """``(item, SendMessage request)`` pairs in batches SQS takes: at most ten entries and at most
+    ``SQS_MAX_BATCH_BYTES`` of bodies each (an entry larger than that goes alone)."""
+    batch: list[tuple[T, dict[str, Any]]] = []
+    size = 0
+    for item, request in items:
+        length = message_bytes(request)
+        if batch and (len(batch) == SQS_MAX_BATCH_ENTRIES or size + length > SQS_MAX_BATCH_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append((item, request))
+        size += length
+    if batch:
+        yield batch
