@@ -108,6 +108,7 @@ def test_parallel_sends_are_spread_to_the_rate_and_all_go_out(pipeline, ses_faul
 
 def test_no_send_slot_left_in_the_invocation_releases_the_claim_for_later(pipeline):
     consumer = pipeline.consumer(parallelism=1, max_send_rate=0.001)  # one send, then the next in 1000 s
+    pace_of(consumer).limiter = SendRateLimiter(rate=0.001, phase=lambda: 0.0)  # its first slot at once
     context = FakeContext(FakeClock(), budget_ms=60_000)
     first, second = sqs_record(job("slow:1")), sqs_record(job("slow:2"))
     response = consumer.handle(event(first, second), context)
@@ -174,6 +175,7 @@ def test_a_job_with_more_recipients_than_the_bucket_holds_waits_for_a_full_bucke
 
 def test_pacing_counts_every_recipient_of_a_job(pipeline):
     consumer = pipeline.consumer(FakeClock(), parallelism=1, max_send_rate=0.5)
+    pace_of(consumer).limiter = SendRateLimiter(rate=0.5, phase=lambda: 0.0)  # its first slot at once
     recipients = {"to": ["a@example.org", "b@example.org"], "cc": ["c@example.org"], "bcc": ["d@example.org"]}
     first, second = sqs_record(job("many:1", **recipients)), sqs_record(job("many:2", **recipients))
     # Four recipients a job, one every two seconds: the first finds a full bucket and goes; the second finds
@@ -181,3 +183,45 @@ def test_pacing_counts_every_recipient_of_a_job(pipeline):
     response = consumer.handle(event(first, second), FakeContext(FakeClock(), budget_ms=20_000))
     assert failed_ids(response) == {second["messageId"]}
     assert pipeline.emails_for("many:1") == 1 and pipeline.emails_for("many:2") == 0
+
+
+def test_below_one_a_second_a_new_bucket_serves_its_first_slot_at_a_random_phase():
+    """A bucket of 0.25 a second holds one token, three more seconds of the rate than its second's worth: its
+    first slot comes at its phase within those three seconds, and the next ones at the rate after it."""
+    clock = FakeTime()
+    bucket = SendRateLimiter(rate=0.25, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: 0.5)
+    assert bucket.next_slot_in() == pytest.approx(1.5)
+    assert bucket.acquire(max_wait_s=1.0) is False  # its phase is later than the record may wait
+    assert bucket.acquire(max_wait_s=2.0) is True and clock.slept == [pytest.approx(1.5)]
+    assert bucket.next_slot_in() == pytest.approx(4.0)
+
+
+def test_instances_waking_together_spread_their_first_sends_as_one_shared_bucket_would():
+    """Twenty instances at 0.25 a second (a pipeline of 5 a second) woken at once: with their phases spread,
+    at most the pipeline's second's worth plus its rate goes out in any span, not all twenty at once."""
+    draws = iter([n / 20 for n in range(20)])
+    clock = FakeTime()
+    buckets = [SendRateLimiter(rate=0.25, monotonic=clock.monotonic, phase=lambda: next(draws)) for _ in range(20)]
+    firsts = sorted(bucket.next_slot_in() for bucket in buckets)
+    assert firsts[0] == 0.0 and firsts[-1] == pytest.approx(2.85)
+    for i in range(20):
+        for j in range(i, 20):
+            assert j - i + 1 <= 5 + 5 * (firsts[j] - firsts[i]) + 1  # (one token of slack, as draws fall)
+
+
+def test_a_bucket_idle_again_draws_a_new_phase_but_not_after_a_refund_in_its_batch():
+    draws = iter([0.0, 0.5])
+    clock = FakeTime()
+    bucket = SendRateLimiter(rate=0.5, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: next(draws))
+    assert bucket.acquire(max_wait_s=0)  # phase 0: at once
+    bucket.refund()  # a duplicate: the bucket is full again, and the batch's next record goes at once
+    assert bucket.acquire(max_wait_s=0)
+    clock.now += 60  # idle: the next send is at a new phase (half of the one second the rounding added)
+    assert bucket.next_slot_in() == pytest.approx(0.5)
+
+
+def test_at_one_a_second_or_more_a_bucket_has_no_phase():
+    clock = FakeTime()
+    for rate in (1.0, 2.5):
+        bucket = SendRateLimiter(rate=rate, monotonic=clock.monotonic, phase=lambda: 0.99)
+        assert bucket.next_slot_in() == 0.0

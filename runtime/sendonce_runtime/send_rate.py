@@ -11,6 +11,7 @@ once would come back paced, and again, each time with a receive and a copy)."""
 from __future__ import annotations
 
 import math
+import random
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -33,16 +34,28 @@ class SendRateLimiter:
     Shared by the batch's threads. Slots are handed out first come, first served: ``acquire`` reserves the
     earliest slot after those already taken and waits for it, or takes nothing when it comes too late, so a
     record never waits past the time it needs to send within its invocation.
+
+    A bucket holds at least one token, more than the second's worth (``burst``) a rate below one a second gives:
+    many instances, each at a small share of the pipeline's rate, waking together with full buckets would send
+    more at once than the pipeline's rate. So a full bucket that was rounded up to one token (an instance's
+    first send, or its first after idling) serves its next slot at a random phase within the time the rounding
+    added, (1 - burst) / rate: instances waking together spread over it as one shared bucket of the pipeline's
+    rate would pass them (docs: sending rate).
     """
 
     def __init__(self, rate: float, burst: float | None = None, monotonic: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] | None = None) -> None:
+                 sleep: Callable[[float], None] | None = None, phase: Callable[[], float] | None = None) -> None:
         if rate <= 0:
             raise ValueError("the send rate must be positive")
         self.rate = rate
+        self._burst = burst  # None: one second's worth of the rate
         self._capacity = max(1.0, burst if burst is not None else rate)
         self._monotonic = monotonic
         self._sleep = sleep  # tests pass a fake; by default waiters wait on the condition, so a refund wakes them
+        # A draw in [0, 1) for a woken bucket's phase; its own generator, seeded apart in each process.
+        self._phase = phase if phase is not None else random.Random().random
+        # When a refund last made the bucket full: a send right after it (the batch's next record) has not idled.
+        self._refilled_by_refund_at: float | None = None
         self._condition = threading.Condition()
         # When the bucket is full again after every slot handed out (the "theoretical arrival time" of a token
         # bucket): at time t it holds capacity - (full_at - t) * rate tokens.
@@ -57,7 +70,7 @@ class SendRateLimiter:
         taken) if it comes later. A send needing more than the bucket holds waits for a full bucket and takes it
         all and more: the bucket goes into debt, so the sends after it wait until the rate has paid for it."""
         with self._condition:
-            now = self._monotonic()
+            now = self._wake()
             slot = self._slot(now, tokens)
             if slot - now > max_wait_s + 1e-9:
                 return False
@@ -73,7 +86,7 @@ class SendRateLimiter:
     def next_slot_in(self, tokens: int = 1) -> float:
         """Seconds until a send of ``tokens`` recipients asked for now would be served."""
         with self._condition:
-            now = self._monotonic()
+            now = self._wake()
             return self._slot(now, tokens) - now
 
     def defer(self, tokens: int = 1) -> float:
@@ -92,8 +105,20 @@ class SendRateLimiter:
             now = self._monotonic()
             earlier_s = min(tokens / self.rate, max(0.0, self._full_at - now))
             self._full_at -= earlier_s
+            if self._full_at <= now + 1e-9:
+                self._refilled_by_refund_at = self._full_at
             self._moved_earlier_s += earlier_s
             self._condition.notify_all()
+
+    def _wake(self) -> float:
+        """Now; a bucket found full after idling, whose one token is more than its second's worth, first moves
+        its next slot to a random phase within the time that token takes the rate beyond that second."""
+        now = self._monotonic()
+        rounded_up_s = (self._capacity - (self._burst if self._burst is not None else self.rate)) / self.rate
+        refilled = self._full_at == self._refilled_by_refund_at and now - self._full_at < 1 / self.rate
+        if rounded_up_s > 0 and self._full_at <= now and not refilled:
+            self._full_at = now - (self._capacity - 1) / self.rate + self._phase() * rounded_up_s
+        return now
 
     def _slot(self, now: float, tokens: int) -> float:
         """The earliest time at which the bucket holds ``tokens`` (a full bucket for more than it holds)."""
