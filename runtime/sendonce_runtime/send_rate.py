@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from sendonce_contract.deploy_config import planned_wait_s
+from sendonce_contract.deploy_config import planned_wait_s, woken_phase_span_s
 
 from .checks import Delivery, Rest
 from .clock import Deadline
@@ -49,7 +49,7 @@ class SendRateLimiter:
             raise ValueError("the send rate must be positive")
         self.rate = rate
         self._burst = burst  # None: one second's worth of the rate
-        self._capacity = max(1.0, burst if burst is not None else rate)
+        self._capacity = max(1.0, burst if burst is not None else rate)  # as woken_phase_span_s counts it
         self._monotonic = monotonic
         self._sleep = sleep  # tests pass a fake; by default waiters wait on the condition, so a refund wakes them
         # A draw in [0, 1) for a woken bucket's phase; its own generator, seeded apart in each process.
@@ -114,7 +114,7 @@ class SendRateLimiter:
         """Now; a bucket found full after idling, whose one token is more than its second's worth, first moves
         its next slot to a random phase within the time that token takes the rate beyond that second."""
         now = self._monotonic()
-        rounded_up_s = (self._capacity - (self._burst if self._burst is not None else self.rate)) / self.rate
+        rounded_up_s = woken_phase_span_s(self.rate, self._burst)
         refilled = self._full_at == self._refilled_by_refund_at and now - self._full_at < 1 / self.rate
         if rounded_up_s > 0 and self._full_at <= now and not refilled:
             self._full_at = now - (self._capacity - 1) / self.rate + self._phase() * rounded_up_s
