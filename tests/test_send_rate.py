@@ -190,19 +190,25 @@ def test_below_one_a_second_a_new_bucket_serves_its_first_slot_at_a_random_phase
     first slot comes at its phase within those three seconds, and the next ones at the rate after it."""
     clock = FakeTime()
     bucket = SendRateLimiter(rate=0.25, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: 0.5)
-    assert bucket.next_slot_in() == pytest.approx(1.5)
-    assert bucket.acquire(max_wait_s=1.0) is False  # its phase is later than the record may wait
-    assert bucket.acquire(max_wait_s=2.0) is True and clock.slept == [pytest.approx(1.5)]
+    assert bucket.acquire(max_wait_s=10) is True and clock.slept == [pytest.approx(1.5)]
     assert bucket.next_slot_in() == pytest.approx(4.0)
+
+
+def test_the_phase_stays_within_what_the_send_may_wait_so_it_never_puts_a_job_back_alone():
+    clock = FakeTime()
+    bucket = SendRateLimiter(rate=0.25, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: 0.5)
+    assert bucket.acquire(max_wait_s=1.0) is True and clock.slept == [pytest.approx(0.5)]  # half of its 1 s
 
 
 def test_instances_waking_together_spread_their_first_sends_as_one_shared_bucket_would():
     """Twenty instances at 0.25 a second (a pipeline of 5 a second) woken at once: with their phases spread,
     at most the pipeline's second's worth plus its rate goes out in any span, not all twenty at once."""
     draws = iter([n / 20 for n in range(20)])
-    clock = FakeTime()
-    buckets = [SendRateLimiter(rate=0.25, monotonic=clock.monotonic, phase=lambda: next(draws)) for _ in range(20)]
-    firsts = sorted(bucket.next_slot_in() for bucket in buckets)
+    clocks = [FakeTime() for _ in range(20)]  # each instance's own, all woken at the same time
+    buckets = [SendRateLimiter(rate=0.25, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: next(draws))
+               for clock in clocks]
+    assert all(bucket.acquire(max_wait_s=10) for bucket in buckets)
+    firsts = sorted(sum(clock.slept) for clock in clocks)
     assert firsts[0] == 0.0 and firsts[-1] == pytest.approx(2.85)
     for i in range(20):
         for j in range(i, 20):
@@ -213,15 +219,15 @@ def test_a_bucket_idle_again_draws_a_new_phase_but_not_after_a_refund_in_its_bat
     draws = iter([0.0, 0.5])
     clock = FakeTime()
     bucket = SendRateLimiter(rate=0.5, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: next(draws))
-    assert bucket.acquire(max_wait_s=0)  # phase 0: at once
+    assert bucket.acquire(max_wait_s=10)  # phase 0: at once
     bucket.refund()  # a duplicate: the bucket is full again, and the batch's next record goes at once
-    assert bucket.acquire(max_wait_s=0)
+    assert bucket.acquire(max_wait_s=10) and clock.slept == []
     clock.now += 60  # idle: the next send is at a new phase (half of the one second the rounding added)
-    assert bucket.next_slot_in() == pytest.approx(0.5)
+    assert bucket.acquire(max_wait_s=10) and clock.slept == [pytest.approx(0.5)]
 
 
 def test_at_one_a_second_or_more_a_bucket_has_no_phase():
     clock = FakeTime()
     for rate in (1.0, 2.5):
-        bucket = SendRateLimiter(rate=rate, monotonic=clock.monotonic, phase=lambda: 0.99)
-        assert bucket.next_slot_in() == 0.0
+        bucket = SendRateLimiter(rate=rate, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: 0.99)
+        assert bucket.acquire(max_wait_s=10) and clock.slept == []

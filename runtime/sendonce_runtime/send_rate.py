@@ -39,8 +39,8 @@ class SendRateLimiter:
     many instances, each at a small share of the pipeline's rate, waking together with full buckets would send
     more at once than the pipeline's rate. So a full bucket that was rounded up to one token (an instance's
     first send, or its first after idling) serves its next slot at a random phase within the time the rounding
-    added, (1 - burst) / rate: instances waking together spread over it as one shared bucket of the pipeline's
-    rate would pass them (docs: sending rate).
+    added, (1 - burst) / rate, and within what the send may wait: instances waking together spread over it as
+    one shared bucket of the pipeline's rate would pass them (docs: sending rate).
     """
 
     def __init__(self, rate: float, burst: float | None = None, monotonic: Callable[[], float] = time.monotonic,
@@ -70,7 +70,7 @@ class SendRateLimiter:
         taken) if it comes later. A send needing more than the bucket holds waits for a full bucket and takes it
         all and more: the bucket goes into debt, so the sends after it wait until the rate has paid for it."""
         with self._condition:
-            now = self._wake()
+            now = self._wake(max_wait_s)
             slot = self._slot(now, tokens)
             if slot - now > max_wait_s + 1e-9:
                 return False
@@ -86,7 +86,7 @@ class SendRateLimiter:
     def next_slot_in(self, tokens: int = 1) -> float:
         """Seconds until a send of ``tokens`` recipients asked for now would be served."""
         with self._condition:
-            now = self._wake()
+            now = self._monotonic()
             return self._slot(now, tokens) - now
 
     def defer(self, tokens: int = 1) -> float:
@@ -110,14 +110,15 @@ class SendRateLimiter:
             self._moved_earlier_s += earlier_s
             self._condition.notify_all()
 
-    def _wake(self) -> float:
+    def _wake(self, max_wait_s: float) -> float:
         """Now; a bucket found full after idling, whose one token is more than its second's worth, first moves
-        its next slot to a random phase within the time that token takes the rate beyond that second."""
+        its next slot to a random phase within the time that token takes the rate beyond that second, and
+        within what the send may wait: the phase alone never puts a job back (a copy, and a receive again)."""
         now = self._monotonic()
-        rounded_up_s = woken_phase_span_s(self.rate, self._burst)
+        span_s = min(woken_phase_span_s(self.rate, self._burst), max(0.0, max_wait_s))
         refilled = self._full_at == self._refilled_by_refund_at and now - self._full_at < 1 / self.rate
-        if rounded_up_s > 0 and self._full_at <= now and not refilled:
-            self._full_at = now - (self._capacity - 1) / self.rate + self._phase() * rounded_up_s
+        if span_s > 0 and self._full_at <= now and not refilled:
+            self._full_at = now - (self._capacity - 1) / self.rate + self._phase() * span_s
         return now
 
     def _slot(self, now: float, tokens: int) -> float:
