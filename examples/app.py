@@ -39,12 +39,15 @@ class ReceiptsStack(cdk.Stack):
             outbox=True,
             evidence_grace_period=cdk.Duration.seconds(int(self.node.try_get_context("evidenceGraceSeconds") or 300)),
             allowed_recipients=STAGING_RECIPIENTS if staging else None,
+            # Invoices too large for the job body go to this bucket as claim checks (the producer uploads them).
+            attachments_bucket=True,
         )
 
         checkout = iam.Role(self, "CheckoutService", assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"))
         receipts.grant_enqueue(checkout)
         receipts.grant_outbox_write(checkout)
         receipts.grant_status_read(checkout)
+        receipts.grant_attach(checkout)
 
         # The app hears which receipts bounced or drew a complaint (e.g. to flag the address on the account).
         unreadable = sqs.Queue(self, "UndeliverableReceiptsDlq", enforce_ssl=True,

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 
+import pytest
+
+from sendonce_local.demo.phases.attachments import AttachmentsReport, ExpectedEmail, attachment_row, check_sends
 from sendonce_local.demo.report import Report, ResidualReport
 from sendonce_local.demo.report_text import render_text
 
@@ -127,3 +131,48 @@ def test_the_chart_writes_every_count_on_its_bar_zero_rows_included(tmp_path):
     plt.close(figure)
     written = chart.write_outputs(CLEAN, tmp_path)
     assert written[1].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _attachments_report(sends: list[dict]) -> AttachmentsReport:
+    per_key, problems = check_sends(EXPECTED_ATTACHMENTS, sends)
+    return AttachmentsReport(
+        emails=2, inline_receipts=1, s3_receipts=0, inline_images=0, entity_ref_resets=1,
+        unsubscribe_notifications=0, inline_body_bytes=1000, s3_body_bytes=0, bucket="b", files_uploaded=0,
+        objects_in_bucket=0, consumers_killed=1, emails_per_key=dict(sorted(Counter(per_key.values()).items())),
+        attachments_checked=1, problems=problems)
+
+
+PDF = {"fileName": "invoice-1.pdf", "contentType": "application/pdf", "disposition": "ATTACHMENT",
+       "contentId": None, "size": 10, "sha256": "ab" * 32}
+EXPECTED_ATTACHMENTS = {
+    "Invoice INV-1": ExpectedEmail("receipt:1", (attachment_row(PDF),), ()),
+    "Password reset request r1": ExpectedEmail("reset:r1", (), (("X-Entity-Ref-ID", "r1"),)),
+}
+GOOD_SENDS = [{"subject": "Invoice INV-1", "attachments": [PDF], "headers": []},
+              {"subject": "Password reset request r1", "attachments": [], "headers": [["X-Entity-Ref-ID", "r1"]]}]
+
+
+def test_the_attachments_phase_passes_when_each_email_carried_exactly_its_attachments_and_headers_once():
+    report = replace(CLEAN, attachments=_attachments_report(GOOD_SENDS))
+    assert report.ok and "2 emails each once with exactly its attachments" in report.verdict
+    assert "-> PASS" in render_text(report)
+
+
+@pytest.mark.parametrize("broken", [
+    [{**GOOD_SENDS[0], "attachments": []}, GOOD_SENDS[1]],  # an attachment missing
+    [{**GOOD_SENDS[0], "attachments": [{**PDF, "sha256": "cd" * 32}]}, GOOD_SENDS[1]],  # a wrong file
+    [{**GOOD_SENDS[0], "attachments": [PDF, PDF]}, GOOD_SENDS[1]],  # an attachment doubled
+    [GOOD_SENDS[0], {**GOOD_SENDS[1], "headers": []}],  # a header missing
+    [GOOD_SENDS[0], {**GOOD_SENDS[1], "headers": [["X-Entity-Ref-ID", "r2"]]}],  # a wrong header
+    [GOOD_SENDS[0], GOOD_SENDS[0], GOOD_SENDS[1]],  # an email doubled
+    [GOOD_SENDS[1]],  # an email lost
+], ids=["attachment missing", "wrong file", "attachment doubled", "header missing", "wrong header", "email doubled",
+        "email lost"])
+def test_the_verdict_fails_when_an_email_misses_doubles_or_changes_an_attachment_or_a_header(broken):
+    report = replace(CLEAN, attachments=_attachments_report(broken))
+    assert not report.ok and "attachments and headers: FAIL" in report.verdict, report.verdict
+
+
+def test_the_verdict_fails_when_a_retried_producer_left_a_second_object():
+    attachments = replace(_attachments_report(GOOD_SENDS), files_uploaded=1, objects_in_bucket=2)
+    assert not replace(CLEAN, attachments=attachments).ok

@@ -41,6 +41,7 @@ def everything_on_stack() -> cdk.Stack:
         tracing=lambda_.Tracing.ACTIVE, fifo=True, encryption_key=key, deletion_protection=True,
         alarm_topic=sns.Topic(stack, "Alarms", enforce_ssl=True, master_key=key), dashboard=True,
         max_concurrency=4, outbox=True, key_privacy=True, allowed_recipients=["simulator.amazonses.com"],
+        urgent_lane=True, send_rate=8,
     )
     return stack
 
@@ -92,9 +93,11 @@ def test_consumer_logs_json_one_line_per_record_and_traces_on_request():
     assert default["LoggingConfig"]["LogFormat"] == "JSON"
     assert default["LoggingConfig"]["ApplicationLogLevel"] == "INFO"
     assert "TracingConfig" not in default
-    traced = only(Template.from_stack(everything_on_stack()), "AWS::Lambda::Function",
-                  Properties={"Handler": "sendonce_runtime.handler.handler"})["Properties"]
-    assert traced["TracingConfig"] == {"Mode": "Active"}
+    # Both lanes' consumers (the stack has urgent_lane), each traced.
+    traced = Template.from_stack(everything_on_stack()).find_resources(
+        "AWS::Lambda::Function", {"Properties": {"Handler": "sendonce_runtime.handler.handler"}})
+    assert len(traced) == 2
+    assert all(f["Properties"]["TracingConfig"] == {"Mode": "Active"} for f in traced.values())
 
 
 def test_customer_key_encrypts_queues_and_table():

@@ -167,15 +167,16 @@ def dead_letter_attributes() -> str:
 
 
 @cache
-def _all_on_alarms() -> tuple[tuple[str, str, str], ...]:
-    """(name, threshold, description) of every alarm a pipeline with every alarm-bearing option on makes."""
+def _all_on_alarms(urgent_lane: bool = False) -> tuple[tuple[str, str, str], ...]:
+    """(name, threshold, description) of every alarm a pipeline with every alarm-bearing option on makes (and
+    with ``urgent_lane``, its urgent lane's alarms)."""
     import aws_cdk as cdk
     from aws_cdk import aws_cloudwatch as cloudwatch
 
     from sendonce_constructs import SendOnceEmailQueue
 
     stack = cdk.Stack(cdk.App(), "Reference")
-    pipeline = SendOnceEmailQueue(stack, "Receipts", sender="example.com")
+    pipeline = SendOnceEmailQueue(stack, "Receipts", sender="example.com", urgent_lane=urgent_lane)
     found = []
     for name, alarm in pipeline.alarms.items():
         resource = alarm.node.default_child
@@ -184,15 +185,30 @@ def _all_on_alarms() -> tuple[tuple[str, str, str], ...]:
     return tuple(found)
 
 
-def alarm_names() -> list[str]:
+def _urgent_lane_alarms() -> tuple[tuple[str, str, str], ...]:
+    default = set(alarm_names_by_default())
+    return tuple(alarm for alarm in _all_on_alarms(urgent_lane=True) if alarm[0] not in default)
+
+
+def alarm_names_by_default() -> list[str]:
     return [name for name, _, _ in _all_on_alarms()]
 
 
+def alarm_names() -> list[str]:
+    """Every alarm a pipeline can make: the default ones and the urgent lane's."""
+    return alarm_names_by_default() + [name for name, _, _ in _urgent_lane_alarms()]
+
+
 def alarms() -> str:
-    rows = [(f"[`{name}`](../operating.md#{name.lower()})", f"at least {threshold}", description)
-            for name, threshold, description in _all_on_alarms()]
-    return (f"{len(rows)} alarms with the default props (`alarms=True`, `ses_events`, `outcome_events` and "
-            "`quota_watch` on):\n\n" + _table(("alarm", "fires", "what it means"), rows))
+    def rows(found: tuple[tuple[str, str, str], ...]) -> list[tuple[str, ...]]:
+        return [(f"[`{name}`](../operating.md#{name.lower()})", f"at least {threshold}", description)
+                for name, threshold, description in found]
+
+    default, urgent = rows(_all_on_alarms()), rows(_urgent_lane_alarms())
+    return (f"{len(default)} alarms with the default props (`alarms=True`, `ses_events`, `outcome_events` and "
+            "`quota_watch` on):\n\n" + _table(("alarm", "fires", "what it means"), default)
+            + f"\n\nWith `urgent_lane`, {len(urgent)} more (the urgent lane's; see [lanes](../lanes.md)):\n\n"
+            + _table(("alarm", "fires", "what it means"), urgent))
 
 
 def _sample_ledger_item() -> dict[str, object]:

@@ -27,6 +27,7 @@ from sendonce_contract.deploy_config import sends_per_invocation
 from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S, DEFAULT_EVIDENCE_GRACE_S
 from sendonce_contract.sqs_limits import minimum_visibility_timeout_s
 
+from .lane_rates import LaneRates, split
 from .readings import read, read_seconds
 from .rules import (
     RECOMMENDED_MAX_RECEIVE_COUNT,
@@ -100,6 +101,18 @@ def max_send_rate(send_rate: float | None, max_concurrency: int | None) -> float
     return rate / instances if is_known(rate) and is_known(instances) else None
 
 
+def lane_rates(urgent_lane: bool, send_rate: float | None, max_concurrency: int | None,
+               urgent_share: float | None) -> LaneRates | None:
+    """With ``urgent_lane``: the urgent lane's concurrency and each lane's per-instance rates (``lane_rates``);
+    rates None when the send rate, the concurrency or the share is a token or absent."""
+    if not urgent_lane:
+        return None
+    rate, instances, share = read(send_rate), read(max_concurrency), read(urgent_share)
+    known_rate = rate if is_known(rate) and is_known(share) else None
+    known_instances = int(instances) if is_known(instances) and instances is not None else None
+    return split(known_rate, known_instances, share if is_known(share) and share is not None else 0.0)
+
+
 def outcome_events(existing_table: dynamodb.ITable | None) -> bool:
     """On, unless an existing table has no stream to read them from (then off, with a warning)."""
     return existing_table is None or existing_table.table_stream_arn is not None
@@ -155,4 +168,4 @@ def attachments_lifetime(attachments_bucket: bool | s3.IBucket, retention_period
 
 # In the order they are computed: a fact may read a derived prop.
 FACTS: tuple[Callable[..., object], ...] = (sender_name, synth_python, outcome_events_skipped, low_max_receive_count,
-                                            attachments_expiry_days, attachments_lifetime)
+                                            lane_rates, attachments_expiry_days, attachments_lifetime)

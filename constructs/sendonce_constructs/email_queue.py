@@ -18,6 +18,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget
+from sendonce_contract.priority import Priority
 from sendonce_contract.schema import Ledger as LedgerSchema
 from sendonce_contract.sqs_limits import SQS_MAX_MESSAGE_BYTES
 from sendonce_contract.stack_names import ChildId, OutputId, OutputPart, output_description
@@ -30,11 +31,12 @@ from .bundled_function import BundledFunction, FunctionOptions
 from .errors import ID_PREFIX, SendOnceConfigurationError
 from .evidence import SesEvidence
 from .key_secret import build_key_secret
+from .lane_rates import lane_batch_size
 from .monitoring import PipelineMetrics, build_alarms, build_dashboard
 from .network import VpcEgressCheck
 from .outbox import Outbox
 from .outcome_events import OutcomeEvents
-from .parts import Consumer, Evidence, Ledger, Monitoring, Queues
+from .parts import Consumer, Evidence, Lane, Ledger, Monitoring, Queues
 from .props import PipelineProps, known, resolve_props, seconds
 from .queue_props import SendOnceEmailQueueProps
 from .quota_watch import build_quota_watch
@@ -92,6 +94,11 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     :param max_send_rate: recipients per second per consumer instance (a token bucket before each send, one token
         per recipient, as SES's quotas count them), so parallel sends stay under the account's SES rate; multiply by
         max_concurrency for the pipeline's peak. Default: none.
+    :param urgent_lane: a second job queue (``urgent_queue``, with its own DLQ) and consumer for jobs with
+        ``"priority": "urgent"``, so they never wait behind bulk mail; with ``send_rate`` it keeps ``urgent_share``
+        of the rate, lent to bulk while it is idle. One dedupe ledger for both. Default: False.
+    :param urgent_share: the urgent lane's share of ``send_rate``: bulk never takes it, and borrows it while the
+        urgent queue is empty. Default: 0.2.
     :param max_receive_count: deliveries before a message moves to the DLQ; below 5 warns. Default: 5.
     :param retention_period: how long the job queue keeps a message. The DLQ keeps 14 days. Default: 4 days.
     :param max_message_size_bytes: the largest job the queue takes, in bytes (up to SQS's 1 MiB); its dead-letter
@@ -114,6 +121,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         errors). Default: True.
     :param alarm_topic: an SNS topic every alarm notifies. Default: none.
     :param oldest_message_alarm_threshold: the age of the oldest job that raises an alarm. Default: 15 minutes.
+    :param urgent_oldest_message_alarm_threshold: the age of the oldest urgent job that raises the
+        ``UrgentOldestMessageTooOld`` alarm, with ``urgent_lane``. Default: 1 minute.
     :param dashboard: draw the pipeline on a CloudWatch dashboard. Default: False.
     :param vpc: put every bundled function in this VPC (with the subnets and security groups below); they need
         routes or VPC endpoints to DynamoDB, SQS, SES and CloudWatch Logs. Default: none.
@@ -176,6 +185,10 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         self.pipeline_name = self.node.path
         queues = self._build_queues(resolved)
         self.queue, self.dead_letter_queue = queues.queue, queues.dead_letter_queue
+        urgent_queues = self._build_urgent_queues(resolved) if resolved.urgent_lane else None
+        self.urgent_queue = urgent_queues.queue if urgent_queues is not None else None
+        self.urgent_dead_letter_queue = urgent_queues.dead_letter_queue if urgent_queues is not None else None
+        bulk, urgent = self._lanes(resolved, queues, urgent_queues)
         ledger = self._build_ledger(resolved)
         self.table, self.key_secret, self._ledger = ledger.table, ledger.key_secret, ledger
         if resolved.vpc is not None:
@@ -189,11 +202,15 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         function_options = self._function_options(resolved, ledger)
         evidence = self._build_evidence(resolved, ledger, function_options)
         self.evidence, self.outcome_events = evidence.ses, evidence.outcome_events
-        consumer = self._build_consumer(resolved, queues, ledger, evidence, self._attachments, function_options)
+        consumer = self._build_consumer(resolved, bulk, ledger, evidence, self._attachments, function_options)
         self.function, self.role, self.log_group = consumer.function, consumer.role, consumer.log_group
         self.event_source = consumer.event_source
-        self.outbox = self._build_outbox(resolved, queues, function_options, ledger)
-        self._build_outputs(resolved, queues, ledger, self.outbox, self._attachments)
+        self.urgent_consumer = (
+            self._build_consumer(resolved, urgent, ledger, evidence, self._attachments, function_options)
+            if urgent is not None else None)
+        self.urgent_function = self.urgent_consumer.function if self.urgent_consumer is not None else None
+        self.outbox = self._build_outbox(resolved, queues, urgent_queues, function_options, ledger)
+        self._build_outputs(resolved, queues, urgent_queues, ledger, self.outbox, self._attachments)
         monitoring = self._build_monitoring(resolved, evidence, function_options)
         self.quota_watch, self.alarms, self.dashboard = monitoring.quota_watch, monitoring.alarms, monitoring.dashboard
 
@@ -247,6 +264,44 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         )
         return Queues(queue=queue, dead_letter_queue=dead_letter_queue)
 
+    def _build_urgent_queues(self, props: PipelineProps) -> Queues:
+        """The urgent lane's queue and its own DLQ: of the job queue's kind (FIFO-ness, encryption, retention,
+        visibility, receives), so a job behaves the same on either lane."""
+        dead_letter_queue = sqs.Queue(
+            self, ChildId.URGENT_DEAD_LETTER_QUEUE, fifo=props.fifo or None, retention_period=DLQ_RETENTION,
+            # Any job the urgent queue takes can be dead-lettered with its reason attributes on top.
+            max_message_size_bytes=SQS_MAX_MESSAGE_BYTES if props.max_message_size_bytes is not None else None,
+            encryption=props.encryption, encryption_master_key=props.encryption_key, enforce_ssl=True,
+            removal_policy=props.queue_removal_policy,
+        )
+        acknowledge(dead_letter_queue, "Serverless-SQSRedrivePolicy",
+                    "This is the urgent lane's dead-letter queue: a queue behind it would hide failed jobs.")
+        queue = sqs.Queue(
+            self, ChildId.URGENT_QUEUE, fifo=props.fifo or None, visibility_timeout=props.visibility_timeout,
+            retention_period=props.retention_period, max_message_size_bytes=props.max_message_size_bytes,
+            encryption=props.encryption, encryption_master_key=props.encryption_key, enforce_ssl=True,
+            dead_letter_queue=sqs.DeadLetterQueue(queue=dead_letter_queue, max_receive_count=props.max_receive_count),
+            removal_policy=props.queue_removal_policy,
+        )
+        return Queues(queue=queue, dead_letter_queue=dead_letter_queue)
+
+    @staticmethod
+    def _lanes(props: PipelineProps, queues: Queues, urgent_queues: Queues | None) -> tuple[Lane, Lane | None]:
+        """The bulk lane (the job queue, as without lanes) and, with urgent_lane, the urgent one, each with its
+        pace (``lane_rates``)."""
+        rates = props.lane_rates
+        if urgent_queues is None or rates is None:
+            return Lane(name="", queues=queues, max_concurrency=props.max_concurrency,
+                        max_send_rate=props.max_send_rate), None
+        lending = rates.lent_instance_rate is not None
+        bulk = Lane(name=Priority.BULK.value, queues=queues, max_concurrency=props.max_concurrency,
+                    max_send_rate=rates.bulk_instance_rate if lending else props.max_send_rate,
+                    lent_send_rate=rates.lent_instance_rate, watched_queue=urgent_queues.queue if lending else None)
+        urgent = Lane(name=Priority.URGENT.value, queues=urgent_queues, max_concurrency=rates.urgent_max_concurrency,
+                      max_send_rate=rates.urgent_instance_rate,
+                      batch_size=lane_batch_size(props.batch_size, props.function_timeout, rates.urgent_instance_rate))
+        return bulk, urgent
+
     def _build_ledger(self, props: PipelineProps) -> Ledger:
         table: dynamodb.ITable = props.existing_table or dynamodb.Table(
             self,
@@ -299,31 +354,42 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         )
         return Evidence(ses=ses_evidence, outcome_events=outcome_events, configuration_set_name=configuration_set_name)
 
-    def _build_consumer(self, props: PipelineProps, queues: Queues, ledger: Ledger, evidence: Evidence,
+    def _build_consumer(self, props: PipelineProps, lane: Lane, ledger: Ledger, evidence: Evidence,
                         attachments: Attachments | None, function_options: FunctionOptions) -> Consumer:
+        """A lane's consumer: the job queue's (``Consumer``, as without lanes) or the urgent lane's
+        (``UrgentConsumer``): the same code and grants, its own queue, DLQ, concurrency, pace and batch size."""
+        urgent = lane.name == Priority.URGENT.value
+        reserved = props.reserved_concurrent_executions
+        if urgent and reserved is not None:  # its own reservation: bulk's never takes the urgent lane's instances
+            reserved = lane.max_concurrency
         consumer = BundledFunction(
-            self, "Consumer", handler=HANDLER, timeout=props.function_timeout, memory_size=props.memory_size,
-            environment=self._consumer_environment(props, queues, ledger, evidence, attachments),
-            options=function_options,
-            invoked_by="its SQS event source", reserved_concurrent_executions=props.reserved_concurrent_executions,
-            description="sendonce consumer: sends each queued email once",
+            self, ChildId.URGENT_CONSUMER if urgent else "Consumer", handler=HANDLER, timeout=props.function_timeout,
+            memory_size=props.memory_size,
+            environment=self._consumer_environment(props, lane, ledger, evidence, attachments),
+            options=function_options, invoked_by="its SQS event source", reserved_concurrent_executions=reserved,
+            description="sendonce consumer: sends each queued urgent email once" if urgent
+            else "sendonce consumer: sends each queued email once",
             role_description="sendonce consumer: its dedupe table, its DLQ, SES on its identity, its log group",
         )
         function = consumer.function
         event_source = event_sources.SqsEventSource(
-            queues.queue,
-            batch_size=props.batch_size,
+            lane.queues.queue,
+            batch_size=lane.batch_size if lane.batch_size is not None else props.batch_size,
             max_batching_window=props.max_batching_window,
-            max_concurrency=props.max_concurrency,
+            max_concurrency=lane.max_concurrency,
             report_batch_item_failures=True,
             enabled=props.enabled,
         )
         function.add_event_source(event_source)
-        acknowledge(self, "Serverless-LambdaEventSourceMappingDestination",
-                    "SQS event sources take no on-failure destination; failed jobs go to the queue's redrive DLQ.")
+        if not urgent:
+            acknowledge(self, "Serverless-LambdaEventSourceMappingDestination",
+                        "SQS event sources take no on-failure destination; failed jobs go to the queue's redrive "
+                        "DLQ.")
         ledger.table.grant(function, *DEDUPE_TABLE_ACTIONS)
-        queues.dead_letter_queue.grant_send_messages(function)
-        queues.queue.grant_send_messages(function)  # a throttled job's delayed copy
+        lane.queues.dead_letter_queue.grant_send_messages(function)
+        lane.queues.queue.grant_send_messages(function)  # a throttled job's delayed copy
+        if lane.watched_queue is not None:  # whether the urgent lane has work: its share is lent while not
+            lane.watched_queue.grant(function, "sqs:GetQueueAttributes")
         if evidence.outcome_events is not None:
             evidence.outcome_events.bus.grant_put_events_to(function)  # Email Dead-Lettered
         if ledger.key_secret is not None:
@@ -334,12 +400,13 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         return Consumer(function=function, role=consumer.role, log_group=consumer.log_group,
                         event_source=event_source)
 
-    def _build_outbox(self, props: PipelineProps, queues: Queues, function_options: FunctionOptions,
-                      ledger: Ledger) -> Outbox | None:
+    def _build_outbox(self, props: PipelineProps, queues: Queues, urgent_queues: Queues | None,
+                      function_options: FunctionOptions, ledger: Ledger) -> Outbox | None:
         if not props.outbox:
             return None
         return Outbox(self, "Outbox", queue=queues.queue, fifo=props.fifo, function_options=function_options,
                       encryption_key=props.encryption_key, removal_policy=props.removal_policy,
+                      urgent_queue=urgent_queues.queue if urgent_queues is not None else None,
                       key_secret=ledger.key_secret)
 
     def _build_monitoring(self, props: PipelineProps, evidence: Evidence,
@@ -348,7 +415,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         quota_watch = build_quota_watch(self, self.pipeline_name, function_options) if props.quota_watch else None
         alarms: dict[str, cloudwatch.Alarm] = (
             build_alarms(self, self, props.oldest_message_alarm_threshold, props.alarm_topic,
-                         props.quota_alarm_threshold if props.quota_watch else None) if props.alarms else {}
+                         props.quota_alarm_threshold if props.quota_watch else None,
+                         props.urgent_oldest_message_alarm_threshold) if props.alarms else {}
         )
         if props.alarms and evidence.outcome_events is not None:
             alarms["OutcomeEventFailures"] = evidence.outcome_events.failures_alarm(props.alarm_topic)
@@ -371,8 +439,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
                     "GetObject on the attachments bucket's objects: a job names its attachment's key, which is "
                     "known only when the job arrives.")
 
-    def _build_outputs(self, props: PipelineProps, queues: Queues, ledger: Ledger, outbox: Outbox | None,
-                       attachments: Attachments | None) -> None:
+    def _build_outputs(self, props: PipelineProps, queues: Queues, urgent_queues: Queues | None, ledger: Ledger,
+                       outbox: Outbox | None, attachments: Attachments | None) -> None:
         # What `sendonce --stack NAME` reads to find this pipeline; the description says which pipeline and part.
         for output_id, value, part in ((OutputId.DEDUPE_TABLE_NAME, ledger.table.table_name, OutputPart.TABLE),
                                        (OutputId.QUEUE_URL, queues.queue.queue_url, OutputPart.QUEUE),
@@ -392,6 +460,11 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         if ledger.key_secret is not None:
             CfnOutput(self, OutputId.KEY_SECRET_ARN, value=ledger.key_secret.secret_arn,
                       description=output_description(self.pipeline_name, OutputPart.KEY_SECRET))
+        if urgent_queues is not None:  # where a producer sends urgent jobs, and `sendonce dlq --lane urgent` reads
+            CfnOutput(self, OutputId.URGENT_QUEUE_URL, value=urgent_queues.queue.queue_url,
+                      description=output_description(self.pipeline_name, OutputPart.URGENT_QUEUE))
+            CfnOutput(self, OutputId.URGENT_DEAD_LETTER_QUEUE_URL, value=urgent_queues.dead_letter_queue.queue_url,
+                      description=output_description(self.pipeline_name, OutputPart.URGENT_DLQ))
         if outbox is not None:
             CfnOutput(self, OutputId.OUTBOX_TABLE_NAME, value=outbox.table.table_name,
                       description=output_description(self.pipeline_name, OutputPart.OUTBOX))
@@ -399,25 +472,28 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             CfnOutput(self, OutputId.ATTACHMENTS_BUCKET_NAME, value=attachments.bucket.bucket_name,
                       description=output_description(self.pipeline_name, OutputPart.ATTACHMENTS))
 
-    def _consumer_environment(self, props: PipelineProps, queues: Queues, ledger: Ledger,
+    def _consumer_environment(self, props: PipelineProps, lane: Lane, ledger: Ledger,
                               evidence: Evidence, attachments: Attachments | None) -> dict[str, str]:
         timeout_s = seconds(props.function_timeout)
         max_receive_count = known(props.max_receive_count)
         ses_events = evidence.ses is not None and props.evidence_grace_period is not None
         return ConsumerConfig(
             table_name=ledger.table.table_name,
-            dead_letter_queue_url=queues.dead_letter_queue.queue_url,
+            dead_letter_queue_url=lane.queues.dead_letter_queue.queue_url,
             delivery=props.delivery,
             dedupe_ttl_s=int(props.dedupe_ttl.to_seconds()),
             parallelism=props.parallelism or 1,
             fifo=props.fifo,
             pipeline_name=self.pipeline_name,
-            queue_url=queues.queue.queue_url,
+            queue_url=lane.queues.queue.queue_url,
             configuration_set=evidence.configuration_set_name,
             key_secret_id=ledger.key_secret.secret_arn if ledger.key_secret is not None else None,
             allowed_recipients=props.allowed_recipients,
             time_budget=TimeBudget.for_function_timeout(timeout_s) if timeout_s is not None else None,
-            max_send_rate=props.max_send_rate,
+            max_send_rate=lane.max_send_rate,
+            lane=lane.name or None,
+            lent_send_rate=lane.lent_send_rate,
+            urgent_queue_url=lane.watched_queue.queue_url if lane.watched_queue is not None else None,
             max_receive_count=int(max_receive_count) if max_receive_count is not None else None,
             outcome_bus=evidence.outcome_events.bus.event_bus_name if evidence.outcome_events is not None else None,
             ses_events=ses_events,
@@ -474,6 +550,11 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         grant = grant.combine(self.dead_letter_queue.grant(grantee, "sqs:StartMessageMoveTask",
                                                            "sqs:ListMessageMoveTasks"))
         grant = grant.combine(self.queue.grant_send_messages(grantee))
+        if self.urgent_queue is not None and self.urgent_dead_letter_queue is not None:
+            grant = grant.combine(self.urgent_dead_letter_queue.grant_consume_messages(grantee))
+            grant = grant.combine(self.urgent_dead_letter_queue.grant(grantee, "sqs:StartMessageMoveTask",
+                                                                      "sqs:ListMessageMoveTasks"))
+            grant = grant.combine(self.urgent_queue.grant_send_messages(grantee))
         grant = grant.combine(iam.Grant.add_to_principal(
             grantee=grantee, actions=["cloudformation:DescribeStacks", "cloudformation:DescribeStackResources"],
             resource_arns=[Stack.of(self).stack_id]))
@@ -522,9 +603,13 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         return grant
 
     def grant_enqueue(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let ``grantee`` (a producer) send jobs to the queue, including the KMS use a customer key needs, and with
-        ``key_privacy`` read the key secret (a job's ``tenant`` travels as its digest)."""
-        return self._grant_key_secret(self.queue.grant_send_messages(grantee), grantee)
+        """Let ``grantee`` (a producer) send jobs to the queue (and the urgent queue, with ``urgent_lane``),
+        including the KMS use a customer key needs, and with ``key_privacy`` read the key secret (a job's
+        ``tenant`` travels as its digest)."""
+        grant = self.queue.grant_send_messages(grantee)
+        if self.urgent_queue is not None:
+            grant = grant.combine(self.urgent_queue.grant_send_messages(grantee))
+        return self._grant_key_secret(grant, grantee)
 
     def add_ses_tenant(self, tenant_name: str) -> ses.CfnTenant:
         """An SES tenant (``AWS::SES::Tenant``) with everything this pipeline sends with associated: the sender

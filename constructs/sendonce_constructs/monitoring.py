@@ -13,6 +13,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from sendonce_contract.schema import METRIC_DIMENSION as DIMENSION
+from sendonce_contract.schema import METRIC_LANE_DIMENSION as LANE_DIMENSION
 from sendonce_contract.schema import METRIC_NAMESPACE as NAMESPACE
 from sendonce_contract.schema import SES_BOUNCE, SES_COMPLAINT, SES_SEND, DeadLetter, Metric
 
@@ -43,14 +44,45 @@ class PipelineMetrics:
     dead_letter_queue: sqs.IQueue
     function: lambda_.IFunction
     evidence: SesEvidence | None
+    urgent_queue: sqs.IQueue | None
+    urgent_dead_letter_queue: sqs.IQueue | None
+    urgent_function: lambda_.IFunction | None
 
     def metric(self, metric_name: str, **options: Any) -> cloudwatch.Metric:
-        """Any metric the consumer emits (namespace ``sendonce``, dimension ``Pipeline``), summed over 5 minutes."""
+        """Any metric the consumer emits (namespace ``sendonce``, dimension ``Pipeline``), summed over 5 minutes;
+        with ``urgent_lane``, both lanes' records together."""
         options.setdefault("statistic", "Sum")
         options.setdefault("period", Duration.minutes(5))
         return cloudwatch.Metric(
             namespace=NAMESPACE, metric_name=metric_name, dimensions_map={DIMENSION: self.pipeline_name}, **options
         )
+
+    def metric_of_lane(self, lane: str, metric_name: str, **options: Any) -> cloudwatch.Metric:
+        """A consumer metric of one lane (``"bulk"`` or ``"urgent"``, with ``urgent_lane``): dimensions ``Pipeline``
+        and ``Lane``, which the consumers emit beside the ``Pipeline``-only one."""
+        options.setdefault("statistic", "Sum")
+        options.setdefault("period", Duration.minutes(5))
+        return cloudwatch.Metric(
+            namespace=NAMESPACE, metric_name=metric_name,
+            dimensions_map={DIMENSION: self.pipeline_name, LANE_DIMENSION: lane}, **options
+        )
+
+    def metric_urgent_approximate_age_of_oldest_message(self, **options: Any) -> cloudwatch.Metric:
+        """The age of the oldest job on the urgent queue (needs ``urgent_lane``)."""
+        return self._urgent(self.urgent_queue, "metric_urgent_approximate_age_of_oldest_message"
+                            ).metric_approximate_age_of_oldest_message(**options)
+
+    def metric_urgent_dead_letter_queue_depth(self, **options: Any) -> cloudwatch.Metric:
+        """Jobs in the urgent lane's dead-letter queue (needs ``urgent_lane``)."""
+        options.setdefault("statistic", "Maximum")
+        return self._urgent(self.urgent_dead_letter_queue, "metric_urgent_dead_letter_queue_depth"
+                            ).metric_approximate_number_of_messages_visible(**options)
+
+    def _urgent(self, queue: sqs.IQueue | None, name: str) -> sqs.IQueue:
+        if queue is None:
+            raise SendOnceConfigurationError(f"{name} needs urgent_lane=True", f"{ID_PREFIX}NeedsUrgentLane",
+                                             self.pipeline_name)
+        return queue
 
     def metric_emails_sent(self, **options: Any) -> cloudwatch.Metric:
         return self.metric(Metric.EMAILS_SENT, **options)
@@ -162,7 +194,7 @@ class PipelineMetrics:
 
 def build_alarms(
     pipeline: PipelineMetrics, scope: Construct, oldest_message_threshold: Duration, topic: sns.ITopic | None,
-    quota_threshold_percent: float | None = None,
+    quota_threshold_percent: float | None = None, urgent_oldest_message_threshold: Duration | None = None,
 ) -> dict[str, cloudwatch.Alarm]:
     """Each a thing an operator must look at (more with SES events and the quota watch); all notify ``topic``."""
     one_minute = Duration.minutes(1)
@@ -229,6 +261,8 @@ def build_alarms(
             f"{REPUTATION_WINDOW.to_human_string()} (SES reviews the account at {SES_REVIEW_COMPLAINT_PERCENT:g}%): "
             "recipients mark these emails as spam; check what is sent and to whom.",
         )
+    if pipeline.urgent_function is not None and urgent_oldest_message_threshold is not None:
+        specs.update(_urgent_specs(pipeline, pipeline.urgent_function, urgent_oldest_message_threshold))
     if quota_threshold_percent is not None:
         specs["QuotaNearlyUsed"] = (
             pipeline.metric_quota_used_percent(), quota_threshold_percent,
@@ -250,6 +284,30 @@ def build_alarms(
             alarm.add_alarm_action(actions.SnsAction(topic))
         alarms[name] = alarm
     return alarms
+
+
+def _urgent_specs(pipeline: PipelineMetrics, function: lambda_.IFunction, oldest_message_threshold: Duration
+                  ) -> dict[str, tuple[cloudwatch.Metric, float, str]]:
+    """The urgent lane's own alarms: its DLQ, its oldest job (a tighter threshold than bulk's), its function."""
+    one_minute = Duration.minutes(1)
+    return {
+        "UrgentDeadLetterQueueNotEmpty": (
+            pipeline.metric_urgent_dead_letter_queue_depth(period=one_minute), 1,
+            "Urgent jobs in the urgent lane's dead-letter queue: malformed, refused by SES, or failed "
+            f"maxReceiveCount times. Read {DeadLetter.REASON} on each message (sendonce dlq list --lane urgent).",
+        ),
+        "UrgentOldestMessageTooOld": (
+            pipeline.metric_urgent_approximate_age_of_oldest_message(period=one_minute, statistic="Maximum"),
+            oldest_message_threshold.to_seconds(),
+            f"An urgent job has waited over {oldest_message_threshold.to_human_string()}: the urgent consumer is "
+            "failing, throttled, or its share of send_rate is too small for its traffic.",
+        ),
+        "UrgentFunctionErrors": (
+            function.metric_errors(period=one_minute, statistic="Sum"), 1,
+            "The urgent lane's consumer failed whole invocations (deployment or configuration error): batches are "
+            "redelivered.",
+        ),
+    }
 
 
 def build_dashboard(pipeline: PipelineMetrics, scope: Construct, alarms: dict[str, cloudwatch.Alarm]) -> (
@@ -279,6 +337,14 @@ def build_dashboard(pipeline: PipelineMetrics, scope: Construct, alarms: dict[st
             right_annotations=[cloudwatch.HorizontalAnnotation(value=COMPLAINT_RATE_ALARM_PERCENT,
                                                                label="complaint alarm")],
         ))
+    if pipeline.urgent_queue is not None:
+        dashboard.add_widgets(
+            cloudwatch.GraphWidget(title="Emails sent by lane", width=12, left=[
+                pipeline.metric_of_lane(lane, Metric.EMAILS_SENT, label=lane) for lane in ("bulk", "urgent")]),
+            cloudwatch.GraphWidget(title="Urgent queue", width=12,
+                                   left=[pipeline.metric_urgent_approximate_age_of_oldest_message()],
+                                   right=[pipeline.metric_urgent_dead_letter_queue_depth()]),
+        )
     dashboard.add_widgets(
         cloudwatch.GraphWidget(title="DynamoDB trouble (jobs put back)", width=12,
                                left=[pipeline.metric_ledger_throttles(), pipeline.metric_ledger_errors()]),

@@ -37,6 +37,7 @@ class Outbox(Construct):
         function_options: FunctionOptions,
         encryption_key: kms.IKey | None,
         removal_policy: RemovalPolicy,
+        urgent_queue: sqs.IQueue | None = None,
         key_secret: secretsmanager.ISecret | None = None,
     ) -> None:
         super().__init__(scope, id)
@@ -70,6 +71,7 @@ class Outbox(Construct):
         relay = BundledFunction(
             self, "Relay", handler=RELAY_HANDLER, timeout=Duration.seconds(30), options=function_options,
             environment=RelayConfig(queue.queue_url, fifo,
+                                    urgent_queue.queue_url if urgent_queue is not None else None,
                                     key_secret.secret_arn if key_secret is not None else None).to_env(),
             invoked_by="its stream event source",
             description="sendonce outbox relay: moves outbox jobs from the table's stream to the job queue",
@@ -87,6 +89,8 @@ class Outbox(Construct):
             on_failure=event_sources.SqsDlq(self.failures),
         ))
         queue.grant_send_messages(self.relay)
+        if urgent_queue is not None:  # urgent jobs go to the urgent lane
+            urgent_queue.grant_send_messages(self.relay)
         if key_secret is not None:  # with key_privacy a job's tenant is relayed as its digest
             key_secret.grant_read(self.relay)
         acknowledge(self.role, "AwsSolutions-IAM5[Resource::*]",

@@ -31,6 +31,19 @@ class Queues:
 
 
 @dataclass(frozen=True)
+class Lane:
+    """One lane's queues and what its consumer's environment says of its pace."""
+
+    name: str  # with urgent_lane, "bulk" or "urgent" (the metrics' Lane dimension); "" without lanes
+    queues: Queues
+    max_concurrency: int | None
+    max_send_rate: float | None
+    lent_send_rate: float | None = None  # bulk only: borrowed while the urgent queue is empty
+    watched_queue: sqs.IQueue | None = None  # bulk only: the urgent queue it borrows from
+    batch_size: int | None = None  # urgent only: its event source's, from its own pace; None: the batch_size prop
+
+
+@dataclass(frozen=True)
 class Ledger:
     """The dedupe table, the customer keys its data is under (the queues' and table's key, and an existing table's
     own: without them every claim is AccessDenied) and, with key_privacy, the key secret."""

@@ -244,6 +244,25 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             "`max_concurrency`); a job with more recipients than the bucket holds waits for a full "
             "bucket and goes; `send_rate` sets it for you",
         )]
+    urgent_lane: Annotated[
+        bool, Prop(
+            default=False,
+            default_doc="False",
+            doc="a second job queue (``urgent_queue``, with its own DLQ) and consumer for jobs with "
+            "``\"priority\": \"urgent\"``, so they never wait behind bulk mail; with ``send_rate`` it keeps "
+            "``urgent_share`` of the rate, lent to bulk while it is idle. One dedupe ledger for both.",
+            rule="a second queue, DLQ and consumer of the same kind (FIFO, encryption, retention) for urgent jobs; "
+            "the producer, the outboxes and `sendonce dlq redrive` route a job by its `priority`; a job on the "
+            "other lane's queue is still sent; not with `max_send_rate` (give `send_rate`)",
+        )]
+    urgent_share: Annotated[
+        float | None, Prop(
+            default=0.2,
+            default_doc="0.2",
+            doc="the urgent lane's share of ``send_rate``: bulk never takes it, and borrows it while the urgent "
+            "queue is empty.",
+            rule="above 0 and below 1; only with `urgent_lane` and `send_rate`",
+        )]
     max_receive_count: Annotated[
         int | None, Prop(
             default=5,
@@ -355,6 +374,15 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             default_doc="15 minutes",
             doc="the age of the oldest job that raises an alarm.",
             rule="age of the oldest job that raises an alarm",
+        )]
+    urgent_oldest_message_alarm_threshold: Annotated[
+        Duration | None, Prop(
+            default=Duration.minutes(1),
+            default_doc="1 minute",
+            doc="the age of the oldest urgent job that raises the ``UrgentOldestMessageTooOld`` alarm, with "
+            "``urgent_lane``.",
+            rule="age of the oldest urgent job that raises an alarm; at most `oldest_message_alarm_threshold`; "
+            "only with `urgent_lane`",
         )]
     dashboard: Annotated[
         bool, Prop(

@@ -95,13 +95,7 @@ def _queue(given: object) -> QueueFacts:
 
 def _max_message_bytes_of(queue: sqs.IQueue) -> float | Unresolved:
     """The largest message a queue defined in this app takes (SQS's default when unset); UNRESOLVED otherwise."""
-    cfn = queue.node.default_child if isinstance(queue, sqs.Queue) else None
-    if not isinstance(cfn, sqs.CfnQueue):
-        return UNRESOLVED
-    size = cfn.maximum_message_size
-    if size is None:
-        return float(SQS_DEFAULT_MESSAGE_BYTES)
-    return UNRESOLVED if Token.is_unresolved(size) else float(size)
+    return _queue_number(queue, "maximum_message_size", SQS_DEFAULT_MESSAGE_BYTES)
 
 
 # Storage classes whose objects GetObject refuses until restored (Intelligent-Tiering's archive tiers are opt-in
@@ -162,13 +156,19 @@ def _fifo_of(queue: sqs.IQueue) -> bool | None:
 def _retention_of(queue: sqs.IQueue) -> float | Unresolved:
     """How long a queue defined in this app keeps messages (SQS's default 4 days when unset); UNRESOLVED for an
     imported queue (CDK cannot tell) or a token."""
+    return _queue_number(queue, "message_retention_period", SQS_DEFAULT_RETENTION_S)
+
+
+def _queue_number(queue: sqs.IQueue, attribute: str, default: int) -> float | Unresolved:
+    """A number property of a queue defined in this app (SQS's ``default`` when unset); UNRESOLVED for an imported
+    queue or a token."""
     cfn = queue.node.default_child if isinstance(queue, sqs.Queue) else None
     if not isinstance(cfn, sqs.CfnQueue):
         return UNRESOLVED
-    retention = cfn.message_retention_period
-    if retention is None:
-        return float(SQS_DEFAULT_RETENTION_S)
-    return UNRESOLVED if Token.is_unresolved(retention) else float(retention)
+    value = getattr(cfn, attribute)
+    if value is None:
+        return float(default)
+    return UNRESOLVED if Token.is_unresolved(value) else float(value)
 
 
 _ATTRIBUTE_TYPES = {"S": "STRING", "N": "NUMBER", "B": "BINARY"}

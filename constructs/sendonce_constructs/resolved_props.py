@@ -27,6 +27,7 @@ from aws_cdk import aws_sqs as sqs
 from sendonce_contract.allowed_recipients import AllowedRecipients
 from sendonce_contract.delivery import DeliveryPolicy
 
+from .lane_rates import LaneRates
 from .unresolved import SynthPython, Unresolved
 
 
@@ -55,6 +56,8 @@ class PipelineProps:
     parallelism: int | None
     send_rate: float | None
     max_send_rate: float | None
+    urgent_lane: bool
+    urgent_share: float
     max_receive_count: int
     retention_period: Duration
     max_message_size_bytes: int | None
@@ -69,6 +72,7 @@ class PipelineProps:
     alarms: bool
     alarm_topic: sns.ITopic | None
     oldest_message_alarm_threshold: Duration
+    urgent_oldest_message_alarm_threshold: Duration
     dashboard: bool
     vpc: ec2.IVpc | None
     vpc_subnets: ec2.SubnetSelection | None
@@ -95,5 +99,6 @@ class PipelineProps:
     synth_python: SynthPython
     outcome_events_skipped: bool
     low_max_receive_count: bool
+    lane_rates: LaneRates | None
     attachments_expiry_days: int | Unresolved | None
     attachments_lifetime: str | None

@@ -329,6 +329,47 @@ def check_send_rate(send_rate: Number, max_send_rate_given: Number, max_concurre
               f"({MAX_PACE_PER_INSTANCE}/s at most); raise max_concurrency")
 
 
+@rule("InvalidUrgentShare")
+def check_urgent_share(urgent_share: Number, urgent_share_given: Number, urgent_lane: bool,
+                       send_rate: Number) -> None:
+    """The share is of the pipeline's send rate, for the urgent lane: it means nothing without either."""
+    if urgent_share_given is not None and not urgent_lane:
+        _fail(f"urgent_share ({urgent_share_given:g}) was given without urgent_lane: the share is the urgent lane's; "
+              "set urgent_lane=True or leave urgent_share unset")
+    if urgent_share_given is not None and send_rate is None:
+        _fail(f"urgent_share ({urgent_share_given:g}) needs send_rate: it is a share of the pipeline's send rate; "
+              "set send_rate (and max_concurrency) or leave urgent_share unset")
+    if urgent_lane and is_known(urgent_share) and not 0 < urgent_share < 1:
+        _fail(f"urgent_share ({urgent_share:g}) must be above 0 and below 1: it is the urgent lane's fraction of "
+              "send_rate, and bulk keeps the rest; for example 0.2")
+
+
+@rule("UrgentLaneNeedsSendRate")
+def check_urgent_lane_rate(urgent_lane: bool, max_send_rate_given: Number) -> None:
+    if urgent_lane and max_send_rate_given is not None:
+        _fail(f"urgent_lane with max_send_rate ({max_send_rate_given:g}/s per instance): the lanes split the "
+              "pipeline's rate, which a per-instance rate does not say; give send_rate (and max_concurrency) instead")
+
+
+@rule("InvalidUrgentAlarmThreshold")
+def check_urgent_oldest_message_alarm_threshold(urgent_oldest_message_alarm_threshold: Number,
+                                                urgent_oldest_message_alarm_threshold_given: Number,
+                                                oldest_message_alarm_threshold: Number, urgent_lane: bool) -> None:
+    given = urgent_oldest_message_alarm_threshold_given
+    if given is not None and not urgent_lane:
+        _fail(f"urgent_oldest_message_alarm_threshold ({_s(given) if is_known(given) else 'a token'}) was given "
+              "without urgent_lane: there is no urgent queue to watch; set urgent_lane=True or leave it unset")
+    threshold = urgent_oldest_message_alarm_threshold
+    if not (urgent_lane and is_known(threshold)):
+        return
+    if threshold <= 0:
+        _fail(f"urgent_oldest_message_alarm_threshold ({_s(threshold)}) must be above 0 s")
+    if is_known(oldest_message_alarm_threshold) and oldest_message_alarm_threshold is not None \
+            and threshold > oldest_message_alarm_threshold:
+        _fail(f"urgent_oldest_message_alarm_threshold ({_s(threshold)}) is above oldest_message_alarm_threshold "
+              f"({_s(oldest_message_alarm_threshold)}): urgent jobs would alarm later than bulk ones; lower it")
+
+
 @rule("InvalidMaxReceiveCount")
 def check_max_receive_count(max_receive_count: Number) -> None:
     """Fails below 1; below the recommended 5 is a warning (``derivations.low_max_receive_count``)."""

@@ -112,7 +112,8 @@ def check_message_size(body_bytes: int, attachments: tuple[Attachment, ...], siz
         if message_size(body_bytes, [size]) > MAX_MESSAGE_BYTES:
             raise AttachmentError(
                 f"attachment {attachments[index].file_name!r} is {size} bytes; with the base64 encoding SES "
-                f"sends it in, it alone passes SES's {MAX_MESSAGE_BYTES // 2**20} MB message",
+                f"sends it in, it alone is over SES's {MAX_MESSAGE_BYTES // 2**20} MB message: send a link to the "
+                "file instead",
                 AttachmentError.TOO_LARGE)
     total = message_size(body_bytes, list(sizes.values()))
     if total > MAX_MESSAGE_BYTES:

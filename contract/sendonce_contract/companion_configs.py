@@ -38,17 +38,20 @@ class RelayConfig(NamedTuple):
 
     queue_url: str
     fifo: bool = False
+    urgent_queue_url: str | None = None  # with urgent_lane: where urgent jobs go
     key_secret_id: str | None = None  # key_privacy: a job's tenant travels as its digest under this secret
 
     def to_env(self) -> dict[str, str]:
         env = {Env.QUEUE_URL: self.queue_url, Env.FIFO: flag(self.fifo)}
+        put(env, Env.URGENT_QUEUE_URL, self.urgent_queue_url)
         put(env, Env.KEY_SECRET_ARN, self.key_secret_id)
         return env
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Self:
         require(env, Env.QUEUE_URL)
-        return cls(env[Env.QUEUE_URL], read_flag(env, Env.FIFO), env.get(Env.KEY_SECRET_ARN) or None)
+        return cls(env[Env.QUEUE_URL], read_flag(env, Env.FIFO), env.get(Env.URGENT_QUEUE_URL) or None,
+                   env.get(Env.KEY_SECRET_ARN) or None)
 
 
 class PublisherConfig(NamedTuple):

@@ -50,6 +50,9 @@ class Env:
     EVIDENCE_GRACE_MS = "SENDONCE_EVIDENCE_GRACE_MS"
     EVIDENCE_DLQ_URL = "SENDONCE_EVIDENCE_DLQ_URL"  # the recorder's dead-letter queue
     ATTACHMENTS_BUCKET = "SENDONCE_ATTACHMENTS_BUCKET"  # the only bucket a job's attachments may be read from
+    URGENT_QUEUE_URL = "SENDONCE_URGENT_QUEUE_URL"  # the urgent lane's queue: where relays route urgent jobs
+    LANE = "SENDONCE_LANE"  # which lane a consumer serves, with urgent_lane (the metrics' Lane dimension)
+    LENT_SEND_RATE = "SENDONCE_LENT_SEND_RATE"  # a bulk instance's share of the urgent lane's rate, while it idles
     SES_TENANTS = "SENDONCE_SES_TENANTS"  # a job's tenant is also SendEmail's TenantName
     TENANT_METRICS = "SENDONCE_TENANT_METRICS"  # the consumer's metrics also by Tenant
 
@@ -193,6 +196,11 @@ class ConsumerConfig(NamedTuple):
     key_secret_id: str | None = None  # key_privacy: the secret whose HMAC of each key stands for it
     allowed_recipients: "AllowedRecipients | None" = None  # a stage's only recipients; None allows all
     attachments_bucket: str | None = None  # the claim-check bucket; None: attachments are inline only
+    lane: str | None = None  # with urgent_lane: "bulk" or "urgent" (the Lane dimension); None without lanes
+    # The bulk lane's consumer, with urgent_lane and a send rate: while the urgent queue (urgent_queue_url) holds
+    # nothing, each instance also sends this many recipients a second on top of max_send_rate.
+    lent_send_rate: float | None = None
+    urgent_queue_url: str | None = None
     ses_tenants: bool = False  # a job's tenant is sent as SendEmail's TenantName (SES tenants)
     tenant_metrics: bool = False  # the consumer's metrics are also written per tenant (a dimension value each)
 
@@ -226,6 +234,10 @@ class ConsumerConfig(NamedTuple):
             env[Env.MAX_SEND_RATE] = f"{self.max_send_rate:g}"
         if self.max_receive_count is not None:
             env[Env.MAX_RECEIVE_COUNT] = str(self.max_receive_count)
+        put(env, Env.LANE, self.lane)
+        if self.lent_send_rate is not None:
+            env[Env.LENT_SEND_RATE] = f"{self.lent_send_rate:g}"
+        put(env, Env.URGENT_QUEUE_URL, self.urgent_queue_url)
         if self.outcome_bus is not None:
             env[Env.OUTCOME_BUS] = self.outcome_bus
             put(env, Env.PIPELINE_TAG, self.pipeline_tag)
@@ -259,6 +271,9 @@ class ConsumerConfig(NamedTuple):
             key_secret_id=env.get(Env.KEY_SECRET_ARN) or None,
             allowed_recipients=_allowed_recipients(env),
             attachments_bucket=env.get(Env.ATTACHMENTS_BUCKET) or None,
+            lane=env.get(Env.LANE) or None,
+            lent_send_rate=read(env, Env.LENT_SEND_RATE, float, None),
+            urgent_queue_url=env.get(Env.URGENT_QUEUE_URL) or None,
             ses_tenants=read_flag(env, Env.SES_TENANTS),
             tenant_metrics=read_flag(env, Env.TENANT_METRICS),
         )

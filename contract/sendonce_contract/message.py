@@ -10,20 +10,17 @@ import hashlib
 import json
 import re
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .address import InvalidAddress, Mailbox, find_control_character, parse_mailbox
-from .attachments import (
-    Attachment,
-    AttachmentError,
-    check_message_size,
-    inline_references_missing,
-    parse_attachments,
-)
 from .delivery import DeliveryPolicy
-from .headers import HeaderError, parse_headers
 from .key_tags import DEDUPE_KEY_TAG, KEY_CHUNK_TAG, MAX_JOB_TAGS, PIPELINE_TAG
-from .schema import DEDUPE_KEY, TENANT_FIELD, ReasonCode
+from .schema import DEDUPE_KEY, PRIORITY_FIELD, TENANT_FIELD, ReasonCode
+
+if TYPE_CHECKING:
+    # The rules of attachments and headers are imported by a job that has them only (see _attachments, _headers):
+    # a cold start of a consumer whose jobs carry none never compiles them.
+    from .attachments import Attachment
 
 # The job contract's version this parser knows. A job names the lowest version that can carry it in ``VERSION_FIELD``
 # (absent means 1, the contract of every release before the field existed): a consumer meeting a newer one puts the
@@ -31,16 +28,17 @@ from .schema import DEDUPE_KEY, TENANT_FIELD, ReasonCode
 CONTRACT_VERSION = 3
 VERSION_FIELD = "contractVersion"
 # The version that brought each field after the first: a job using one names at least that version.
-FIELD_VERSIONS = {"sendAt": 2, TENANT_FIELD: 3, "attachments": 3, "headers": 3}
+FIELD_VERSIONS = {"sendAt": 2, TENANT_FIELD: 3, "attachments": 3, "headers": 3, PRIORITY_FIELD: 3}
 MAX_KEY_BYTES = 1024
 MAX_RECIPIENTS = 50
 FIELDS = frozenset(
     {DEDUPE_KEY, "from", "to", "cc", "bcc", "replyTo", "subject", "html", "text", "template", "raw",
-     "configurationSet", "tags", "delivery", "sendAt", "attachments", "headers", VERSION_FIELD, TENANT_FIELD}
+     "configurationSet", "tags", "delivery", "sendAt", "attachments", "headers", VERSION_FIELD, TENANT_FIELD,
+     PRIORITY_FIELD}
 )
-# Fields that say how or when to send, or in which contract version, not what: a copy of a job differing only in
-# these is the same email (one written with ``contractVersion: 1`` and one without it, too).
-NOT_CONTENT = frozenset({"delivery", "sendAt", VERSION_FIELD})
+# Fields that say how, when or by which lane to send, or in which contract version, not what: a copy of a job
+# differing only in these is the same email (one written with ``contractVersion: 1`` and one without it, too).
+NOT_CONTENT = frozenset({"delivery", "sendAt", PRIORITY_FIELD, VERSION_FIELD})
 TEMPLATE_FIELDS = frozenset({"name", "data"})
 _TAG_PART = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 # SES's rule for template and configuration set names.
@@ -57,15 +55,6 @@ class InvalidMessage(ValueError):
         self.reason = reason
         self.dedupe_key = dedupe_key
         self.code = code
-
-
-# Each attachment rule's own dead-letter reason code.
-ATTACHMENT_REASONS = {
-    AttachmentError.MALFORMED: ReasonCode.INVALID_MESSAGE,
-    AttachmentError.ENCODING: ReasonCode.ATTACHMENT_ENCODING,
-    AttachmentError.TYPE_REFUSED: ReasonCode.ATTACHMENT_TYPE_REFUSED,
-    AttachmentError.TOO_LARGE: ReasonCode.ATTACHMENT_TOO_LARGE,
-}
 
 
 class ContractTooNew(Exception):
@@ -114,13 +103,14 @@ class ParsedJob(NamedTuple):
     send_at_ms: int | None = None  # not to be claimed before this time (epoch ms)
     # The customer it is sent for (sendonce_contract.tenant): content, since SES sends it as that tenant.
     tenant: str | None = None
-    attachments: tuple[Attachment, ...] = ()  # an s3 one's content is read by the consumer before the claim
+    attachments: "tuple[Attachment, ...]" = ()  # an s3 one's content is read by the consumer before the claim
     headers: tuple[tuple[str, str], ...] = ()
 
     @property
-    def s3_attachments(self) -> tuple[Attachment, ...]:
+    def s3_attachments(self) -> "tuple[Attachment, ...]":
         """The attachments whose content is still to be read from S3."""
         return tuple(a for a in self.attachments if a.content is None)
+    urgent: bool = False  # the producer asked for the urgent lane (routing only: any lane sends it)
 
 
 def parse_job(body: str, sqs_message_id: str) -> ParsedJob:
@@ -242,10 +232,22 @@ def _parse_fields(document: dict[str, Any], key: str, digest: str) -> ParsedJob:
         delivery=policy,
         send_at_ms=_send_at(document.get("sendAt")),
         tenant=_tenant(document.get(TENANT_FIELD)),
+        urgent=_urgent(document.get(PRIORITY_FIELD)),
         payload_hash=digest,
         attachments=attachments,
         headers=headers,
     )
+
+
+def _urgent(value: object) -> bool:
+    if value is None:
+        return False
+    # Imported by a job that names a priority only: a cold start without lanes never compiles the module.
+    from .priority import Priority
+
+    if isinstance(value, str) and value in Priority.__members__.values():
+        return Priority(value) is Priority.URGENT
+    raise InvalidMessage(f"{PRIORITY_FIELD} must be one of {[p.value for p in Priority]}, got {value!r}")
 
 
 def _tenant(value: object) -> str | None:
@@ -260,9 +262,11 @@ def _tenant(value: object) -> str | None:
         raise InvalidMessage(str(error)) from None
 
 
-def _attachments(document: dict[str, Any], content: Content) -> tuple[Attachment, ...]:
+def _attachments(document: dict[str, Any], content: Content) -> "tuple[Attachment, ...]":
     if "attachments" not in document:
         return ()
+    from .attachments import AttachmentError, check_message_size, inline_references_missing, parse_attachments
+
     if isinstance(content, RawContent):
         raise InvalidMessage("attachments cannot go with raw: a raw message carries its own MIME parts; put the "
                              "files in it, or send simple or template content with attachments")
@@ -271,7 +275,12 @@ def _attachments(document: dict[str, Any], content: Content) -> tuple[Attachment
         check_message_size(body_size(content), attachments,
                            {i: len(a.content) for i, a in enumerate(attachments) if a.content is not None})
     except AttachmentError as error:
-        raise InvalidMessage(error.reason, code=ATTACHMENT_REASONS[error.kind]) from None
+        # Each attachment rule's own dead-letter reason code.
+        code = {AttachmentError.MALFORMED: ReasonCode.INVALID_MESSAGE,
+                AttachmentError.ENCODING: ReasonCode.ATTACHMENT_ENCODING,
+                AttachmentError.TYPE_REFUSED: ReasonCode.ATTACHMENT_TYPE_REFUSED,
+                AttachmentError.TOO_LARGE: ReasonCode.ATTACHMENT_TOO_LARGE}[error.kind]
+        raise InvalidMessage(error.reason, code=code) from None
     if isinstance(content, SimpleContent):
         missing = inline_references_missing(content.html, attachments)
         if missing:
@@ -283,6 +292,8 @@ def _attachments(document: dict[str, Any], content: Content) -> tuple[Attachment
 def _headers(document: dict[str, Any], content: Content) -> tuple[tuple[str, str], ...]:
     if "headers" not in document:
         return ()
+    from .headers import HeaderError, parse_headers
+
     if isinstance(content, RawContent):
         raise InvalidMessage("headers cannot go with raw: a raw message carries its own header fields; write them "
                              "in it")

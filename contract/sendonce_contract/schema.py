@@ -13,6 +13,8 @@ import enum
 DEDUPE_KEY = "dedupeKey"
 # The job's field that names its tenant (sendonce_contract.tenant), and the ledger's attribute that keeps it.
 TENANT_FIELD = "tenant"
+# The job's field that names its lane (sendonce_contract.priority).
+PRIORITY_FIELD = "priority"
 # How long a key is remembered unless the construct's dedupe_ttl says otherwise: a cancelled key stays cancelled
 # at least this long.
 DEFAULT_DEDUPE_TTL_S = 7 * 86_400
@@ -25,6 +27,7 @@ DEFAULT_EVIDENCE_GRACE_S = 5 * 60
 # The metrics every bundled function writes (Embedded Metric Format) and the construct's alarms read.
 METRIC_NAMESPACE = "sendonce"
 METRIC_DIMENSION = "Pipeline"  # its value is the construct's path
+METRIC_LANE_DIMENSION = "Lane"  # with urgent_lane, beside Pipeline: "bulk" or "urgent"
 TENANT_DIMENSION = "Tenant"  # with tenant_metrics, beside Pipeline: the job's tenant (its digest with key_privacy)
 
 

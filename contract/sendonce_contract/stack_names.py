@@ -12,6 +12,9 @@ class ChildId:
     QUEUE = "Queue"
     DEAD_LETTER_QUEUE = "DeadLetterQueue"
     KEY_SECRET = "KeySecret"
+    URGENT_QUEUE = "UrgentQueue"  # with urgent_lane
+    URGENT_DEAD_LETTER_QUEUE = "UrgentDeadLetterQueue"
+    URGENT_CONSUMER = "UrgentConsumer"
 
 
 class OutputId:
@@ -24,6 +27,8 @@ class OutputId:
     EVIDENCE_GRACE_SECONDS = "EvidenceGraceSeconds"
     KEY_SECRET_ARN = "KeySecretArn"
     OUTBOX_TABLE_NAME = "OutboxTableName"
+    URGENT_QUEUE_URL = "UrgentQueueUrl"
+    URGENT_DEAD_LETTER_QUEUE_URL = "UrgentDeadLetterQueueUrl"
     ATTACHMENTS_BUCKET_NAME = "AttachmentsBucketName"
 
 
@@ -38,6 +43,8 @@ class OutputPart:
     EVIDENCE_GRACE = "evidence-grace"
     KEY_SECRET = "key-secret"
     OUTBOX = "outbox"
+    URGENT_QUEUE = "urgent-queue"
+    URGENT_DLQ = "urgent-dlq"
     ATTACHMENTS = "attachments"
 
 

@@ -22,6 +22,7 @@ from botocore.exceptions import (
 )
 
 from sendonce_contract.cancellation import refused, tombstone_request, written
+from sendonce_contract.priority import Priority
 from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S, ReasonCode, Status
 
 from .dead_letters import DeadLetters
@@ -61,7 +62,11 @@ def _parser() -> argparse.ArgumentParser:
     decision.add_argument("--sent", action="store_true", help="you confirmed it was delivered: record it SENT")
     decision.add_argument("--resend", action="store_true", help="release it, so the next delivery of the job sends")
     resolve.add_argument("key")
-    dlq = commands.add_parser("dlq", help="the dead-letter queue").add_subparsers(dest="dlq_command", required=True)
+    dlq_command = commands.add_parser("dlq", help="the dead-letter queue")
+    dlq_command.add_argument("--lane", choices=[p.value for p in Priority], default=Priority.BULK.value,
+                             help="with urgent_lane: whose DLQ, the job queue's (bulk, the default) or the urgent "
+                             "lane's; a redriven job goes back to the queue of its own priority")
+    dlq = dlq_command.add_subparsers(dest="dlq_command", required=True)
     dlq.add_parser("list", help="messages grouped by reason, with counts and a sample")
     redrive = dlq.add_parser("redrive", help="send messages back to the job queue")
     redrive.add_argument("--reason", help="only messages with this reason code (see `dlq list`)")
@@ -155,7 +160,9 @@ def _run(args: argparse.Namespace, pipeline: Pipeline) -> int:
         _say(args, {"key": args.key, "was": before.status, "now": Status.SENT.value if args.sent else "absent"},
              f"{args.shown_key}: was {before.status}; {done}{hint}")
         return 0
-    dead = DeadLetters(boto3.client("sqs"), pipeline.need("dlq"), pipeline.queue_url)
+    lane = Priority(args.lane)
+    dead = DeadLetters(boto3.client("sqs"), pipeline.need("urgent-dlq" if lane is Priority.URGENT else "dlq"),
+                       pipeline.queue_url, pipeline.urgent_queue_url, lane)
     if args.dlq_command == "list":
         groups = dead.by_reason(on_page=_progress("read"))
         rows = [[g.code, str(g.count), ", ".join(g.sample_keys) or "-", g.sample_reason[:70]] for g in groups]
@@ -190,9 +197,13 @@ def _info(args: argparse.Namespace, pipeline: Pipeline) -> int:
     rows = [["pipeline", pipeline.name or "-"], ["job queue", pipeline.queue_url or "-"],
             ["dedupe table", pipeline.table or "-"], ["dead-letter queue", pipeline.dead_letter_queue_url or "-"],
             ["outbox table", pipeline.outbox_table or "-"],
+            ["urgent queue", pipeline.urgent_queue_url or "-"],
+            ["urgent dead-letter queue", pipeline.urgent_dead_letter_queue_url or "-"],
             ["evidence grace period", "-" if pipeline.evidence_grace_s is None else f"{pipeline.evidence_grace_s} s"]]
     _say(args, {"pipeline": pipeline.name, "queueUrl": pipeline.queue_url, "table": pipeline.table,
                 "deadLetterQueueUrl": pipeline.dead_letter_queue_url, "outboxTable": pipeline.outbox_table,
+                "urgentQueueUrl": pipeline.urgent_queue_url,
+                "urgentDeadLetterQueueUrl": pipeline.urgent_dead_letter_queue_url,
                 "evidenceGraceSeconds": pipeline.evidence_grace_s},
          _table(["", ""], rows, header=False))
     return 0
@@ -205,8 +216,8 @@ def _status(args: argparse.Namespace, view: LedgerView, pipeline: Pipeline) -> i
         state = ("never seen (no worker has claimed it: not enqueued, still queued, or waiting for its sendAt; or "
                  "its record was deleted after dedupe_ttl)"
                  if record is None else "expired (counts as never seen; the next delivery sends it)")
-        held = (DeadLetters(boto3.client("sqs"), pipeline.dead_letter_queue_url).holding(args.key)
-                if pipeline.dead_letter_queue_url else [])
+        held = [found for dlq in (pipeline.dead_letter_queue_url, pipeline.urgent_dead_letter_queue_url) if dlq
+                for found in DeadLetters(boto3.client("sqs"), dlq).holding(args.key)]
         if held:
             state = (f"no record; in the dead-letter queue ({len(held)} message{'s' if len(held) > 1 else ''}): "
                      + "; ".join(f"{code}: {reason}" if reason else code for code, reason in held))

@@ -9,6 +9,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from sendonce_contract.priority import Priority, priority_of, queue_for
 from sendonce_contract.schema import DeadLetter, ReasonCode
 
 PEEK_VISIBILITY_S = 30
@@ -76,10 +77,21 @@ def reason_code(message: dict[str, Any]) -> str:
 
 
 class DeadLetters:
-    def __init__(self, sqs: Any, dlq_url: str, queue_url: str | None = None) -> None:
+    """One lane's dead-letter queue (``lane``: the job queue's, or the urgent lane's with ``urgent_queue_url``).
+    A redriven job goes back to the queue of its own ``priority``; SQS's message-move task, which cannot route,
+    moves a whole DLQ back to its lane's queue."""
+
+    def __init__(self, sqs: Any, dlq_url: str, queue_url: str | None = None, urgent_queue_url: str | None = None,
+                 lane: Priority = Priority.BULK) -> None:
         self._sqs = sqs
         self._dlq = dlq_url
         self._queue = queue_url
+        self._urgent_queue = urgent_queue_url
+        self._lane = lane
+
+    def _queue_of(self, body: str) -> str:
+        assert self._queue is not None
+        return queue_for(priority_of(body), self._queue, self._urgent_queue)
 
     def _receive_all(self, on_page: Callable[[int], None] | None, limit: int | None = None) -> list[dict[str, Any]]:
         """Every message once: each stays hidden while the scan runs, so none is read twice."""
@@ -167,7 +179,9 @@ class DeadLetters:
     def _native_move(self) -> RedriveResult:
         attributes = ["QueueArn"]
         source = self._sqs.get_queue_attributes(QueueUrl=self._dlq, AttributeNames=attributes)["Attributes"]
-        target = self._sqs.get_queue_attributes(QueueUrl=self._queue, AttributeNames=attributes)["Attributes"]
+        assert self._queue is not None
+        home = queue_for(self._lane, self._queue, self._urgent_queue)
+        target = self._sqs.get_queue_attributes(QueueUrl=home, AttributeNames=attributes)["Attributes"]
         try:
             task = self._sqs.start_message_move_task(SourceArn=source["QueueArn"], DestinationArn=target["QueueArn"])
         except ClientError as error:
@@ -204,7 +218,7 @@ class DeadLetters:
                 result.forgotten.append(old)
                 passed_over.append(message)
                 continue
-            self._sqs.send_message(**_copy_of(message, self._queue, fifo))  # type: ignore[arg-type]
+            self._sqs.send_message(**_copy_of(message, self._queue_of(message["Body"]), fifo))
             if after_copy is not None:
                 after_copy(message)
             self._sqs.delete_message(QueueUrl=self._dlq, ReceiptHandle=message["ReceiptHandle"])

@@ -14,7 +14,9 @@ from sendonce_contract.stack_names import OUTPUT_PREFIX, ChildId, OutputPart
 LOGICAL_MARKERS = {OutputPart.TABLE: ("AWS::DynamoDB::Table", ChildId.DEDUPE_TABLE),
                    OutputPart.QUEUE: ("AWS::SQS::Queue", ChildId.QUEUE),
                    OutputPart.DLQ: ("AWS::SQS::Queue", ChildId.DEAD_LETTER_QUEUE),
-                   OutputPart.KEY_SECRET: ("AWS::SecretsManager::Secret", ChildId.KEY_SECRET)}
+                   OutputPart.KEY_SECRET: ("AWS::SecretsManager::Secret", ChildId.KEY_SECRET),
+                   OutputPart.URGENT_QUEUE: ("AWS::SQS::Queue", ChildId.URGENT_QUEUE),
+                   OutputPart.URGENT_DLQ: ("AWS::SQS::Queue", ChildId.URGENT_DEAD_LETTER_QUEUE)}
 
 
 class LocateError(LookupError):
@@ -31,10 +33,17 @@ class Pipeline:
     name: str | None = None  # the construct's path in its stack, when found there
     outbox_table: str | None = None
     evidence_grace_s: int | None = None  # the stack's evidence_grace_period, with ses_events
+    attachments_bucket: str | None = None  # with attachments_bucket: where producers put claim-checked files
+    urgent_queue_url: str | None = None  # with urgent_lane
+    urgent_dead_letter_queue_url: str | None = None
 
     def need(self, part: str) -> str:
-        value = {"table": self.table, "queue": self.queue_url, "dlq": self.dead_letter_queue_url}[part]
+        value = {"table": self.table, "queue": self.queue_url, "dlq": self.dead_letter_queue_url,
+                 "urgent-dlq": self.urgent_dead_letter_queue_url}[part]
         if not value:
+            if part == "urgent-dlq":
+                raise LocateError(f"pipeline {self.name or '-'} has no urgent lane (deploy it with urgent_lane=True),"
+                                  " or pass --stack")
             flag = {"table": "--table", "queue": "--queue", "dlq": "--dlq"}[part]
             where = f"pipeline {self.name} has no {part} output" if self.name else f"no {part} found"
             raise LocateError(f"{where}: pass {flag}" + ("" if self.name else " or --stack"))
@@ -52,7 +61,8 @@ def locate(cloudformation: Any, stack: str | None, pipeline: str | None, table: 
     return Pipeline(table or found.get(OutputPart.TABLE), queue or found.get(OutputPart.QUEUE),
                     dlq or found.get(OutputPart.DLQ), int(ttl) if ttl and ttl.isdigit() else None,
                     found.get(OutputPart.KEY_SECRET), name, found.get(OutputPart.OUTBOX),
-                    int(grace) if grace and grace.isdigit() else None)
+                    int(grace) if grace and grace.isdigit() else None, found.get(OutputPart.ATTACHMENTS),
+                    found.get(OutputPart.URGENT_QUEUE), found.get(OutputPart.URGENT_DLQ))
 
 
 Found = tuple[str | None, dict[str, str]]

@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from sendonce_contract.message import VERSION_FIELD, InvalidMessage, lowest_version, parse_job
+from sendonce_contract.priority import DEFAULT_PRIORITY, PRIORITY_FIELD, Priority
 from sendonce_contract.schema import DEDUPE_KEY
 from sendonce_contract.tenant import TENANT_FIELD
 
@@ -41,6 +42,8 @@ class EmailJob:
     tags: Mapping[str, str] = field(default_factory=dict)
     delivery: str | None = None
     send_at: datetime | None = None  # not sent before this time (timezone-aware), at most dedupe_ttl ahead
+    # "urgent" goes to the pipeline's urgent lane (urgent_lane); routing, not content: the key is sent once either way
+    priority: Priority | str = DEFAULT_PRIORITY
     tenant: str | None = None  # the customer it is sent for: the queue's MessageGroupId, SES's TenantName
     attachments: Sequence[Attachment] = ()
     headers: Mapping[str, str] = field(default_factory=dict)
@@ -63,6 +66,8 @@ class EmailJob:
             "tags": dict(self.tags), "delivery": self.delivery,
             "sendAt": None if self.send_at is None else self.send_at.isoformat(), TENANT_FIELD: self.tenant,
             "attachments": [a.to_document() for a in self.attachments], "headers": dict(self.headers),
+            # bulk is the default: left out, so a bulk job needs no newer contract version
+            PRIORITY_FIELD: None if self.priority == DEFAULT_PRIORITY else _text(self.priority),
         }
         document.update({k: v for k, v in optional.items() if v not in (None, [], {})})
         if self.template is not None:
@@ -72,7 +77,17 @@ class EmailJob:
             document[VERSION_FIELD] = version
         return document
 
+    @property
+    def lane(self) -> Priority:
+        """The lane this job goes to (its ``priority``, validated on construction)."""
+        return Priority(self.priority)
+
     def to_message(self) -> str:
         """The SQS body the consumer expects."""
         return json.dumps(self.to_document(), separators=(",", ":"), ensure_ascii=False)
 
+
+
+def _text(priority: Priority | str) -> str:
+    # As given, so that a value outside the contract fails its parsing with the contract's own reason.
+    return priority.value if isinstance(priority, Priority) else priority

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sendonce_contract.priority import queue_for
 from sendonce_contract.record import EmailRecord
 from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S
 from sendonce_contract.tenant import tenant_label
@@ -24,14 +25,17 @@ class Pipeline:
     """The names come from the construct (``queue.queue_url``, ``table.table_name``, ``outbox_table.table_name``,
     passed to the application as environment) or from ``sendonce info``; ``dedupe_ttl_s`` is the construct's
     ``dedupe_ttl`` if you changed it (how long a cancelled key stays cancelled); ``key_secret_arn`` is its
-    ``key_secret`` with ``key_privacy``; ``attachments_bucket`` is its ``attachments_bucket``'s name: files larger
-    than ``attachment_inline_limit_bytes`` are uploaded there and referenced. Clients default to boto3's."""
+    ``key_secret`` with ``key_privacy``; ``urgent_queue_url`` is its ``urgent_queue.queue_url`` with
+    ``urgent_lane``: a job with ``priority="urgent"`` goes there (to ``queue_url`` without one);
+    ``attachments_bucket`` is its ``attachments_bucket``'s name: files larger than ``attachment_inline_limit_bytes``
+    are uploaded there and referenced. Clients default to boto3's."""
 
     queue_url: str
     table_name: str
     outbox_table_name: str | None = None
     dedupe_ttl_s: int = DEFAULT_DEDUPE_TTL_S
     key_secret_arn: str | None = None  # the construct's key_secret, with key_privacy
+    urgent_queue_url: str | None = None  # the construct's urgent_queue, with urgent_lane
     sqs: Any | None = None
     dynamodb: Any | None = None
     attachments_bucket: str | None = None
@@ -45,13 +49,25 @@ class Pipeline:
         return AttachmentStore(self.attachments_bucket, self.s3, self.key_secret_arn,
                                self.attachment_inline_limit_bytes)
 
+    def queue_of(self, job: EmailJob) -> str:
+        """The queue ``job`` goes to: the urgent lane's for an urgent job, when the pipeline has one."""
+        return queue_for(job.lane, self.queue_url, self.urgent_queue_url)
+
     def enqueue(self, job: EmailJob, *, group_id: str | None = None) -> str:
-        return enqueue(self.queue_url, job, group_id=group_id, sqs=self.sqs, key_secret_arn=self.key_secret_arn,
+        return enqueue(self.queue_of(job), job, group_id=group_id, sqs=self.sqs, key_secret_arn=self.key_secret_arn,
                        attachments=self.attachment_store)
 
     def enqueue_many(self, jobs: Sequence[EmailJob]) -> list[EnqueueFailure]:
-        return enqueue_many(self.queue_url, jobs, sqs=self.sqs, key_secret_arn=self.key_secret_arn,
-                            attachments=self.attachment_store)
+        """Each lane's jobs in batches to its own queue; the failures of both, in the order of ``jobs``."""
+        by_queue: dict[str, list[EmailJob]] = {}
+        for job in jobs:
+            by_queue.setdefault(self.queue_of(job), []).append(job)
+        store = self.attachment_store
+        failures = [f for queue, lane_jobs in by_queue.items()
+                    for f in enqueue_many(queue, lane_jobs, sqs=self.sqs, key_secret_arn=self.key_secret_arn,
+                                          attachments=store)]
+        order = {id(job): index for index, job in enumerate(jobs)}
+        return sorted(failures, key=lambda failure: order[id(failure.job)])
 
     def tenant_label(self, tenant: str) -> str:
         """How ``tenant`` appears in the queue's group ids, logs, outcome events and metrics: itself, or with

@@ -42,6 +42,8 @@ def parser() -> argparse.ArgumentParser:
     found.add_argument("--dsn", help="postgresql://user:password@host:5432/db, mysql://user:password@host:3306/db "
                                      "or sqlite:///path/to.db")
     found.add_argument("--queue-url", help="the job queue (the construct's queue.queue_url)")
+    found.add_argument("--urgent-queue-url", help="the urgent lane's queue (the construct's urgent_queue.queue_url, "
+                                              "with urgent_lane): urgent jobs go there")
     found.add_argument("--table", default=DEFAULT_TABLE, help=f"the outbox table (default {DEFAULT_TABLE})")
     found.add_argument("--once", action="store_true", help="relay what is pending, then exit")
     found.add_argument("--batch-size", type=int, default=RelaySettings.batch_size,
@@ -69,9 +71,13 @@ def main(argv: Sequence[str] | None = None, sqs: Any | None = None) -> int:
         return _fail("--dsn and --queue-url are both needed (or --schema DIALECT to print the DDL)")
     if not args.queue_url.startswith(("https://", "http://")):
         return _fail(f"--queue-url {args.queue_url!r} is not a queue URL: pass the construct's queue.queue_url")
+    if args.urgent_queue_url is not None and not args.urgent_queue_url.startswith(("https://", "http://")):
+        return _fail(f"--urgent-queue-url {args.urgent_queue_url!r} is not a queue URL: pass the construct's "
+                     "urgent_queue.queue_url")
     try:
         settings = RelaySettings(args.queue_url, args.table, args.batch_size, args.poll_interval,
-                                 args.retention_days * 86_400, key_secret_arn=args.key_secret_arn)
+                                 args.retention_days * 86_400, urgent_queue_url=args.urgent_queue_url,
+                                 key_secret_arn=args.key_secret_arn)
         found = database(args.dsn)
     except (ValueError, DatabaseError) as error:
         return _fail(str(error))

@@ -26,6 +26,7 @@ from typing import Any
 
 from sendonce_contract.fifo import SEND_AT_ON_FIFO, fifo_message_ids
 from sendonce_contract.message import ContractTooNew, InvalidMessage, parse_job
+from sendonce_contract.priority import priority_of, queue_for
 from sendonce_contract.schema import DEDUPE_KEY
 from sendonce_contract.tenant import body_tenant, tenant_group_id
 
@@ -51,6 +52,7 @@ ACCEPTED, REFUSED, KEPT = "accepted", "refused", "kept"
 @dataclass(frozen=True)
 class RelaySettings:
     """``queue_url`` is the construct's ``queue.queue_url`` (a name ending in .fifo is a FIFO queue);
+    ``urgent_queue_url`` its ``urgent_queue.queue_url`` with ``urgent_lane``, where urgent jobs go;
     ``key_secret_arn`` its ``key_secret`` with ``key_privacy``, so a job's tenant is relayed as its digest."""
 
     queue_url: str
@@ -59,6 +61,7 @@ class RelaySettings:
     poll_interval_s: float = 1.0  # the longest a committed row waits when no notification wakes the relay
     retention_s: float = RETENTION_S
     max_backoff_s: float = 20.0
+    urgent_queue_url: str | None = None
     key_secret_arn: str | None = None
 
     def __post_init__(self) -> None:
@@ -314,28 +317,32 @@ class OutboxRelay:
 
     def _send(self, rows: list[_Row]) -> dict[int, tuple[str, str]]:
         outcomes: dict[int, tuple[str, str]] = {}
-        ready: list[tuple[_Row, dict[str, Any]]] = []
+        by_queue: dict[str, list[tuple[_Row, dict[str, Any]]]] = {}
         for row in rows:
             entry = self._entry(row)
             if isinstance(entry, str):
                 outcomes[row.id] = (REFUSED, entry)
             else:
-                ready.append((row, entry))
-        chunks = list(_chunks(ready))
+                by_queue.setdefault(self._queue_of(row), []).append((row, entry))
+        chunks = [(queue, chunk) for queue, ready in by_queue.items() for chunk in _chunks(ready)]
         if self.settings.fifo or len(chunks) == 1:  # a FIFO group's jobs go in their order
-            results = [self._send_chunk(chunk) for chunk in chunks]
+            results = [self._send_chunk(chunk, queue) for queue, chunk in chunks]
         else:
-            results = list(self._senders.map(self._send_chunk, chunks))
+            results = list(self._senders.map(lambda sent: self._send_chunk(sent[1], sent[0]), chunks))
         for result in results:
             outcomes.update(result)
         return outcomes
 
-    def _send_chunk(self, chunk: list[tuple[_Row, dict[str, Any]]]) -> dict[int, tuple[str, str]]:
+    def _queue_of(self, row: _Row) -> str:
+        """The urgent lane's queue for an urgent job (when the pipeline has one), else the job queue."""
+        return queue_for(priority_of(row.body), self.settings.queue_url, self.settings.urgent_queue_url)
+
+    def _send_chunk(self, chunk: list[tuple[_Row, dict[str, Any]]], queue_url: str) -> dict[int, tuple[str, str]]:
         from botocore.exceptions import BotoCoreError, ClientError
 
         entries = [{"Id": str(index), **entry} for index, (_, entry) in enumerate(chunk)]
         try:
-            response = self.sqs.send_message_batch(QueueUrl=self.settings.queue_url, Entries=entries)
+            response = self.sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
         except ClientError as error:
             code = str(error.response.get("Error", {}).get("Code", ""))
             status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
@@ -343,7 +350,7 @@ class OutboxRelay:
                 raise QueueMissing(f"{code}: {_message(error)}") from error
             if code in CONTENT_CODES and status < 500:
                 if len(chunk) > 1:  # find the entry it was about: each alone
-                    return {k: v for one in chunk for k, v in self._send_chunk([one]).items()}
+                    return {k: v for one in chunk for k, v in self._send_chunk([one], queue_url).items()}
                 return {chunk[0][0].id: (REFUSED, f"SQS refused it: {code}: {_message(error)}")}
             return {row.id: (KEPT, f"SQS: {code or status}") for row, _ in chunk}
         except BotoCoreError as error:  # no answer: SQS may or may not have it; sent again, absorbed by the ledger

@@ -23,6 +23,7 @@ from .sqs_record import SqsRecord
 
 if TYPE_CHECKING:
     from .dead_letter_events import DeadLetterEvents
+    from .send_rate import SendRateLimiter
 
 
 class Consumer:
@@ -38,7 +39,8 @@ class Consumer:
     ) -> None:
         self.settings = settings
         self.processor = processor
-        self.log = log or OutcomeLog(pipeline=settings.pipeline_name, by_tenant=settings.tenant_metrics)
+        self.log = log or OutcomeLog(pipeline=settings.pipeline_name, lane=settings.lane,
+                                     by_tenant=settings.tenant_metrics)
         self.redelivery = redelivery
         self.dead_letter_events = dead_letter_events
 
@@ -75,7 +77,7 @@ class Consumer:
             dead_letters,
             clock,
             _parse(settings, secrets),
-            _checks(settings, ledger, clock, s3),
+            _checks(settings, ledger, clock, s3, sqs),
         )
         redelivery = Redelivery(sqs, settings.queue_url, settings.fifo, dead_letters, settings.max_receive_count,
                                 call_ms=settings.budget.ledger_call_ms)
@@ -104,7 +106,7 @@ class Consumer:
         return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in results if r.redeliver]}
 
 
-def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, s3: Any = None) -> list[Check]:
+def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, s3: Any = None, sqs: Any = None) -> list[Check]:
     """The checks between a job's parsing and its claim, in order; those this deployment does not use are left
     out. The parts only some deployments use are imported by those only: a cold start compiles what it runs."""
     checks: list[Check] = []
@@ -127,10 +129,24 @@ def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, s3: Any = No
 
         checks.append(ReadAttachments(s3 if s3 is not None else aws_clients.s3(settings), settings.budget))
     if settings.max_send_rate:
-        from .send_rate import PaceSends, SendRateLimiter
+        from .send_rate import PaceSends
 
-        checks.append(PaceSends(SendRateLimiter(settings.max_send_rate), settings.budget.record_budget_ms))
+        checks.append(PaceSends(_limiter(settings, sqs), settings.budget.record_budget_ms))
     return checks
+
+
+def _limiter(settings: Settings, sqs: Any) -> SendRateLimiter:
+    """The instance's bucket; on the bulk lane of a pipeline with an urgent lane, one that borrows the urgent
+    lane's share while the urgent queue is empty (``lane_share``)."""
+    from .send_rate import SendRateLimiter
+
+    assert settings.max_send_rate
+    if settings.lent_send_rate and settings.urgent_queue_url and sqs is not None:
+        from .lane_share import LendingLimiter, UrgentLaneWatch
+
+        watch = UrgentLaneWatch(sqs, settings.urgent_queue_url)
+        return LendingLimiter(settings.max_send_rate, settings.lent_send_rate, watch.busy)
+    return SendRateLimiter(settings.max_send_rate)
 
 
 def _parse(settings: Settings, secrets: Any) -> ParseJob:

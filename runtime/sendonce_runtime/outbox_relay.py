@@ -12,6 +12,7 @@ from typing import Any
 
 from sendonce_contract.companion_configs import RelayConfig
 from sendonce_contract.fifo import fifo_message_ids
+from sendonce_contract.priority import priority_of, queue_for
 from sendonce_contract.schema import OutboxItem
 from sendonce_contract.tenant import body_tenant, tenant_group_id
 
@@ -34,22 +35,33 @@ def _entry(index: int, image: dict[str, Any], fifo: bool, digest: Digest | None)
 
 
 def relay(records: list[dict[str, Any]], sqs: Any, queue_url: str, fifo: bool,
-          digest: Digest | None = None) -> list[str]:
-    """Send the INSERTed jobs; the sequence numbers of those SQS did not take, in stream order. ``digest`` is the
-    pipeline's key digester with key_privacy (a job's tenant then travels as its digest)."""
+          urgent_queue_url: str | None = None, digest: Digest | None = None) -> list[str]:
+    """Send the INSERTed jobs, each to its lane's queue (urgent jobs to ``urgent_queue_url`` when there is one);
+    the sequence numbers of those SQS did not take, in stream order. ``digest`` is the pipeline's key digester with
+    key_privacy (a job's tenant then travels as its digest)."""
     inserts = [r for r in records
                if r.get("eventName") == "INSERT" and OutboxItem.JOB in r["dynamodb"].get("NewImage", {})]
+    by_queue: dict[str, list[dict[str, Any]]] = {}
+    for record in inserts:
+        lane = priority_of(record["dynamodb"]["NewImage"][OutboxItem.JOB]["S"])
+        by_queue.setdefault(queue_for(lane, queue_url, urgent_queue_url), []).append(record)
     failed: list[str] = []
-    for start in range(0, len(inserts), BATCH):
-        chunk = inserts[start : start + BATCH]
-        entries = [_entry(i, r["dynamodb"]["NewImage"], fifo, digest) for i, r in enumerate(chunk)]
-        try:
-            response = sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
-            refused = {int(f["Id"]) for f in response.get("Failed", [])}
-        except Exception:  # the whole chunk is retried from its first record
-            refused = set(range(len(chunk)))
-        failed += [chunk[i]["dynamodb"]["SequenceNumber"] for i in sorted(refused)]
-    return failed
+    for queue, lane_inserts in by_queue.items():
+        for start in range(0, len(lane_inserts), BATCH):
+            failed += _send_chunk(sqs, queue, lane_inserts[start : start + BATCH], fifo, digest)
+    order = {r["dynamodb"]["SequenceNumber"]: index for index, r in enumerate(inserts)}
+    return sorted(failed, key=order.__getitem__)
+
+
+def _send_chunk(sqs: Any, queue_url: str, chunk: list[dict[str, Any]], fifo: bool,
+                digest: Digest | None) -> list[str]:
+    entries = [_entry(i, r["dynamodb"]["NewImage"], fifo, digest) for i, r in enumerate(chunk)]
+    try:
+        response = sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
+        refused = {int(f["Id"]) for f in response.get("Failed", [])}
+    except Exception:  # the whole chunk is retried from its first record
+        refused = set(range(len(chunk)))
+    return [chunk[i]["dynamodb"]["SequenceNumber"] for i in sorted(refused)]
 
 
 def _build() -> tuple[Any, RelayConfig, Digest | None]:
@@ -69,5 +81,5 @@ _relay = Once(_build)
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     sqs, config, digest = _relay.get()
-    failed = relay(event.get("Records", []), sqs, config.queue_url, config.fifo, digest)
+    failed = relay(event.get("Records", []), sqs, config.queue_url, config.fifo, config.urgent_queue_url, digest)
     return {"batchItemFailures": [{"itemIdentifier": sequence} for sequence in failed]}

@@ -18,10 +18,12 @@ class OutcomeLog:
     """One JSON line per record on stdout, which CloudWatch Logs keeps as one event; with a pipeline name, the
     line is also an Embedded Metric Format document, so CloudWatch derives the metrics from it."""
 
-    def __init__(self, stream: TextIO | None = None, pipeline: str | None = None, by_tenant: bool = False) -> None:
+    def __init__(self, stream: TextIO | None = None, pipeline: str | None = None, lane: str | None = None,
+                 by_tenant: bool = False) -> None:
         self._stream = stream
         self._log = JsonLog(stream, pipeline)
         self._pipeline = pipeline
+        self._lane = lane  # with urgent_lane: each record's metrics per lane too
         self._by_tenant = by_tenant  # tenant_metrics: the metrics also per tenant
 
     def note(self, outcome: str, count_name: str, count: int) -> None:
@@ -50,6 +52,6 @@ class OutcomeLog:
         if result.postponed_s is not None:
             line["postponedSeconds"] = result.postponed_s
         if self._pipeline is not None:
-            line.update(emf_fields(result, self._pipeline, latency_ms, time.time_ns() // 1_000_000,
+            line.update(emf_fields(result, self._pipeline, latency_ms, time.time_ns() // 1_000_000, self._lane,
                                    self._by_tenant))
         self._log.emit(line)

@@ -60,7 +60,11 @@ class SendRateLimiter:
         # When the bucket is full again after every slot handed out (the "theoretical arrival time" of a token
         # bucket): at time t it holds capacity - (full_at - t) * rate tokens.
         self._full_at = monotonic() - self._capacity / rate
-        self._moved_earlier_s = 0.0  # total time refunds moved the waiting slots earlier by
+        # Where the slots already handed out and still waited for are now: a waiter keeps its place in line as
+        # (slot - offset) / scale, and is due at place * scale + offset. A refund moves them all earlier (offset);
+        # a new rate re-spaces them (scale), so each keeps the tokens ahead of it.
+        self._scale, self._offset = 1.0, 0.0
+        self._waiters = 0
         # Recipients of jobs sent back for later get turns after every slot handed out, at the rate, so paced
         # jobs come back spread at the rate, each when it can be served, instead of all at once.
         self._deferred_until = monotonic()
@@ -75,13 +79,40 @@ class SendRateLimiter:
             if slot - now > max_wait_s + 1e-9:
                 return False
             self._full_at = max(self._full_at, slot) + tokens / self.rate
-            moved_at_reservation = self._moved_earlier_s
-            while True:
-                due = slot - (self._moved_earlier_s - moved_at_reservation)
-                now = self._monotonic()
-                if due <= now + 1e-9:
-                    return True
-                self._pause(due - now)
+            place = (slot - self._offset) / self._scale
+            self._waiters += 1
+            try:
+                while True:
+                    due = place * self._scale + self._offset
+                    now = self._monotonic()
+                    if due <= now + 1e-9:
+                        return True
+                    self._pause(due - now)
+            finally:
+                self._waiters -= 1
+                if not self._waiters:  # nobody keeps a place: start the next line afresh, free of rounding
+                    self._scale, self._offset = 1.0, 0.0
+
+    def set_rate(self, rate: float) -> None:
+        """Pace at ``rate`` from now on (a lane's lent share comes and goes). What was earned at the old rate is
+        kept, up to the bucket's size at the new one; the slots handed out and still waited for are re-spaced at
+        the new rate, each keeping the tokens ahead of it, and their waiters recompute their wait. Turns already
+        given to deferred jobs stay: each copy is due when it was told."""
+        if rate <= 0:
+            raise ValueError("the send rate must be positive")
+        with self._condition:
+            if rate == self.rate:
+                return
+            now = self._monotonic()
+            capacity = max(1.0, self._burst if self._burst is not None else rate)
+            # Tokens held now; below zero, what the slots handed out still owe. The debt is paid at the new rate.
+            held = min(capacity, self._capacity - max(0.0, self._full_at - now) * self.rate)
+            stretch = self.rate / rate
+            self._scale *= stretch
+            self._offset = now + (self._offset - now) * stretch
+            self.rate, self._capacity = rate, capacity
+            self._full_at = now + (capacity - held) / rate
+            self._condition.notify_all()
 
     def next_slot_in(self, tokens: int = 1) -> float:
         """Seconds until a send of ``tokens`` recipients asked for now would be served."""
@@ -107,7 +138,7 @@ class SendRateLimiter:
             self._full_at -= earlier_s
             if self._full_at <= now + 1e-9:
                 self._refilled_by_refund_at = self._full_at
-            self._moved_earlier_s += earlier_s
+            self._offset -= earlier_s
             self._condition.notify_all()
 
     def _wake(self, max_wait_s: float) -> float:

@@ -18,7 +18,6 @@ from botocore.exceptions import (
 )
 
 from sendonce_contract.address import redact_addresses
-from sendonce_contract.attachments import INLINE
 from sendonce_contract.key_tags import PIPELINE_TAG, key_tags
 from sendonce_contract.message import ParsedJob, RawContent, SimpleContent, TemplateContent
 
@@ -132,6 +131,8 @@ def _parts(job: ParsedJob) -> dict[str, Any]:
 
 
 def _attachment(attachment: Any) -> dict[str, Any]:
+    from sendonce_contract.attachments import INLINE  # a job with attachments has imported the module already
+
     assert attachment.content is not None, "an s3 attachment is read before the claim"
     entry = {"FileName": attachment.file_name, "ContentType": attachment.content_type,
              "ContentDisposition": attachment.disposition.upper(), "ContentTransferEncoding": "BASE64",

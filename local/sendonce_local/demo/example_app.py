@@ -44,6 +44,7 @@ class Deployed:
     outcome_publishers: list[DeployedStreamFunction]
     outbox_table: str | None
     app_queue_url: str | None  # where the app hears of bounces and complaints
+    attachments_bucket: str | None  # the pipeline's claim-check bucket, from its stack output
 
 
 def cdk_context(function_timeout_s: int, evidence_grace_s: int, send_rate: float) -> dict[str, str]:
@@ -81,7 +82,7 @@ def _parts(stack: DeployedStack) -> Deployed:
         consumer, stack.consumer(RECORDER_HANDLER), [s for s in streams if s.function.handler != OUTCOME_HANDLER],
         pipeline.need("table"), ConsumerConfig.from_env(consumer.function.environment).configuration_set or "",
         [s for s in streams if s.function.handler == OUTCOME_HANDLER], pipeline.outbox_table,
-        _output(cloudformation, stack.name, APP_QUEUE_OUTPUT))
+        _output(cloudformation, stack.name, APP_QUEUE_OUTPUT), pipeline.attachments_bucket)
 
 
 def _output(cloudformation: Any, stack: str, output_id: str) -> str | None:

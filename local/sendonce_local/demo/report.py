@@ -9,6 +9,7 @@ from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_contract.schema import Status
 
 from .outcome_check import OutcomeEventsCheck
+from .phases.attachments import AttachmentsReport
 from .phases.sql_outbox import SqlOutboxReport
 from .scenarios.fault_burst import FaultBurstReport
 from .scenarios.load import BurstReport
@@ -76,6 +77,7 @@ class Report:
     too_slow: str | None = None  # why this machine's timings mean little, when they do
     outcome_events: OutcomeEventsCheck | None = None  # what the subscribed app heard, against the ledger
     sql_outbox: SqlOutboxReport | None = None  # orders and receipts committed in PostgreSQL, relayed
+    attachments: AttachmentsReport | None = None  # what each email's attachments and headers were, from SES
 
     @property
     def aims_missed(self) -> list[str]:
@@ -108,7 +110,8 @@ class Report:
         return ((self.residual is None or self.residual.ok) and (self.burst is None or self.burst.ok)
                 and all(fault_burst.ok for fault_burst in self.fault_bursts)
                 and (self.outcome_events is None or self.outcome_events.ok)
-                and (self.sql_outbox is None or self.sql_outbox.ok))
+                and (self.sql_outbox is None or self.sql_outbox.ok)
+                and (self.attachments is None or self.attachments.ok))
 
     @property
     def verdict(self) -> str:
@@ -127,6 +130,8 @@ class Report:
                 problems.append("burst: " + self.burst.lines()[1].strip())
             if self.sql_outbox is not None and not self.sql_outbox.ok:
                 problems.append("SQL outbox: " + self.sql_outbox.lines()[-1].strip())
+            if self.attachments is not None and not self.attachments.ok:
+                problems.append("attachments and headers: " + self.attachments.lines()[-1].split("-> ")[-1])
             problems.extend(f"{fault_burst.lines()[0].strip()}: {fault_burst.problems()}"
                             for fault_burst in self.fault_bursts if not fault_burst.ok)
             if self.residual is not None and not self.residual.ok:
@@ -163,6 +168,9 @@ class Report:
             verdict += (f"; {fault_burst.keys} keys through {fault_burst.stretch.split(' (')[0]}: each once, "
                         f"none in the DLQ, queue peak {fault_burst.peak_depth / max(1, fault_burst.jobs):.2f}x the "
                         "jobs")
+        if self.attachments is not None:
+            verdict += (f"; {self.attachments.emails} emails each once with exactly its attachments "
+                        f"({self.attachments.attachments_checked} checked) and headers")
         if self.aims_missed:
             verdict += "; performance aims, not part of the guarantee, missed: " + "; ".join(self.aims_missed)
         if self.too_slow:

@@ -44,6 +44,7 @@ def render_text(report: Report) -> str:
         *_render_residual(report.residual),
         *(report.burst.lines() if report.burst else []),
         *(line for fault_burst in report.fault_bursts for line in fault_burst.lines()),
+        *(report.attachments.lines() if report.attachments else []),
         "",
         report.verdict,
     ])

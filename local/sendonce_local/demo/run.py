@@ -23,6 +23,8 @@ from ..lambda_service.worker import FAULT_KINDS
 from .example_app import cdk_context, deploy
 from .machine import machine_too_slow
 from .options import DemoOptions
+from .phases.attachments import attachments_phase
+from .phases.attachments import is_phase_email as is_attachments_email
 from .phases.bursts import burst_phase, fault_phase
 from .phases.outcome_events import outcome_events_phase
 from .phases.residual import residual_phase
@@ -79,18 +81,25 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
                                                   options.seed, aws.sent_emails, say)
                 for line in sql_outbox.lines():
                     say(line)
+                attachments = attachments_phase(deployed.consumer, deployed.table, deployed.attachments_bucket,
+                                                aws.environment, log, options.seed, aws.ses_sends, say)
+                for line in attachments.lines() if attachments else []:
+                    say(line)
                 outcome_events = outcome_events_phase(deployed, standing.relays, say)
             finally:
                 standing.stop()
         publisher.stop()
         config = ConsumerConfig.from_env(deployed.consumer.function.environment)
+        own_phases = (is_phase_email, is_attachments_email)  # each counts its own emails
         report = build_report(
-            [sent for sent in aws.sent_emails() if not is_phase_email(sent)], workload, config.delivery.value,
+            [sent for sent in aws.sent_emails() if not any(mine(sent) for mine in own_phases)], workload,
+            config.delivery.value,
             deployed.table, config.dead_letter_queue_url, runner.stats.as_dict(), notes, residual, burst, fault_bursts,
         )
         report.too_slow = too_slow or machine_too_slow(deployed.consumer.source.queue_url)
         report.outcome_events = outcome_events
         report.sql_outbox = sql_outbox
+        report.attachments = attachments
         paths = write_outputs(report, out)
         say(f"[9/9] done in {time.monotonic() - started:.0f} s; report: {', '.join(str(p) for p in paths)}; "
             f"consumer and recorder log: {consumer_log_path}")

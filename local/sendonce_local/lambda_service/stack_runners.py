@@ -18,6 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from sendonce_contract.deploy_config import Env
+from sendonce_contract.priority import Priority
+
 from .checkpoints import StreamCheckpoints
 from .deployed_stack import DeployedConsumer, DeployedStreamFunction, read_event_sources, read_template
 from .sqs_source import EventSourceRunner, FaultPlan
@@ -33,9 +36,11 @@ class DeployedStack:
     stream_functions: list[DeployedStreamFunction]  # its DynamoDB-stream-triggered ones
     configuration_sets: list[str]  # made by API: the emulator's CloudFormation skips them
 
-    def consumer(self, handler: str) -> DeployedConsumer:
-        """The SQS-triggered function whose handler is ``handler`` (one of the runtime's entry points)."""
-        found = [c for c in self.consumers if c.function.handler == handler]
+    def consumer(self, handler: str, lane: str | None = None) -> DeployedConsumer:
+        """The SQS-triggered function whose handler is ``handler`` (one of the runtime's entry points); of a
+        pipeline with ``urgent_lane``, the job queue's unless ``lane`` is ``"urgent"``."""
+        found = [c for c in self.consumers if c.function.handler == handler
+                 and (c.function.environment.get(Env.LANE) == Priority.URGENT.value) == (lane == Priority.URGENT.value)]
         if len(found) != 1:
             raise LookupError(f"stack {self.name} has {len(found)} SQS-triggered functions with handler {handler}")
         return found[0]

@@ -1,0 +1,56 @@
+"""How a pipeline with ``urgent_lane`` splits its ``send_rate`` between its two lanes, computed once at synth.
+
+The urgent lane has its own consumer function and event source: its ``urgent_max_concurrency`` instances pace at
+``urgent_instance_rate`` each, so the urgent lane sends at most ``urgent_share`` x ``send_rate``, and always may.
+Each of bulk's ``max_concurrency`` instances paces at ``bulk_instance_rate`` (its lane's share), plus
+``lent_instance_rate`` while the urgent queue is empty (``sendonce_runtime.lane_share``): the urgent lane's share,
+lent. The sums: urgent at most share x rate, bulk at most (1 - share) x rate while urgent has work, rate while not.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+from aws_cdk import Duration
+
+from sendonce_contract.deploy_config import sends_per_invocation
+
+from .readings import read, read_seconds
+from .rules import MIN_MAX_CONCURRENCY
+from .unresolved import is_known
+
+
+class LaneRates(NamedTuple):
+    """The lanes' concurrency and per-instance rates (recipients a second); rates are None without a send rate."""
+
+    urgent_max_concurrency: int | None
+    urgent_instance_rate: float | None = None
+    bulk_instance_rate: float | None = None
+    lent_instance_rate: float | None = None
+
+
+def split(send_rate: float | None, max_concurrency: int | None, urgent_share: float) -> LaneRates:
+    """The split of ``send_rate`` over bulk's ``max_concurrency`` instances and the urgent lane's own: as few
+    urgent instances as carry its share at bulk's per-instance pace or less (two at least, the event source's
+    minimum); without a send rate, the urgent lane has bulk's concurrency cap and neither lane is paced."""
+    if send_rate is None or max_concurrency is None:
+        return LaneRates(urgent_max_concurrency=max_concurrency)
+    urgent_instances = max(MIN_MAX_CONCURRENCY, math.ceil(max_concurrency * urgent_share))
+    return LaneRates(
+        urgent_max_concurrency=urgent_instances,
+        urgent_instance_rate=urgent_share * send_rate / urgent_instances,
+        bulk_instance_rate=(1 - urgent_share) * send_rate / max_concurrency,
+        lent_instance_rate=urgent_share * send_rate / max_concurrency,
+    )
+
+
+def lane_batch_size(batch_size: int, function_timeout: Duration, instance_rate: float | None) -> int | None:
+    """The urgent lane's event source batch: ``batch_size``, or less when an urgent instance, at its own pace,
+    sends fewer in one invocation (``sends_per_invocation``), as pacing derives the job queue's; None (the
+    ``batch_size`` prop) when the pace, the timeout or the batch size is not known at synth."""
+    timeout_s = read_seconds(function_timeout)
+    given = read(batch_size)
+    if instance_rate is None or not (is_known(timeout_s) and is_known(given)) or given is None:
+        return None
+    return min(int(given), sends_per_invocation(instance_rate, timeout_s))

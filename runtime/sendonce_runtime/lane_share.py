@@ -1,0 +1,78 @@
+"""The urgent lane's share of the send rate, and its loan to the bulk lane while the urgent lane is idle.
+
+With ``urgent_lane`` and a ``send_rate`` R, the urgent lane's consumer paces each of its instances at
+``urgent_share`` x R / its concurrency, always: bulk never takes that share. Each bulk instance paces at
+(1 - ``urgent_share``) x R / ``max_concurrency`` on its own, plus ``urgent_share`` x R / ``max_concurrency`` lent
+while the urgent queue holds no message (visible, in flight or delayed): then the bulk lane alone sends at R.
+
+The urgent lane is watched where its work is: its queue's counts (one ``GetQueueAttributes`` per bulk instance at
+most once a second), so a bulk instance gives the share back when an urgent job is enqueued, before the urgent
+lane has received it, and no write is made for it (nothing in the ledger, its stream or its outcome events).
+A bulk instance overruns the urgent share for at most ``WATCH_PERIOD_S`` plus one token's wait after SQS counts
+an urgent job; a failed read counts as busy, so a fault only ever keeps bulk to its own share.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .send_rate import SendRateLimiter
+
+WATCH_PERIOD_S = 1.0  # how long a bulk instance trusts what it last read of the urgent queue
+# Every message the urgent queue holds: waiting, received and not yet deleted, and delayed (a paced copy).
+URGENT_WORK_ATTRIBUTES = ("ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
+                          "ApproximateNumberOfMessagesDelayed")
+
+
+class UrgentLaneWatch:
+    """Whether the urgent lane has work, read from its queue at most once per ``period_s`` per instance; threads
+    that ask while one reads get the last answer."""
+
+    def __init__(self, sqs: Any, urgent_queue_url: str, period_s: float = WATCH_PERIOD_S,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._sqs, self._url, self._period_s, self._monotonic = sqs, urgent_queue_url, period_s, monotonic
+        self._busy = True  # until the first read says otherwise: a new instance starts on its own share
+        self._read_at: float | None = None
+        self._reading = threading.Lock()
+
+    def busy(self) -> bool:
+        now = self._monotonic()
+        if self._read_at is not None and now - self._read_at < self._period_s:
+            return self._busy
+        if not self._reading.acquire(blocking=False):
+            return self._busy
+        try:
+            self._busy = self._read()
+            self._read_at = self._monotonic()
+        finally:
+            self._reading.release()
+        return self._busy
+
+    def _read(self) -> bool:
+        try:
+            attributes = self._sqs.get_queue_attributes(
+                QueueUrl=self._url, AttributeNames=list(URGENT_WORK_ATTRIBUTES))["Attributes"]
+            return any(int(attributes.get(name, "0")) > 0 for name in URGENT_WORK_ATTRIBUTES)
+        except Exception:  # unknown: keep to bulk's own share, never overrun the urgent lane's
+            return True
+
+
+class LendingLimiter(SendRateLimiter):
+    """A bulk instance's bucket: ``own_rate`` always, ``own_rate + lent_rate`` while ``urgent_busy()`` is False;
+    the rate is set again each time a send asks for a slot."""
+
+    def __init__(self, own_rate: float, lent_rate: float, urgent_busy: Callable[[], bool],
+                 monotonic: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] | None = None
+                 ) -> None:
+        if lent_rate <= 0:
+            raise ValueError("the lent send rate must be positive")
+        super().__init__(own_rate, monotonic=monotonic, sleep=sleep)
+        self.own_rate, self.lent_rate = own_rate, lent_rate
+        self._urgent_busy = urgent_busy
+
+    def acquire(self, max_wait_s: float, tokens: int = 1) -> bool:
+        self.set_rate(self.own_rate if self._urgent_busy() else self.own_rate + self.lent_rate)
+        return super().acquire(max_wait_s, tokens)

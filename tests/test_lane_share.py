@@ -1,0 +1,162 @@
+"""The urgent lane's share of send_rate, played with a fake clock over many arrival patterns: the urgent lane always
+gets its share when it has work, bulk never takes it (beyond the stated worst case after urgent work arrives), and
+bulk gets the whole rate while the urgent queue is empty. The real limiters and the real watch, with a fake queue."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from property_budget import examples
+
+from sendonce_constructs.lane_rates import split
+from sendonce_runtime.lane_share import WATCH_PERIOD_S, LendingLimiter, UrgentLaneWatch
+from sendonce_runtime.send_rate import SendRateLimiter
+
+SEND_RATE, BULK_INSTANCES = 10.0, 4
+TICK_S, RUN_S = 0.01, 24.0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+@dataclass
+class UrgentQueue:
+    """What GetQueueAttributes would count: urgent jobs enqueued and not yet sent."""
+
+    backlog: int = 0
+    calls: int = 0
+    failing: bool = False
+
+    def get_queue_attributes(self, QueueUrl: str, AttributeNames: list[str]) -> dict[str, dict[str, str]]:
+        self.calls += 1
+        if self.failing:
+            raise ConnectionError("no answer")
+        return {"Attributes": {"ApproximateNumberOfMessages": str(self.backlog),
+                               "ApproximateNumberOfMessagesNotVisible": "0",
+                               "ApproximateNumberOfMessagesDelayed": "0"}}
+
+
+@dataclass
+class Run:
+    urgent_sends: list[float] = field(default_factory=list)
+    bulk_sends: list[float] = field(default_factory=list)
+    busy: list[tuple[float, float]] = field(default_factory=list)  # intervals with urgent work queued
+
+    def count(self, sends: list[float], start: float, end: float) -> int:
+        return sum(1 for at in sends if start <= at < end)
+
+
+def play(share: float, arrivals: list[tuple[float, int]]) -> Run:
+    """Bulk flooded throughout; urgent jobs arriving as ``arrivals`` (time, count); every instance sends as soon as
+    its bucket lets it."""
+    rates = split(SEND_RATE, BULK_INSTANCES, share)
+    assert rates.urgent_max_concurrency and rates.urgent_instance_rate and rates.bulk_instance_rate
+    assert rates.lent_instance_rate
+    clock, queue, run = Clock(), UrgentQueue(), Run()
+    urgent = [SendRateLimiter(rates.urgent_instance_rate, monotonic=clock.monotonic)
+              for _ in range(rates.urgent_max_concurrency)]
+    bulk = [LendingLimiter(rates.bulk_instance_rate, rates.lent_instance_rate,
+                           UrgentLaneWatch(queue, "urgent", monotonic=clock.monotonic).busy, monotonic=clock.monotonic)
+            for _ in range(BULK_INSTANCES)]
+    pending = sorted(arrivals)
+    busy_since: float | None = None
+    for tick in range(int(RUN_S / TICK_S)):
+        clock.now = tick * TICK_S
+        while pending and pending[0][0] <= clock.now:
+            queue.backlog += pending.pop(0)[1]
+        if queue.backlog and busy_since is None:
+            busy_since = clock.now
+        for limiter in urgent:
+            while queue.backlog and limiter.acquire(max_wait_s=0):
+                queue.backlog -= 1
+                run.urgent_sends.append(clock.now)
+        if not queue.backlog and busy_since is not None:
+            run.busy.append((busy_since, clock.now))
+            busy_since = None
+        for limiter in bulk:
+            while limiter.acquire(max_wait_s=0):
+                run.bulk_sends.append(clock.now)
+    if busy_since is not None:
+        run.busy.append((busy_since, RUN_S))
+    return run
+
+
+arrival_patterns = st.lists(st.tuples(st.floats(min_value=0, max_value=RUN_S - 4, allow_nan=False),
+                                      st.integers(min_value=1, max_value=30)), max_size=6)
+
+
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(share=st.sampled_from([0.1, 0.2, 0.5]), arrivals=arrival_patterns)
+def test_urgent_always_gets_its_share_and_bulk_takes_it_only_while_urgent_is_idle(share, arrivals):
+    run = play(share, arrivals)
+    urgent_rate, bulk_rate = share * SEND_RATE, (1 - share) * SEND_RATE
+    rates = split(SEND_RATE, BULK_INSTANCES, share)
+    assert rates.urgent_instance_rate is not None
+    # The worst case after urgent work arrives: a watch's read is up to WATCH_PERIOD_S old, plus a bucket's size.
+    grace_s = WATCH_PERIOD_S + TICK_S
+    for start, end in run.busy:
+        # Urgent, while it has work, sends at its share (its buckets start full: at least that).
+        whole_s = math.floor((end - start) / TICK_S) * TICK_S
+        assert run.count(run.urgent_sends, start, end + TICK_S) >= math.floor(urgent_rate * whole_s) - 1
+        # Bulk, past the grace, keeps to its own share (plus what its buckets held: one second of its rate).
+        if end - start > grace_s + 1:
+            bulk = run.count(run.bulk_sends, start + grace_s, end)
+            assert bulk <= bulk_rate * (end - start - grace_s) + bulk_rate + BULK_INSTANCES, (start, end, bulk)
+    # While urgent is idle (and was for a watch period), bulk sends at the whole rate.
+    for start, end in idle_windows(run.busy, grace_s + WATCH_PERIOD_S):
+        if end - start >= 3:
+            bulk = run.count(run.bulk_sends, start, end)
+            assert bulk >= SEND_RATE * (end - start) - BULK_INSTANCES - 1, (start, end, bulk)
+
+
+def idle_windows(busy: list[tuple[float, float]], settle_s: float) -> list[tuple[float, float]]:
+    """The stretches with no urgent work, each from ``settle_s`` after the last busy one ended."""
+    windows, start = [], settle_s
+    for busy_start, busy_end in busy:
+        if busy_start > start:
+            windows.append((start, busy_start))
+        start = max(start, busy_end + settle_s)
+    if start < RUN_S:
+        windows.append((start, RUN_S))
+    return windows
+
+
+def test_with_no_urgent_work_at_all_bulk_sends_the_whole_rate_and_reads_the_queue_once_a_second():
+    run = play(0.2, [])
+    assert run.urgent_sends == []
+    assert len(run.bulk_sends) >= SEND_RATE * (RUN_S - 2 * WATCH_PERIOD_S)
+
+
+def test_a_bulk_instance_that_cannot_read_the_urgent_queue_keeps_to_its_own_share():
+    clock, queue = Clock(), UrgentQueue(failing=True)
+    watch = UrgentLaneWatch(queue, "urgent", monotonic=clock.monotonic)
+    limiter = LendingLimiter(2.0, 0.5, watch.busy, monotonic=clock.monotonic)
+    sent = 0
+    for tick in range(1000):
+        clock.now = tick * TICK_S
+        while limiter.acquire(max_wait_s=0):
+            sent += 1
+    assert sent <= 2.0 * 10 + 2  # ten seconds at its own rate, plus the bucket it started with
+    assert queue.calls <= 11  # once a second, not once a send
+
+
+def test_the_split_keeps_the_lanes_sums_to_the_send_rate():
+    for share in (0.05, 0.2, 0.5, 0.9):
+        for instances in (2, 5, 20):
+            rates = split(SEND_RATE, instances, share)
+            assert rates.urgent_max_concurrency is not None and rates.urgent_max_concurrency >= 2
+            assert rates.urgent_instance_rate and rates.bulk_instance_rate and rates.lent_instance_rate
+            assert rates.urgent_instance_rate * rates.urgent_max_concurrency == pytest.approx(share * SEND_RATE)
+            assert rates.bulk_instance_rate * instances == pytest.approx((1 - share) * SEND_RATE)
+            assert (rates.bulk_instance_rate + rates.lent_instance_rate) * instances == pytest.approx(SEND_RATE)
+            # No urgent instance paces faster than a bulk one may (the per-instance limit holds for both).
+            assert rates.urgent_instance_rate <= SEND_RATE / instances + 1e-9
