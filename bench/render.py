@@ -124,8 +124,7 @@ def render_pacing(reports: dict[tuple[int, int], list[Any]], factor: int) -> str
     verdicts = []
     for (timeout_s, pollers), runs in sorted(reports.items()):
         share = Spread([run.sent_rate / run.rate for run in runs])
-        drain = Spread([(run.drain_s - (run.accepted_s[0] if run.accepted_s else 0.0)) / run.ideal_drain_s
-                        for run in runs])
+        drain = Spread([run.drain_ratio for run in runs])
         sqs = Spread([run.sqs_per_email for run in runs])
         idle = Spread([run.per_email(run.empty_receives) for run in runs])
         batch = runs[0].batch_size
