@@ -7,7 +7,11 @@ import time
 
 import pytest
 from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from property_budget import examples
 
+from sendonce_contract.deploy_config import woken_phase_span_s
 from sendonce_runtime.send_rate import PaceSends, SendRateLimiter
 
 
@@ -231,3 +235,39 @@ def test_at_one_a_second_or_more_a_bucket_has_no_phase():
     for rate in (1.0, 2.5):
         bucket = SendRateLimiter(rate=rate, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: 0.99)
         assert bucket.acquire(max_wait_s=10) and clock.slept == []
+
+
+# One instance's life, as its bucket sees it: idle gaps, sends (each allowed to wait up to its invocation's spare
+# time), some found to be duplicates and refunded; the phase drawn at random. Rates below and above one a second.
+instance_lives = st.lists(
+    st.tuples(st.floats(min_value=0.0, max_value=30.0), st.floats(min_value=0.0, max_value=20.0), st.booleans(),
+              st.floats(min_value=0.0, max_value=0.999)),
+    min_size=1, max_size=25)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(rate=st.sampled_from([0.1, 0.25, 0.5, 0.8, 1.0, 2.5]), life=instance_lives)
+def test_a_woken_phase_never_puts_a_job_back_and_never_lets_the_bucket_send_past_its_rate(rate, life):
+    clock = FakeTime()
+    draws = iter(draw for *_, draw in life)
+    bucket = SendRateLimiter(rate=rate, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: next(draws))
+    capacity = max(1.0, rate)
+    span_s = woken_phase_span_s(rate)
+    sends: list[float] = []
+    for idle_s, max_wait_s, duplicate, _ in life:
+        clock.now += idle_s
+        asked_at = clock.now
+        idle = bucket.next_slot_in() == 0 and idle_s >= capacity / rate  # full, and not just refilled by a refund
+        taken = bucket.acquire(max_wait_s=max_wait_s)
+        waited_s = clock.now - asked_at
+        assert waited_s <= max_wait_s + 1e-6  # a send never waits past what its invocation leaves
+        if idle:
+            # A full bucket after idling serves at its phase: never later than the span or the send's wait.
+            assert taken and waited_s <= min(span_s, max_wait_s) + 1e-6
+        if taken and duplicate:
+            bucket.refund()
+        elif taken:
+            sends.append(clock.now)
+    for i, first in enumerate(sends):  # as a token bucket of the rate would pass them, whatever the phases
+        for j in range(i, len(sends)):
+            assert j - i + 1 <= capacity + rate * (sends[j] - first) + 1e-6
