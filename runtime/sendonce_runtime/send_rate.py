@@ -39,8 +39,11 @@ class SendRateLimiter:
     many instances, each at a small share of the pipeline's rate, waking together with full buckets would send
     more at once than the pipeline's rate. So a full bucket that was rounded up to one token (an instance's
     first send, or its first after idling) serves its next slot at a random phase within the time the rounding
-    added, (1 - burst) / rate, and within what the send may wait: instances waking together spread over it as
-    one shared bucket of the pipeline's rate would pass them (docs: sending rate).
+    added, (1 - burst) / rate: instances waking together spread over it, SES's own second's worth absorbing
+    those that fall together, and stay spread while they keep sending. A phase past what its send may wait puts
+    that job back, due at its slot, like any job whose slot comes too late: once per instance waking, where
+    phases bunched within the wait would draw SES's throttling again every 1 / rate seconds (docs: sending
+    rate).
     """
 
     def __init__(self, rate: float, burst: float | None = None, monotonic: Callable[[], float] = time.monotonic,
@@ -74,8 +77,10 @@ class SendRateLimiter:
         taken) if it comes later. A send needing more than the bucket holds waits for a full bucket and takes it
         all and more: the bucket goes into debt, so the sends after it wait until the rate has paid for it."""
         with self._condition:
-            now = self._wake(max_wait_s)
+            now, woken_slot = self._wake(max_wait_s)
             slot = self._slot(now, tokens)
+            # A woken bucket's first send goes within its wait; the sends after it keep the cadence of its phase.
+            slot = slot if woken_slot is None else min(slot, woken_slot)
             if slot - now > max_wait_s + 1e-9:
                 return False
             self._full_at = max(self._full_at, slot) + tokens / self.rate
@@ -141,16 +146,18 @@ class SendRateLimiter:
             self._offset -= earlier_s
             self._condition.notify_all()
 
-    def _wake(self, max_wait_s: float) -> float:
-        """Now; a bucket found full after idling, whose one token is more than its second's worth, first moves
-        its next slot to a random phase within the time that token takes the rate beyond that second, and
-        within what the send may wait: the phase alone never puts a job back (a copy, and a receive again)."""
+    def _wake(self, max_wait_s: float) -> tuple[float, float | None]:
+        """Now, and the slot of a bucket found full after idling whose one token is more than its second's worth
+        (else None): its cadence moves to a random phase within the time that token takes the rate beyond that
+        second, and its first slot to as far into what the send may wait (the same draw, scaled to the wait)."""
         now = self._monotonic()
-        span_s = min(woken_phase_span_s(self.rate, self._burst), max(0.0, max_wait_s))
+        span_s = woken_phase_span_s(self.rate, self._burst)
         refilled = self._full_at == self._refilled_by_refund_at and now - self._full_at < 1 / self.rate
-        if span_s > 0 and self._full_at <= now and not refilled:
-            self._full_at = now - (self._capacity - 1) / self.rate + self._phase() * span_s
-        return now
+        if span_s <= 0 or self._full_at > now or refilled:
+            return now, None
+        draw = self._phase()
+        self._full_at = now - (self._capacity - 1) / self.rate + draw * span_s
+        return now, now + draw * min(span_s, max(0.0, max_wait_s))
 
     def _slot(self, now: float, tokens: int) -> float:
         """The earliest time at which the bucket holds ``tokens`` (a full bucket for more than it holds)."""
