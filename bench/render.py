@@ -144,7 +144,8 @@ def render_pacing(reports: dict[tuple[int, int], list[Any]], factor: int) -> str
         "derived from the function timeout and each instance's share (docs: sending rate). Share of R: emails a "
         "second between SES's first and last accept, over R. Drain: from SES's first accept until the queue is "
         "empty, over jobs / R. SQS requests per email: every receive that returned jobs, delete, hold and copy "
-        "(counted by the emulator); the pollers' empty receives apart (the local poller waits 1 s a receive, "
+        "of the job queue and its DLQ (counted by the emulator, by queue); the pollers' empty receives apart, "
+        "their last ones as they stop included (the local poller waits 1 s a receive, "
         f"AWS's 20 s). Medians over {repeats} runs (min to max).",
         "",
         "| function timeout | instances | batch | share of R | drain / ideal | SQS requests per email | empty "

@@ -202,6 +202,9 @@ def test_the_phase_stays_within_what_the_send_may_wait_so_it_never_puts_a_job_ba
     clock = FakeTime()
     bucket = SendRateLimiter(rate=0.25, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: 0.5)
     assert bucket.acquire(max_wait_s=1.0) is True and clock.slept == [pytest.approx(0.5)]  # half of its 1 s
+    # The sends after it keep the cadence of the whole phase (1.5 s of the 3 s span): the next one 4 s after
+    # that, so instances woken together, whose first sends all fell within their waits, are spread from then on.
+    assert bucket.next_slot_in() == pytest.approx(1.5 + 4.0 - 0.5)
 
 
 def test_instances_waking_together_spread_their_first_sends_as_one_shared_bucket_would():
@@ -217,6 +220,22 @@ def test_instances_waking_together_spread_their_first_sends_as_one_shared_bucket
     for i in range(20):
         for j in range(i, 20):
             assert j - i + 1 <= 5 + 5 * (firsts[j] - firsts[i]) + 1  # (one token of slack, as draws fall)
+
+
+def test_instances_whose_first_sends_fell_within_a_short_wait_send_spread_from_their_second():
+    """Twenty instances at 0.25 a second of a 3 s function (a second of wait a send): their first sends fall
+    within that second, the next ones at their phases over the whole 3 s span, as one bucket of 5/s would."""
+    draws = iter([n / 20 for n in range(20)])
+    clocks = [FakeTime() for _ in range(20)]
+    buckets = [SendRateLimiter(rate=0.25, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: next(draws))
+               for clock in clocks]
+    assert all(bucket.acquire(max_wait_s=1.0) for bucket in buckets)
+    assert max(sum(clock.slept) for clock in clocks) <= 1.0
+    seconds = sorted(clock.now - 100.0 + bucket.next_slot_in() for clock, bucket in zip(clocks, buckets, strict=True))
+    assert seconds[0] == pytest.approx(4.0) and seconds[-1] == pytest.approx(4.0 + 2.85)
+    for i in range(20):
+        for j in range(i, 20):
+            assert j - i + 1 <= 5 + 5 * (seconds[j] - seconds[i]) + 1
 
 
 def test_a_bucket_idle_again_draws_a_new_phase_but_not_after_a_refund_in_its_batch():

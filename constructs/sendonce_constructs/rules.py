@@ -721,6 +721,7 @@ def slow_instances_warning(send_rate: float | None, max_concurrency: int | None,
     fix = (f"set max_concurrency to at most {max(1, math.floor(send_rate))}" if send_rate is not None
            else "raise max_send_rate to 1 or more with fewer instances")
     return (f"{cause}: an instance's first send after idling waits a random phase of up to "
-            f"{woken_phase_span_s(per_instance):.3g} s, so that instances waking together stay within the "
-            f"pipeline's rate, and a paced pipeline sends no faster for more instances; {fix}, or acknowledge "
-            "this warning")
+            f"{woken_phase_span_s(per_instance):.3g} s (within what the send may wait), so that instances waking "
+            "together spread over the pipeline's rate, and a paced pipeline sends no faster for more instances "
+            f"(under a backlog each instance's jobs cost more SQS requests; docs: sending rate); {fix}, or "
+            "acknowledge this warning")

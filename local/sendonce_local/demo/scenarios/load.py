@@ -118,8 +118,9 @@ class BurstReport:
             f"    emails per key: {self.emails_per_key}; sent twice {len(self.keys_sent_twice)}; lost "
             f"{len(self.keys_lost)}; in the DLQ {self.dead_letters}",
             f"    drained in {self.drain_under_way_s:.1f} s from SES's first accept (ideal {self.ideal_drain_s:.1f} s: "
-            f"{self.drain_ratio:.2f}x, aim {DRAIN_AIM}x; the instances' cold starts before it {self.first_accept_s:.1f} "
-            f"s); sent {self.sent_rate:.2f} emails/s = {self.sent_rate / self.rate:.0%} of R (aim {SENT_RATE_AIM:.0%})",
+            f"{self.drain_ratio:.2f}x, aim {DRAIN_AIM}x; the instances' cold starts before it "
+            f"{self.first_accept_s:.1f} s); sent {self.sent_rate:.2f} emails/s = {self.sent_rate / self.rate:.0%} of R "
+            f"(aim {SENT_RATE_AIM:.0%})",
             f"    per email: {self.per_email(self.throttles):.2f} throttles, "
             f"{self.per_email(self.invocations):.2f} invocations, AWS calls {calls}",
             f"    SQS requests per email on the job queue and its DLQ (receives, deletes, holds, copies): "
