@@ -38,12 +38,12 @@ class SendRateLimiter:
     A bucket holds at least one token, more than the second's worth (``burst``) a rate below one a second gives:
     many instances, each at a small share of the pipeline's rate, waking together with full buckets would send
     more at once than the pipeline's rate. So a full bucket that was rounded up to one token (an instance's
-    first send, or its first after idling) serves its next slot at a random phase within the time the rounding
-    added, (1 - burst) / rate: instances waking together spread over it, SES's own second's worth absorbing
-    those that fall together, and stay spread while they keep sending. A phase past what its send may wait puts
-    that job back, due at its slot, like any job whose slot comes too late: once per instance waking, where
-    phases bunched within the wait would draw SES's throttling again every 1 / rate seconds (docs: sending
-    rate).
+    first send, or its first after idling) draws a random phase within the time the rounding added,
+    (1 - burst) / rate, and keeps its cadence: its sends after the first come 1 / rate apart from that phase,
+    while the first goes as far into what it may wait (the same draw, scaled), so the phase alone never puts a
+    job back. Instances waking together spread over the span from their second send on and stay spread while
+    they keep sending; phases held within the wait kept them bunched there, drawing SES's throttling every
+    1 / rate seconds (docs: sending rate).
     """
 
     def __init__(self, rate: float, burst: float | None = None, monotonic: Callable[[], float] = time.monotonic,

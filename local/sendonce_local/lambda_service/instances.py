@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from sendonce_runtime.shell import FUNCTION_NAME_VARIABLE
+
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 STARTUP_BOUND_S = 60
 # A handler's answer may arrive a little after its deadline while the process winds down; Lambda's own
@@ -101,7 +103,7 @@ class LambdaInstance:
         """What Lambda sets in every execution environment, over the function's own: a handler may tell it runs in
         one (the runtime then builds its clients at import, in the init phase, outside any invocation's timeout)."""
         return {
-            "AWS_LAMBDA_FUNCTION_NAME": self._function.name,
+            FUNCTION_NAME_VARIABLE: self._function.name,
             "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
             "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self._function.memory_mb),
             "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
