@@ -249,6 +249,18 @@ def test_a_bucket_idle_again_draws_a_new_phase_but_not_after_a_refund_in_its_bat
     assert bucket.acquire(max_wait_s=10) and clock.slept == [pytest.approx(0.5)]
 
 
+def test_a_busy_bucket_keeps_its_cadence_and_draws_no_new_phase():
+    """An instance that keeps sending, each next send asked for a little after its bucket refilled, is not idling:
+    its phase never slips (only one draw is there to take)."""
+    draws = iter([0.5])
+    clock = FakeTime()
+    bucket = SendRateLimiter(rate=0.25, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: next(draws))
+    assert bucket.acquire(max_wait_s=10) and clock.slept == [pytest.approx(1.5)]
+    for _ in range(5):
+        clock.now += bucket.next_slot_in() + 0.5
+        assert bucket.acquire(max_wait_s=10) and clock.slept == [pytest.approx(1.5)]  # at once, no new phase
+
+
 def test_at_one_a_second_or_more_a_bucket_has_no_phase():
     clock = FakeTime()
     for rate in (1.0, 2.5):

@@ -57,8 +57,6 @@ class SendRateLimiter:
         self._sleep = sleep  # tests pass a fake; by default waiters wait on the condition, so a refund wakes them
         # A draw in [0, 1) for a woken bucket's phase; its own generator, seeded apart in each process.
         self._phase = phase if phase is not None else random.Random().random
-        # When a refund last made the bucket full: a send right after it (the batch's next record) has not idled.
-        self._refilled_by_refund_at: float | None = None
         self._condition = threading.Condition()
         # When the bucket is full again after every slot handed out (the "theoretical arrival time" of a token
         # bucket): at time t it holds capacity - (full_at - t) * rate tokens.
@@ -141,19 +139,18 @@ class SendRateLimiter:
             now = self._monotonic()
             earlier_s = min(tokens / self.rate, max(0.0, self._full_at - now))
             self._full_at -= earlier_s
-            if self._full_at <= now + 1e-9:
-                self._refilled_by_refund_at = self._full_at
             self._offset -= earlier_s
             self._condition.notify_all()
 
     def _wake(self, max_wait_s: float) -> tuple[float, float | None]:
         """Now, and the slot of a bucket found full after idling whose one token is more than its second's worth
         (else None): its cadence moves to a random phase within the time that token takes the rate beyond that
-        second, and its first slot to as far into what the send may wait (the same draw, scaled to the wait)."""
+        second, and its first slot to as far into what the send may wait (the same draw, scaled to the wait).
+        Idling is being full for a token's time or more: a bucket that just refilled (the instance kept sending,
+        or a duplicate gave its slot back) keeps its cadence, so a busy instance's phase never slips."""
         now = self._monotonic()
         span_s = woken_phase_span_s(self.rate, self._burst)
-        refilled = self._full_at == self._refilled_by_refund_at and now - self._full_at < 1 / self.rate
-        if span_s <= 0 or self._full_at > now or refilled:
+        if span_s <= 0 or now - self._full_at < 1 / self.rate:
             return now, None
         draw = self._phase()
         self._full_at = now - (self._capacity - 1) / self.rate + draw * span_s
