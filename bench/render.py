@@ -132,8 +132,7 @@ def render_pacing(reports: dict[tuple[int, int], list[Any]], factor: int) -> str
     verdicts = []
     for (timeout_s, pollers), runs in sorted(reports.items()):
         share = Spread([run.sent_rate / run.rate for run in runs])
-        drain = Spread([(run.drain_s - (run.accepted_s[0] if run.accepted_s else 0.0)) / run.ideal_drain_s
-                        for run in runs])
+        drain = Spread([run.drain_ratio for run in runs])
         sqs = Spread([run.sqs_per_email for run in runs])
         idle = Spread([run.per_email(run.empty_receives) for run in runs])
         batch = runs[0].batch_size
@@ -153,7 +152,8 @@ def render_pacing(reports: dict[tuple[int, int], list[Any]], factor: int) -> str
         "derived from the function timeout and each instance's share (docs: sending rate). Share of R: emails a "
         "second between SES's first and last accept, over R. Drain: from SES's first accept until the queue is "
         "empty, over jobs / R. SQS requests per email: every receive that returned jobs, delete, hold and copy "
-        "(counted by the emulator); the pollers' empty receives apart (the local poller waits 1 s a receive, "
+        "of the job queue and its DLQ (counted by the emulator, by queue); the pollers' empty receives apart, "
+        "their last ones as they stop included (the local poller waits 1 s a receive, "
         f"AWS's 20 s). Medians over {repeats} runs (min to max).",
         "",
         "| function timeout | instances | batch | share of R | drain / ideal | SQS requests per email | empty "

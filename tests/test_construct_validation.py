@@ -16,7 +16,7 @@ from construct_support import build, make_stack
 
 from sendonce_constructs import SendOnceConfigurationError, SendOnceEmailQueue
 from sendonce_constructs.email_queue import LOW_MAX_RECEIVE_COUNT_WARNING
-from sendonce_constructs.rules import VPC_WITHOUT_EGRESS_WARNING
+from sendonce_constructs.rules import SLOW_INSTANCES_WARNING, VPC_WITHOUT_EGRESS_WARNING
 from sendonce_contract.deploy_config import Env
 
 S = cdk.Duration.seconds
@@ -328,3 +328,18 @@ def test_every_prop_declared_with_no_string_refuses_one_by_its_name_and_tokens_p
             build(**{name: "7"})
     token = cdk.Token.as_number(cdk.Fn.ref("Concurrency"))
     build(max_concurrency=token, memory_size=token)
+
+
+def test_more_instances_than_the_send_rate_warns_with_the_cost_and_the_fix():
+    stack = make_stack()
+    build(stack, send_rate=5, max_concurrency=20)
+    ack = re.escape(f"[ack: Annotation::{SLOW_INSTANCES_WARNING}]")
+    Annotations.from_stack(stack).has_warning("/Test/Receipts", Match.string_like_regexp(
+        r"max_concurrency \(20\) is above send_rate \(5\), so each instance sends 0.25 emails/s: an instance's "
+        r"first send after idling waits a random phase of up to 3 s.*set max_concurrency to at most 5.*" + ack))
+
+
+def test_instances_at_one_email_a_second_or_more_do_not_warn():
+    stack = make_stack()
+    build(stack, send_rate=5, max_concurrency=5)
+    assert Annotations.from_stack(stack).find_warning("*", Match.any_value()) == []

@@ -65,3 +65,18 @@ def test_a_receive_reads_no_whole_queue_per_message(aws, monkeypatch):
     messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0)["Messages"]
     assert len(messages) == 10
     assert computed == []
+
+
+def test_the_emulator_counts_each_queues_requests_apart(aws):
+    """A burst's pacing cost is its job queue's requests, told apart from the stack's other queues'."""
+    from sendonce_local.emulator.request_counts import REQUESTS
+
+    sqs = boto3.client("sqs")
+    jobs, evidence = (sqs.create_queue(QueueName=name)["QueueUrl"] for name in ("counted-jobs", "counted-evidence"))
+    before = REQUESTS.queue_snapshot()
+    sqs.send_message(QueueUrl=jobs, MessageBody="a job")
+    sqs.receive_message(QueueUrl=jobs, WaitTimeSeconds=0)
+    sqs.receive_message(QueueUrl=evidence, WaitTimeSeconds=0)
+    counted = REQUESTS.queue_snapshot() - before
+    assert counted == Counter({("counted-jobs", "SendMessage"): 1, ("counted-jobs", "ReceiveMessage"): 1,
+                               ("counted-evidence", "ReceiveMessage"): 1})

@@ -25,6 +25,8 @@ TINY_HANDLER = textwrap.dedent('''
                     "body": record["body"], "at": time.time(),
                     "count": int(record["attributes"]["ApproximateReceiveCount"]),
                     "remaining_ms": context.get_remaining_time_in_millis(),
+                    "function_name": os.environ.get("AWS_LAMBDA_FUNCTION_NAME"),
+                    "task_root": os.environ.get("LAMBDA_TASK_ROOT"),
                 }) + "\\n")
         for record in event["Records"]:
             if record["body"] == "send":
@@ -120,6 +122,32 @@ def test_a_forced_fault_its_invocation_never_reached_is_armed_again_until_it_fir
     assert runner.stats.workers_killed == 1  # killed at its first SendEmail, then sent on redelivery
     assert [d["count"] for d in deliveries if d["body"] == "send"] == [1, 2]
     assert dead_letters() == []
+
+
+def test_the_handler_runs_with_lambdas_reserved_variables(tiny):
+    """As in a Lambda execution environment: the runtime tells it runs in one, and builds its clients at import."""
+    run, _ = tiny
+    _, deliveries = run("ok")
+    assert deliveries[0]["function_name"] == "tiny" and deliveries[0]["task_root"].endswith("code")
+
+
+def test_a_handlers_parts_are_built_at_import_in_an_execution_environment_and_on_first_use_elsewhere(monkeypatch):
+    from sendonce_runtime.shell import FUNCTION_NAME_VARIABLE, Once
+
+    builds: list[str] = []
+    monkeypatch.delenv(FUNCTION_NAME_VARIABLE, raising=False)
+    lazy = Once(lambda: builds.append("lazy") or "built")
+    assert builds == [] and lazy.get() == "built" and builds == ["lazy"]
+    monkeypatch.setenv(FUNCTION_NAME_VARIABLE, "consumer")
+    Once(lambda: builds.append("init"))
+    assert builds == ["lazy", "init"]
+
+    def broken() -> str:
+        raise RuntimeError("no table name")
+
+    failing = Once(broken)  # an init that fails is tried again by the first invocation, which fails with it
+    with pytest.raises(RuntimeError, match="no table name"):
+        failing.get()
 
 
 def test_partial_batch_response_rules():

@@ -54,6 +54,7 @@ def test_a_burst_is_paced_at_every_function_timeout_with_each_job_put_back_at_mo
     assert burst.ok, burst.lines()
     assert burst.emails_per_key == {1: KEYS} and burst.dead_letters == 0, burst.lines()
     assert burst.sqs_per_email <= SQS_REQUESTS_AIM, burst.lines()
+    assert burst.sqs_requests > 0 and burst.other_sqs_requests == 0, burst.lines()  # counted, on its own queues
 
 
 def test_the_batch_size_is_what_one_instance_sends_in_one_invocation():

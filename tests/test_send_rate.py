@@ -7,7 +7,11 @@ import time
 
 import pytest
 from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from property_budget import examples
 
+from sendonce_contract.deploy_config import woken_phase_span_s
 from sendonce_runtime.send_rate import PaceSends, SendRateLimiter
 
 
@@ -108,6 +112,7 @@ def test_parallel_sends_are_spread_to_the_rate_and_all_go_out(pipeline, ses_faul
 
 def test_no_send_slot_left_in_the_invocation_releases_the_claim_for_later(pipeline):
     consumer = pipeline.consumer(parallelism=1, max_send_rate=0.001)  # one send, then the next in 1000 s
+    pace_of(consumer).limiter = SendRateLimiter(rate=0.001, phase=lambda: 0.0)  # its first slot at once
     context = FakeContext(FakeClock(), budget_ms=60_000)
     first, second = sqs_record(job("slow:1")), sqs_record(job("slow:2"))
     response = consumer.handle(event(first, second), context)
@@ -174,6 +179,7 @@ def test_a_job_with_more_recipients_than_the_bucket_holds_waits_for_a_full_bucke
 
 def test_pacing_counts_every_recipient_of_a_job(pipeline):
     consumer = pipeline.consumer(FakeClock(), parallelism=1, max_send_rate=0.5)
+    pace_of(consumer).limiter = SendRateLimiter(rate=0.5, phase=lambda: 0.0)  # its first slot at once
     recipients = {"to": ["a@example.org", "b@example.org"], "cc": ["c@example.org"], "bcc": ["d@example.org"]}
     first, second = sqs_record(job("many:1", **recipients)), sqs_record(job("many:2", **recipients))
     # Four recipients a job, one every two seconds: the first finds a full bucket and goes; the second finds
@@ -181,3 +187,118 @@ def test_pacing_counts_every_recipient_of_a_job(pipeline):
     response = consumer.handle(event(first, second), FakeContext(FakeClock(), budget_ms=20_000))
     assert failed_ids(response) == {second["messageId"]}
     assert pipeline.emails_for("many:1") == 1 and pipeline.emails_for("many:2") == 0
+
+
+def test_below_one_a_second_a_new_bucket_serves_its_first_slot_at_a_random_phase():
+    """A bucket of 0.25 a second holds one token, three more seconds of the rate than its second's worth: its
+    first slot comes at its phase within those three seconds, and the next ones at the rate after it."""
+    clock = FakeTime()
+    bucket = SendRateLimiter(rate=0.25, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: 0.5)
+    assert bucket.acquire(max_wait_s=10) is True and clock.slept == [pytest.approx(1.5)]
+    assert bucket.next_slot_in() == pytest.approx(4.0)
+
+
+def test_the_phase_stays_within_what_the_send_may_wait_so_it_never_puts_a_job_back_alone():
+    clock = FakeTime()
+    bucket = SendRateLimiter(rate=0.25, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: 0.5)
+    assert bucket.acquire(max_wait_s=1.0) is True and clock.slept == [pytest.approx(0.5)]  # half of its 1 s
+    # The sends after it keep the cadence of the whole phase (1.5 s of the 3 s span): the next one 4 s after
+    # that, so instances woken together, whose first sends all fell within their waits, are spread from then on.
+    assert bucket.next_slot_in() == pytest.approx(1.5 + 4.0 - 0.5)
+
+
+def test_instances_waking_together_spread_their_first_sends_as_one_shared_bucket_would():
+    """Twenty instances at 0.25 a second (a pipeline of 5 a second) woken at once: with their phases spread,
+    at most the pipeline's second's worth plus its rate goes out in any span, not all twenty at once."""
+    draws = iter([n / 20 for n in range(20)])
+    clocks = [FakeTime() for _ in range(20)]  # each instance's own, all woken at the same time
+    buckets = [SendRateLimiter(rate=0.25, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: next(draws))
+               for clock in clocks]
+    assert all(bucket.acquire(max_wait_s=10) for bucket in buckets)
+    firsts = sorted(sum(clock.slept) for clock in clocks)
+    assert firsts[0] == 0.0 and firsts[-1] == pytest.approx(2.85)
+    for i in range(20):
+        for j in range(i, 20):
+            assert j - i + 1 <= 5 + 5 * (firsts[j] - firsts[i]) + 1  # (one token of slack, as draws fall)
+
+
+def test_instances_whose_first_sends_fell_within_a_short_wait_send_spread_from_their_second():
+    """Twenty instances at 0.25 a second of a 3 s function (a second of wait a send): their first sends fall
+    within that second, the next ones at their phases over the whole 3 s span, as one bucket of 5/s would."""
+    draws = iter([n / 20 for n in range(20)])
+    clocks = [FakeTime() for _ in range(20)]
+    buckets = [SendRateLimiter(rate=0.25, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: next(draws))
+               for clock in clocks]
+    assert all(bucket.acquire(max_wait_s=1.0) for bucket in buckets)
+    assert max(sum(clock.slept) for clock in clocks) <= 1.0
+    seconds = sorted(clock.now - 100.0 + bucket.next_slot_in() for clock, bucket in zip(clocks, buckets, strict=True))
+    assert seconds[0] == pytest.approx(4.0) and seconds[-1] == pytest.approx(4.0 + 2.85)
+    for i in range(20):
+        for j in range(i, 20):
+            assert j - i + 1 <= 5 + 5 * (seconds[j] - seconds[i]) + 1
+
+
+def test_a_bucket_idle_again_draws_a_new_phase_but_not_after_a_refund_in_its_batch():
+    draws = iter([0.0, 0.5])
+    clock = FakeTime()
+    bucket = SendRateLimiter(rate=0.5, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: next(draws))
+    assert bucket.acquire(max_wait_s=10)  # phase 0: at once
+    bucket.refund()  # a duplicate: the bucket is full again, and the batch's next record goes at once
+    assert bucket.acquire(max_wait_s=10) and clock.slept == []
+    clock.now += 60  # idle: the next send is at a new phase (half of the one second the rounding added)
+    assert bucket.acquire(max_wait_s=10) and clock.slept == [pytest.approx(0.5)]
+
+
+def test_a_busy_bucket_keeps_its_cadence_and_draws_no_new_phase():
+    """An instance that keeps sending, each next send asked for a little after its bucket refilled, is not idling:
+    its phase never slips (only one draw is there to take)."""
+    draws = iter([0.5])
+    clock = FakeTime()
+    bucket = SendRateLimiter(rate=0.25, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: next(draws))
+    assert bucket.acquire(max_wait_s=10) and clock.slept == [pytest.approx(1.5)]
+    for _ in range(5):
+        clock.now += bucket.next_slot_in() + 0.5
+        assert bucket.acquire(max_wait_s=10) and clock.slept == [pytest.approx(1.5)]  # at once, no new phase
+
+
+def test_at_one_a_second_or_more_a_bucket_has_no_phase():
+    clock = FakeTime()
+    for rate in (1.0, 2.5):
+        bucket = SendRateLimiter(rate=rate, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: 0.99)
+        assert bucket.acquire(max_wait_s=10) and clock.slept == []
+
+
+# One instance's life, as its bucket sees it: idle gaps, sends (each allowed to wait up to its invocation's spare
+# time), some found to be duplicates and refunded; the phase drawn at random. Rates below and above one a second.
+instance_lives = st.lists(
+    st.tuples(st.floats(min_value=0.0, max_value=30.0), st.floats(min_value=0.0, max_value=20.0), st.booleans(),
+              st.floats(min_value=0.0, max_value=0.999)),
+    min_size=1, max_size=25)
+
+
+@settings(max_examples=examples(200), deadline=None)
+@given(rate=st.sampled_from([0.1, 0.25, 0.5, 0.8, 1.0, 2.5]), life=instance_lives)
+def test_a_woken_phase_never_puts_a_job_back_and_never_lets_the_bucket_send_past_its_rate(rate, life):
+    clock = FakeTime()
+    draws = iter(draw for *_, draw in life)
+    bucket = SendRateLimiter(rate=rate, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: next(draws))
+    capacity = max(1.0, rate)
+    span_s = woken_phase_span_s(rate)
+    sends: list[float] = []
+    for idle_s, max_wait_s, duplicate, _ in life:
+        clock.now += idle_s
+        asked_at = clock.now
+        idle = bucket.next_slot_in() == 0 and idle_s >= capacity / rate  # full, and not just refilled by a refund
+        taken = bucket.acquire(max_wait_s=max_wait_s)
+        waited_s = clock.now - asked_at
+        assert waited_s <= max_wait_s + 1e-6  # a send never waits past what its invocation leaves
+        if idle:
+            # A full bucket after idling serves at its phase: never later than the span or the send's wait.
+            assert taken and waited_s <= min(span_s, max_wait_s) + 1e-6
+        if taken and duplicate:
+            bucket.refund()
+        elif taken:
+            sends.append(clock.now)
+    for i, first in enumerate(sends):  # as a token bucket of the rate would pass them, whatever the phases
+        for j in range(i, len(sends)):
+            assert j - i + 1 <= capacity + rate * (sends[j] - first) + 1e-6

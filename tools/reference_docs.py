@@ -109,6 +109,8 @@ def warning_ids() -> str:
         email_queue.LOW_MAX_RECEIVE_COUNT_WARNING: "`max_receive_count` below 5",
         email_queue.OUTCOME_EVENTS_SKIPPED_WARNING: "`existing_table` without a stream: outcome events are off",
         rules.VPC_WITHOUT_EGRESS_WARNING: "functions in subnets with no route out, in a VPC with no endpoint",
+        rules.SLOW_INSTANCES_WARNING: "`max_concurrency` above `send_rate` (or `max_send_rate` below 1): first sends "
+                                      "after idling wait a random phase",
     }
     return _table(("warning id", "when", "acknowledge with"),
                   [(f"`{warning}`", when, f"`Acknowledgment(id=\"Annotation::{warning}\", reason=...)`")

@@ -215,6 +215,10 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         self.quota_watch, self.alarms, self.dashboard = monitoring.quota_watch, monitoring.alarms, monitoring.dashboard
 
     def _warn(self, props: PipelineProps) -> None:
+        per_instance = known(props.max_send_rate)
+        if per_instance is not None and per_instance < 1:
+            Validations.of(self).add_warning(rules.SLOW_INSTANCES_WARNING, rules.slow_instances_warning(
+                known(props.send_rate), props.max_concurrency, per_instance))
         if props.low_max_receive_count:
             Validations.of(self).add_warning(
                 LOW_MAX_RECEIVE_COUNT_WARNING,

@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ParamSpec, TypeVar
 
 from sendonce_contract.allowed_recipients import AllowedRecipients, InvalidEntry, parse_entries
+from sendonce_contract.deploy_config import woken_phase_span_s
 from sendonce_contract.message import SES_NAME
 from sendonce_contract.schema import Ledger
 from sendonce_contract.sqs_limits import (
@@ -705,3 +707,21 @@ def vpc_without_egress_warning(subnets: Sequence[str]) -> str:
             "DynamoDB, SQS and SES (and Secrets Manager with key_privacy) would time out and no email would be sent; "
             "select PRIVATE_WITH_EGRESS subnets, or add VPC endpoints (a DynamoDB gateway endpoint, SQS, SES and "
             "Secrets Manager interface endpoints), or acknowledge this warning if routes are made outside this app")
+
+
+SLOW_INSTANCES_WARNING = "@sendonce/SendOnceEmailQueue:maxConcurrencyAboveSendRate"
+
+
+def slow_instances_warning(send_rate: float | None, max_concurrency: int | None, per_instance: float) -> str:
+    """The warning for instances paced below one email a second (``max_concurrency`` above ``send_rate``, or a
+    ``max_send_rate`` below one): what it costs and the fix."""
+    cause = (f"max_concurrency ({max_concurrency}) is above send_rate ({send_rate:g}), so each instance sends "
+             f"{per_instance:g} emails/s" if send_rate is not None and max_concurrency is not None
+             else f"max_send_rate ({per_instance:g}) is below one email a second an instance")
+    fix = (f"set max_concurrency to at most {max(1, math.floor(send_rate))}" if send_rate is not None
+           else "raise max_send_rate to 1 or more with fewer instances")
+    return (f"{cause}: an instance's first send after idling waits a random phase of up to "
+            f"{woken_phase_span_s(per_instance):.3g} s (within what the send may wait), so that instances waking "
+            "together spread over the pipeline's rate, and a paced pipeline sends no faster for more instances "
+            f"(under a backlog each instance's jobs cost more SQS requests; docs: sending rate); {fix}, or "
+            "acknowledge this warning")

@@ -163,6 +163,14 @@ def sends_per_invocation(rate_per_instance: float, function_timeout_s: float) ->
     return max(1, int(1 + rate_per_instance * wait_s))
 
 
+def woken_phase_span_s(rate_per_instance: float, burst: float | None = None) -> float:
+    """How far past its wake an instance's first send may be put: the time its rate takes to give the token its
+    bucket holds beyond its burst (one second's worth of the rate unless given), as a bucket holds at least one.
+    Zero at one a second or more; 3 s at 0.25 a second (docs: sending rate)."""
+    held = max(1.0, burst if burst is not None else rate_per_instance)
+    return (held - (burst if burst is not None else rate_per_instance)) / rate_per_instance
+
+
 class ConsumerConfig(NamedTuple):
     """The consumer's (``sendonce_runtime.handler.handler``) environment."""
 

@@ -11,11 +11,12 @@ once would come back paced, and again, each time with a receive and a copy)."""
 from __future__ import annotations
 
 import math
+import random
 import threading
 import time
 from collections.abc import Callable, Sequence
 
-from sendonce_contract.deploy_config import planned_wait_s
+from sendonce_contract.deploy_config import planned_wait_s, woken_phase_span_s
 
 from .checks import Delivery, Rest
 from .clock import Deadline
@@ -33,17 +34,29 @@ class SendRateLimiter:
     Shared by the batch's threads. Slots are handed out first come, first served: ``acquire`` reserves the
     earliest slot after those already taken and waits for it, or takes nothing when it comes too late, so a
     record never waits past the time it needs to send within its invocation.
+
+    A bucket holds at least one token, more than the second's worth (``burst``) a rate below one a second gives:
+    many instances, each at a small share of the pipeline's rate, waking together with full buckets would send
+    more at once than the pipeline's rate. So a full bucket that was rounded up to one token (an instance's
+    first send, or its first after idling) draws a random phase within the time the rounding added,
+    (1 - burst) / rate, and keeps its cadence: its sends after the first come 1 / rate apart from that phase,
+    while the first goes as far into what it may wait (the same draw, scaled), so the phase alone never puts a
+    job back. Instances waking together spread over the span from their second send on and stay spread while
+    they keep sending; phases held within the wait kept them bunched there, drawing SES's throttling every
+    1 / rate seconds (docs: sending rate).
     """
 
     def __init__(self, rate: float, burst: float | None = None, monotonic: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] | None = None) -> None:
+                 sleep: Callable[[float], None] | None = None, phase: Callable[[], float] | None = None) -> None:
         if rate <= 0:
             raise ValueError("the send rate must be positive")
         self.rate = rate
-        self._burst = burst
-        self._capacity = max(1.0, burst if burst is not None else rate)
+        self._burst = burst  # None: one second's worth of the rate
+        self._capacity = max(1.0, burst if burst is not None else rate)  # as woken_phase_span_s counts it
         self._monotonic = monotonic
         self._sleep = sleep  # tests pass a fake; by default waiters wait on the condition, so a refund wakes them
+        # A draw in [0, 1) for a woken bucket's phase; its own generator, seeded apart in each process.
+        self._phase = phase if phase is not None else random.Random().random
         self._condition = threading.Condition()
         # When the bucket is full again after every slot handed out (the "theoretical arrival time" of a token
         # bucket): at time t it holds capacity - (full_at - t) * rate tokens.
@@ -62,8 +75,10 @@ class SendRateLimiter:
         taken) if it comes later. A send needing more than the bucket holds waits for a full bucket and takes it
         all and more: the bucket goes into debt, so the sends after it wait until the rate has paid for it."""
         with self._condition:
-            now = self._monotonic()
+            now, woken_slot = self._wake(max_wait_s)
             slot = self._slot(now, tokens)
+            # A woken bucket's first send goes within its wait; the sends after it keep the cadence of its phase.
+            slot = slot if woken_slot is None else min(slot, woken_slot)
             if slot - now > max_wait_s + 1e-9:
                 return False
             self._full_at = max(self._full_at, slot) + tokens / self.rate
@@ -126,6 +141,20 @@ class SendRateLimiter:
             self._full_at -= earlier_s
             self._offset -= earlier_s
             self._condition.notify_all()
+
+    def _wake(self, max_wait_s: float) -> tuple[float, float | None]:
+        """Now, and the slot of a bucket found full after idling whose one token is more than its second's worth
+        (else None): its cadence moves to a random phase within the time that token takes the rate beyond that
+        second, and its first slot to as far into what the send may wait (the same draw, scaled to the wait).
+        Idling is being full for a token's time or more: a bucket that just refilled (the instance kept sending,
+        or a duplicate gave its slot back) keeps its cadence, so a busy instance's phase never slips."""
+        now = self._monotonic()
+        span_s = woken_phase_span_s(self.rate, self._burst)
+        if span_s <= 0 or now - self._full_at < 1 / self.rate:
+            return now, None
+        draw = self._phase()
+        self._full_at = now - (self._capacity - 1) / self.rate + draw * span_s
+        return now, now + draw * min(span_s, max(0.0, max_wait_s))
 
     def _slot(self, now: float, tokens: int) -> float:
         """The earliest time at which the bucket holds ``tokens`` (a full bucket for more than it holds)."""

@@ -169,7 +169,7 @@ class Report:
                         f"{len(self.residual.detected)} detected")
         if self.burst is not None:
             verdict += (f"; burst: {self.burst.keys} keys at {self.burst.sent_rate / self.burst.rate:.0%} of SES's "
-                        f"rate, drained in {self.burst.drain_s / self.burst.ideal_drain_s:.2f}x the ideal, "
+                        f"rate, drained in {self.burst.drain_ratio:.2f}x the ideal, "
                         f"{self.burst.dead_letters} in the DLQ")
         for fault_burst in self.fault_bursts:
             verdict += (f"; {fault_burst.keys} keys through {fault_burst.stretch.split(' (')[0]}: each once, "

@@ -97,7 +97,7 @@ def _burst_panel(axis: Any, burst: BurstReport | None) -> None:
     axis.plot([first, first + burst.ideal_drain_s], [0, burst.keys], linestyle="--", color=MUTED_COLOUR,
               label=f"SES's rate ({burst.rate:g}/s)")
     axis.axvline(burst.drain_s, color=PASS_COLOUR if burst.ok else FAIL_COLOUR, linestyle=":",
-                 label=f"drained at {burst.drain_s:.0f} s ({burst.drain_s / burst.ideal_drain_s:.2f}x ideal)")
+                 label=f"drained at {burst.drain_s:.0f} s ({burst.drain_ratio:.2f}x ideal from the first accept)")
     axis.set_title(f"burst: {burst.keys} keys at once, {burst.sent_rate / burst.rate:.0%} of SES's rate")
     axis.set_xlabel("seconds since the burst was enqueued")
     axis.set_ylabel("emails")

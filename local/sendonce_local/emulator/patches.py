@@ -79,7 +79,8 @@ PATCHES = (
           "throttling error",
           limit_ses_sends),
     Patch("BaseResponse.call_action (counted)",
-          "a scenario reports AWS calls per email, counted by the emulator rather than by the consumer",
+          "a scenario reports AWS calls per email, counted by the emulator rather than by the consumer, and SQS's "
+          "by queue (a burst's pacing cost is its job queue's, apart from the evidence queue's)",
           count_requests),
     Patch("CloudFormation's model list (AWS::SecretsManager::Secret added)",
           "moto's CloudFormation skips the type, so a stack with key_privacy would deploy without its secret",

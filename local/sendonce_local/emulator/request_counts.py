@@ -1,4 +1,5 @@
-"""Every request the emulator answered, by service and operation: a scenario's AWS calls per email."""
+"""Every request the emulator answered, by service and operation, and SQS's by queue too: a scenario's AWS calls
+per email, and the requests one queue cost (a pipeline's job queue apart from its evidence queue)."""
 
 from __future__ import annotations
 
@@ -16,15 +17,28 @@ class RequestCounts:
 
     def __init__(self) -> None:
         self._counts: Counter[tuple[str, str]] = Counter()
+        self._by_queue: Counter[tuple[str, str]] = Counter()
         self._lock = threading.Lock()
 
-    def add(self, service: str, operation: str) -> None:
+    def add(self, service: str, operation: str, queue_url: str | None = None) -> None:
         with self._lock:
             self._counts[service, operation] += 1
+            if queue_url:
+                self._by_queue[queue_name(queue_url), operation] += 1
 
     def snapshot(self) -> Counter[tuple[str, str]]:
         with self._lock:
             return Counter(self._counts)
+
+    def queue_snapshot(self) -> Counter[tuple[str, str]]:
+        """SQS's requests by (queue name, operation)."""
+        with self._lock:
+            return Counter(self._by_queue)
+
+
+def queue_name(queue_url: str) -> str:
+    """The queue a URL names (its last path segment), however the client spelled the host."""
+    return queue_url.rstrip("/").rsplit("/", 1)[-1]
 
 
 REQUESTS = RequestCounts()
@@ -38,7 +52,9 @@ def count_requests() -> None:
         @functools.wraps(original)
         def call_action(self: Any) -> Any:
             try:
-                REQUESTS.add(str(self.service_name), self._get_action())
+                service = str(self.service_name)
+                queue_url = self._get_param("QueueUrl") if service == "sqs" else None
+                REQUESTS.add(service, self._get_action(), queue_url if isinstance(queue_url, str) else None)
             except Exception:  # an operation moto cannot name is still answered as before
                 REQUESTS.add(str(self.service_name), "unknown")
             return original(self)

@@ -1,4 +1,6 @@
-"""Lambda execution environments as worker processes: invoke with a real deadline, kill when it passes."""
+"""Lambda execution environments as worker processes: Lambda's reserved variables set, the handler imported before
+the first invocation (the init phase, which no invocation's timeout counts), then invoked with a real deadline and
+killed when it passes."""
 
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
+
+from sendonce_runtime.shell import FUNCTION_NAME_VARIABLE
 
 WORKER_SCRIPT = Path(__file__).with_name("worker.py")
 STARTUP_BOUND_S = 60
@@ -76,7 +80,7 @@ class LambdaInstance:
     def start(self) -> None:
         requests_read, requests_write = os.pipe()
         answers_read, answers_write = os.pipe()
-        environment = {**os.environ, **self._environment, "PYTHONUNBUFFERED": "1"}
+        environment = {**os.environ, **self._environment, **self._reserved_variables(), "PYTHONUNBUFFERED": "1"}
         output = _file_or_devnull(self._log)
         self._process = subprocess.Popen(
             [sys.executable, str(WORKER_SCRIPT), str(requests_read), str(answers_write),
@@ -95,6 +99,19 @@ class LambdaInstance:
         if not ready or not ready.get("ready"):
             self.close()
             raise RuntimeError(f"the function {self._function.name} did not start; see the consumer log")
+
+    def _reserved_variables(self) -> dict[str, str]:
+        """What Lambda sets in every execution environment, over the function's own: a handler may tell it runs in
+        one (the runtime then builds its clients at import, in the init phase, outside any invocation's timeout)."""
+        return {
+            FUNCTION_NAME_VARIABLE: self._function.name,
+            "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+            "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": str(self._function.memory_mb),
+            "AWS_LAMBDA_INITIALIZATION_TYPE": "on-demand",
+            "AWS_LAMBDA_LOG_GROUP_NAME": f"/aws/lambda/{self._function.name}",
+            "LAMBDA_TASK_ROOT": str(self._function.code_dir),
+            "_HANDLER": self._function.handler,
+        }
 
     def invoke(self, event: dict[str, Any], fault: dict[str, Any] | None = None) -> Invocation:
         if self._process is None or self._process.poll() is not None:

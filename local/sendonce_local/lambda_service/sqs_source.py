@@ -160,6 +160,7 @@ class EventSourceRunner:
         self._instances: list[LambdaInstance] = []
         self._sqs = boto3.client("sqs")
         self._region = self._sqs.meta.region_name
+        self.drained_at: float | None = None  # set by run_until_drained
 
     def start(self) -> EventSourceRunner:
         instances = [LambdaInstance(self.function, self._environment, self._log)
@@ -203,16 +204,20 @@ class EventSourceRunner:
         upstream_idle: Callable[[], bool] = lambda: True,
     ) -> bool:
         """Wait until the queue is empty, no invocation runs and ``upstream_idle()`` (what feeds the queue, such as
-        an outbox relay) says it is done, checked twice; or until ``bound_s`` passes."""
+        an outbox relay) says it is done, checked twice; or until ``bound_s`` passes. Once drained, ``drained_at``
+        is when the first of those checks began (monotonic seconds): the queue was empty from then on."""
         started = time.monotonic()
-        quiet_checks, last_progress = 0, 0.0
+        quiet_checks, last_progress, quiet_since = 0, 0.0, started
         while time.monotonic() - started < bound_s:
+            checked_at = time.monotonic()
             depth = self.queue_depth()
             with self.stats._lock:
                 busy = self.stats.in_flight
             quiet = sum(depth.values()) == 0 and busy == 0 and upstream_idle()
             quiet_checks = quiet_checks + 1 if quiet else 0
+            quiet_since = checked_at if quiet_checks == 1 else quiet_since
             if quiet_checks >= 2:
+                self.drained_at = quiet_since
                 return True
             elapsed = time.monotonic() - started
             if progress is not None and elapsed - last_progress >= every_s:
