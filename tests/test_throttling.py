@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import io
+import itertools
 import json
+import math
 
 import boto3
 import pytest
 from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
 from ses_fault_proxy import Fault
 
+from sendonce_contract.deploy_config import woken_phase_span_s
 from sendonce_runtime.outcome_log import OutcomeLog
 
 
@@ -169,7 +172,11 @@ def test_paced_jobs_come_back_spread_at_the_rate_not_all_at_once(pipeline, jobs)
     budget_ms = consumer.processor._settings.budget.record_budget_ms + 2_000
     assert consumer.handle(event(*records), FakeContext(FakeClock(), budget_ms=budget_ms)) == {
         "batchItemFailures": []}
-    assert [c["DelaySeconds"] for c in delayed_copies(consumer, jobs)] == [10, 20, 30]
+    delays = [c["DelaySeconds"] for c in delayed_copies(consumer, jobs)]
+    # The first turn is 10 s on, past the random phase a bucket below one a second keeps after waking (at most
+    # the span its rounding added); then one turn every 10 s, each told in whole seconds rounded up.
+    assert 10 <= delays[0] <= 10 + math.ceil(woken_phase_span_s(0.1))
+    assert len(delays) == 3 and all(9 <= later - earlier <= 11 for earlier, later in itertools.pairwise(delays))
     assert pipeline.emails_per_key() == {"spread:0": 1}
 
 
