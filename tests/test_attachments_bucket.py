@@ -22,7 +22,7 @@ from construct_support import build, make_stack, only, queue_by_retention
 from sendonce_constructs import SendOnceConfigurationError, SendOnceEmailQueue
 from sendonce_constructs.rules import LAMBDA_PAYLOAD_BYTES, SQS_RECORD_ENVELOPE_BYTES, attachment_lifetime_days
 from sendonce_contract.deploy_config import ConsumerConfig, Env
-from sendonce_contract.sqs_limits import SQS_MAX_MESSAGE_BYTES
+from sendonce_contract.sqs_limits import SQS_DEFAULT_MESSAGE_BYTES, SQS_MAX_MESSAGE_BYTES
 
 DAY = 86_400
 FOURTEEN_DAYS = 14 * DAY
@@ -287,16 +287,18 @@ def test_max_message_size_sets_the_queue_and_lets_the_dead_letter_queue_take_any
     assert queue_by_retention(smaller, FOURTEEN_DAYS)["Properties"]["MaximumMessageSize"] == SQS_MAX_MESSAGE_BYTES
 
 
-def test_unset_the_queues_keep_sqs_default_size_and_the_template_names_none():
+def test_unset_the_job_queue_is_set_to_256_kib_in_the_template_and_its_dlq_keeps_sqs_default():
+    """SQS's own default rose to 1 MiB in 2025: a job queue left to it would take batches no invocation can carry,
+    so the template names 256 KiB; the DLQ keeps SQS's default, which is as large or larger."""
     _, template = build()
-    for seconds in (4 * DAY, FOURTEEN_DAYS):
-        assert "MaximumMessageSize" not in queue_by_retention(template, seconds)["Properties"]
+    assert queue_by_retention(template, 4 * DAY)["Properties"]["MaximumMessageSize"] == SQS_DEFAULT_MESSAGE_BYTES
+    assert "MaximumMessageSize" not in queue_by_retention(template, FOURTEEN_DAYS)["Properties"]
 
 
 @pytest.mark.parametrize(("props", "rule_id", "message"), [
     ({"max_message_size_bytes": SQS_MAX_MESSAGE_BYTES + 1}, "SendOnce.InvalidMaxMessageSize",
      "max_message_size_bytes (1048577) must be a whole number of bytes between 1024 and 1048576 (1 MiB), SQS's "
-     "limits; leave it unset for SQS's default 262144 (256 KiB), or give larger files through attachments_bucket"),
+     "limits; leave it unset for the default 262144 (256 KiB), or give larger files through attachments_bucket"),
     ({"max_message_size_bytes": 512}, "SendOnce.InvalidMaxMessageSize", "max_message_size_bytes (512) must be"),
     ({"max_message_size_bytes": SQS_MAX_MESSAGE_BYTES}, "SendOnce.BatchPayloadTooLarge",
      "batch_size (10) x (max_message_size_bytes (1048576) + 1024 bytes of each record's envelope) = 10496000 bytes "
@@ -304,7 +306,7 @@ def test_unset_the_queues_keep_sqs_default_size_and_the_template_names_none():
      "batch of the largest jobs could not reach the consumer in one invocation; lower batch_size to 5 or "
      "max_message_size_bytes to 628121 (files larger than a job should carry go through attachments_bucket)"),
     ({"batch_size": 50, "max_batching_window": cdk.Duration.seconds(5)}, "SendOnce.BatchPayloadTooLarge",
-     "batch_size (50) x (max_message_size_bytes (262144, SQS's default) + 1024 bytes of each record's envelope) = "
+     "batch_size (50) x (max_message_size_bytes (262144, the default) + 1024 bytes of each record's envelope) = "
      "13158400 bytes is more than Lambda's 6291456-byte (6 MB) invocation payload"),
     ({"batch_size": 10_000, "max_batching_window": cdk.Duration.seconds(5)}, "SendOnce.BatchPayloadTooLarge",
      "lower batch_size to 23 (files"),

@@ -20,7 +20,7 @@ from constructs import Construct
 from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget
 from sendonce_contract.priority import Priority
 from sendonce_contract.schema import Ledger as LedgerSchema
-from sendonce_contract.sqs_limits import SQS_MAX_MESSAGE_BYTES
+from sendonce_contract.sqs_limits import SQS_DEFAULT_MESSAGE_BYTES, SQS_MAX_MESSAGE_BYTES
 from sendonce_contract.stack_names import ChildId, OutputId, OutputPart, output_description
 from sendonce_contract.tenant import InvalidTenant, check_tenant
 
@@ -102,8 +102,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     :param max_receive_count: deliveries before a message moves to the DLQ; below 5 warns. Default: 5.
     :param retention_period: how long the job queue keeps a message. The DLQ keeps 14 days. Default: 4 days.
     :param max_message_size_bytes: the largest job the queue takes, in bytes (up to SQS's 1 MiB); its dead-letter
-        queue then takes SQS's largest, so any job can be dead-lettered with its reason. Default: SQS's default, 256
-        KiB.
+        queue then takes SQS's largest, so any job can be dead-lettered with its reason. Default: 256 KiB, set in
+        the template (SQS's own default is 1 MiB since 2025).
     :param dedupe_ttl: how long a sent key is remembered; at least retention_period. Default: 7 days; with
         ``outbox``, 1 day of stream retention + ``retention_period`` + the DLQ's 14 days, in whole days (19 days
         with the default ``retention_period``).
@@ -255,7 +255,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             fifo=props.fifo or None,
             visibility_timeout=props.visibility_timeout,
             retention_period=props.retention_period,
-            max_message_size_bytes=props.max_message_size_bytes,
+            max_message_size_bytes=_job_message_size(props),
             encryption=props.encryption,
             encryption_master_key=props.encryption_key,
             enforce_ssl=True,
@@ -278,7 +278,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
                     "This is the urgent lane's dead-letter queue: a queue behind it would hide failed jobs.")
         queue = sqs.Queue(
             self, ChildId.URGENT_QUEUE, fifo=props.fifo or None, visibility_timeout=props.visibility_timeout,
-            retention_period=props.retention_period, max_message_size_bytes=props.max_message_size_bytes,
+            retention_period=props.retention_period, max_message_size_bytes=_job_message_size(props),
             encryption=props.encryption, encryption_master_key=props.encryption_key, enforce_ssl=True,
             dead_letter_queue=sqs.DeadLetterQueue(queue=dead_letter_queue, max_receive_count=props.max_receive_count),
             removal_policy=props.queue_removal_policy,
@@ -635,3 +635,9 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         """The ARNs every SES tenant this pipeline sends for must have associated (CreateTenantResourceAssociation):
         the sender identity, the configuration set and the granted templates."""
         return self._tenant_resources
+
+
+def _job_message_size(props: PipelineProps) -> int:
+    """A job queue's maximum message size: the prop, else sendonce's default set in the template, never SQS's own
+    (1 MiB since 2025), so the batch payload rule and the docs hold for a queue made today."""
+    return SQS_DEFAULT_MESSAGE_BYTES if props.max_message_size_bytes is None else props.max_message_size_bytes

@@ -283,7 +283,7 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
     max_message_size_bytes: Annotated[
         int | None, Prop(
             default=None,
-            default_doc="SQS's default, 256 KiB",
+            default_doc="256 KiB, set in the template (SQS's own default is 1 MiB since 2025)",
             doc="the largest job the queue takes, in bytes (up to SQS's 1 MiB); its dead-letter queue then takes "
             "SQS's largest, so any job can be dead-lettered with its reason.",
             rule=f"1024 to {SQS_MAX_MESSAGE_BYTES} (1 MiB); `batch_size` x (this + 1024 bytes of each record's "

@@ -94,7 +94,8 @@ def _queue(given: object) -> QueueFacts:
 
 
 def _max_message_bytes_of(queue: sqs.IQueue) -> float | Unresolved:
-    """The largest message a queue defined in this app takes (SQS's default when unset); UNRESOLVED otherwise."""
+    """The largest message a queue defined in this app takes; unset, 256 KiB (SQS's default for a queue made before
+    2025, smaller than today's 1 MiB, so a check on it errs toward refusing); UNRESOLVED otherwise."""
     return _queue_number(queue, "maximum_message_size", SQS_DEFAULT_MESSAGE_BYTES)
 
 

@@ -267,7 +267,7 @@ def check_max_message_size(max_message_size_bytes: Number) -> None:
     if is_known(size) and (int(size) != size or not SQS_MIN_MESSAGE_BYTES <= size <= SQS_MAX_MESSAGE_BYTES):
         _fail(f"max_message_size_bytes ({_bytes(size)}) must be a whole number of bytes between "
               f"{SQS_MIN_MESSAGE_BYTES} "
-              f"and {SQS_MAX_MESSAGE_BYTES} (1 MiB), SQS's limits; leave it unset for SQS's default "
+              f"and {SQS_MAX_MESSAGE_BYTES} (1 MiB), SQS's limits; leave it unset for the default "
               f"{SQS_DEFAULT_MESSAGE_BYTES} (256 KiB), or give larger files through attachments_bucket")
 
 
@@ -281,7 +281,7 @@ def check_batch_payload(batch_size: Number, max_message_size_bytes: Number) -> N
     needed = batch_size * record
     if needed <= LAMBDA_PAYLOAD_BYTES:
         return
-    given = "" if max_message_size_bytes is not None else ", SQS's default"
+    given = "" if max_message_size_bytes is not None else ", the default"
     largest_batch = LAMBDA_PAYLOAD_BYTES // record
     fix = f"lower batch_size to {largest_batch}"
     largest_size = LAMBDA_PAYLOAD_BYTES // batch_size - SQS_RECORD_ENVELOPE_BYTES

@@ -14,7 +14,9 @@ SQS_DEFAULT_RETENTION_S: Final = 345_600  # 4 days, a queue's retention when non
 # The largest message a queue may be set to take (body and message attributes together): 1 MiB since 2025.
 SQS_MIN_MESSAGE_BYTES: Final = 1_024
 SQS_MAX_MESSAGE_BYTES: Final = 1_048_576
-SQS_DEFAULT_MESSAGE_BYTES: Final = 262_144  # 256 KiB, a queue's maximum message size when none is set
+# The job queues' maximum message size when max_message_size_bytes is unset, written into the template: SQS's own
+# default rose to 1 MiB in 2025, and a batch of ten of those would not fit one Lambda invocation (6 MB).
+SQS_DEFAULT_MESSAGE_BYTES: Final = 262_144  # 256 KiB
 SQS_MAX_BATCH_ENTRIES: Final = 10  # the messages one SendMessageBatch carries at most
 SQS_MAX_BATCH_BYTES: Final = 262_144  # what one SendMessageBatch may carry in all (SQS's long-standing limit)
 

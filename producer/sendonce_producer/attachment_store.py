@@ -18,8 +18,8 @@ from .attachments import Attachment
 from .job import EmailJob
 from .private_keys import ledger_key
 
-# Files larger than this go to the bucket when one is given; smaller ones travel in the job. A job body's
-# SQS limit is 256 KiB by default (1 MiB at most), which a few inline files must share with the text.
+# Files larger than this go to the bucket when one is given; smaller ones travel in the job. A job queue takes
+# 256 KiB unless max_message_size_bytes says more (1 MiB at most), which a few inline files share with the text.
 DEFAULT_INLINE_LIMIT_BYTES = 64 * 1024
 KEY_PREFIX = "attachments/"
 
