@@ -151,6 +151,10 @@ def test_sendonce_usage_errors_are_exit_code_2(capsys):
     usage_error(capsys, local_cli, ["demo", "--faults", "-1"], "argument --faults: invalid share from 0 to 1 value")
 
 
+def test_info_without_a_pipeline_says_which_options_name_one(aws, capsys):
+    one_line_error(capsys, sendonce(["info"]), "info needs a pipeline: --stack NAME")
+
+
 def test_a_misspelt_option_is_named_with_its_closest_match_not_taken_for_the_next_word(capsys):
     # Without the check argparse reads `Shop` as the command and says "invalid choice: 'Shop'".
     usage_error(capsys, sendonce, ["--stak", "Shop", "info"], "unknown option --stak; did you mean --stack?")

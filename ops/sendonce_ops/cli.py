@@ -138,6 +138,9 @@ def _main(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace, pipeline: Pipeline) -> int:
     if args.command == "info":
+        if not (args.stack or args.table or args.queue or args.dlq):  # a table of dashes says nothing
+            raise LocateError("info needs a pipeline: --stack NAME (a deployed stack with a SendOnceEmailQueue), "
+                              "or --table, --queue and --dlq")
         return _info(args, pipeline)
     if args.command == "status":
         return _status(args, LedgerView(boto3.client("dynamodb"), pipeline.need("table")), pipeline)
