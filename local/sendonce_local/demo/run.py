@@ -82,11 +82,12 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
                 say("      the SQL outbox: orders and receipts committed in PostgreSQL, relayed by "
                     "sendonce-outbox-relay")
                 sql_outbox = run_sql_outbox_phase(deployed.consumer, aws.environment, log, options.orders,
-                                                  options.seed, aws.sent_emails, say)
+                                                  options.seed, aws.sent_emails, say, options.phase_fault_probability)
                 for line in sql_outbox.lines():
                     say(line)
                 attachments = attachments_phase(deployed.consumer, deployed.table, deployed.attachments_bucket,
-                                                aws.environment, log, options.seed, aws.ses_sends, say)
+                                                aws.environment, log, options.seed, aws.ses_sends, say,
+                                                options.phase_fault_probability)
                 for line in attachments.lines() if attachments else []:
                     say(line)
                 outcome_events = outcome_events_phase(deployed, standing.relays, say)

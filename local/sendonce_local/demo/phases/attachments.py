@@ -152,7 +152,7 @@ def _jobs(seed: int, bucket: str) -> tuple[list[Any], dict[str, ExpectedEmail], 
 
 def attachments_phase(consumer: Any, table: str, bucket: str | None, environment: dict[str, str], log: IO[str],
                       seed: int, ses_sends: Callable[[], list[dict[str, Any]]],
-                      say: Callable[[str], None]) -> AttachmentsReport | None:
+                      say: Callable[[str], None], fault_probability: float) -> AttachmentsReport | None:
     """Enqueue the phase's jobs through the producer's ``Pipeline`` with the deployed attachments bucket, run the
     deployed consumer with faults until every key is sent and the queue is empty, then compare what SES received."""
     import boto3
@@ -178,7 +178,7 @@ def attachments_phase(consumer: Any, table: str, bucket: str | None, environment
         f"stack's attachments bucket {bucket} ({len(retried)} invoices above its inline limit uploaded, their jobs "
         "enqueued twice); consumer invocations killed before and after SES accepted")
     started = time.monotonic()
-    faults = FaultPlan(0.3, seed, ("before_send", "after_send", "lost_answer"), forced=2)
+    faults = FaultPlan(fault_probability, seed, ("before_send", "after_send", "lost_answer"), forced=2)
     with EventSourceRunner(consumer.function, consumer.source, environment, log, faults) as runner:
         bound, quiet = time.monotonic() + BOUND_S, 0
         while time.monotonic() < bound and quiet < 3:  # every key sent and the queue empty, three polls running

@@ -98,7 +98,7 @@ def _relay(dsn: str, queue_url: str, environment: dict[str, str]) -> subprocess.
 
 def run_sql_outbox_phase(consumer: DeployedConsumer, environment: dict[str, str], log: TextIO, orders: int,
                          seed: int, sent_emails: Callable[[], Iterable[Any]],
-                         say: Callable[[str], None]) -> SqlOutboxReport:
+                         say: Callable[[str], None], fault_probability: float) -> SqlOutboxReport:
     """Orders committed with their receipts in a real PostgreSQL, relayed by ``sendonce-outbox-relay`` (SIGKILLed
     after two batches, restarted, stopped with SIGTERM), sent by the deployed consumer with some invocations
     killed mid-send; counted from the emulator's SES."""
@@ -123,7 +123,7 @@ def run_sql_outbox_phase(consumer: DeployedConsumer, environment: dict[str, str]
             f"receipt in one transaction: {len(committed)} committed, {len(rolled_back)} rolled back, {twice} "
             "applied twice (the outbox kept one row: ON CONFLICT DO NOTHING)")
         started = time.monotonic()
-        faults = FaultPlan(0.3, seed, ("before_send", "after_send"), forced=2)
+        faults = FaultPlan(fault_probability, seed, ("before_send", "after_send"), forced=2)
         with EventSourceRunner(consumer.function, consumer.source, environment, log, faults) as runner:
             killed = _relay(dsn, consumer.source.queue_url, environment)
             assert killed.stdout is not None
