@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import boto3
 from plan import ROOT
@@ -23,6 +25,21 @@ def start_emulator() -> subprocess.Popen[str]:
         if line.startswith("#"):
             return process
     raise RuntimeError("the emulator did not start")
+
+
+@contextmanager
+def emulator_in_own_process() -> Iterator[None]:
+    """The emulator in its own process, with this process's AWS environment pointed at it for the block and put
+    back after (a full run's own emulator keeps serving the other sections)."""
+    saved = dict(os.environ)
+    process = start_emulator()
+    try:
+        yield
+    finally:
+        process.terminate()
+        process.wait()
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def create_resources() -> dict[str, str]:

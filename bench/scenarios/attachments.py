@@ -9,18 +9,15 @@ HTTP attempt (botocore's ``before-send``), with S3's answer to each.
 
 from __future__ import annotations
 
-import os
 import random
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import boto3
 import consumers
-from emulator_process import start_emulator
+from emulator_process import emulator_in_own_process
 from plan import Spread
 
 from sendonce_testing.lambda_events import LambdaContext as Context
@@ -31,21 +28,6 @@ S3_BYTES = 5 * 1024 * 1024  # the claim-checked file: a ticket with its images, 
 KINDS = ("plain", "inline", "s3")
 BUCKET = "bench-attachments"
 HTML = "<p>Thanks for your order. Your invoice is attached.</p>" * 8
-
-
-@contextmanager
-def _own_emulator() -> Iterator[None]:
-    """The emulator in its own process, with this process's AWS environment pointed at it while the section runs
-    and put back after (a full run's own emulator keeps serving the other sections)."""
-    saved = dict(os.environ)
-    emulator = start_emulator()
-    try:
-        yield
-    finally:
-        emulator.terminate()
-        emulator.wait()
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 class _Requests:
@@ -91,7 +73,7 @@ def attachment_costs(emails: int, s3_emails: int, repeats: int) -> dict[str, Any
     files = random.Random(0)  # incompressible, as a PDF's streams are
     inline_file = Attachment.from_bytes(files.randbytes(INLINE_BYTES), "invoice-8891.pdf")
     s3_file = files.randbytes(S3_BYTES)
-    with _own_emulator():
+    with emulator_in_own_process():
         names = _resources()
         handler, clients = consumers.sendonce_handler(names["table"], names["dlq"], attachments_bucket=BUCKET)
         consumer = _Requests(*clients.values())

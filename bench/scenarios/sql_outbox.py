@@ -25,7 +25,7 @@ from typing import Any
 
 import boto3
 import psycopg
-from emulator_process import start_emulator
+from emulator_process import emulator_in_own_process
 from plan import ROOT, Spread
 
 from sendonce_local.databases.postgres import create_database, embedded_postgresql
@@ -189,20 +189,6 @@ def _add_cost(db: Database, transactions: int) -> dict[str, float]:
 
 
 @contextmanager
-def _emulator() -> Iterator[None]:
-    """The emulator in its own process, this process's AWS environment pointing at it for the block."""
-    saved = dict(os.environ)
-    process = start_emulator()
-    try:
-        yield
-    finally:
-        process.terminate()
-        process.wait()
-        os.environ.clear()
-        os.environ.update(saved)
-
-
-@contextmanager
 def _stub(sqs_ms: float) -> Iterator[str]:
     stub = subprocess.Popen([sys.executable, str(ROOT / "bench" / "stub_aws.py"), f"sqs={sqs_ms}"],
                             stdout=subprocess.PIPE, text=True)
@@ -221,7 +207,7 @@ def _quantile(ordered: list[float], share: float) -> float:
 def sql_outbox_costs(jobs: int, latency_jobs: int, transactions: int, repeats: int,
                      delays_ms: dict[str, float]) -> dict[str, Any]:
     """Every figure of the section; see the module's docstring for what runs where."""
-    with _emulator(), _stub(delays_ms["sqs"]) as stub, embedded_postgresql() as server:
+    with emulator_in_own_process(), _stub(delays_ms["sqs"]) as stub, embedded_postgresql() as server:
         dsn = create_database(server, "bench_outbox")
         sqs = boto3.client("sqs")
         with psycopg.connect(dsn) as connection:
