@@ -63,6 +63,9 @@ def error_reply(status: int, code: str, body: dict[str, str], content_type: str)
     return Reply(status, [("x-amzn-ErrorType", code), ("Content-Type", content_type)], json.dumps(body).encode())
 
 
+SHUTDOWN_POLL_S = 0.02
+
+
 class _Server(ThreadingHTTPServer):
     # The default backlog of 5 drops SYNs when ten sends connect at once, and a dropped SYN waits a second.
     request_queue_size = 128
@@ -78,7 +81,9 @@ class ForwardingProxy:
         self._server = _Server(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         self.endpoint = f"http://localhost:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # serve_forever checks for shutdown every poll interval (0.5 s by default): each stop waited that long.
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_S},
+                                        daemon=True)
 
     def start(self) -> Self:
         self._thread.start()
