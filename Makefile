@@ -26,8 +26,10 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
+# Two workers (pytest-xdist): a module's tests stay on one, so its module-scoped deploys run once (tests/conftest.py).
+TEST_WORKERS ?= 2
 test: setup
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 # A real MariaDB (Debian's package) for the SQL outbox's MySQL tests, installed and started if it is not, with the
 # database and user the tests reach (tests/sql_databases.py). Needs root, as CI has; CI runs it before make test,
