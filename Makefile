@@ -11,6 +11,9 @@ export NO_MKDOCS_2_WARNING := 1
 .PHONY: setup test test-release test-soak test-demo lint demo synth bench clean dist docs integ integ-snapshot test-compat mysql-server
 # Every distribution, each built from its own folder: `make dist` writes their wheels and sdists to $(DIST).
 DISTRIBUTIONS := contract producer .
+# make test's workers (pytest-xdist): the suite waits on its emulator and subprocesses about half the time. Tests stay
+# on one worker by file, so a module's deploys run once; each worker has its own emulator, PostgreSQL and MySQL database.
+TEST_WORKERS ?= 2
 DIST ?= dist
 
 setup: $(VENV)/.installed node_modules/.installed
@@ -26,18 +29,18 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-# Two workers (pytest-xdist): a module's tests stay on one, so its module-scoped deploys run once (tests/conftest.py).
-TEST_WORKERS ?= 2
 test: setup
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # A real MariaDB (Debian's package) for the SQL outbox's MySQL tests, installed and started if it is not, with the
 # database and user the tests reach (tests/sql_databases.py). Needs root, as CI has; CI runs it before make test,
 # where these tests must run; elsewhere they skip while no MySQL server answers.
-MYSQL_TEST_SQL := CREATE DATABASE IF NOT EXISTS sendonce_test; \
-	CREATE USER IF NOT EXISTS 'sendonce'@'localhost' IDENTIFIED BY 'sendonce'; \
+# One database for a plain pytest run and one for each of make test's workers (sendonce_test_gw0, ...).
+MYSQL_TEST_DATABASES := sendonce_test $(foreach i,$(shell seq 0 $$(($(TEST_WORKERS) - 1))),sendonce_test_gw$(i))
+MYSQL_TEST_SQL := CREATE USER IF NOT EXISTS 'sendonce'@'localhost' IDENTIFIED BY 'sendonce'; \
 	CREATE USER IF NOT EXISTS 'sendonce'@'127.0.0.1' IDENTIFIED BY 'sendonce'; \
-	GRANT ALL ON sendonce_test.* TO 'sendonce'@'localhost'; GRANT ALL ON sendonce_test.* TO 'sendonce'@'127.0.0.1';
+	$(foreach db,$(MYSQL_TEST_DATABASES),CREATE DATABASE IF NOT EXISTS $(db); \
+	GRANT ALL ON $(db).* TO 'sendonce'@'localhost'; GRANT ALL ON $(db).* TO 'sendonce'@'127.0.0.1';)
 mysql-server:
 	@command -v mariadbd >/dev/null || { apt-get update -qq && \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mariadb-server >/dev/null; }

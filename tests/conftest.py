@@ -102,18 +102,3 @@ def outbox_db(request: pytest.FixtureRequest, tmp_path: Any) -> OutboxDatabase:
     found.reset()
     return found
 
-
-# The group of the modules whose tests share the one MySQL server's database (tests/sql_databases.py).
-SQL_DATABASES_GROUP = "sql-databases"
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under `make test`'s workers (pytest-xdist, --dist loadgroup): a module's tests stay on one worker, so its
-    module-scoped fixtures (a stack deployed with the CDK CLI) are built once; the modules whose tests use the outbox
-    databases share one worker, as the MySQL database's tables are one for every session."""
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    sql_modules = {item.path for item in items if "outbox_db" in getattr(item, "fixturenames", ())}
-    for item in items:
-        group = SQL_DATABASES_GROUP if item.path in sql_modules else item.path.name
-        item.add_marker(pytest.mark.xdist_group(group))

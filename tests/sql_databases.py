@@ -15,7 +15,10 @@ import pytest
 from sendonce_producer.sql_connect import database
 from sendonce_producer.sql_dialects import schema_statements
 
-MYSQL_DSN = os.environ.get("SENDONCE_MYSQL_TEST_DSN", "mysql://sendonce:sendonce@127.0.0.1:3306/sendonce_test")
+# Under make test's workers (pytest-xdist), each has its own database (sendonce_test_gw0, ...: make mysql-server makes
+# them), as the workers' tests run at once and each resets its tables.
+_MYSQL_DATABASE = "_".join(filter(None, ["sendonce_test", os.environ.get("PYTEST_XDIST_WORKER")]))
+MYSQL_DSN = os.environ.get("SENDONCE_MYSQL_TEST_DSN", f"mysql://sendonce:sendonce@127.0.0.1:3306/{_MYSQL_DATABASE}")
 ORDERS_DDL = "CREATE TABLE orders (id VARCHAR(64) PRIMARY KEY, customer VARCHAR(200) NOT NULL)"
 
 
