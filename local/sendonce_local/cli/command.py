@@ -25,7 +25,7 @@ from .run import RunRefused
 QUICK_KEYS = 40
 QUICK_FAULT_BURST_KEYS = 0  # the quick run skips the fault bursts: make test and the full demo run them
 QUICK_FLOOD_S, QUICK_FLOOD_ARRIVALS = 0.4, 4  # the quick run's flood: 80 bulk jobs at the demo's rate
-QUICK_PHASE_FAULTS = 0.0  # the quick run's outbox and attachments phases: their two forced kills only
+QUICK_PHASE_FAULTS = 0.0  # the quick run's residual, outbox and attachments phases: their forced kills only
 # What the demo deploys and runs, found in a checkout of this repository.
 DEMO_PROJECT_FILES = ("cdk.json", "examples/app.py")
 

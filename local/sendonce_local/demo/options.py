@@ -39,7 +39,8 @@ class DemoOptions:
     flood_arrivals: int = 12
     flood_gap_s: float = 2.0
     # The SQL outbox and attachments phases kill their first two invocations that send, and this share of the
-    # rest; each killed job waits out its 30 s visibility timeout, once more each time it is killed again.
+    # rest; each killed job waits out its 30 s visibility timeout, once more each time it is killed again. At 0
+    # (the quick run) the residual phase, too, kills its forced invocations only.
     phase_fault_probability: float = 0.3
     bound_s: float = 900  # the most any one phase may take
     budget_s: float = 540  # the most all phases together may take (deploying comes before): the demo is bounded
