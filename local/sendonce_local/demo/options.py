@@ -24,7 +24,7 @@ class DemoOptions:
     # Short for the same reason: the local publisher delivers SES's events within a second.
     evidence_grace_s: int = 10
     # The second phase: keys sent while a share of SES's Send events is lost, the residual shown and detected.
-    residual_keys: int | None = None  # default: a fifth of keys, at least 8
+    residual_keys: int | None = None  # default: a fifth of keys, at least phases.residual.RESIDUAL_MIN_KEYS
     residual_send_events_dropped: float = 0.75
     # The burst: SES accepts this many emails a second (the example's send_rate), and the burst is 15 times that
     # (10 times for a small run).

@@ -18,6 +18,10 @@ from .traffic import run_phase
 
 RESIDUAL_FORCED_CRASHES = 4  # with 3 in 4 Send events lost, no double in 4 crashes is 1 run in 256
 RESIDUAL_FAULT_SHARE = 0.2  # of the invocations after the forced ones, at least (the quick run: none)
+# Keys enough for the forced kills to fire in the phase's first round of invocations: a forced kill handed to an
+# invocation that sent nothing (a duplicate, a paced batch) is armed again, and with 8 keys the next invocation was a
+# redelivery 30 s later, twice over (the quick run's residual took 118 s).
+RESIDUAL_MIN_KEYS = 16
 
 
 def residual_phase(
@@ -25,7 +29,7 @@ def residual_phase(
     recorder_runner: EventSourceRunner, log: IO[str], say: Callable[[str], None],
 ) -> Residual | None:
     """Keys sent while SES's events for some emails come late or never: what the evidence cannot settle."""
-    keys = options.residual_keys if options.residual_keys is not None else max(8, options.keys // 5)
+    keys = options.residual_keys if options.residual_keys is not None else max(RESIDUAL_MIN_KEYS, options.keys // 5)
     if keys <= 0:
         return None
     grace_s = options.evidence_grace_s
