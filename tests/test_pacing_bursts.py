@@ -62,8 +62,8 @@ def test_the_batch_size_is_what_one_instance_sends_in_one_invocation():
     for its slot: a record of a 3 s function may wait 1.05 s, planned as 0.945 s, so at 2 emails/s an instance
     two (the slot ready when it starts and one more); at most 10."""
     assert derivations.batch_size(Duration.seconds(3), 4.0, 2, None) == 2
-    assert derivations.batch_size(Duration.seconds(5), 4.0, 2, None) == 4
-    assert derivations.batch_size(Duration.seconds(30), 4.0, 2, None) == 10
+    assert derivations.batch_size(Duration.seconds(5), 4.0, 2, None) == 2
+    assert derivations.batch_size(Duration.seconds(30), 4.0, 2, None) == 2
     assert derivations.batch_size(Duration.seconds(3), 5.0, 20, None) == 1
-    assert derivations.batch_size(Duration.seconds(30), None, None, 0.5) == 8
+    assert derivations.batch_size(Duration.seconds(30), None, None, 0.5) == 1
     assert derivations.batch_size(Duration.seconds(3), None, None, None) == 10  # no pacing: SQS's 10
