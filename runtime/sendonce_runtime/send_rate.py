@@ -5,10 +5,11 @@ Each execution environment paces at its share of the pipeline's rate. Sends are 
 as a token bucket would pass them (a burst of up to ``burst`` at once, then one every 1/rate s), and a batch's
 records ask in the order SQS handed them out (``send_order``): a record whose slot comes within its invocation
 waits for it; one whose slot does not is told at once and put back as a delayed copy due at its turn. An
-invocation that sent ends, when its deadline allows, a receive's lead (``RECEIVE_LEAD_S``) before this instance's
-next slot, so the event source receives the next batch just before it can be sent: not at once (it would come back
-paced, and again, each time with a receive and a copy), nor long before (its jobs would wait in the instance while
-other instances could have sent them)."""
+invocation whose records waited behind earlier sends (the jobs come faster than the instance sends them) ends, when
+its deadline allows, a receive's lead (``RECEIVE_LEAD_S``) before this instance's next slot, so the event source
+receives the next batch just before it can be sent: not at once (it would come back paced, and again, each time
+with a receive and a copy), nor long before (its jobs would wait in the instance while other instances could have
+sent them)."""
 
 from __future__ import annotations
 
@@ -81,8 +82,8 @@ class SendRateLimiter:
         """Take ``tokens`` (one per recipient), waiting up to ``max_wait_s`` for their slot; False (and nothing
         taken) if it comes later. A send needing more than the bucket holds waits for a full bucket and takes it
         all and more: the bucket goes into debt, so the sends after it wait until the rate has paid for it.
-        ``reserved`` is called once the slot is reserved, before waiting for it, with the seconds until it (the
-        next record's turn, and whether the instance is the bottleneck)."""
+        ``reserved`` is called once the slot is reserved, before waiting for it (the next record's turn), with the
+        seconds it waits behind the slots handed out before it: none for a woken bucket's phase."""
         with self._condition:
             now, woken_slot = self._wake(max_wait_s)
             slot = self._slot(now, tokens)
@@ -92,7 +93,7 @@ class SendRateLimiter:
                 return False
             self._full_at = max(self._full_at, slot) + tokens / self.rate
             if reserved is not None:
-                reserved(slot - now)
+                reserved(slot - now if woken_slot is None else 0.0)
             place = (slot - self._offset) / self._scale
             self._waiters += 1
             try:
@@ -195,8 +196,8 @@ class PaceSends:
         self.limiter = limiter
         self._record_budget_ms = record_budget_ms
         self._sleep = sleep
-        # Whether a record of the invocation under way waited for its slot: the jobs come faster than this
-        # instance's rate, so its next batch is best received just before it can be sent (``hold_back``).
+        # Whether a record of the invocation under way waited behind earlier sends for its slot: the jobs come
+        # faster than this instance's rate, so its next batch is best received just before it can be sent.
         self._waited = False
 
     def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
@@ -204,8 +205,8 @@ class PaceSends:
         recipients = len(job.to) + len(job.cc) + len(job.bcc)
         turn = delivery.turn
 
-        def reserved(wait_s: float) -> None:
-            if wait_s > 0:
+        def reserved(behind_s: float) -> None:
+            if behind_s > 0:
                 self._waited = True
             turn.done()
 
@@ -232,12 +233,12 @@ class PaceSends:
         return (delivery.deadline.remaining_ms() - self._record_budget_ms) / 1000
 
     def hold_back(self, deadline: Deadline, results: Sequence[RecordResult]) -> float:
-        """After a batch a record of which waited for its slot or was paced (the jobs come faster than this
-        instance sends them): wait until its next slot is a receive's lead away (or nearer, for a batch like it
-        whose last record could not wait longer), if that comes before the deadline, so the next batch is
-        received just before it can be sent. A batch sent at once holds nothing back: the queue sets the pace,
-        and an instance held back would leave a job arriving meanwhile to another, idle one. Returns the seconds
-        waited."""
+        """After a batch a record of which waited behind earlier sends for its slot or was paced (the jobs come
+        faster than this instance sends them): wait until its next slot is a receive's lead away (or nearer, for
+        a batch like it whose last record could not wait longer), if that comes before the deadline, so the next
+        batch is received just before it can be sent. A batch sent at once holds nothing back: the queue sets the
+        pace, and an instance held back would leave a job arriving meanwhile to another, idle one (whose woken
+        phase may delay it). Returns the seconds waited."""
         waited, self._waited = self._waited, False
         if not (waited or any(r.outcome is Outcome.PACED for r in results)):
             return 0.0
