@@ -48,8 +48,7 @@ def test_a_burst_passes_then_tokens_come_at_the_rate():
 
 def test_a_token_that_would_come_too_late_is_not_taken():
     clock = FakeTime()
-    bucket = SendRateLimiter(rate=1, burst=1, monotonic=clock.monotonic, sleep=clock.sleep,
-                             phase=lambda: 0.0)  # a bucket of one token: its cadence at phase 0
+    bucket = SendRateLimiter(rate=1, burst=1, monotonic=clock.monotonic, sleep=clock.sleep)
     assert bucket.acquire(max_wait_s=0) is True
     assert bucket.acquire(max_wait_s=0.5) is False  # the next token is a second away
     clock.now += 1.0
@@ -58,8 +57,7 @@ def test_a_token_that_would_come_too_late_is_not_taken():
 
 def test_deferred_jobs_are_given_turns_at_the_rate_after_the_slots_handed_out_and_those_before_them():
     clock = FakeTime()
-    bucket = SendRateLimiter(rate=2, burst=1, monotonic=clock.monotonic, sleep=clock.sleep,
-                             phase=lambda: 0.0)  # a bucket of one token: its cadence at phase 0
+    bucket = SendRateLimiter(rate=2, burst=1, monotonic=clock.monotonic, sleep=clock.sleep)
     assert bucket.acquire(max_wait_s=0)  # the burst's token: the next slot is half a second away
     assert [bucket.defer(), bucket.defer(), bucket.defer(tokens=2)] == [0.5, 1.0, 1.5]
     clock.now += 1.5  # the turns of the first two and of one of the third's two recipients have passed
@@ -68,8 +66,7 @@ def test_deferred_jobs_are_given_turns_at_the_rate_after_the_slots_handed_out_an
 
 def test_slots_are_handed_out_in_order_and_a_refund_moves_the_waiting_ones_earlier():
     clock = FakeTime()
-    bucket = SendRateLimiter(rate=1, burst=1, monotonic=clock.monotonic, sleep=clock.sleep,
-                             phase=lambda: 0.0)  # a bucket of one token: its cadence at phase 0
+    bucket = SendRateLimiter(rate=1, burst=1, monotonic=clock.monotonic, sleep=clock.sleep)
     assert bucket.acquire(max_wait_s=0)
     assert bucket.next_slot_in() == 1.0
     assert bucket.acquire(max_wait_s=0.5) is False and bucket.next_slot_in() == 1.0  # refused: nothing taken
@@ -199,21 +196,20 @@ def test_pacing_counts_every_recipient_of_a_job(pipeline):
 
 def test_below_one_a_second_a_new_bucket_serves_its_first_slot_at_a_random_phase():
     """A bucket of 0.25 a second holds one token, three more seconds of the rate than its second's worth: its
-    first slot comes at its draw within those three seconds, and the next ones at the rate after its phase, the
-    same draw within the token's four seconds."""
+    first slot comes at its phase within those three seconds, and the next ones at the rate after it."""
     clock = FakeTime()
     bucket = SendRateLimiter(rate=0.25, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: 0.5)
     assert bucket.acquire(max_wait_s=10) is True and clock.slept == [pytest.approx(1.5)]
-    assert bucket.next_slot_in() == pytest.approx(2.0 + 4.0 - 1.5)
+    assert bucket.next_slot_in() == pytest.approx(4.0)
 
 
 def test_the_phase_stays_within_what_the_send_may_wait_so_it_never_puts_a_job_back_alone():
     clock = FakeTime()
     bucket = SendRateLimiter(rate=0.25, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: 0.5)
     assert bucket.acquire(max_wait_s=1.0) is True and clock.slept == [pytest.approx(0.5)]  # half of its 1 s
-    # The sends after it keep the cadence of the whole phase (2 s of the token's 4 s): the next one 4 s after
+    # The sends after it keep the cadence of the whole phase (1.5 s of the 3 s span): the next one 4 s after
     # that, so instances woken together, whose first sends all fell within their waits, are spread from then on.
-    assert bucket.next_slot_in() == pytest.approx(2.0 + 4.0 - 0.5)
+    assert bucket.next_slot_in() == pytest.approx(1.5 + 4.0 - 0.5)
 
 
 def test_instances_waking_together_spread_their_first_sends_as_one_shared_bucket_would():
@@ -233,7 +229,7 @@ def test_instances_waking_together_spread_their_first_sends_as_one_shared_bucket
 
 def test_instances_whose_first_sends_fell_within_a_short_wait_send_spread_from_their_second():
     """Twenty instances at 0.25 a second of a 3 s function (a second of wait a send): their first sends fall
-    within that second, the next ones at their phases over a token's whole 4 s, as one bucket of 5/s would."""
+    within that second, the next ones at their phases over the whole 3 s span, as one bucket of 5/s would."""
     draws = iter([n / 20 for n in range(20)])
     clocks = [FakeTime() for _ in range(20)]
     buckets = [SendRateLimiter(rate=0.25, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: next(draws))
@@ -241,7 +237,7 @@ def test_instances_whose_first_sends_fell_within_a_short_wait_send_spread_from_t
     assert all(bucket.acquire(max_wait_s=1.0) for bucket in buckets)
     assert max(sum(clock.slept) for clock in clocks) <= 1.0
     seconds = sorted(clock.now - 100.0 + bucket.next_slot_in() for clock, bucket in zip(clocks, buckets, strict=True))
-    assert seconds[0] == pytest.approx(4.0) and seconds[-1] == pytest.approx(4.0 + 3.8)
+    assert seconds[0] == pytest.approx(4.0) and seconds[-1] == pytest.approx(4.0 + 2.85)
     for i in range(20):
         for j in range(i, 20):
             assert j - i + 1 <= 5 + 5 * (seconds[j] - seconds[i]) + 1
@@ -270,25 +266,11 @@ def test_a_busy_bucket_keeps_its_cadence_and_draws_no_new_phase():
         assert bucket.acquire(max_wait_s=10) and clock.slept == [pytest.approx(1.5)]  # at once, no new phase
 
 
-def test_at_one_a_second_or_more_a_bucket_sends_its_first_at_once():
+def test_at_one_a_second_or_more_a_bucket_has_no_phase():
     clock = FakeTime()
     for rate in (1.0, 2.5):
         bucket = SendRateLimiter(rate=rate, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: 0.99)
         assert bucket.acquire(max_wait_s=10) and clock.slept == []
-
-
-def test_instances_of_one_token_woken_together_keep_their_cadences_spread_over_a_token_s_time():
-    """Five instances at 1 a second (a pipeline of 5 a second) woken together by a flood: each sends its first
-    at once, the next ones at its phase, so their sends are spread over each second rather than bunched five at
-    once a second apart (a job handed out between bunches would wait for the next)."""
-    draws = iter([n / 5 for n in range(5)])
-    clocks = [FakeTime() for _ in range(5)]
-    buckets = [SendRateLimiter(rate=1.0, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: next(draws))
-               for clock in clocks]
-    assert all(bucket.acquire(max_wait_s=10) for bucket in buckets) and all(c.slept == [] for c in clocks)
-    assert sorted(bucket.next_slot_in() for bucket in buckets) == pytest.approx([1.0, 1.2, 1.4, 1.6, 1.8])
-    bucket = SendRateLimiter(rate=2.5, monotonic=clocks[0].monotonic, phase=lambda: 0.99)  # more than one token:
-    assert bucket.acquire(max_wait_s=0) and bucket.acquire(max_wait_s=0)  # its burst, at once, as before
 
 
 # One instance's life, as its bucket sees it: idle gaps, sends (each allowed to wait up to its invocation's spare
@@ -329,13 +311,27 @@ def test_a_woken_phase_never_puts_a_job_back_and_never_lets_the_bucket_send_past
 
 def test_a_new_rate_does_not_end_a_full_bucket_s_idling_so_a_lending_instance_still_draws_its_phase():
     """A bulk instance's rate changes as the urgent lane's share comes and goes, at the first send after idling
-    too: its bucket, full since before, is still idle at the new rate and draws its cadence's phase."""
+    too: its bucket, full since before, is still idle at the new rate and draws its woken phase."""
     clock = FakeTime()
-    bucket = SendRateLimiter(rate=0.8, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: 0.5)
+    bucket = SendRateLimiter(rate=0.5, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: 0.5)
     clock.now += 30
-    bucket.set_rate(1.0)
-    assert bucket.acquire(max_wait_s=10) and clock.slept == []  # at 1/s the first goes at once
-    assert bucket.next_slot_in() == pytest.approx(1.5)  # the next at its phase, half a token's time on
+    bucket.set_rate(0.4)  # one token, 1.5 s more of the rate than its second's worth
+    assert bucket.acquire(max_wait_s=10) and clock.slept == [pytest.approx(0.75)]
+
+
+def test_instances_of_one_token_woken_together_by_a_flood_settle_their_cadences_spread_over_a_token_s_time():
+    """Five instances at 1 a second (a pipeline of 5 a second) woken together by a flood: each sends its first
+    at once; once busy, each moves its cadence by its own draw, so their sends spread over each second rather
+    than going five at once a second apart (a job handed out between those bunches would wait for the next)."""
+    draws = iter([n / 5 for n in range(5)])
+    clocks = [FakeTime() for _ in range(5)]
+    buckets = [SendRateLimiter(rate=1.0, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: next(draws))
+               for clock in clocks]
+    assert all(bucket.acquire(max_wait_s=10) for bucket in buckets) and all(c.slept == [] for c in clocks)
+    for bucket in buckets:
+        bucket.settle_phase()
+        bucket.settle_phase()  # once a wake: a busy instance's phase never slips
+    assert sorted(bucket.next_slot_in() for bucket in buckets) == pytest.approx([1.0, 1.2, 1.4, 1.6, 1.8])
 
 
 class _Remaining:
@@ -349,7 +345,8 @@ class _Remaining:
 
 
 def test_an_instance_whose_records_waited_receives_its_next_batch_a_receive_s_lead_before_its_next_slot():
-    """A job it holds then waits no more than that lead, rather than while the instance sends the rest."""
+    """A job it holds then waits no more than that lead, rather than while the instance sends the rest; an
+    instance whose send went at once holds nothing back (the queue sets the pace)."""
     clock = FakeTime()
     limiter = SendRateLimiter(rate=1.0, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: 0.0)
     pace = PaceSends(limiter, record_budget_ms=13_000, sleep=clock.sleep)
@@ -361,7 +358,7 @@ def test_an_instance_whose_records_waited_receives_its_next_batch_a_receive_s_le
         return pace(delivery, lambda d: RecordResult(record["messageId"], Outcome.SENT)).outcome
 
     assert send("hold:1") is Outcome.SENT and clock.slept == []  # at once: its bucket was full
-    assert pace.hold_back(deadline, [RecordResult("m1", Outcome.SENT)]) == 0.0  # the queue sets the pace
+    assert pace.hold_back(deadline, [RecordResult("m1", Outcome.SENT)]) == 0.0
     assert send("hold:2") is Outcome.SENT and clock.slept == [1.0]  # it waited: the jobs come faster
     assert pace.hold_back(deadline, [RecordResult("m2", Outcome.SENT)]) == pytest.approx(1.0 - RECEIVE_LEAD_S)
     assert limiter.next_slot_in() == pytest.approx(RECEIVE_LEAD_S)

@@ -43,15 +43,15 @@ class SendRateLimiter:
 
     A bucket holds at least one token, more than the second's worth (``burst``) a rate below one a second gives:
     many instances, each at a small share of the pipeline's rate, waking together with full buckets would send
-    more at once than the pipeline's rate, and instances that woke together would keep sending together, every
-    1 / rate seconds, leaving the pipeline's rate bunched (a job SQS hands out between the bunches waits for the
-    next). So a bucket of one token (an instance's first send, or its first after idling) draws a random phase
-    within one token's time, 1 / rate, and keeps its cadence: its sends after the first come 1 / rate apart from
-    that phase, while the first goes as far into the time the rounding up to one token added, (1 - burst) /
-    rate, as it may wait (the same draw, scaled; at once at one a second), so the phase alone never puts a job
-    back. Instances waking together spread over a token's time from their second send on and stay spread while
+    more at once than the pipeline's rate. So a full bucket that was rounded up to one token (an instance's
+    first send, or its first after idling) draws a random phase within the time the rounding added,
+    (1 - burst) / rate, and keeps its cadence: its sends after the first come 1 / rate apart from that phase,
+    while the first goes as far into what it may wait (the same draw, scaled), so the phase alone never puts a
+    job back. Instances waking together spread over the span from their second send on and stay spread while
     they keep sending; phases held within the wait kept them bunched there, drawing SES's throttling every
-    1 / rate seconds (docs: sending rate).
+    1 / rate seconds (docs: sending rate). Once busy (``settle_phase``), a bucket of one token moves its
+    cadence by a random share of the rest of a token's time, so instances woken together by a flood (at one a
+    second, with no span at all) do not keep sending in bunches a token's time apart.
     """
 
     def __init__(self, rate: float, burst: float | None = None, monotonic: Callable[[], float] = time.monotonic,
@@ -77,6 +77,7 @@ class SendRateLimiter:
         # Recipients of jobs sent back for later get turns after every slot handed out, at the rate, so paced
         # jobs come back spread at the rate, each when it can be served, instead of all at once.
         self._deferred_until = monotonic()
+        self._unsettled = False  # woken from idling, its cadence's phase not yet settled (settle_phase)
 
     def acquire(self, max_wait_s: float, tokens: int = 1, reserved: Callable[[float], None] | None = None) -> bool:
         """Take ``tokens`` (one per recipient), waiting up to ``max_wait_s`` for their slot; False (and nothing
@@ -156,18 +157,33 @@ class SendRateLimiter:
             self._offset -= earlier_s
             self._condition.notify_all()
 
+    def settle_phase(self) -> None:
+        """The instance has become busy after idling (its sends wait behind earlier ones): a bucket of one token
+        moves its cadence later by a random share of what its woken phase left of a token's time (all of it at
+        one a second), once, so instances woken together by a flood send spread over each token's time instead
+        of together. Only once busy: a lone email's next one, a token's time later, keeps its slot."""
+        with self._condition:
+            if not self._unsettled:
+                return
+            self._unsettled = False
+            rest_s = 1 / self.rate - woken_phase_span_s(self.rate, self._burst)
+            self._full_at += self._phase() * max(0.0, rest_s)
+
     def _wake(self, max_wait_s: float) -> tuple[float, float | None]:
-        """Now, and the slot of a bucket of one token found full after idling (else None): its cadence moves to a
-        random phase within one token's time, 1 / rate, and its first slot to as far into the time that token
-        takes the rate beyond its second's worth as the send may wait (the same draw, scaled; at once at one a
-        second). Idling is being full for a token's time or more: a bucket that just refilled (the instance kept
-        sending, or a duplicate gave its slot back) keeps its cadence, so a busy instance's phase never slips."""
+        """Now, and the slot of a bucket found full after idling whose one token is more than its second's worth
+        (else None): its cadence moves to a random phase within the time that token takes the rate beyond that
+        second, and its first slot to as far into what the send may wait (the same draw, scaled to the wait).
+        Idling is being full for a token's time or more: a bucket that just refilled (the instance kept sending,
+        or a duplicate gave its slot back) keeps its cadence, so a busy instance's phase never slips."""
         now = self._monotonic()
         if self._capacity > 1 or now - self._full_at < 1 / self.rate:
             return now, None
-        draw = self._phase()
-        self._full_at = now + draw / self.rate
+        self._unsettled = True  # its phase settles over the rest of a token's time once busy (settle_phase)
         span_s = woken_phase_span_s(self.rate, self._burst)
+        if span_s <= 0:
+            return now, None
+        draw = self._phase()
+        self._full_at = now - (self._capacity - 1) / self.rate + draw * span_s
         return now, now + draw * min(span_s, max(0.0, max_wait_s))
 
     def _slot(self, now: float, tokens: int) -> float:
@@ -242,6 +258,8 @@ class PaceSends:
         waited, self._waited = self._waited, False
         if not (waited or any(r.outcome is Outcome.PACED for r in results)):
             return 0.0
+        if waited:
+            self.limiter.settle_phase()
         # The last record of a batch like this one waits for the first one's slot and the rate's next ones.
         reach_s = min(RECEIVE_LEAD_S, planned_wait_s(deadline.initial_ms, self._record_budget_ms)
                       - (len(results) - 1) / self.limiter.rate)
