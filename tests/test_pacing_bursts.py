@@ -58,12 +58,12 @@ def test_a_burst_is_paced_at_every_function_timeout_with_each_job_put_back_at_mo
 
 
 def test_the_batch_size_is_what_one_instance_sends_in_one_invocation():
-    """With pacing, a batch holds what one instance sends at its share of the rate while a record can still wait
-    for its slot: a record of a 3 s function may wait 1.05 s, planned as 0.945 s, so at 2 emails/s an instance
-    two (the slot ready when it starts and one more); at most 10."""
+    """With pacing, a batch holds what one instance sends in a second at its share of the rate (two at 2 emails/s
+    an instance, one at 0.5), one at least, and no more than it can send in one invocation received a receive's
+    lead before its slot (a record of a 3 s function may wait 1.05 s, planned as 0.945 s)."""
     assert derivations.batch_size(Duration.seconds(3), 4.0, 2, None) == 2
-    assert derivations.batch_size(Duration.seconds(5), 4.0, 2, None) == 4
-    assert derivations.batch_size(Duration.seconds(30), 4.0, 2, None) == 10
+    assert derivations.batch_size(Duration.seconds(5), 4.0, 2, None) == 2
+    assert derivations.batch_size(Duration.seconds(30), 4.0, 2, None) == 2
     assert derivations.batch_size(Duration.seconds(3), 5.0, 20, None) == 1
-    assert derivations.batch_size(Duration.seconds(30), None, None, 0.5) == 8
+    assert derivations.batch_size(Duration.seconds(30), None, None, 0.5) == 1
     assert derivations.batch_size(Duration.seconds(3), None, None, None) == 10  # no pacing: SQS's 10

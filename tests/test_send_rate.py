@@ -11,8 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from property_budget import examples
 
-from sendonce_contract.deploy_config import woken_phase_span_s
+from sendonce_contract.deploy_config import RECEIVE_LEAD_S, woken_phase_span_s
+from sendonce_contract.message import parse_job
+from sendonce_runtime.checks import Delivery
+from sendonce_runtime.clock import Deadline
+from sendonce_runtime.outcome import Outcome, RecordResult
 from sendonce_runtime.send_rate import PaceSends, SendRateLimiter
+from sendonce_runtime.sqs_record import SqsRecord
 
 
 class FakeTime:
@@ -302,3 +307,58 @@ def test_a_woken_phase_never_puts_a_job_back_and_never_lets_the_bucket_send_past
     for i, first in enumerate(sends):  # as a token bucket of the rate would pass them, whatever the phases
         for j in range(i, len(sends)):
             assert j - i + 1 <= capacity + rate * (sends[j] - first) + 1e-6
+
+
+def test_a_new_rate_does_not_end_a_full_bucket_s_idling_so_a_lending_instance_still_draws_its_phase():
+    """A bulk instance's rate changes as the urgent lane's share comes and goes, at the first send after idling
+    too: its bucket, full since before, is still idle at the new rate and draws its woken phase."""
+    clock = FakeTime()
+    bucket = SendRateLimiter(rate=0.5, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: 0.5)
+    clock.now += 30
+    bucket.set_rate(0.4)  # one token, 1.5 s more of the rate than its second's worth
+    assert bucket.acquire(max_wait_s=10) and clock.slept == [pytest.approx(0.75)]
+
+
+def test_instances_of_one_token_woken_together_by_a_flood_settle_their_cadences_spread_over_a_token_s_time():
+    """Five instances at 1 a second (a pipeline of 5 a second) woken together by a flood: each sends its first
+    at once; once busy, each moves its cadence by its own draw, so their sends spread over each second rather
+    than going five at once a second apart (a job handed out between those bunches would wait for the next)."""
+    draws = iter([n / 5 for n in range(5)])
+    clocks = [FakeTime() for _ in range(5)]
+    buckets = [SendRateLimiter(rate=1.0, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: next(draws))
+               for clock in clocks]
+    assert all(bucket.acquire(max_wait_s=10) for bucket in buckets) and all(c.slept == [] for c in clocks)
+    for bucket in buckets:
+        bucket.settle_phase()
+        bucket.settle_phase()  # once a wake: a busy instance's phase never slips
+    assert sorted(bucket.next_slot_in() for bucket in buckets) == pytest.approx([1.0, 1.2, 1.4, 1.6, 1.8])
+
+
+class _Remaining:
+    """A Lambda context on the test's FakeTime."""
+
+    def __init__(self, clock: FakeTime, budget_s: float) -> None:
+        self.clock, self.deadline = clock, clock.now + budget_s
+
+    def get_remaining_time_in_millis(self) -> int:
+        return int((self.deadline - self.clock.now) * 1000)
+
+
+def test_an_instance_whose_records_waited_receives_its_next_batch_a_receive_s_lead_before_its_next_slot():
+    """A job it holds then waits no more than that lead, rather than while the instance sends the rest; an
+    instance whose send went at once holds nothing back (the queue sets the pace)."""
+    clock = FakeTime()
+    limiter = SendRateLimiter(rate=1.0, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: 0.0)
+    pace = PaceSends(limiter, record_budget_ms=13_000, sleep=clock.sleep)
+    deadline = Deadline(_Remaining(clock, 30.0))
+
+    def send(key):
+        record = sqs_record(job(key))
+        delivery = Delivery(SqsRecord.from_event(record), parse_job(record["body"], record["messageId"]), deadline)
+        return pace(delivery, lambda d: RecordResult(record["messageId"], Outcome.SENT)).outcome
+
+    assert send("hold:1") is Outcome.SENT and clock.slept == []  # at once: its bucket was full
+    assert pace.hold_back(deadline, [RecordResult("m1", Outcome.SENT)]) == 0.0
+    assert send("hold:2") is Outcome.SENT and clock.slept == [1.0]  # it waited: the jobs come faster
+    assert pace.hold_back(deadline, [RecordResult("m2", Outcome.SENT)]) == pytest.approx(1.0 - RECEIVE_LEAD_S)
+    assert limiter.next_slot_in() == pytest.approx(RECEIVE_LEAD_S)

@@ -89,7 +89,7 @@ PACING_POLLERS = (2, 5, 20)
 def pacing_scenario(factor: int, repeats: int, timeouts_s: tuple[int, ...] = PACING_TIMEOUTS_S,
                     pollers: tuple[int, ...] = PACING_POLLERS) -> dict[tuple[int, int], list[Any]]:
     """9c. ``factor`` x R jobs at once for each function timeout and number of instances (pollers), the consumer
-    deployed as the construct derives it (batch size from the function timeout and each instance's share), each
+    deployed as the construct derives it (batch size from each instance's share, within the function timeout), each
     run with its own in-process emulator: the burst reports of each pair, ``repeats`` of them."""
     from sendonce_local.demo.scenarios.load import run_burst
 

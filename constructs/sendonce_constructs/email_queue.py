@@ -83,8 +83,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     :param tracing: X-Ray tracing for the consumer. Default: off.
     :param visibility_timeout: the job queue's visibility timeout; smaller than the default fails synth. Default: 6
         x ``function_timeout`` + ``max_batching_window``.
-    :param batch_size: records per invocation. Default: 10; with a send rate, what one instance sends in one
-        invocation (at most 10).
+    :param batch_size: records per invocation. Default: 10; with a send rate, what one instance sends in a second
+        (at least 1).
     :param max_batching_window: how long the event source gathers a batch. Default: none.
     :param max_concurrency: cap on concurrent consumer invocations (2 to 1000), e.g. to stay under SES's rate.
         Default: none.

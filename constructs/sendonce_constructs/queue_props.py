@@ -195,7 +195,7 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
     batch_size: Annotated[
         int | None, Prop(
             default=Derived(derivations.batch_size),
-            default_doc="10; with a send rate, what one instance sends in one invocation (at most 10)",
+            default_doc="10; with a send rate, what one instance sends in a second (at least 1)",
             doc="records per invocation.",
             rule="1 to 10 (FIFO) or 10000; above 10 needs a batching window",
         )]

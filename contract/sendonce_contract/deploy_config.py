@@ -154,13 +154,27 @@ def planned_wait_s(function_timeout_ms: float, record_budget_ms: int) -> float:
     return max(0.0, (function_timeout_ms - record_budget_ms) / 1000 * PLANNED_WAIT_SHARE)
 
 
+# A paced instance holds no more received jobs than it sends in this long (one at least): a job SQS hands out
+# waits about this at most for its slot, so a fair queue's order (a quiet tenant's job first) reaches SES within
+# seconds, where batches sized to a whole function timeout held a quiet tenant's job behind up to ten of a noisy
+# one's (docs: sending rate).
+SEND_HOLD_S = 1.0
+# A paced instance that sent asks for its next batch this long before its next send slot: the receive, the
+# invocation and a record's steps before its slot fit in it, so the batch's first record finds its slot ready
+# and the instance loses no sending time, while a job received waits this little more for it.
+RECEIVE_LEAD_S = 0.1
+
+
 def sends_per_invocation(rate_per_instance: float, function_timeout_s: float) -> int:
-    """The most one-recipient jobs an instance paced at ``rate_per_instance`` can send in one invocation: the slot
-    ready when it starts, and those the rate gives while a record can still wait for its own. The construct sizes
-    a paced pipeline's batches to it, so a batch is never received to be put back (at least one job a batch)."""
+    """The one-recipient jobs an instance paced at ``rate_per_instance`` is handed in one invocation: as many as it
+    sends in the hold (:data:`SEND_HOLD_S`), and no more than it can send in one invocation received
+    :data:`RECEIVE_LEAD_S` before its next slot (that slot, and those the rate gives while a record can still
+    wait for its own). The construct sizes a paced pipeline's batches to it, so a batch is never received to be
+    put back, nor held long before it can be sent (at least one job a batch)."""
     budget = TimeBudget.for_function_timeout(function_timeout_s)
-    wait_s = planned_wait_s(function_timeout_s * 1000, budget.record_budget_ms)
-    return max(1, int(1 + rate_per_instance * wait_s))
+    wait_s = planned_wait_s(function_timeout_s * 1000, budget.record_budget_ms) - RECEIVE_LEAD_S
+    held = int(rate_per_instance * SEND_HOLD_S + 1e-9)  # at exactly n a hold, n jobs
+    return max(1, min(held, int(1 + rate_per_instance * max(0.0, wait_s))))
 
 
 def woken_phase_span_s(rate_per_instance: float, burst: float | None = None) -> float:

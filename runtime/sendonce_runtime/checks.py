@@ -18,18 +18,21 @@ from .aws_errors import LEDGER_ERRORS, describe, ledger_outcome
 from .clock import Clock, Deadline
 from .ledger import DedupeLedger
 from .outcome import OUTCOME_OF_REASON, Outcome, RecordResult, Redeliver, Refusal, Verdict
+from .send_order import NO_TURN, Turn
 from .sqs_record import SqsRecord
 
 
 class Delivery:
-    """One record on its way to a send: the message, its parsed job and the invocation's deadline."""
+    """One record on its way to a send: the message, its parsed job, the invocation's deadline and the record's
+    turn in its batch's order for send slots."""
 
-    __slots__ = ("deadline", "job", "record")
+    __slots__ = ("deadline", "job", "record", "turn")
 
-    def __init__(self, record: SqsRecord, job: ParsedJob, deadline: Deadline) -> None:
+    def __init__(self, record: SqsRecord, job: ParsedJob, deadline: Deadline, turn: Turn = NO_TURN) -> None:
         self.record = record
         self.job = job
         self.deadline = deadline
+        self.turn = turn
 
     def result(self, outcome: Outcome, reason: str) -> RecordResult:
         return RecordResult(self.record.message_id, outcome, self.job.dedupe_key, reason=reason)

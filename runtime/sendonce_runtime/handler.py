@@ -16,6 +16,7 @@ from .ledger import DedupeLedger
 from .outcome_log import OutcomeLog
 from .processor import RecordProcessor
 from .redelivery import Redelivery
+from .send_order import Turn
 from .ses_sender import SesSender
 from .settings import Settings
 from .shell import Once
@@ -87,10 +88,10 @@ class Consumer:
         deadline = Deadline(context)
         records = [SqsRecord.from_event(r) for r in event.get("Records", [])]
 
-        def process(record: SqsRecord) -> Any:
+        def process(record: SqsRecord, turn: Turn) -> Any:
             started = time.perf_counter()
             self.redelivery.retire_superseded(record)
-            result = self.redelivery.settle(record, self.processor.process(record, deadline), deadline)
+            result = self.redelivery.settle(record, self.processor.process(record, deadline, turn), deadline)
             self.log.write(result, record.receive_count, (time.perf_counter() - started) * 1000)
             return result
 

@@ -73,6 +73,6 @@ class LendingLimiter(SendRateLimiter):
         self.own_rate, self.lent_rate = own_rate, lent_rate
         self._urgent_busy = urgent_busy
 
-    def acquire(self, max_wait_s: float, tokens: int = 1) -> bool:
+    def acquire(self, max_wait_s: float, tokens: int = 1, reserved: Callable[[float], None] | None = None) -> bool:
         self.set_rate(self.own_rate if self._urgent_busy() else self.own_rate + self.lent_rate)
-        return super().acquire(max_wait_s, tokens)
+        return super().acquire(max_wait_s, tokens, reserved)

@@ -2,11 +2,14 @@
 and an invocation receives no more than its instance can send (docs: sending rate).
 
 Each execution environment paces at its share of the pipeline's rate. Sends are given slots in the order they ask,
-as a token bucket would pass them (a burst of up to ``burst`` at once, then one every 1/rate s): a record whose slot
-comes within its invocation waits for it; one whose slot does not is told at once and put back as a delayed copy
-due at its turn. An invocation that sent ends, when its deadline allows, no earlier than a batch like its own can
-reach this instance's next slots, so the event source receives no batch the instance cannot send (one received at
-once would come back paced, and again, each time with a receive and a copy)."""
+as a token bucket would pass them (a burst of up to ``burst`` at once, then one every 1/rate s), and a batch's
+records ask in the order SQS handed them out (``send_order``): a record whose slot comes within its invocation
+waits for it; one whose slot does not is told at once and put back as a delayed copy due at its turn. An
+invocation whose records waited behind earlier sends (the jobs come faster than the instance sends them) ends, when
+its deadline allows, a receive's lead (``RECEIVE_LEAD_S``) before this instance's next slot, so the event source
+receives the next batch just before it can be sent: not at once (it would come back paced, and again, each time
+with a receive and a copy), nor long before (its jobs would wait in the instance while other instances could have
+sent them)."""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from sendonce_contract.deploy_config import planned_wait_s, woken_phase_span_s
+from sendonce_contract.deploy_config import RECEIVE_LEAD_S, planned_wait_s, woken_phase_span_s
 
 from .checks import Delivery, Rest
 from .clock import Deadline
@@ -26,6 +29,9 @@ from .outcome import Outcome, RecordResult, Redeliver, Verdict
 # it answers in time (as a share of the function timeout, at most a second).
 ANSWER_MARGIN_SHARE = 0.05
 MAX_ANSWER_MARGIN_MS = 1000
+# How long a record waits for the records before it in its batch to ask for their slots: their steps before pacing
+# take milliseconds; one still not there after this is held up by a slow call, and the records after it go ahead.
+TURN_PATIENCE_S = 0.5
 
 
 class SendRateLimiter:
@@ -43,7 +49,9 @@ class SendRateLimiter:
     while the first goes as far into what it may wait (the same draw, scaled), so the phase alone never puts a
     job back. Instances waking together spread over the span from their second send on and stay spread while
     they keep sending; phases held within the wait kept them bunched there, drawing SES's throttling every
-    1 / rate seconds (docs: sending rate).
+    1 / rate seconds (docs: sending rate). Once busy (``settle_phase``), a bucket of one token moves its
+    cadence by a random share of the rest of a token's time, so instances woken together by a flood (at one a
+    second, with no span at all) do not keep sending in bunches a token's time apart.
     """
 
     def __init__(self, rate: float, burst: float | None = None, monotonic: Callable[[], float] = time.monotonic,
@@ -69,11 +77,14 @@ class SendRateLimiter:
         # Recipients of jobs sent back for later get turns after every slot handed out, at the rate, so paced
         # jobs come back spread at the rate, each when it can be served, instead of all at once.
         self._deferred_until = monotonic()
+        self._unsettled = False  # woken from idling, its cadence's phase not yet settled (settle_phase)
 
-    def acquire(self, max_wait_s: float, tokens: int = 1) -> bool:
+    def acquire(self, max_wait_s: float, tokens: int = 1, reserved: Callable[[float], None] | None = None) -> bool:
         """Take ``tokens`` (one per recipient), waiting up to ``max_wait_s`` for their slot; False (and nothing
         taken) if it comes later. A send needing more than the bucket holds waits for a full bucket and takes it
-        all and more: the bucket goes into debt, so the sends after it wait until the rate has paid for it."""
+        all and more: the bucket goes into debt, so the sends after it wait until the rate has paid for it.
+        ``reserved`` is called once the slot is reserved, before waiting for it (the next record's turn), with the
+        seconds it waits behind the slots handed out before it: none for a woken bucket's phase."""
         with self._condition:
             now, woken_slot = self._wake(max_wait_s)
             slot = self._slot(now, tokens)
@@ -82,6 +93,8 @@ class SendRateLimiter:
             if slot - now > max_wait_s + 1e-9:
                 return False
             self._full_at = max(self._full_at, slot) + tokens / self.rate
+            if reserved is not None:
+                reserved(slot - now if woken_slot is None else 0.0)
             place = (slot - self._offset) / self._scale
             self._waiters += 1
             try:
@@ -114,7 +127,9 @@ class SendRateLimiter:
             self._scale *= stretch
             self._offset = now + (self._offset - now) * stretch
             self.rate, self._capacity = rate, capacity
-            self._full_at = now + (capacity - held) / rate
+            # A bucket full already stays full since when it was: a new rate does not end its idling, so an
+            # instance woken with it draws its phase (else every lending instance woke at the same cadence).
+            self._full_at = now + (capacity - held) / rate if held < capacity else min(self._full_at, now)
             self._condition.notify_all()
 
     def next_slot_in(self, tokens: int = 1) -> float:
@@ -142,6 +157,18 @@ class SendRateLimiter:
             self._offset -= earlier_s
             self._condition.notify_all()
 
+    def settle_phase(self) -> None:
+        """The instance has become busy after idling (its sends wait behind earlier ones): a bucket of one token
+        moves its cadence later by a random share of what its woken phase left of a token's time (all of it at
+        one a second), once, so instances woken together by a flood send spread over each token's time instead
+        of together. Only once busy: a lone email's next one, a token's time later, keeps its slot."""
+        with self._condition:
+            if not self._unsettled:
+                return
+            self._unsettled = False
+            rest_s = 1 / self.rate - woken_phase_span_s(self.rate, self._burst)
+            self._full_at += self._phase() * max(0.0, rest_s)
+
     def _wake(self, max_wait_s: float) -> tuple[float, float | None]:
         """Now, and the slot of a bucket found full after idling whose one token is more than its second's worth
         (else None): its cadence moves to a random phase within the time that token takes the rate beyond that
@@ -149,8 +176,11 @@ class SendRateLimiter:
         Idling is being full for a token's time or more: a bucket that just refilled (the instance kept sending,
         or a duplicate gave its slot back) keeps its cadence, so a busy instance's phase never slips."""
         now = self._monotonic()
+        if self._capacity > 1 or now - self._full_at < 1 / self.rate:
+            return now, None
+        self._unsettled = True  # its phase settles over the rest of a token's time once busy (settle_phase)
         span_s = woken_phase_span_s(self.rate, self._burst)
-        if span_s <= 0 or now - self._full_at < 1 / self.rate:
+        if span_s <= 0:
             return now, None
         draw = self._phase()
         self._full_at = now - (self._capacity - 1) / self.rate + draw * span_s
@@ -182,12 +212,27 @@ class PaceSends:
         self.limiter = limiter
         self._record_budget_ms = record_budget_ms
         self._sleep = sleep
+        # Whether a record of the invocation under way waited behind earlier sends for its slot: the jobs come
+        # faster than this instance's rate, so its next batch is best received just before it can be sent.
+        self._waited = False
 
     def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
         job = delivery.job
         recipients = len(job.to) + len(job.cc) + len(job.bcc)
-        spare_s = (delivery.deadline.remaining_ms() - self._record_budget_ms) / 1000
-        if not self.limiter.acquire(max_wait_s=max(0.0, spare_s), tokens=recipients):
+        turn = delivery.turn
+
+        def reserved(behind_s: float) -> None:
+            if behind_s > 0:
+                self._waited = True
+            turn.done()
+
+        try:
+            turn.wait(min(TURN_PATIENCE_S, self._spare_s(delivery)))
+            sending = self.limiter.acquire(max_wait_s=max(0.0, self._spare_s(delivery)), tokens=recipients,
+                                           reserved=reserved)
+        finally:
+            turn.done()
+        if not sending:
             return Redeliver(delivery.result(Outcome.PACED, "the send rate leaves no send slot in this invocation"),
                              retry_after_s=math.ceil(self.limiter.defer(recipients)))
         try:
@@ -199,15 +244,25 @@ class PaceSends:
             self.limiter.refund(recipients)
         return verdict
 
+    def _spare_s(self, delivery: Delivery) -> float:
+        """How long the record may still wait for its slot."""
+        return (delivery.deadline.remaining_ms() - self._record_budget_ms) / 1000
+
     def hold_back(self, deadline: Deadline, results: Sequence[RecordResult]) -> float:
-        """After a batch that sent or was paced: wait until a batch like it, received next, can reach this
-        instance's slots, if that comes before the deadline, so the next batch is received when it can be sent.
-        Returns the seconds waited."""
-        if not any(r.outcome is Outcome.PACED or r.outcome.meaning.spends_send_slot for r in results):
+        """After a batch a record of which waited behind earlier sends for its slot or was paced (the jobs come
+        faster than this instance sends them): wait until its next slot is a receive's lead away (or nearer, for
+        a batch like it whose last record could not wait longer), if that comes before the deadline, so the next
+        batch is received just before it can be sent. A batch sent at once holds nothing back: the queue sets the
+        pace, and an instance held back would leave a job arriving meanwhile to another, idle one (whose woken
+        phase may delay it). Returns the seconds waited."""
+        waited, self._waited = self._waited, False
+        if not (waited or any(r.outcome is Outcome.PACED for r in results)):
             return 0.0
+        if waited:
+            self.limiter.settle_phase()
         # The last record of a batch like this one waits for the first one's slot and the rate's next ones.
-        reach_s = (planned_wait_s(deadline.initial_ms, self._record_budget_ms)
-                   - (len(results) - 1) / self.limiter.rate)
+        reach_s = min(RECEIVE_LEAD_S, planned_wait_s(deadline.initial_ms, self._record_budget_ms)
+                      - (len(results) - 1) / self.limiter.rate)
         margin_ms = min(MAX_ANSWER_MARGIN_MS, deadline.initial_ms * ANSWER_MARGIN_SHARE)
         wait_s = self.limiter.next_slot_in() - max(0.0, reach_s)
         left_s = (deadline.remaining_ms() - margin_ms) / 1000
