@@ -32,11 +32,6 @@ MAX_ANSWER_MARGIN_MS = 1000
 # How long a record waits for the records before it in its batch to ask for their slots: their steps before pacing
 # take milliseconds; one still not there after this is held up by a slow call, and the records after it go ahead.
 TURN_PATIENCE_S = 0.5
-# A record that waited this share of a token's time or more behind earlier sends makes its instance busy (the jobs
-# come faster than it sends them). A few milliseconds are not: jobs arriving at exactly the instance's rate (an
-# urgent lane's every 2 s at 0.5 a second) held it back and moved its cadence, leaving the next job to an idle
-# instance whose woken phase delayed it (the urgent lane's p95 alone rose from 0.3 s to 1 s).
-BUSY_WAIT_SHARE = 0.5
 
 
 class SendRateLimiter:
@@ -227,7 +222,7 @@ class PaceSends:
         turn = delivery.turn
 
         def reserved(behind_s: float) -> None:
-            if behind_s >= BUSY_WAIT_SHARE / self.limiter.rate:
+            if behind_s > 0:
                 self._waited = True
             turn.done()
 
