@@ -60,8 +60,7 @@ class ReadAttachments:
                 return delivery.refuse(Outcome.ATTACHMENT_MISSING, f"attachment {attachment.file_name!r}: "
                                        f"s3://{attachment.s3.bucket}/{attachment.s3.key} is empty; nothing was sent")
             attachments[index] = attachment.with_content(content)
-        return rest(Delivery(delivery.record, job._replace(attachments=tuple(attachments)), delivery.deadline,
-                             delivery.turn))
+        return rest(delivery.with_job(job._replace(attachments=tuple(attachments))))
 
     def _read(self, location: S3Location, check_size: Any) -> bytes:
         response = self._s3.get_object(Bucket=location.bucket, Key=location.key)

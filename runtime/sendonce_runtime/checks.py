@@ -34,6 +34,10 @@ class Delivery:
         self.deadline = deadline
         self.turn = turn
 
+    def with_job(self, job: ParsedJob) -> Delivery:
+        """The same delivery carrying ``job`` (a step that filled in what the job refers to, as its attachments)."""
+        return Delivery(self.record, job, self.deadline, self.turn)
+
     def result(self, outcome: Outcome, reason: str) -> RecordResult:
         return RecordResult(self.record.message_id, outcome, self.job.dedupe_key, reason=reason)
 

@@ -71,9 +71,8 @@ class FaultPlan:
                  forced: int = 0) -> None:
         self._probability = probability
         # The first faults always fire, at an invocation's first watched call: every invocation is armed until
-        # that many fired. Arming them one at a time and again for each that never made its call (a duplicate, a
-        # paced batch) left the next fault to a redelivery a visibility timeout later, again and again (a quick
-        # demo phase took 97 s for its two kills); armed together, a few more may fire at once.
+        # that many fired, so they fire in the first invocations that make the call (a few more may fire at once),
+        # not in redeliveries a visibility timeout later after invocations that sent nothing.
         self._forced = forced
         self._kinds = kinds
         self._random = random.Random(seed)

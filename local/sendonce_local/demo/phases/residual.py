@@ -18,9 +18,8 @@ from .traffic import run_phase
 
 RESIDUAL_FORCED_CRASHES = 4  # with 3 in 4 Send events lost, no double in 4 crashes is 1 run in 256
 RESIDUAL_FAULT_SHARE = 0.2  # of the invocations after the forced ones, at least (the quick run: none)
-# Keys enough for the forced kills to fire in the phase's first round of invocations: a forced kill handed to an
-# invocation that sent nothing (a duplicate, a paced batch) is armed again, and with 8 keys the next invocation was a
-# redelivery 30 s later, twice over (the quick run's residual took 118 s).
+# Keys enough for the forced kills to fire in the phase's first round of invocations: some invocations send nothing
+# (a duplicate, a paced batch), and with 8 keys the kills left over waited for redeliveries 30 s later.
 RESIDUAL_MIN_KEYS = 16
 
 
