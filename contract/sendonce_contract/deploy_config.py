@@ -55,6 +55,7 @@ class Env:
     LENT_SEND_RATE = "SENDONCE_LENT_SEND_RATE"  # a bulk instance's share of the urgent lane's rate, while it idles
     SES_TENANTS = "SENDONCE_SES_TENANTS"  # a job's tenant is also SendEmail's TenantName
     TENANT_METRICS = "SENDONCE_TENANT_METRICS"  # the consumer's metrics also by Tenant
+    PACE_TABLE = "SENDONCE_PACE_TABLE"  # where a paced lane's instances take the seats that spread their phases
 
 
 # The most calls besides the send one record makes in a row: claim, release after a refusal, dead-letter send.
@@ -217,6 +218,9 @@ class ConsumerConfig(NamedTuple):
     urgent_queue_url: str | None = None
     ses_tenants: bool = False  # a job's tenant is sent as SendEmail's TenantName (SES tenants)
     tenant_metrics: bool = False  # the consumer's metrics are also written per tenant (a dimension value each)
+    # A paced lane of more than one instance: the table whose counter gives each busy instance its seat, so the
+    # instances' send slots fall evenly through each second (sendonce_runtime.pace_seats).
+    pace_table: str | None = None
 
     @property
     def budget(self) -> TimeBudget:
@@ -252,6 +256,7 @@ class ConsumerConfig(NamedTuple):
         if self.lent_send_rate is not None:
             env[Env.LENT_SEND_RATE] = f"{self.lent_send_rate:g}"
         put(env, Env.URGENT_QUEUE_URL, self.urgent_queue_url)
+        put(env, Env.PACE_TABLE, self.pace_table)
         if self.outcome_bus is not None:
             env[Env.OUTCOME_BUS] = self.outcome_bus
             put(env, Env.PIPELINE_TAG, self.pipeline_tag)
@@ -290,6 +295,7 @@ class ConsumerConfig(NamedTuple):
             urgent_queue_url=env.get(Env.URGENT_QUEUE_URL) or None,
             ses_tenants=read_flag(env, Env.SES_TENANTS),
             tenant_metrics=read_flag(env, Env.TENANT_METRICS),
+            pace_table=env.get(Env.PACE_TABLE) or None,
         )
 
     @staticmethod
