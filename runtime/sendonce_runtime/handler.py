@@ -24,6 +24,7 @@ from .sqs_record import SqsRecord
 
 if TYPE_CHECKING:
     from .dead_letter_events import DeadLetterEvents
+    from .pace_seats import PaceSeats
     from .send_rate import SendRateLimiter
 
 
@@ -78,7 +79,7 @@ class Consumer:
             dead_letters,
             clock,
             _parse(settings, secrets),
-            _checks(settings, ledger, clock, s3, sqs),
+            _checks(settings, ledger, clock, s3, sqs, dynamodb),
         )
         redelivery = Redelivery(sqs, settings.queue_url, settings.fifo, dead_letters, settings.max_receive_count,
                                 call_ms=settings.budget.ledger_call_ms)
@@ -107,7 +108,8 @@ class Consumer:
         return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in results if r.redeliver]}
 
 
-def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, s3: Any = None, sqs: Any = None) -> list[Check]:
+def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, s3: Any = None, sqs: Any = None,
+            dynamodb: Any = None) -> list[Check]:
     """The checks between a job's parsing and its claim, in order; those this deployment does not use are left
     out. The parts only some deployments use are imported by those only: a cold start compiles what it runs."""
     checks: list[Check] = []
@@ -132,7 +134,8 @@ def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, s3: Any = No
     if settings.max_send_rate:
         from .send_rate import PaceSends
 
-        checks.append(PaceSends(_limiter(settings, sqs), settings.budget.record_budget_ms))
+        checks.append(PaceSends(_limiter(settings, sqs), settings.budget.record_budget_ms,
+                                seats=_pace_seats(settings, dynamodb)))
     return checks
 
 
@@ -148,6 +151,15 @@ def _limiter(settings: Settings, sqs: Any) -> SendRateLimiter:
         watch = UrgentLaneWatch(sqs, settings.urgent_queue_url)
         return LendingLimiter(settings.max_send_rate, settings.lent_send_rate, watch.busy)
     return SendRateLimiter(settings.max_send_rate)
+
+
+def _pace_seats(settings: Settings, dynamodb: Any) -> PaceSeats | None:
+    """A lane of more than one instance: the pace table's seats, read with the ledger's client."""
+    if not settings.pace_table or dynamodb is None:
+        return None
+    from .pace_seats import PaceSeats
+
+    return PaceSeats(dynamodb, settings.pace_table, settings.lane or "", settings.budget.ledger_call_ms)
 
 
 def _parse(settings: Settings, secrets: Any) -> ParseJob:

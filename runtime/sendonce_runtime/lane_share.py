@@ -65,11 +65,14 @@ class LendingLimiter(SendRateLimiter):
     the rate is set again each time a send asks for a slot."""
 
     def __init__(self, own_rate: float, lent_rate: float, urgent_busy: Callable[[], bool],
-                 monotonic: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] | None = None
-                 ) -> None:
+                 monotonic: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] | None = None,
+                 phase: Callable[[], float] | None = None, wall_offset: Callable[[], float] | None = None) -> None:
         if lent_rate <= 0:
             raise ValueError("the lent send rate must be positive")
-        super().__init__(own_rate, monotonic=monotonic, sleep=sleep)
+        # Its seat's grid is spaced at its fastest pace, lent share and all: a loan's coming and going then only
+        # changes how many of its grid points it sends on.
+        super().__init__(own_rate, monotonic=monotonic, sleep=sleep, phase=phase,
+                         grid_period_s=1 / (own_rate + lent_rate), wall_offset=wall_offset)
         self.own_rate, self.lent_rate = own_rate, lent_rate
         self._urgent_busy = urgent_busy
 

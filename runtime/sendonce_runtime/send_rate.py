@@ -18,12 +18,16 @@ import random
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 from sendonce_contract.deploy_config import RECEIVE_LEAD_S, planned_wait_s, woken_phase_span_s
 
 from .checks import Delivery, Rest
 from .clock import Deadline
 from .outcome import Outcome, RecordResult, Redeliver, Verdict
+
+if TYPE_CHECKING:
+    from .pace_seats import PaceSeats
 
 # An invocation holding back for its instance's next slot ends this long before its deadline at the latest, so
 # it answers in time (as a share of the function timeout, at most a second).
@@ -32,6 +36,12 @@ MAX_ANSWER_MARGIN_MS = 1000
 # How long a record waits for the records before it in its batch to ask for their slots: their steps before pacing
 # take milliseconds; one still not there after this is held up by a slow call, and the records after it go ahead.
 TURN_PATIENCE_S = 0.5
+
+
+def _wall_offset() -> float:
+    """Wall-clock time less monotonic time, read at each use: a seat's grid is on the wall clock, which every
+    instance shares, and NTP may slew it against the monotonic clock over an environment's hours."""
+    return time.time() - time.monotonic()
 
 
 class SendRateLimiter:
@@ -49,13 +59,17 @@ class SendRateLimiter:
     while the first goes as far into what it may wait (the same draw, scaled), so the phase alone never puts a
     job back. Instances waking together spread over the span from their second send on and stay spread while
     they keep sending; phases held within the wait kept them bunched there, drawing SES's throttling every
-    1 / rate seconds (docs: sending rate). Once busy (``settle_phase``), a bucket of one token moves its
-    cadence by a random share of the rest of a token's time, so instances woken together by a flood (at one a
-    second, with no span at all) do not keep sending in bunches a token's time apart.
+    1 / rate seconds (docs: sending rate). Once busy (``settle_phase``), a bucket of one token takes the seat
+    it is given: its busy sends fall on its seat's grid (``SeatGrid``), so the lane's instances, each on a seat
+    of its own, send evenly spread through each second rather than at random phases, whose widest gap a job
+    arriving meanwhile waits in. Given no seat (no pace table, or it did not answer), it moves its cadence by a
+    random share of the rest of a token's time, so instances woken together by a flood (at one a second, with
+    no span at all) do not keep sending in bunches a token's time apart.
     """
 
     def __init__(self, rate: float, burst: float | None = None, monotonic: Callable[[], float] = time.monotonic,
-                 sleep: Callable[[float], None] | None = None, phase: Callable[[], float] | None = None) -> None:
+                 sleep: Callable[[float], None] | None = None, phase: Callable[[], float] | None = None,
+                 grid_period_s: float | None = None, wall_offset: Callable[[], float] | None = None) -> None:
         if rate <= 0:
             raise ValueError("the send rate must be positive")
         self.rate = rate
@@ -78,6 +92,11 @@ class SendRateLimiter:
         # jobs come back spread at the rate, each when it can be served, instead of all at once.
         self._deferred_until = monotonic()
         self._unsettled = False  # woken from idling, its cadence's phase not yet settled (settle_phase)
+        # A seat's grid is spaced a token's time at the fastest this bucket paces (a lending bulk instance's own
+        # share and the lent one), so a rate change only skips grid points, and never moves the seat's phase.
+        self._grid_period_s = grid_period_s if grid_period_s is not None else 1 / rate
+        self._wall_offset = wall_offset or _wall_offset
+        self._grid: SeatGrid | None = None
 
     def acquire(self, max_wait_s: float, tokens: int = 1, reserved: Callable[[float], None] | None = None) -> bool:
         """Take ``tokens`` (one per recipient), waiting up to ``max_wait_s`` for their slot; False (and nothing
@@ -87,20 +106,24 @@ class SendRateLimiter:
         seconds it waits behind the slots handed out before it: none for a woken bucket's phase."""
         with self._condition:
             now, woken_slot = self._wake(max_wait_s)
-            slot = self._slot(now, tokens)
+            basis, on_grid = self._basis(now, tokens)
+            on_grid = on_grid and woken_slot is None
             # A woken bucket's first send goes within its wait; the sends after it keep the cadence of its phase.
-            slot = slot if woken_slot is None else min(slot, woken_slot)
+            basis = basis if woken_slot is None else min(basis, woken_slot)
+            slot = self._grid_slot(now, basis) if on_grid else basis
             if slot - now > max_wait_s + 1e-9:
                 return False
-            self._full_at = max(self._full_at, slot) + tokens / self.rate
+            self._full_at = max(self._full_at, basis) + tokens / self.rate
             if reserved is not None:
                 reserved(slot - now if woken_slot is None else 0.0)
-            place = (slot - self._offset) / self._scale
+            # The place in line is the bucket's own slot; a seated one waits for the grid point it falls on.
+            place = (basis - self._offset) / self._scale
             self._waiters += 1
             try:
                 while True:
-                    due = place * self._scale + self._offset
                     now = self._monotonic()
+                    due = place * self._scale + self._offset
+                    due = self._grid_slot(now, due) if on_grid and self._grid is not None else due
                     if due <= now + 1e-9:
                         return True
                     self._pause(due - now)
@@ -138,6 +161,11 @@ class SendRateLimiter:
             now = self._monotonic()
             return self._slot(now, tokens) - now
 
+    @property
+    def unsettled(self) -> bool:
+        """Woken from idling, and its phase not yet settled: ``settle_phase`` will take a seat if given one."""
+        return self._unsettled
+
     def defer(self, tokens: int = 1) -> float:
         """Seconds until the turn of a job of ``tokens`` recipients that found no send slot now: the first slot
         after every slot handed out and the jobs deferred before it. It joins them."""
@@ -157,15 +185,20 @@ class SendRateLimiter:
             self._offset -= earlier_s
             self._condition.notify_all()
 
-    def settle_phase(self) -> None:
-        """The instance has become busy after idling (its sends wait behind earlier ones): a bucket of one token
-        moves its cadence later by a random share of what its woken phase left of a token's time (all of it at
-        one a second), once, so instances woken together by a flood send spread over each token's time instead
-        of together. Only once busy: a lone email's next one, a token's time later, keeps its slot."""
+    def settle_phase(self, seat_phase: float | None = None) -> None:
+        """The instance has become busy after idling (its sends wait behind earlier ones), once a wake. Given a
+        seat's phase (a share of the grid's period, ``pace_seats``), its busy sends fall on that seat's grid from
+        now on. Given none, a bucket of one token moves its cadence later by a random share of what its woken
+        phase left of a token's time (all of it at one a second), so instances woken together by a flood send
+        spread over each token's time instead of together. Only once busy: a lone email's next one, a token's
+        time later, keeps its slot."""
         with self._condition:
             if not self._unsettled:
                 return
             self._unsettled = False
+            if seat_phase is not None:
+                self._grid = SeatGrid(seat_phase % 1.0 * self._grid_period_s, self._grid_period_s)
+                return
             rest_s = 1 / self.rate - woken_phase_span_s(self.rate, self._burst)
             self._full_at += self._phase() * max(0.0, rest_s)
 
@@ -187,9 +220,35 @@ class SendRateLimiter:
         return now, now + draw * min(span_s, max(0.0, max_wait_s))
 
     def _slot(self, now: float, tokens: int) -> float:
-        """The earliest time at which the bucket holds ``tokens`` (a full bucket for more than it holds)."""
+        """When a send of ``tokens`` asked for now is served: the bucket's slot, on a seated one's grid."""
+        basis, on_grid = self._basis(now, tokens)
+        return self._grid_slot(now, basis) if on_grid else basis
+
+    def _basis(self, now: float, tokens: int) -> tuple[float, bool]:
+        """The bucket's slot for ``tokens``: the earliest time it holds them (a full bucket for more than it
+        holds), not before now; and whether the send goes on the seat's grid instead. A seated bucket of one
+        token does when busy (its slot still to come) or late for its grid point by less than half a period
+        (its batch was received after the lead: it sends on arrival and keeps the point's place in its
+        cadence). An idle one sends at once, as a lone email should."""
         needed = min(float(tokens), self._capacity)
-        return max(now, self._full_at - (self._capacity - needed) / self.rate)
+        earliest = self._full_at - (self._capacity - needed) / self.rate
+        if self._grid is None or self._capacity != 1:
+            return max(now, earliest), False
+        if earliest >= now or self._grid_point(earliest) > now - self._grid.period_s / 2:
+            return earliest, True
+        return now, False
+
+    def _grid_slot(self, now: float, basis: float) -> float:
+        """The seat's grid point nearest to the bucket's slot ``basis``, not before now. Nearest, not the next:
+        the bucket's slot moves off the grid when the rate changes, and the next point would lose up to a whole
+        period each time; the points are the seat's alone, so a send up to half a period early takes no other
+        instance's slot."""
+        return max(now, self._grid_point(basis))
+
+    def _grid_point(self, time_s: float) -> float:
+        assert self._grid is not None
+        offset = self._wall_offset()
+        return self._grid.nearest(time_s + offset) - offset
 
     def _pause(self, seconds: float) -> None:
         if self._sleep is None:
@@ -202,16 +261,28 @@ class SendRateLimiter:
             self._condition.acquire()
 
 
+class SeatGrid(NamedTuple):
+    """A seat's send slots: the wall-clock times ``phase_s`` + k x ``period_s`` (wall clock, so every instance of
+    a lane reads one grid: Lambda's clocks keep to the Amazon Time Sync Service within milliseconds)."""
+
+    phase_s: float
+    period_s: float
+
+    def nearest(self, wall_time: float) -> float:
+        return self.phase_s + round((wall_time - self.phase_s) / self.period_s) * self.period_s
+
+
 class PaceSends:
     """The pipeline's send rate: a send slot (one token per recipient, as SES counts) is taken before the claim,
     so nothing waits between claiming a key and sending it (a worker killed while waiting leaves no claim
     behind), and given back when no send was made."""
 
     def __init__(self, limiter: SendRateLimiter, record_budget_ms: int,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 sleep: Callable[[float], None] = time.sleep, seats: PaceSeats | None = None) -> None:
         self.limiter = limiter
         self._record_budget_ms = record_budget_ms
         self._sleep = sleep
+        self._seats = seats  # a lane of more than one instance: the pace table's counter
         # Whether a record of the invocation under way waited behind earlier sends for its slot: the jobs come
         # faster than this instance's rate, so its next batch is best received just before it can be sent.
         self._waited = False
@@ -258,12 +329,12 @@ class PaceSends:
         waited, self._waited = self._waited, False
         if not (waited or any(r.outcome is Outcome.PACED for r in results)):
             return 0.0
+        margin_ms = min(MAX_ANSWER_MARGIN_MS, deadline.initial_ms * ANSWER_MARGIN_SHARE)
         if waited:
-            self.limiter.settle_phase()
+            self._settle(deadline, margin_ms)
         # The last record of a batch like this one waits for the first one's slot and the rate's next ones.
         reach_s = min(RECEIVE_LEAD_S, planned_wait_s(deadline.initial_ms, self._record_budget_ms)
                       - (len(results) - 1) / self.limiter.rate)
-        margin_ms = min(MAX_ANSWER_MARGIN_MS, deadline.initial_ms * ANSWER_MARGIN_SHARE)
         wait_s = self.limiter.next_slot_in() - max(0.0, reach_s)
         left_s = (deadline.remaining_ms() - margin_ms) / 1000
         if wait_s <= 0 or wait_s > left_s + deadline.initial_ms / 1000:
@@ -273,3 +344,11 @@ class PaceSends:
         wait_s = min(wait_s, left_s)  # a near miss: held to the deadline, the next batch misses its slots by less
         self._sleep(wait_s)
         return wait_s
+
+    def _settle(self, deadline: Deadline, margin_ms: float) -> None:
+        """Once busy after a wake: take a seat for the bucket's phase, when the pace table's call fits before
+        the invocation must answer (else, or with no answer, the bucket settles a random phase)."""
+        if not self.limiter.unsettled:
+            return
+        fits = self._seats is not None and deadline.remaining_ms() - margin_ms > self._seats.call_ms
+        self.limiter.settle_phase(self._seats.take() if fits and self._seats is not None else None)
