@@ -198,11 +198,13 @@ def test_a_pace_table_that_answers_late_or_not_at_all_leaves_the_phase_random(aw
     assert seats.take() is not None
 
 
-def test_a_consumer_that_becomes_busy_takes_its_lane_s_next_seat(pipeline):
+@pytest.mark.parametrize("lane", [None, "bulk"], ids=["without-lanes", "bulk-lane"])
+def test_a_consumer_that_becomes_busy_takes_its_lane_s_next_seat(pipeline, lane):
     """Two jobs in a batch at one a second: the second waits behind the first, so the instance is busy; after
-    the batch it takes a seat, and its next send slot is a point of that seat's grid."""
+    the batch it takes a seat, and its next send slot is a point of that seat's grid. Without lanes the one
+    queue is the bulk lane's (a key may not be empty)."""
     table = create_pace_table()
-    consumer = pipeline.consumer(parallelism=1, max_send_rate=1.0, pace_table=table, lane="bulk")
+    consumer = pipeline.consumer(parallelism=1, max_send_rate=1.0, pace_table=table, lane=lane)
     [pace] = [check for check in consumer.processor.checks if isinstance(check, PaceSends)]
     records = [sqs_record(job("seat:1")), sqs_record(job("seat:2"))]
     assert consumer.handle(event(*records), FakeContext(FakeClock(), budget_ms=30_000)) == {"batchItemFailures": []}

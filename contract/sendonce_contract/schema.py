@@ -137,7 +137,9 @@ class PaceSeat:
     """The pace table's item attributes: one item per lane, whose counter gives each of the lane's instances that
     becomes busy a seat, the phase of its send slots (``sendonce_runtime.pace_seats``)."""
 
-    LANE = "lane"  # the partition key: the lane's name ("" without lanes)
+    # The partition key: the lane's name; "bulk" without lanes, whose one queue is the bulk lane's (a key may
+    # not be empty).
+    LANE = "lane"
     TAKEN = "seatsTaken"  # how many seats were ever given out on the lane; each instance takes the next one
 
 

@@ -157,9 +157,12 @@ def _pace_seats(settings: Settings, dynamodb: Any) -> PaceSeats | None:
     """A lane of more than one instance: the pace table's seats, read with the ledger's client."""
     if not settings.pace_table or dynamodb is None:
         return None
+    from sendonce_contract.priority import Priority
+
     from .pace_seats import PaceSeats
 
-    return PaceSeats(dynamodb, settings.pace_table, settings.lane or "", settings.budget.ledger_call_ms)
+    lane = settings.lane or Priority.BULK.value  # without lanes, the one queue is the bulk lane's
+    return PaceSeats(dynamodb, settings.pace_table, lane, settings.budget.ledger_call_ms)
 
 
 def _parse(settings: Settings, secrets: Any) -> ParseJob:
