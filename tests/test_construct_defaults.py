@@ -320,6 +320,10 @@ def test_logical_ids_are_pinned():
         "AWS::Lambda::Function": ["ReceiptsConsumer2A19002C", "ReceiptsOutcomeEventsPublisherF6800E42",
                                   "ReceiptsQuotaWatch682AFD25", "ReceiptsSesEvidenceRecorder8527EFB3"],
     }
+    # The pace table, with a send rate: renaming it would only restart its seats, but a deploy should not churn it.
+    _, paced = build(send_rate=14, max_concurrency=5)
+    assert sorted(paced.find_resources("AWS::DynamoDB::Table")) == ["ReceiptsDedupeTable97CEC35F",
+                                                                    "ReceiptsPaceTable4532A005"]
     # The attachments bucket: renaming it would leave behind the objects jobs still name.
     _, with_bucket = build(attachments_bucket=True)
     assert sorted(with_bucket.find_resources("AWS::S3::Bucket")) == ["ReceiptsAttachmentsBucketEB0EC85B"]

@@ -36,6 +36,7 @@ from .monitoring import PipelineMetrics, build_alarms, build_dashboard
 from .network import VpcEgressCheck
 from .outbox import Outbox
 from .outcome_events import OutcomeEvents
+from .pace_table import PACE_TABLE_ACTIONS, build_pace_table, takes_seats
 from .parts import Consumer, Evidence, Lane, Ledger, Monitoring, Queues
 from .props import PipelineProps, known, resolve_props, seconds
 from .queue_props import SendOnceEmailQueueProps
@@ -191,6 +192,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         bulk, urgent = self._lanes(resolved, queues, urgent_queues)
         ledger = self._build_ledger(resolved)
         self.table, self.key_secret, self._ledger = ledger.table, ledger.key_secret, ledger
+        self.pace_table = self._build_pace_table(resolved, (bulk, urgent) if urgent is not None else (bulk,))
         if resolved.vpc is not None:
             Aspects.of(self).add(VpcEgressCheck(self, resolved.vpc, resolved.vpc_subnets))
         expiry_days = resolved.attachments_expiry_days
@@ -202,11 +204,13 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         function_options = self._function_options(resolved, ledger)
         evidence = self._build_evidence(resolved, ledger, function_options)
         self.evidence, self.outcome_events = evidence.ses, evidence.outcome_events
-        consumer = self._build_consumer(resolved, bulk, ledger, evidence, self._attachments, function_options)
+        consumer = self._build_consumer(resolved, bulk, ledger, evidence, self._attachments, function_options,
+                                        self.pace_table)
         self.function, self.role, self.log_group = consumer.function, consumer.role, consumer.log_group
         self.event_source = consumer.event_source
         self.urgent_consumer = (
-            self._build_consumer(resolved, urgent, ledger, evidence, self._attachments, function_options)
+            self._build_consumer(resolved, urgent, ledger, evidence, self._attachments, function_options,
+                                 self.pace_table)
             if urgent is not None else None)
         self.urgent_function = self.urgent_consumer.function if self.urgent_consumer is not None else None
         self.outbox = self._build_outbox(resolved, queues, urgent_queues, function_options, ledger)
@@ -327,6 +331,12 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         key_secret = build_key_secret(self, props.encryption_key) if props.key_privacy else None
         return Ledger(table=table, data_keys=data_keys, key_secret=key_secret)
 
+    def _build_pace_table(self, props: PipelineProps, lanes: Sequence[Lane]) -> dynamodb.Table | None:
+        """The seats' table, when a lane takes seats (paced, more than one instance); None when none does."""
+        if not any(takes_seats(lane, props.reserved_concurrent_executions) for lane in lanes):
+            return None
+        return build_pace_table(self, props.encryption_key, props.removal_policy)
+
     def _function_options(self, props: PipelineProps, ledger: Ledger) -> FunctionOptions:
         return FunctionOptions(
             runtime=props.runtime, architecture=props.architecture, log_retention=props.log_retention,
@@ -355,17 +365,20 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         return Evidence(ses=ses_evidence, outcome_events=outcome_events, configuration_set_name=configuration_set_name)
 
     def _build_consumer(self, props: PipelineProps, lane: Lane, ledger: Ledger, evidence: Evidence,
-                        attachments: Attachments | None, function_options: FunctionOptions) -> Consumer:
+                        attachments: Attachments | None, function_options: FunctionOptions,
+                        pace_table: dynamodb.ITable | None) -> Consumer:
         """A lane's consumer: the job queue's (``Consumer``, as without lanes) or the urgent lane's
-        (``UrgentConsumer``): the same code and grants, its own queue, DLQ, concurrency, pace and batch size."""
+        (``UrgentConsumer``): the same code and grants, its own queue, DLQ, concurrency, pace and batch size; the
+        pipeline's ``pace_table`` when this lane takes seats."""
         urgent = lane.name == Priority.URGENT.value
+        seats = pace_table if takes_seats(lane, props.reserved_concurrent_executions) else None
         reserved = props.reserved_concurrent_executions
         if urgent and reserved is not None:  # its own reservation: bulk's never takes the urgent lane's instances
             reserved = lane.max_concurrency
         consumer = BundledFunction(
             self, ChildId.URGENT_CONSUMER if urgent else "Consumer", handler=HANDLER, timeout=props.function_timeout,
             memory_size=props.memory_size,
-            environment=self._consumer_environment(props, lane, ledger, evidence, attachments),
+            environment=self._consumer_environment(props, lane, ledger, evidence, attachments, seats),
             options=function_options, invoked_by="its SQS event source", reserved_concurrent_executions=reserved,
             description="sendonce consumer: sends each queued urgent email once" if urgent
             else "sendonce consumer: sends each queued email once",
@@ -386,6 +399,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
                         "SQS event sources take no on-failure destination; failed jobs go to the queue's redrive "
                         "DLQ.")
         ledger.table.grant(function, *DEDUPE_TABLE_ACTIONS)
+        if seats is not None:  # its key is the pipeline's encryption_key, one of the data keys already granted
+            seats.grant(function, *PACE_TABLE_ACTIONS)
         lane.queues.dead_letter_queue.grant_send_messages(function)
         lane.queues.queue.grant_send_messages(function)  # a throttled job's delayed copy
         if lane.watched_queue is not None:  # whether the urgent lane has work: its share is lent while not
@@ -472,8 +487,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             CfnOutput(self, OutputId.ATTACHMENTS_BUCKET_NAME, value=attachments.bucket.bucket_name,
                       description=output_description(self.pipeline_name, OutputPart.ATTACHMENTS))
 
-    def _consumer_environment(self, props: PipelineProps, lane: Lane, ledger: Ledger,
-                              evidence: Evidence, attachments: Attachments | None) -> dict[str, str]:
+    def _consumer_environment(self, props: PipelineProps, lane: Lane, ledger: Ledger, evidence: Evidence,
+                              attachments: Attachments | None, pace_table: dynamodb.ITable | None) -> dict[str, str]:
         timeout_s = seconds(props.function_timeout)
         max_receive_count = known(props.max_receive_count)
         ses_events = evidence.ses is not None and props.evidence_grace_period is not None
@@ -503,6 +518,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             ses_tenants=props.ses_tenants,
             tenant_metrics=props.tenant_metrics,
             attachments_bucket=attachments.bucket.bucket_name if attachments is not None else None,
+            pace_table=pace_table.table_name if pace_table is not None else None,
         ).to_env()
 
     def _grant_ses(self, props: PipelineProps, function: lambda_.IFunction, configuration_set_name: str | None) -> None:
