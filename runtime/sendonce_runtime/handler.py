@@ -24,6 +24,7 @@ from .sqs_record import SqsRecord
 
 if TYPE_CHECKING:
     from .dead_letter_events import DeadLetterEvents
+    from .lane_share import UrgentThrottleRetry
     from .pace_seats import PaceSeats
     from .send_rate import SendRateLimiter
 
@@ -80,6 +81,7 @@ class Consumer:
             clock,
             _parse(settings, secrets),
             _checks(settings, ledger, clock, s3, sqs, dynamodb),
+            _throttle_retry(settings),
         )
         redelivery = Redelivery(sqs, settings.queue_url, settings.fifo, dead_letters, settings.max_receive_count,
                                 call_ms=settings.budget.ledger_call_ms)
@@ -151,6 +153,17 @@ def _limiter(settings: Settings, sqs: Any) -> SendRateLimiter:
         watch = UrgentLaneWatch(sqs, settings.urgent_queue_url)
         return LendingLimiter(settings.max_send_rate, settings.lent_send_rate, watch.busy)
     return SendRateLimiter(settings.max_send_rate)
+
+
+def _throttle_retry(settings: Settings) -> UrgentThrottleRetry | None:
+    """The urgent lane's consumer tries a throttled send again while bulk gives its loan back (``lane_share``)."""
+    from sendonce_contract.priority import Priority
+
+    if settings.lane != Priority.URGENT.value:
+        return None
+    from .lane_share import UrgentThrottleRetry
+
+    return UrgentThrottleRetry(settings.budget.record_budget_ms)
 
 
 def _pace_seats(settings: Settings, dynamodb: Any) -> PaceSeats | None:

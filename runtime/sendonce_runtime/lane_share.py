@@ -27,6 +27,35 @@ URGENT_WORK_ATTRIBUTES = ("ApproximateNumberOfMessages", "ApproximateNumberOfMes
                           "ApproximateNumberOfMessagesDelayed")
 
 
+# An urgent send SES throttles is tried again in its invocation, this often and for this long at most (then it
+# waits as a delayed copy, as any throttled job). Bulk lends itself the urgent share while the urgent queue looks
+# empty, and reads it once a second: the urgent lane's first sends after idling come before bulk can see them, and
+# while bulk sends at SES's whole rate SES throttles them. Held in flight, the job is counted in the urgent queue,
+# so bulk gives the share back within its watch's period and a slot: a try a quarter of a second apart then gets
+# the email out within about that, where a delayed copy came back 1 to 4 s later.
+URGENT_RETRY_PAUSE_S = 0.25
+URGENT_RETRY_PATIENCE_S = 2 * WATCH_PERIOD_S
+
+
+class UrgentThrottleRetry:
+    """Whether an urgent send SES throttled is tried again now: after a pause, if the record's budget still fits
+    after it and the tries so far have not waited ``patience_s``."""
+
+    def __init__(self, record_budget_ms: int, sleep: Callable[[float], None] = time.sleep,
+                 pause_s: float = URGENT_RETRY_PAUSE_S, patience_s: float = URGENT_RETRY_PATIENCE_S) -> None:
+        self._record_budget_ms, self._sleep = record_budget_ms, sleep
+        self._pause_s, self._patience_s = pause_s, patience_s
+
+    def again(self, remaining_ms: int, waited_s: float) -> float:
+        """The seconds paused before trying again, or 0 for no further try."""
+        if waited_s + self._pause_s > self._patience_s + 1e-9:
+            return 0.0
+        if remaining_ms - self._pause_s * 1000 < self._record_budget_ms:
+            return 0.0
+        self._sleep(self._pause_s)
+        return self._pause_s
+
+
 class UrgentLaneWatch:
     """Whether the urgent lane has work, read from its queue at most once per ``period_s`` per instance; threads
     that ask while one reads get the last answer."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_contract.message import ParsedJob
@@ -22,6 +23,9 @@ from .send_order import NO_TURN, Turn
 from .ses_sender import Accepted, Refused, SesSender
 from .settings import LEDGER_CALLS_PER_RECORD, Settings
 from .sqs_record import SqsRecord
+
+if TYPE_CHECKING:
+    from .lane_share import UrgentThrottleRetry
 
 LOGGER = logging.getLogger("sendonce")
 # A lost race re-reads the state through the next conditional write; more rounds than this means churn.
@@ -40,6 +44,7 @@ class RecordProcessor:
         clock: Clock,
         parse: ParseJob | None = None,
         checks: Sequence[Check] = (),
+        throttle_retry: UrgentThrottleRetry | None = None,
     ) -> None:
         self._settings = settings
         self._ledger = ledger
@@ -48,6 +53,7 @@ class RecordProcessor:
         self._clock = clock
         self.parse = parse or ParseJob()
         self.checks = tuple(checks)
+        self._throttle_retry = throttle_retry  # the urgent lane's: a throttled send is tried again in the invocation
         self._run_checks = chain(self.checks, self._claim_and_send)
 
     def process(self, record: SqsRecord, deadline: Deadline, turn: Turn = NO_TURN) -> Decided:
@@ -187,6 +193,14 @@ class RecordProcessor:
     def _send(self, record: SqsRecord, job: ParsedJob, owner: str, attempt: int, deadline: Deadline) -> Verdict:
         key = job.dedupe_key
         outcome = self._sender.send(job)
+        waited_s = 0.0
+        while self._throttle_retry is not None and isinstance(outcome, Refused) and outcome.retryable \
+                and not outcome.quota:
+            paused_s = self._throttle_retry.again(deadline.remaining_ms(), waited_s)
+            if not paused_s:
+                break
+            waited_s += paused_s
+            outcome = self._sender.send(job)  # SES took nothing: the claim is still ours, and nothing was sent
         if isinstance(outcome, Accepted):
             recorded = self._complete(key, owner, outcome.ses_message_id, deadline)
             if recorded:
