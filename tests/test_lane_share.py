@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from property_budget import examples
 
 from sendonce_constructs.lane_rates import split
-from sendonce_runtime.lane_share import WATCH_PERIOD_S, LendingLimiter, UrgentLaneWatch
+from sendonce_runtime.lane_share import URGENT_IDLE_AFTER_S, WATCH_PERIOD_S, LendingLimiter, UrgentLaneWatch
 from sendonce_runtime.send_rate import SendRateLimiter
 
 SEND_RATE, BULK_INSTANCES = 10.0, 4
@@ -111,8 +111,8 @@ def test_urgent_always_gets_its_share_and_bulk_takes_it_only_while_urgent_is_idl
         if end - start > grace_s + 1:
             bulk = run.count(run.bulk_sends, start + grace_s, end)
             assert bulk <= bulk_rate * (end - start - grace_s) + bulk_rate + BULK_INSTANCES, (start, end, bulk)
-    # While urgent is idle (and was for a watch period), bulk sends at the whole rate.
-    for start, end in idle_windows(run.busy, grace_s + WATCH_PERIOD_S):
+    # While urgent is idle (and was for its idle time, and a watch period), bulk sends at the whole rate.
+    for start, end in idle_windows(run.busy, grace_s + URGENT_IDLE_AFTER_S + WATCH_PERIOD_S):
         if end - start >= 3:
             bulk = run.count(run.bulk_sends, start, end)
             assert bulk >= SEND_RATE * (end - start) - BULK_INSTANCES - 1, (start, end, bulk)
@@ -160,3 +160,20 @@ def test_the_split_keeps_the_lanes_sums_to_the_send_rate():
             assert (rates.bulk_instance_rate + rates.lent_instance_rate) * instances == pytest.approx(SEND_RATE)
             # No urgent instance paces faster than a bulk one may (the per-instance limit holds for both).
             assert rates.urgent_instance_rate <= SEND_RATE / instances + 1e-9
+
+
+def test_the_urgent_lane_counts_as_idle_only_once_no_read_found_work_for_its_idle_time():
+    """Urgent jobs a few seconds apart: the lane is in use, and bulk keeps to its own share between them."""
+    clock, queue = Clock(), UrgentQueue()
+    watch = UrgentLaneWatch(queue, "urgent", monotonic=clock.monotonic)
+    assert watch.busy() is False  # nothing seen yet: lent
+    queue.backlog = 1
+    clock.now += WATCH_PERIOD_S
+    assert watch.busy() is True
+    queue.backlog = 0
+    for _ in range(int(URGENT_IDLE_AFTER_S / WATCH_PERIOD_S) - 1):
+        clock.now += WATCH_PERIOD_S
+        assert watch.busy() is True  # empty now, but it had work within its idle time
+    clock.now += WATCH_PERIOD_S
+    assert watch.busy() is False
+    assert queue.calls == int(URGENT_IDLE_AFTER_S / WATCH_PERIOD_S) + 2  # still once a second

@@ -9,7 +9,8 @@ The urgent lane is watched where its work is: its queue's counts (one ``GetQueue
 most once a second), so a bulk instance gives the share back when an urgent job is enqueued, before the urgent
 lane has received it, and no write is made for it (nothing in the ledger, its stream or its outcome events).
 A bulk instance overruns the urgent share for at most ``WATCH_PERIOD_S`` plus one token's wait after SQS counts
-an urgent job; a failed read counts as busy, so a fault only ever keeps bulk to its own share.
+an urgent job, and lends it again once no read found urgent work for ``URGENT_IDLE_AFTER_S``; a failed read
+counts as busy, so a fault only ever keeps bulk to its own share.
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ from typing import Any
 from .send_rate import SendRateLimiter
 
 WATCH_PERIOD_S = 1.0  # how long a bulk instance trusts what it last read of the urgent queue
+# The urgent lane counts as idle, and its share is lent, once no read has found work for this long: a lane whose
+# jobs come a few seconds apart is in use, not idle. Lent between them, bulk would send at SES's whole rate when
+# each next one came, before its watch could see it, and SES would throttle that job or a bulk one; kept to its
+# own share meanwhile, SES's second's worth builds up again for the urgent lane's next first send.
+URGENT_IDLE_AFTER_S = 5.0
 # Every message the urgent queue holds: waiting, received and not yet deleted, and delayed (a paced copy).
 URGENT_WORK_ATTRIBUTES = ("ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
                           "ApproximateNumberOfMessagesDelayed")
@@ -57,27 +63,28 @@ class UrgentThrottleRetry:
 
 
 class UrgentLaneWatch:
-    """Whether the urgent lane has work, read from its queue at most once per ``period_s`` per instance; threads
-    that ask while one reads get the last answer."""
+    """Whether the urgent lane has work, or had within ``idle_after_s``, read from its queue at most once per
+    ``period_s`` per instance; threads that ask while one reads get the last answer."""
 
     def __init__(self, sqs: Any, urgent_queue_url: str, period_s: float = WATCH_PERIOD_S,
-                 monotonic: Callable[[], float] = time.monotonic) -> None:
+                 monotonic: Callable[[], float] = time.monotonic, idle_after_s: float = URGENT_IDLE_AFTER_S) -> None:
         self._sqs, self._url, self._period_s, self._monotonic = sqs, urgent_queue_url, period_s, monotonic
+        self._idle_after_s = idle_after_s
         self._busy = True  # until the first read says otherwise: a new instance starts on its own share
         self._read_at: float | None = None
+        self._work_seen_at: float | None = None  # the last read that found work (or failed)
         self._reading = threading.Lock()
 
     def busy(self) -> bool:
         now = self._monotonic()
-        if self._read_at is not None and now - self._read_at < self._period_s:
-            return self._busy
-        if not self._reading.acquire(blocking=False):
-            return self._busy
-        try:
-            self._busy = self._read()
-            self._read_at = self._monotonic()
-        finally:
-            self._reading.release()
+        if (self._read_at is None or now - self._read_at >= self._period_s) and self._reading.acquire(blocking=False):
+            try:
+                if self._read():
+                    self._work_seen_at = self._monotonic()
+                self._read_at = self._monotonic()
+                self._busy = self._work_seen_at is not None and self._read_at - self._work_seen_at < self._idle_after_s
+            finally:
+                self._reading.release()
         return self._busy
 
     def _read(self) -> bool:
