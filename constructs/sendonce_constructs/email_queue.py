@@ -99,7 +99,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         ``"priority": "urgent"``, so they never wait behind bulk mail; with ``send_rate`` it keeps ``urgent_share``
         of the rate, lent to bulk while it is idle. One dedupe ledger for both. Default: False.
     :param urgent_share: the urgent lane's share of ``send_rate``: bulk never takes it, and borrows it while the
-        urgent queue is empty. Default: 0.2.
+        urgent lane is idle (its queue empty for 5 s). Default: 0.2.
     :param max_receive_count: deliveries before a message moves to the DLQ; below 5 warns. Default: 5.
     :param retention_period: how long the job queue keeps a message. The DLQ keeps 14 days. Default: 4 days.
     :param max_message_size_bytes: the largest job the queue takes, in bytes (up to SQS's 1 MiB); its dead-letter

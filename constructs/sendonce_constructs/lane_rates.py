@@ -3,7 +3,7 @@
 The urgent lane has its own consumer function and event source: its ``urgent_max_concurrency`` instances pace at
 ``urgent_instance_rate`` each, so the urgent lane sends at most ``urgent_share`` x ``send_rate``, and always may.
 Each of bulk's ``max_concurrency`` instances paces at ``bulk_instance_rate`` (its lane's share), plus
-``lent_instance_rate`` while the urgent queue is empty (``sendonce_runtime.lane_share``): the urgent lane's share,
+``lent_instance_rate`` while the urgent lane is idle (``sendonce_runtime.lane_share``): the urgent lane's share,
 lent. The sums: urgent at most share x rate, bulk at most (1 - share) x rate while urgent has work, rate while not.
 """
 

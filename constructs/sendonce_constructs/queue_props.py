@@ -260,7 +260,7 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             default=0.2,
             default_doc="0.2",
             doc="the urgent lane's share of ``send_rate``: bulk never takes it, and borrows it while the urgent "
-            "queue is empty.",
+            "lane is idle (its queue empty for 5 s).",
             rule="above 0 and below 1; only with `urgent_lane` and `send_rate`",
         )]
     max_receive_count: Annotated[
