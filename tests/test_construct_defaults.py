@@ -321,7 +321,7 @@ def test_logical_ids_are_pinned():
                                   "ReceiptsQuotaWatch682AFD25", "ReceiptsSesEvidenceRecorder8527EFB3"],
     }
     # The pace table, with a send rate: renaming it would only restart its seats, but a deploy should not churn it.
-    _, paced = build(send_rate=14, max_concurrency=5)
+    _, paced = build(send_rate=5, max_concurrency=5)
     assert sorted(paced.find_resources("AWS::DynamoDB::Table")) == ["ReceiptsDedupeTable97CEC35F",
                                                                     "ReceiptsPaceTable4532A005"]
     # The attachments bucket: renaming it would leave behind the objects jobs still name.

@@ -14,7 +14,7 @@ from sendonce_contract.deploy_config import Env
 from sendonce_contract.priority import Priority
 from sendonce_contract.schema import PaceSeat
 
-PACED = {"send_rate": 14, "max_concurrency": 5}
+PACED = {"send_rate": 5, "max_concurrency": 5}  # one email a second an instance: a bucket of one token
 CONSUMER_HANDLER = "sendonce_runtime.handler.handler"
 
 
@@ -83,7 +83,7 @@ def test_both_lanes_take_seats_with_urgent_lane_and_no_other_function_is_told_of
 
 
 def test_a_per_instance_rate_without_a_cap_takes_seats_as_lambda_scales_out():
-    _, template = build(max_send_rate=3.0)
+    _, template = build(max_send_rate=0.5)
     [table_id] = pace_tables(template)
     assert pace_table_by_function(template)["ReceiptsConsumer2A19002C"] == {"Ref": table_id}
 
@@ -102,8 +102,10 @@ def test_each_consumer_may_only_update_items_of_the_pace_table():
 
 @pytest.mark.parametrize("props", [
     {}, {"max_concurrency": 5}, {"urgent_lane": True, "max_concurrency": 5},
-    {"max_send_rate": 3.0, "reserved_concurrent_executions": 1},
-], ids=["unpaced", "capped but unpaced", "unpaced lanes", "paced on one instance"])
+    {"max_send_rate": 0.5, "reserved_concurrent_executions": 1},
+    {"send_rate": 14, "max_concurrency": 5}, {"max_send_rate": 3.0},
+], ids=["unpaced", "capped but unpaced", "unpaced lanes", "paced on one instance",
+        "above one a second an instance", "a per-instance rate above one a second"])
 def test_no_pace_table_when_no_lane_is_paced_on_more_than_one_instance(props):
     pipeline, template = build(**props)
     assert pace_tables(template) == {} and pipeline.pace_table is None

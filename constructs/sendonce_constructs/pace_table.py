@@ -13,6 +13,7 @@ from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
+from sendonce_contract.deploy_config import takes_seats_at
 from sendonce_contract.schema import PaceSeat
 from sendonce_contract.stack_names import ChildId
 
@@ -26,9 +27,13 @@ PACE_TABLE_ACTIONS = ("dynamodb:UpdateItem",)
 
 
 def takes_seats(lane: Lane, reserved_concurrent_executions: int | None) -> bool:
-    """Whether ``lane``'s consumer takes seats: it is paced and may run more than one instance. Without a cap Lambda
+    """Whether ``lane``'s consumer takes seats: it is paced, at most one email a second an instance at its fastest
+    (its own share and any loan: ``takes_seats_at``), and may run more than one instance. Without a cap Lambda
     scales out, and a cap that is a token may be above one: both take seats."""
     if lane.max_send_rate is None:
+        return False
+    own, lent = read(lane.max_send_rate), read(lane.lent_send_rate) if lane.lent_send_rate is not None else 0.0
+    if is_known(own) and is_known(lent) and not takes_seats_at(own + lent):
         return False
     caps = (read(cap) for cap in (lane.max_concurrency, reserved_concurrent_executions))
     return not any(is_known(cap) and cap <= 1 for cap in caps)

@@ -178,6 +178,13 @@ def sends_per_invocation(rate_per_instance: float, function_timeout_s: float) ->
     return max(1, min(held, int(1 + rate_per_instance * max(0.0, wait_s))))
 
 
+def takes_seats_at(fastest_rate_per_instance: float) -> bool:
+    """Whether an instance paced at most this fast takes a seat once busy: its bucket holds one token (one email a
+    second or less), one send a slot on its seat's grid. A faster one sends several times a second and keeps its
+    bucket's cadence (docs: sending rate)."""
+    return fastest_rate_per_instance <= 1.0
+
+
 def woken_phase_span_s(rate_per_instance: float, burst: float | None = None) -> float:
     """How far past its wake an instance's first send may be put: the time its rate takes to give the token its
     bucket holds beyond its burst (one second's worth of the rate unless given), as a bucket holds at least one.
