@@ -10,6 +10,7 @@ import time
 import boto3
 import pytest
 from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
+from fake_time import FakeTime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from property_budget import examples
@@ -22,21 +23,6 @@ from sendonce_runtime.aws_clients import ledger_config
 from sendonce_runtime.lane_share import LendingLimiter
 from sendonce_runtime.pace_seats import PaceSeats, seat_phase
 from sendonce_runtime.send_rate import PaceSends, SendRateLimiter
-
-
-class FakeTime:
-    """Monotonic time that a sleep moves on; the wall clock reads the same (a wall offset of zero)."""
-
-    def __init__(self, now: float = 100.0) -> None:
-        self.now = now
-        self.slept: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
 
 
 def on_grid(time_s: float, phase: float, period_s: float = 1.0, within_s: float = 1e-6) -> bool:

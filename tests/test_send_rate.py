@@ -7,6 +7,7 @@ import time
 
 import pytest
 from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
+from fake_time import FakeTime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from property_budget import examples
@@ -18,19 +19,6 @@ from sendonce_runtime.clock import Deadline
 from sendonce_runtime.outcome import Outcome, RecordResult
 from sendonce_runtime.send_rate import PaceSends, SendRateLimiter
 from sendonce_runtime.sqs_record import SqsRecord
-
-
-class FakeTime:
-    def __init__(self) -> None:
-        self.now = 100.0
-        self.slept: list[float] = []
-
-    def monotonic(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.slept.append(seconds)
-        self.now += seconds
 
 
 def pace_of(consumer):
