@@ -20,7 +20,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .clock import Deadline
 from .send_rate import SendRateLimiter
+from .ses_sender import Refused, SendOutcome
 
 WATCH_PERIOD_S = 1.0  # how long a bulk instance trusts what it last read of the urgent queue
 # The urgent lane counts as idle, and its share is lent, once no read has found work for this long: a lane whose
@@ -44,22 +46,26 @@ URGENT_RETRY_PATIENCE_S = 2 * WATCH_PERIOD_S
 
 
 class UrgentThrottleRetry:
-    """Whether an urgent send SES throttled is tried again now: after a pause, if the record's budget still fits
-    after it and the tries so far have not waited ``patience_s``."""
+    """An urgent send, tried again while SES throttles it: after each pause, if the record's budget still fits
+    after it and the pauses so far stay within ``patience_s``."""
 
     def __init__(self, record_budget_ms: int, sleep: Callable[[float], None] = time.sleep,
                  pause_s: float = URGENT_RETRY_PAUSE_S, patience_s: float = URGENT_RETRY_PATIENCE_S) -> None:
         self._record_budget_ms, self._sleep = record_budget_ms, sleep
         self._pause_s, self._patience_s = pause_s, patience_s
 
-    def again(self, remaining_ms: int, waited_s: float) -> float:
-        """The seconds paused before trying again, or 0 for no further try."""
-        if waited_s + self._pause_s > self._patience_s + 1e-9:
-            return 0.0
-        if remaining_ms - self._pause_s * 1000 < self._record_budget_ms:
-            return 0.0
-        self._sleep(self._pause_s)
-        return self._pause_s
+    def send(self, send_once: Callable[[], SendOutcome], deadline: Deadline) -> SendOutcome:
+        """``send_once``'s outcome, tried again after each throttle while the patience and the deadline allow
+        (SES took nothing: the claim is still the record's, and nothing was sent)."""
+        outcome, waited_s = send_once(), 0.0
+        while isinstance(outcome, Refused) and outcome.retryable and not outcome.quota:
+            waited_s += self._pause_s
+            if waited_s > self._patience_s + 1e-9 or deadline.remaining_ms() - self._pause_s * 1000 < \
+                    self._record_budget_ms:
+                break
+            self._sleep(self._pause_s)
+            outcome = send_once()
+        return outcome
 
 
 class UrgentLaneWatch:

@@ -192,15 +192,10 @@ class RecordProcessor:
 
     def _send(self, record: SqsRecord, job: ParsedJob, owner: str, attempt: int, deadline: Deadline) -> Verdict:
         key = job.dedupe_key
-        outcome = self._sender.send(job)
-        waited_s = 0.0
-        while self._throttle_retry is not None and isinstance(outcome, Refused) and outcome.retryable \
-                and not outcome.quota:
-            paused_s = self._throttle_retry.again(deadline.remaining_ms(), waited_s)
-            if not paused_s:
-                break
-            waited_s += paused_s
-            outcome = self._sender.send(job)  # SES took nothing: the claim is still ours, and nothing was sent
+        if self._throttle_retry is None:
+            outcome = self._sender.send(job)
+        else:
+            outcome = self._throttle_retry.send(lambda: self._sender.send(job), deadline)
         if isinstance(outcome, Accepted):
             recorded = self._complete(key, owner, outcome.ses_message_id, deadline)
             if recorded:

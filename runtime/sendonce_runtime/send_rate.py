@@ -123,7 +123,7 @@ class SendRateLimiter:
                 while True:
                     now = self._monotonic()
                     due = place * self._scale + self._offset
-                    due = self._grid_slot(now, due) if on_grid and self._grid is not None else due
+                    due = self._grid_slot(now, due) if on_grid else due
                     if due <= now + 1e-9:
                         return True
                     self._pause(due - now)
@@ -350,5 +350,7 @@ class PaceSends:
         the invocation must answer (else, or with no answer, the bucket settles a random phase)."""
         if not self.limiter.unsettled:
             return
-        fits = self._seats is not None and deadline.remaining_ms() - margin_ms > self._seats.call_ms
-        self.limiter.settle_phase(self._seats.take() if fits and self._seats is not None else None)
+        seat_phase = None
+        if self._seats is not None and deadline.remaining_ms() - margin_ms > self._seats.call_ms:
+            seat_phase = self._seats.take()
+        self.limiter.settle_phase(seat_phase)
