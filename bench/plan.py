@@ -33,7 +33,7 @@ class Plan:
     pacing_pollers: tuple[int, ...] = (2, 5, 20)
     flood_s: float = 1.5  # the flood section's bulk jobs arrive at 40 x SES's rate for this long
     flood_arrivals: int = 24  # urgent jobs, and as many of the quiet tenant's, per run (a p95 of 24 is not the slowest)
-    flood_gap_s: float = 2.0  # between two urgent jobs (the quiet tenant's halfway between)
+    flood_gap_s: float = 2.0  # an urgent job and a quiet tenant's in each, at random times in its halves
     flood_repeats: int = 2
     flood_timeouts_s: tuple[int, ...] = (30, 5)  # the construct's default, and the demo's
     attachment_emails: int = 50  # per run: plain jobs, and as many with a 100 KB file inline

@@ -268,7 +268,8 @@ def render_flood(reports: dict[int, list[Any]]) -> str:
         "in brackets) and the other props at their defaults; both lanes' consumers run from its cloud assembly. "
         f"Tenant {FLOOD_TENANTS[0]}'s {first.flood_jobs} bulk jobs arrive at {FLOOD_FACTOR} x SES's rate; from a "
         f"second after, {first.arrivals} urgent jobs and {first.arrivals} bulk jobs of tenant {FLOOD_TENANTS[1]} "
-        "arrive, one of each every 2 s; the same arrivals alone (no flood) come first. Time to SES: from the "
+        "arrive, one of each in every 2 s, each at a random time within its half of the 2 s (the urgent job's the "
+        "first); the same arrivals alone (no flood) come first. Time to SES: from the "
         "producer's enqueue to the emulator's SES accepting the email, read from the emulator's log of sends over "
         f"HTTP. Medians over {len(next(iter(reports.values())))} runs (min to max), each in an emulator of its own; "
         "each ratio is one run's p95 during the flood over its p95 alone.",

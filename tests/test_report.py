@@ -6,6 +6,9 @@ from collections import Counter
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from property_budget import examples
 
 from sendonce_local.demo.phases.attachments import AttachmentsReport, ExpectedEmail, attachment_row, check_sends
 from sendonce_local.demo.report import Report, ResidualReport
@@ -227,3 +230,36 @@ def test_a_flood_wait_past_twice_alone_is_a_missed_aim_not_a_failure():
 def test_the_flood_fails_the_demo_when_a_key_is_doubled_lost_dead_lettered_or_sent_under_another_tenant(broken, said):
     report = replace(CLEAN, flood=_flood(**broken))
     assert not report.ok and f"flood: {said}" in report.verdict, report.verdict
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(seed=st.integers(min_value=0, max_value=2**32), arrivals=st.integers(min_value=1, max_value=24),
+       gap_s=st.sampled_from([1.0, 2.0]))
+def test_flood_arrivals_come_at_random_times_within_their_halves_alike_alone_and_in_the_flood(seed, arrivals, gap_s):
+    """Each urgent job in the first half of its gap, each of the quiet tenant's in the second; seeded, so the
+    flood run's arrivals are the alone run's. Fixed times met the seats' wall-clock grids at one phase."""
+    from sendonce_local.demo.scenarios.flood import QUIET, URGENT, FloodPlan, _schedule
+
+    plan = FloodPlan(flood_s=0.2, arrivals=arrivals, gap_s=gap_s)
+
+    def arrivals_of(run: str) -> dict[str, list[float]]:
+        times: dict[str, list[float]] = {URGENT: [], QUIET: []}
+        for offset, batch in _schedule(plan, 5.0, run, seed):
+            for _key, who in batch:
+                if who in times:
+                    times[who].append(offset)
+        return times
+
+    alone, flood = arrivals_of("alone"), arrivals_of("flood")
+    assert alone == flood
+    for n, (urgent, quiet) in enumerate(zip(alone[URGENT], alone[QUIET], strict=True)):
+        start = plan.lead_s + n * gap_s
+        assert start <= urgent < start + gap_s / 2 <= quiet < start + gap_s
+
+
+def test_flood_arrivals_meet_a_one_second_grid_at_spread_phases():
+    from sendonce_local.demo.scenarios.flood import QUIET, FloodPlan, _schedule
+
+    phases = [offset % 1.0 for offset, batch in _schedule(FloodPlan(0.2, 12, 2.0), 5.0, "alone", 31)
+              if batch[0][1] == QUIET]
+    assert max(phases) - min(phases) > 0.5  # fixed 2 s apart, all twelve met it at one phase

@@ -73,10 +73,10 @@ def test_a_batch_takes_its_slots_in_record_order_when_the_first_record_is_slow_t
             if tokens == 1:
                 time.sleep(0.1)  # the others' threads get here first
 
-            def note(wait_s):
+            def note(busy):
                 asked.append(tokens)
                 if reserved is not None:
-                    reserved(wait_s)
+                    reserved(busy)
 
             return super().acquire(max_wait_s, tokens, note)
 

@@ -111,13 +111,10 @@ class LendingLimiter(SendRateLimiter):
                  phase: Callable[[], float] | None = None, wall_offset: Callable[[], float] | None = None) -> None:
         if lent_rate <= 0:
             raise ValueError("the lent send rate must be positive")
-        # Its seat's grid is spaced at its fastest pace, lent share and all: a loan's coming and going then only
-        # changes how many of its grid points it sends on.
-        super().__init__(own_rate, monotonic=monotonic, sleep=sleep, phase=phase,
-                         grid_period_s=1 / (own_rate + lent_rate), wall_offset=wall_offset)
+        super().__init__(own_rate, monotonic=monotonic, sleep=sleep, phase=phase, wall_offset=wall_offset)
         self.own_rate, self.lent_rate = own_rate, lent_rate
         self._urgent_busy = urgent_busy
 
-    def acquire(self, max_wait_s: float, tokens: int = 1, reserved: Callable[[float], None] | None = None) -> bool:
+    def acquire(self, max_wait_s: float, tokens: int = 1, reserved: Callable[[bool], None] | None = None) -> bool:
         self.set_rate(self.own_rate if self._urgent_busy() else self.own_rate + self.lent_rate)
         return super().acquire(max_wait_s, tokens, reserved)

@@ -34,7 +34,8 @@ class DemoOptions:
     fault_burst_keys: int = 20
     fault_stretch_s: float = 6
     # The flood: one tenant's bulk jobs at 40 x SES's rate for this long, while this many urgent jobs and as many
-    # of a quiet tenant's arrive, one of each every flood_gap_s (and the same arrivals alone, first). 0: no flood.
+    # of a quiet tenant's arrive, one of each in every flood_gap_s at random times (and the same arrivals alone,
+    # first). 0: no flood.
     flood_s: float = 1.5
     flood_arrivals: int = 12
     flood_gap_s: float = 2.0

@@ -32,7 +32,7 @@ def flood_phase(options: DemoOptions, aws: LocalAws, deployed: Deployed, log: IO
     rate = options.burst_rate
     say(f"{label} the flood: tenant {lanes.flood_tenant}'s {plan.flood_jobs(rate)} bulk jobs at {FLOOD_FACTOR} x "
         f"SES's {rate:g} emails/s while {plan.arrivals} urgent jobs ({lanes.urgent.function.name}) and "
-        f"{plan.arrivals} of tenant {lanes.quiet_tenant}'s arrive, one of each every {plan.gap_s:g} s; the same "
+        f"{plan.arrivals} of tenant {lanes.quiet_tenant}'s arrive, one of each in every {plan.gap_s:g} s; the same "
         "arrivals alone first; times to SES from the emulator's log of sends")
     report = run_flood(lanes, aws.environment, aws.ses_sends, rate, plan, options.seed + 5, log, options.bound())
     for line in report.lines():

@@ -13,6 +13,7 @@ at most twice alone.
 from __future__ import annotations
 
 import math
+import random
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -43,7 +44,7 @@ TICK_S = 0.1  # the flood is enqueued in a chunk every tick, 40 x R a second in 
 class FloodPlan:
     flood_s: float  # how long the flood arrives (FLOOD_FACTOR x R jobs a second)
     arrivals: int  # urgent jobs, and as many of the quiet tenant's, in each run
-    gap_s: float  # between two urgent jobs (the quiet tenant's arrive halfway between)
+    gap_s: float  # an urgent job in the first half of each gap, a quiet tenant's in the second, at random times
     lead_s: float = 1.0  # from the flood's start to the first arrival, so they meet a full queue
 
     def flood_jobs(self, rate: float) -> int:
@@ -174,10 +175,14 @@ def _schedule(plan: FloodPlan, rate: float, run: str, seed: int) -> list[tuple[f
         for tick, start in enumerate(range(0, total, per_tick)):
             steps.append((tick * TICK_S, [(f"flood:{seed}:{n}", "bulk") for n in range(start,
                                                                                       min(total, start + per_tick))]))
+    # Each arrival at a random time within its half of the gap: arrivals a fixed 2 s apart all met the instances'
+    # send slots (seats' grids, on the wall clock) at one phase, so a run's p95 was one draw of that phase, not a
+    # percentile of the waits jobs arriving at any time meet. Seeded, so alone and flood draw alike.
+    draw = random.Random(seed).random
     for n in range(plan.arrivals):
         at = plan.lead_s + n * plan.gap_s
-        steps.append((at, [(f"{URGENT}:{run}:{seed}:{n}", URGENT)]))
-        steps.append((at + plan.gap_s / 2, [(f"{QUIET}:{run}:{seed}:{n}", QUIET)]))
+        steps.append((at + draw() * plan.gap_s / 2, [(f"{URGENT}:{run}:{seed}:{n}", URGENT)]))
+        steps.append((at + (1 + draw()) * plan.gap_s / 2, [(f"{QUIET}:{run}:{seed}:{n}", QUIET)]))
     return sorted(steps, key=lambda step: step[0])
 
 
