@@ -217,6 +217,9 @@ def test_the_loop_run_twice_with_late_jobs_and_ses_evidence(serve: Emulator, app
 
     status = _command(serve, app_dir, "sendonce", "--stack", "Shop", "--pipeline", "Receipts", "status", "receipt:1")
     assert status.returncode == 0 and "SENT" in status.stdout, status
+    after = _command(serve, app_dir, "sendonce", "status", "receipt:1", "--stack", "Shop", "--pipeline", "Receipts",
+                     "--json")  # the options after the command read as before it
+    assert after.returncode == 0 and json.loads(after.stdout)["status"] == "SENT", after
     # SES's events reach the recorder within seconds of the send, through serve's publisher and the stack's rule.
     _until(lambda: "no event from SES yet" not in _command(
         serve, app_dir, "sendonce", "--stack", "Shop", "--pipeline", "Shop/Receipts", "status", "receipt:2").stdout)

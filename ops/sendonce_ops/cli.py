@@ -33,32 +33,43 @@ from .locate import LocateError, Pipeline, locate
 from .usage import OneLineParser
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="sendonce", description=__doc__)
+def _pipeline_options(parser: argparse.ArgumentParser, defaults: bool = True) -> argparse.ArgumentParser:
+    """Which pipeline, and ``--json``: the top level's, with their defaults, and every command's too, without
+    (``argparse.SUPPRESS``), so ``sendonce status KEY --stack Shop --json`` reads as ``sendonce --stack Shop --json
+    status KEY`` and a command's absent option never overwrites one given before it."""
+    given = {} if defaults else {"default": argparse.SUPPRESS}
     where = parser.add_argument_group("which pipeline (a stack, or explicit names)")
-    where.add_argument("--stack", help="a deployed stack with a SendOnceEmailQueue")
-    where.add_argument("--pipeline", help="the construct's id, when the stack has several")
-    where.add_argument("--table", help="the dedupe table name")
-    where.add_argument("--queue", help="the job queue URL")
-    where.add_argument("--dlq", help="the dead-letter queue URL")
+    where.add_argument("--stack", help="a deployed stack with a SendOnceEmailQueue", **given)
+    where.add_argument("--pipeline", help="the construct's id, when the stack has several", **given)
+    where.add_argument("--table", help="the dedupe table name", **given)
+    where.add_argument("--queue", help="the job queue URL", **given)
+    where.add_argument("--dlq", help="the dead-letter queue URL", **given)
     where.add_argument("--dedupe-ttl", type=int, metavar="SECONDS", help="the pipeline's dedupe_ttl (read from "
-                       "--stack), for `dlq redrive`")
+                       "--stack), for `dlq redrive`", **given)
     where.add_argument("--key-secret", metavar="ARN", help="with key_privacy: the secret that digests keys (read "
-                       "from --stack)")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
+                       "from --stack)", **given)
+    parser.add_argument("--json", action="store_true", help="machine-readable output", **given)
+    return parser
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _pipeline_options(OneLineParser(prog="sendonce", description=__doc__))
     commands = parser.add_subparsers(dest="command", required=True)
-    status = commands.add_parser("status", help="one key's record")
+    status = _pipeline_options(commands.add_parser("status", help="one key's record"), defaults=False)
     status.add_argument("key")
-    commands.add_parser("info", help="the pipeline's queues, tables, attachments bucket and key secret: what a "
-                        "producer needs")
-    commands.add_parser("unknown", help="what SES's events did not settle: UNKNOWN records and IN_FLIGHT records "
-                        "whose lease expired, newest first")
-    commands.add_parser("doubles", help="keys SES's events show were sent twice, with both SES message ids")
-    cancel = commands.add_parser("cancel", help="take back a key's email before any worker claims it")
+    _pipeline_options(commands.add_parser("info", help="the pipeline's queues, tables, attachments bucket and key "
+                                          "secret: what a producer needs"), defaults=False)
+    _pipeline_options(commands.add_parser("unknown", help="what SES's events did not settle: UNKNOWN records and "
+                                          "IN_FLIGHT records whose lease expired, newest first"), defaults=False)
+    _pipeline_options(commands.add_parser("doubles", help="keys SES's events show were sent twice, with both SES "
+                                          "message ids"), defaults=False)
+    cancel = _pipeline_options(commands.add_parser("cancel", help="take back a key's email before any worker claims "
+                                                   "it"), defaults=False)
     cancel.add_argument("key")
     cancel.add_argument("--dedupe-ttl-days", type=float, default=DEFAULT_DEDUPE_TTL_S / 86_400,
                         help="how long it stays cancelled: the pipeline's dedupe_ttl (default %(default)g days)")
-    resolve = commands.add_parser("resolve", help="decide an UNKNOWN (or dead IN_FLIGHT) record")
+    resolve = _pipeline_options(commands.add_parser("resolve", help="decide an UNKNOWN (or dead IN_FLIGHT) record"),
+                                defaults=False)
     decision = resolve.add_mutually_exclusive_group(required=True)
     decision.add_argument("--sent", action="store_true", help="you confirmed it was delivered: record it SENT")
     decision.add_argument("--resend", action="store_true", help="release it, so the next delivery of the job sends")
@@ -68,15 +79,17 @@ def _parser() -> argparse.ArgumentParser:
                              help="with urgent_lane: whose DLQ, the job queue's (bulk, the default) or the urgent "
                              "lane's; a redriven job goes back to the queue of its own priority")
     dlq = dlq_command.add_subparsers(dest="dlq_command", required=True)
-    dlq.add_parser("list", help="messages grouped by reason, with counts and a sample")
-    redrive = dlq.add_parser("redrive", help="send messages back to the job queue")
+    _pipeline_options(dlq.add_parser("list", help="messages grouped by reason, with counts and a sample"),
+                      defaults=False)
+    redrive = _pipeline_options(dlq.add_parser("redrive", help="send messages back to the job queue"), defaults=False)
     redrive.add_argument("--reason", help="only messages with this reason code (see `dlq list`)")
     redrive.add_argument("--key", help="only the dead letters of this dedupe key (`sendonce status KEY` lists them)")
     redrive.add_argument("--limit", type=int, help="at most this many")
     redrive.add_argument("--force", action="store_true", help="also redrive jobs dead-lettered longer ago than "
                          "dedupe_ttl, whose key may be forgotten (each may be sent again)")
-    latency = commands.add_parser("latency", help="measure SES's event latency in this account: send probe emails "
-                                  "to SES's mailbox simulator through the pipeline, report p50/p99 from send to event")
+    latency = _pipeline_options(commands.add_parser(
+        "latency", help="measure SES's event latency in this account: send probe emails to SES's mailbox simulator "
+        "through the pipeline, report p50/p99 from send to event"), defaults=False)
     latency.add_argument("--from", dest="sender", required=True,
                          help="the probes' From address, one the pipeline may send from")
     latency.add_argument("--count", type=_positive, default=20, help="probe emails to send (default 20)")
