@@ -105,6 +105,20 @@ def test_a_seated_bucket_late_for_its_point_counts_as_busy_so_its_next_batch_is_
     assert busy == [True, True, False]
 
 
+def test_a_point_a_duplicate_gave_back_is_taken_by_the_next_send_at_once():
+    """A duplicate waited for its grid point and sent nothing (``refund``): the next job, received right after,
+    goes at once rather than a whole period later (a burst's duplicates at its tail drained it 1.2x its ideal)."""
+    clock = FakeTime()
+    bucket = seated_bucket(clock, 1.0, 5)
+    assert bucket.acquire(max_wait_s=10)  # waits for its point: the duplicate's
+    point = clock.now
+    bucket.refund()
+    clock.now += 0.05  # the next batch's receive
+    slept = len(clock.slept)
+    assert bucket.acquire(max_wait_s=10) and len(clock.slept) == slept and clock.now == pytest.approx(point + 0.05)
+    assert bucket.next_slot_in() == pytest.approx(1.0 - 0.05)  # and its next point is the one after
+
+
 def test_a_seated_lending_bucket_uses_every_point_of_its_grid_at_either_rate():
     """Its grid is spaced a token's time at its rate, its phase the seat's share of that time: while the urgent
     lane is busy it sends on every point of a 1.25 s grid (0.8 a second), while the loan is on on every point of

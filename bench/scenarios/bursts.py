@@ -20,14 +20,16 @@ RECIPIENTS_PER_JOB = 5
 @contextmanager
 def _burst_consumer(send_rate: float, timeout_s: int = 30, pollers: int = BURST_POLLERS,
                     ) -> Iterator[tuple[Any, Any, Any, str, Callable[[], list[str]], IO[str]]]:
-    """An emulator of its own with the burst's table, queue and DLQ, and the consumer as deployed with default
-    props plus ``send_rate`` (paced at send_rate / max_concurrency an instance), one poller per instance: (function,
-    event source, emulator environment, DLQ url, the subjects SES accepted, the runners' log)."""
+    """An emulator of its own with the burst's table, queue and DLQ (and the pace table where the construct makes
+    one: its instances at most one email a second each, more than one of them), and the consumer as deployed with
+    default props plus ``send_rate`` (paced at send_rate / max_concurrency an instance), one poller per instance:
+    (function, event source, emulator environment, DLQ url, the subjects SES accepted, the runners' log)."""
     from aws_cdk import Duration
 
     from sendonce_constructs import derivations
     from sendonce_constructs.runtime_asset import runtime_asset_dir
-    from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget
+    from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget, takes_seats_at
+    from sendonce_contract.schema import PaceSeat
     from sendonce_local.emulator.server import local_aws
     from sendonce_local.lambda_service.instances import FunctionSpec
     from sendonce_local.lambda_service.sqs_source import EventSourceSpec
@@ -45,10 +47,16 @@ def _burst_consumer(send_rate: float, timeout_s: int = 30, pollers: int = BURST_
             "VisibilityTimeout": str(6 * timeout_s),
             "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "5"})})
         boto3.client("sesv2").create_email_identity(EmailIdentity="example.com")
+        pace_table = None
+        if pollers > 1 and takes_seats_at(send_rate / pollers):  # the construct's rule (pace_table.takes_seats)
+            pace_table = "burst-pace"
+            dynamodb.create_table(TableName=pace_table, KeySchema=[{"AttributeName": PaceSeat.LANE, "KeyType": "HASH"}],
+                                  AttributeDefinitions=[{"AttributeName": PaceSeat.LANE, "AttributeType": "S"}],
+                                  BillingMode="PAY_PER_REQUEST")
         environment = ConsumerConfig(
             table_name="burst", dead_letter_queue_url=dlq["QueueUrl"], queue_url=queue["QueueUrl"],
             parallelism=10, max_send_rate=send_rate / pollers, max_receive_count=5,
-            time_budget=TimeBudget.for_function_timeout(timeout_s)).to_env()
+            time_budget=TimeBudget.for_function_timeout(timeout_s), pace_table=pace_table).to_env()
         function = FunctionSpec("burst-consumer", HANDLER, runtime_asset_dir(), environment, timeout_s=timeout_s)
         arn = sqs.get_queue_attributes(QueueUrl=queue["QueueUrl"], AttributeNames=["QueueArn"])[
             "Attributes"]["QueueArn"]

@@ -117,7 +117,10 @@ class SendRateLimiter:
             slot = self._grid_slot(now, basis) if on_grid else basis
             if slot - now > max_wait_s + 1e-9:
                 return False
-            self._full_at = max(self._full_at, basis) + tokens / self.rate
+            # A seated send spends its grid point's time: its point may lie up to half a period after the bucket's
+            # slot, and a bucket left full again at once would let the next send go at once too (after a rate
+            # change, two sends together). At one rate the next point is the same either way.
+            self._full_at = max(self._full_at, slot if on_grid else basis) + tokens / self.rate
             if reserved is not None:
                 reserved(on_grid or (woken_slot is None and slot - now > 1e-9))
             # The place in line is the bucket's own slot; a seated one waits for the grid point it falls on.
@@ -191,6 +194,8 @@ class SendRateLimiter:
             earlier_s = min(tokens / self.rate, max(0.0, self._full_at - now))
             self._full_at -= earlier_s
             self._offset -= earlier_s
+            # No email went at the last grid point: the next send may take it (else it waited a whole period).
+            self._last_point = None
             self._condition.notify_all()
 
     def settle_phase(self, seat_phase: float | None = None) -> None:
