@@ -16,7 +16,8 @@ from aws_cdk import Duration
 
 from sendonce_constructs import derivations, rules
 from sendonce_constructs.runtime_asset import HANDLER, runtime_asset_dir
-from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget
+from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget, takes_seats_at
+from sendonce_contract.schema import PaceSeat
 from sendonce_local.demo.scenarios.load import SQS_REQUESTS_AIM, run_burst
 from sendonce_local.lambda_service.instances import FunctionSpec
 from sendonce_local.lambda_service.sqs_source import EventSourceSpec
@@ -24,25 +25,34 @@ from sendonce_local.lambda_service.sqs_source import EventSourceSpec
 RATE, POLLERS, KEYS = 4.0, 2, 16  # a burst of four seconds of sending, with its duplicates and re-enqueues
 
 
-def deployed_like_the_construct(pipeline, function_timeout_s: int) -> tuple[FunctionSpec, EventSourceSpec]:
+def deployed_like_the_construct(pipeline, function_timeout_s: int,
+                                pollers: int = POLLERS) -> tuple[FunctionSpec, EventSourceSpec]:
     """The consumer staged from the runtime with the environment and event source the construct gives a paced
-    pipeline (send_rate = RATE, max_concurrency = POLLERS) with this function timeout."""
+    pipeline (send_rate = RATE, max_concurrency = ``pollers``) with this function timeout, and the pace table
+    where the construct makes one (more than one instance, each at most one email a second)."""
     sqs = boto3.client("sqs")
+    pace_table = None
+    if pollers > 1 and takes_seats_at(derivations.max_send_rate(RATE, pollers)):
+        pace_table = f"paced-seats-{function_timeout_s}"
+        boto3.client("dynamodb").create_table(
+            TableName=pace_table, KeySchema=[{"AttributeName": PaceSeat.LANE, "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": PaceSeat.LANE, "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST")
     dlq_arn = sqs.get_queue_attributes(QueueUrl=pipeline.dead_letter_queue_url, AttributeNames=["QueueArn"])[
         "Attributes"]["QueueArn"]
-    url = sqs.create_queue(QueueName=f"paced-{function_timeout_s}", Attributes={
+    url = sqs.create_queue(QueueName=f"paced-{function_timeout_s}-{pollers}", Attributes={
         "VisibilityTimeout": str(rules.minimum_visibility_timeout_s(function_timeout_s, 0)),
         "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "5"})})["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    batch_size = derivations.batch_size(Duration.seconds(function_timeout_s), RATE, POLLERS, None)
+    batch_size = derivations.batch_size(Duration.seconds(function_timeout_s), RATE, pollers, None)
     environment = ConsumerConfig(
         table_name=pipeline.table_name, dead_letter_queue_url=pipeline.dead_letter_queue_url, queue_url=url,
         parallelism=derivations.parallelism(batch_size) or 1, max_receive_count=5,
-        max_send_rate=derivations.max_send_rate(RATE, POLLERS),
-        time_budget=TimeBudget.for_function_timeout(function_timeout_s),
+        max_send_rate=derivations.max_send_rate(RATE, pollers),
+        time_budget=TimeBudget.for_function_timeout(function_timeout_s), pace_table=pace_table,
     ).to_env()
     function = FunctionSpec("paced", HANDLER, runtime_asset_dir(), environment, timeout_s=function_timeout_s)
-    return function, EventSourceSpec(url, arn, batch_size=batch_size, max_concurrency=POLLERS)
+    return function, EventSourceSpec(url, arn, batch_size=batch_size, max_concurrency=pollers)
 
 
 @pytest.mark.parametrize("function_timeout_s", [3, 5, 30], ids=lambda s: f"{s}s")
@@ -55,6 +65,18 @@ def test_a_burst_is_paced_at_every_function_timeout_with_each_job_put_back_at_mo
     assert burst.emails_per_key == {1: KEYS} and burst.dead_letters == 0, burst.lines()
     assert burst.sqs_per_email <= SQS_REQUESTS_AIM, burst.lines()
     assert burst.sqs_requests > 0 and burst.other_sqs_requests == 0, burst.lines()  # counted, on its own queues
+
+
+def test_a_burst_through_seated_instances_is_sent_once_with_each_job_put_back_at_most_at_its_turn(pipeline):
+    """Four instances at one email a second each: they take seats in the pace table once busy, and a duplicate's
+    point is the next job's."""
+    function, source = deployed_like_the_construct(pipeline, 5, pollers=4)
+    burst = run_burst(function, source, pipeline.aws.environment, pipeline.dead_letter_queue_url,
+                      pipeline.aws.sent_subjects, RATE, KEYS, seed=4, bound_s=120)
+    assert burst.ok and burst.emails_per_key == {1: KEYS} and burst.dead_letters == 0, burst.lines()
+    assert burst.sqs_per_email <= SQS_REQUESTS_AIM, burst.lines()
+    seats = boto3.client("dynamodb").get_item(TableName="paced-seats-5", Key={PaceSeat.LANE: {"S": "bulk"}})
+    assert int(seats["Item"][PaceSeat.TAKEN]["N"]) >= 1, burst.lines()  # busy instances took seats
 
 
 def test_the_batch_size_is_what_one_instance_sends_in_one_invocation():

@@ -117,10 +117,7 @@ class SendRateLimiter:
             slot = self._grid_slot(now, basis) if on_grid else basis
             if slot - now > max_wait_s + 1e-9:
                 return False
-            # A seated send spends its grid point's time: its point may lie up to half a period after the bucket's
-            # slot, and a bucket left full again at once would let the next send go at once too (after a rate
-            # change, two sends together). At one rate the next point is the same either way.
-            self._full_at = max(self._full_at, slot if on_grid else basis) + tokens / self.rate
+            self._full_at = max(self._full_at, basis) + tokens / self.rate
             if reserved is not None:
                 reserved(on_grid or (woken_slot is None and slot - now > 1e-9))
             # The place in line is the bucket's own slot; a seated one waits for the grid point it falls on.
@@ -247,9 +244,15 @@ class SendRateLimiter:
         earliest = self._full_at - (self._capacity - needed) / self.rate
         if self._grid is None or self._capacity != 1:
             return max(now, earliest), False
-        if earliest >= now or self._grid_point(earliest) > now - self._grid.period_s / 2:
+        if earliest >= now or self._grid_point(earliest) > now - self._grid.period_s / 2 or self._just_sent(now):
             return earliest, True
         return now, False
+
+    def _just_sent(self, now: float) -> bool:
+        """A seated send went within half a period: its point lay after the bucket's slot, so the bucket is full
+        again already (after a rate change); the next send waits for a point of its own (``_grid_slot``)."""
+        assert self._grid is not None
+        return self._last_point is not None and now < self._last_point + self._grid.period_s / 2
 
     def _grid_slot(self, now: float, basis: float) -> float:
         """The seat's grid point nearest to the bucket's slot ``basis``, not before now. Nearest, not the next:
@@ -260,7 +263,7 @@ class SendRateLimiter:
         two emails closer than that."""
         assert self._grid is not None
         point = self._grid_point(basis)
-        if self._last_point is not None and point < self._last_point + self._grid.period_s / 2 - 1e-9:
+        while self._last_point is not None and point < self._last_point + self._grid.period_s / 2 - 1e-9:
             point += self._grid.period_s
         return max(now, point)
 
