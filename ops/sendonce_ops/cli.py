@@ -37,7 +37,7 @@ def _pipeline_options(parser: argparse.ArgumentParser, defaults: bool = True) ->
     """Which pipeline, and ``--json``: the top level's, with their defaults, and every command's too, without
     (``argparse.SUPPRESS``), so ``sendonce status KEY --stack Shop --json`` reads as ``sendonce --stack Shop --json
     status KEY`` and a command's absent option never overwrites one given before it."""
-    given = {} if defaults else {"default": argparse.SUPPRESS}
+    given: dict[str, Any] = {} if defaults else {"default": argparse.SUPPRESS}
     where = parser.add_argument_group("which pipeline (a stack, or explicit names)")
     where.add_argument("--stack", help="a deployed stack with a SendOnceEmailQueue", **given)
     where.add_argument("--pipeline", help="the construct's id, when the stack has several", **given)
