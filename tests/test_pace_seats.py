@@ -23,6 +23,7 @@ from sendonce_runtime.aws_clients import ledger_config
 from sendonce_runtime.lane_share import LendingLimiter
 from sendonce_runtime.pace_seats import PaceSeats, seat_phase
 from sendonce_runtime.send_rate import PaceSends, SendRateLimiter
+from sendonce_testing.pace_table import create_pace_table
 
 
 def on_grid(time_s: float, phase: float, period_s: float = 1.0, within_s: float = 1e-6) -> bool:
@@ -182,20 +183,13 @@ def test_an_unseated_bucket_settles_a_random_phase_as_before():
 
 # Against the emulator, over HTTP.
 
-def create_pace_table() -> str:
-    boto3.client("dynamodb").create_table(
-        TableName="pace", KeySchema=[{"AttributeName": PaceSeat.LANE, "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": PaceSeat.LANE, "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST")
-    return "pace"
-
-
 def three_second_settings() -> ConsumerConfig:
     return ConsumerConfig(table_name="dedupe", dead_letter_queue_url="unused",
                           time_budget=TimeBudget.for_function_timeout(3))
 
 
 def test_each_take_is_the_next_seat_of_its_own_lane(aws):
-    table = create_pace_table()
+    table = create_pace_table(boto3.client("dynamodb"), "pace")
     config = three_second_settings()
     client = boto3.client("dynamodb", config=ledger_config(config))
     bulk, urgent = (PaceSeats(client, table, lane, config.budget.ledger_call_ms) for lane in ("bulk", "urgent"))
@@ -204,7 +198,7 @@ def test_each_take_is_the_next_seat_of_its_own_lane(aws):
 
 
 def test_a_pace_table_that_answers_late_or_not_at_all_leaves_the_phase_random(aws, slow):
-    table = create_pace_table()
+    table = create_pace_table(boto3.client("dynamodb"), "pace")
     config = three_second_settings()
     client = boto3.client("dynamodb", config=ledger_config(config), endpoint_url=slow.endpoint)
     seats = PaceSeats(client, table, "bulk", config.budget.ledger_call_ms)
@@ -223,7 +217,7 @@ def test_a_consumer_that_becomes_busy_takes_its_lane_s_next_seat(pipeline, lane)
     """Two jobs in a batch at one a second: the second waits behind the first, so the instance is busy; after
     the batch it takes a seat, and its next send slot is a point of that seat's grid. Without lanes the one
     queue is the bulk lane's (a key may not be empty)."""
-    table = create_pace_table()
+    table = create_pace_table(boto3.client("dynamodb"), "pace")
     consumer = pipeline.consumer(parallelism=1, max_send_rate=1.0, pace_table=table, lane=lane)
     [pace] = [check for check in consumer.processor.checks if isinstance(check, PaceSends)]
     records = [sqs_record(job("seat:1")), sqs_record(job("seat:2"))]

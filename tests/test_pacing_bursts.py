@@ -16,11 +16,12 @@ from aws_cdk import Duration
 
 from sendonce_constructs import derivations, rules
 from sendonce_constructs.runtime_asset import HANDLER, runtime_asset_dir
-from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget, takes_seats_at
+from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget
 from sendonce_contract.schema import PaceSeat
 from sendonce_local.demo.scenarios.load import SQS_REQUESTS_AIM, run_burst
 from sendonce_local.lambda_service.instances import FunctionSpec
 from sendonce_local.lambda_service.sqs_source import EventSourceSpec
+from sendonce_testing.pace_table import pace_table_where_the_construct_makes_one
 
 RATE, POLLERS, KEYS = 4.0, 2, 16  # a burst of four seconds of sending, with its duplicates and re-enqueues
 
@@ -31,13 +32,10 @@ def deployed_like_the_construct(pipeline, function_timeout_s: int,
     pipeline (send_rate = RATE, max_concurrency = ``pollers``) with this function timeout, and the pace table
     where the construct makes one (more than one instance, each at most one email a second)."""
     sqs = boto3.client("sqs")
-    pace_table = None
-    if pollers > 1 and takes_seats_at(derivations.max_send_rate(RATE, pollers)):
-        pace_table = f"paced-seats-{function_timeout_s}"
-        boto3.client("dynamodb").create_table(
-            TableName=pace_table, KeySchema=[{"AttributeName": PaceSeat.LANE, "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": PaceSeat.LANE, "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST")
+    rate = derivations.max_send_rate(RATE, pollers)
+    assert rate is not None
+    pace_table = pace_table_where_the_construct_makes_one(boto3.client("dynamodb"), f"paced-seats-{function_timeout_s}",
+                                                          rate, pollers)
     dlq_arn = sqs.get_queue_attributes(QueueUrl=pipeline.dead_letter_queue_url, AttributeNames=["QueueArn"])[
         "Attributes"]["QueueArn"]
     url = sqs.create_queue(QueueName=f"paced-{function_timeout_s}-{pollers}", Attributes={
@@ -48,7 +46,7 @@ def deployed_like_the_construct(pipeline, function_timeout_s: int,
     environment = ConsumerConfig(
         table_name=pipeline.table_name, dead_letter_queue_url=pipeline.dead_letter_queue_url, queue_url=url,
         parallelism=derivations.parallelism(batch_size) or 1, max_receive_count=5,
-        max_send_rate=derivations.max_send_rate(RATE, pollers),
+        max_send_rate=rate,
         time_budget=TimeBudget.for_function_timeout(function_timeout_s), pace_table=pace_table,
     ).to_env()
     function = FunctionSpec("paced", HANDLER, runtime_asset_dir(), environment, timeout_s=function_timeout_s)

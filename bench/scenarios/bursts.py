@@ -28,12 +28,12 @@ def _burst_consumer(send_rate: float, timeout_s: int = 30, pollers: int = BURST_
 
     from sendonce_constructs import derivations
     from sendonce_constructs.runtime_asset import runtime_asset_dir
-    from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget, takes_seats_at
-    from sendonce_contract.schema import PaceSeat
+    from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget
     from sendonce_local.emulator.server import local_aws
     from sendonce_local.lambda_service.instances import FunctionSpec
     from sendonce_local.lambda_service.sqs_source import EventSourceSpec
     from sendonce_runtime.entry_points import HANDLER
+    from sendonce_testing.pace_table import pace_table_where_the_construct_makes_one
 
     with local_aws(pointed=True) as aws:
         sqs, dynamodb = boto3.client("sqs"), boto3.client("dynamodb")
@@ -47,12 +47,7 @@ def _burst_consumer(send_rate: float, timeout_s: int = 30, pollers: int = BURST_
             "VisibilityTimeout": str(6 * timeout_s),
             "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "5"})})
         boto3.client("sesv2").create_email_identity(EmailIdentity="example.com")
-        pace_table = None
-        if pollers > 1 and takes_seats_at(send_rate / pollers):  # the construct's rule (pace_table.takes_seats)
-            pace_table = "burst-pace"
-            dynamodb.create_table(TableName=pace_table, KeySchema=[{"AttributeName": PaceSeat.LANE, "KeyType": "HASH"}],
-                                  AttributeDefinitions=[{"AttributeName": PaceSeat.LANE, "AttributeType": "S"}],
-                                  BillingMode="PAY_PER_REQUEST")
+        pace_table = pace_table_where_the_construct_makes_one(dynamodb, "burst-pace", send_rate / pollers, pollers)
         environment = ConsumerConfig(
             table_name="burst", dead_letter_queue_url=dlq["QueueUrl"], queue_url=queue["QueueUrl"],
             parallelism=10, max_send_rate=send_rate / pollers, max_receive_count=5,

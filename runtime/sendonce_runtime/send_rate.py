@@ -244,15 +244,16 @@ class SendRateLimiter:
         earliest = self._full_at - (self._capacity - needed) / self.rate
         if self._grid is None or self._capacity != 1:
             return max(now, earliest), False
-        if earliest >= now or self._grid_point(earliest) > now - self._grid.period_s / 2 or self._just_sent(now):
+        # Just after a seated send whose point lay after the bucket's slot (a rate change), the bucket is full
+        # again already: the next send still waits for a point of its own (``_grid_slot``).
+        if earliest >= now or self._grid_point(earliest) > now - self._grid.period_s / 2 or self._too_soon(now):
             return earliest, True
         return now, False
 
-    def _just_sent(self, now: float) -> bool:
-        """A seated send went within half a period: its point lay after the bucket's slot, so the bucket is full
-        again already (after a rate change); the next send waits for a point of its own (``_grid_slot``)."""
+    def _too_soon(self, time_s: float) -> bool:
+        """Within half a period of the seated bucket's last send."""
         assert self._grid is not None
-        return self._last_point is not None and now < self._last_point + self._grid.period_s / 2
+        return self._last_point is not None and time_s < self._last_point + self._grid.period_s / 2 - 1e-9
 
     def _grid_slot(self, now: float, basis: float) -> float:
         """The seat's grid point nearest to the bucket's slot ``basis``, not before now. Nearest, not the next:
@@ -263,7 +264,7 @@ class SendRateLimiter:
         two emails closer than that."""
         assert self._grid is not None
         point = self._grid_point(basis)
-        while self._last_point is not None and point < self._last_point + self._grid.period_s / 2 - 1e-9:
+        while self._too_soon(point):
             point += self._grid.period_s
         return max(now, point)
 
