@@ -27,7 +27,7 @@ class Plan:
     outbox_jobs: int = 3_000  # the backlog one relay drains, per run
     outbox_latency_jobs: int = 100  # committed one at a time, with NOTIFY and with polling only (about 1 s each)
     outbox_transactions: int = 1_000  # application transactions per run, half with `add`
-    pacing_factor: int = 10  # the pacing section's bursts are this many times SES's rate
+    pacing_factor: int = 50  # the pacing section's bursts are this many times SES's rate (the independent load run's)
     pacing_repeats: int = 2
     pacing_timeouts_s: tuple[int, ...] = (3, 5, 30)
     pacing_pollers: tuple[int, ...] = (2, 5, 20)

@@ -122,6 +122,17 @@ def test_consumer_gets_only_the_dynamodb_item_writes_it_makes():
     assert sorted(statement["Action"]) == ["dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]
 
 
+def test_a_paced_consumer_may_also_read_its_dedupe_table_items():
+    # A paced record far from its slot reads its key's record first, so a duplicate waits for no slot.
+    pipeline, template = build(send_rate=5, max_concurrency=5)
+    table_id = cdk.Stack.of(pipeline).get_logical_id(pipeline.table.node.default_child)
+    dedupe = [s for s in policy_statements(template) if table_id in str(s["Resource"])]
+    actions = {action for statement in dedupe for action in
+               ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])}
+    assert actions == {"dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:GetItem"}
+    assert "dynamodb:Scan" not in str(policy_statements(template))
+
+
 def test_consumer_may_send_to_its_dlq_and_its_own_queue_only():
     _, template = build()
     sends = [s for s in policy_statements(template) if "sqs:SendMessage" in s["Action"]]

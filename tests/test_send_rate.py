@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from property_budget import examples
 
-from sendonce_contract.deploy_config import RECEIVE_LEAD_S, woken_phase_span_s
+from sendonce_contract.deploy_config import RECEIVE_LEAD_S, planned_wait_s, woken_phase_span_s
 from sendonce_contract.message import parse_job
 from sendonce_runtime.checks import Delivery
 from sendonce_runtime.clock import Deadline
@@ -350,3 +350,27 @@ def test_an_instance_whose_records_waited_receives_its_next_batch_a_receive_s_le
     assert send("hold:2") is Outcome.SENT and clock.slept == [1.0]  # it waited: the jobs come faster
     assert pace.hold_back(deadline, [RecordResult("m2", Outcome.SENT)]) == pytest.approx(1.0 - RECEIVE_LEAD_S)
     assert limiter.next_slot_in() == pytest.approx(RECEIVE_LEAD_S)
+
+
+@pytest.mark.parametrize(("timeout_s", "record_budget_ms", "held"), [(5.0, 3250, True), (30.0, 13_000, False)])
+def test_a_send_at_once_holds_back_when_the_next_slot_lies_past_what_the_next_batch_may_wait(
+        timeout_s, record_budget_ms, held):
+    """At 0.25/s a 5 s function's next record may wait 1.6 s for a slot 4 s away: a batch received at once would
+    only go back as copies, so the invocation holds until a receive's lead before the slot; a 30 s one's may wait
+    15 s, and it holds nothing back (the queue sets the pace)."""
+    clock = FakeTime()
+    limiter = SendRateLimiter(rate=0.25, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: 0.0)
+    pace = PaceSends(limiter, record_budget_ms=record_budget_ms, sleep=clock.sleep)
+    deadline = Deadline(_Remaining(clock, timeout_s))
+    record = sqs_record(job("hold:lone"))
+    delivery = Delivery(SqsRecord.from_event(record), parse_job(record["body"], record["messageId"]), deadline)
+
+    assert pace(delivery, lambda d: RecordResult(record["messageId"], Outcome.SENT)).outcome is Outcome.SENT
+    assert clock.slept == []  # the lone email went at once
+    assert planned_wait_s(timeout_s * 1000, record_budget_ms) < limiter.next_slot_in() or not held
+    waited = pace.hold_back(deadline, [RecordResult(record["messageId"], Outcome.SENT)])
+    if held:
+        assert waited == pytest.approx(4.0 - RECEIVE_LEAD_S)
+        assert limiter.next_slot_in() == pytest.approx(RECEIVE_LEAD_S)
+    else:
+        assert waited == 0.0

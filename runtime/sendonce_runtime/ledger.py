@@ -79,6 +79,14 @@ class DedupeLedger:
         except ClientError as error:
             return Claim(won=False, existing=self._old_record(error))
 
+    def read(self, key: str) -> EmailRecord | None:
+        """The key's record as it stands (a strongly consistent read), or None when it has none or it expired."""
+        item = self._client.get_item(TableName=self._table, Key={KEY: _s(key)}, ConsistentRead=True).get("Item")
+        if not item:
+            return None
+        record = EmailRecord.from_item(item)
+        return None if record.expired(self._clock.now_ms()) else record
+
     def take_over(
         self, previous: EmailRecord, owner: str, lease_expires_at_ms: int, payload_hash: str, unsent: bool = False
     ) -> Claim:

@@ -22,6 +22,7 @@ from .outcome import Decided, Outcome, RecordResult, Redeliver, Refusal, Unrecor
 from .send_order import NO_TURN, Turn
 from .ses_sender import Accepted, Refused, SesSender
 from .settings import LEDGER_CALLS_PER_RECORD, Settings
+from .settled_key import key_conflict, settled_result
 from .sqs_record import SqsRecord
 
 if TYPE_CHECKING:
@@ -150,17 +151,10 @@ class RecordProcessor:
         deadline: Deadline,
     ) -> Verdict | None:
         """Decide on a key someone else holds; None means the state moved on, so claim again."""
-        state = existing.state
-        if state is Status.CANCELLED:
-            return RecordResult(record.message_id, Outcome.CANCELLED, job.dedupe_key,
-                                reason="the application cancelled this email before it was sent")
-        conflict = existing.payload_hash != job.payload_hash
-        if conflict:
-            LOGGER.warning("key %s seen again with a different payload; not sending it twice", job.dedupe_key)
-        if state in (Status.SENT, Status.UNKNOWN):
-            return RecordResult(record.message_id, Outcome.DUPLICATE, job.dedupe_key,
-                                ses_message_id=existing.ses_message_id, attempt=existing.attempts,
-                                reason=f"already {existing.status}", key_conflict=conflict)
+        settled = settled_result(record.message_id, job, existing)
+        if settled is not None:
+            return settled
+        conflict = key_conflict(job, existing)
         lease_expires_at_ms = existing.lease_expires_at_ms or 0  # a claim always writes one
         lease_left_ms = lease_expires_at_ms - self._clock.now_ms()
         if lease_left_ms > 0:

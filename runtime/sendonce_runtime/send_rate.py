@@ -28,6 +28,7 @@ from .outcome import Outcome, RecordResult, Redeliver, Verdict
 
 if TYPE_CHECKING:
     from .pace_seats import PaceSeats
+    from .settled_key import SettledKeys
 
 # An invocation holding back for its instance's next slot ends this long before its deadline at the latest, so
 # it answers in time (as a share of the function timeout, at most a second).
@@ -36,6 +37,10 @@ MAX_ANSWER_MARGIN_MS = 1000
 # How long a record waits for the records before it in its batch to ask for their slots: their steps before pacing
 # take milliseconds; one still not there after this is held up by a slow call, and the records after it go ahead.
 TURN_PATIENCE_S = 0.5
+# A record whose send slot is at least this far off (or past what it may wait) reads its key's record first: a
+# read takes milliseconds, and a duplicate found so holds its instance no slot's wait, nor goes back as a copy. One
+# due sooner waits for its slot unread, and its claim finds a duplicate as before.
+SETTLED_READ_AFTER_S = 1.0
 
 
 def _wall_offset() -> float:
@@ -305,8 +310,10 @@ class PaceSends:
     behind), and given back when no send was made."""
 
     def __init__(self, limiter: SendRateLimiter, record_budget_ms: int,
-                 sleep: Callable[[float], None] = time.sleep, seats: PaceSeats | None = None) -> None:
+                 sleep: Callable[[float], None] = time.sleep, seats: PaceSeats | None = None,
+                 settled: SettledKeys | None = None) -> None:
         self.limiter = limiter
+        self._settled = settled  # the ledger read before a long wait: a duplicate takes no slot
         self._record_budget_ms = record_budget_ms
         self._sleep = sleep
         self._seats = seats  # a lane of more than one instance: the pace table's counter
@@ -326,6 +333,9 @@ class PaceSends:
 
         try:
             turn.wait(min(TURN_PATIENCE_S, self._spare_s(delivery)))
+            settled = self._settled_before_a_long_wait(delivery, recipients)
+            if settled is not None:
+                return settled
             sending = self.limiter.acquire(max_wait_s=max(0.0, self._spare_s(delivery)), tokens=recipients,
                                            reserved=reserved)
         finally:
@@ -342,6 +352,17 @@ class PaceSends:
             self.limiter.refund(recipients)
         return verdict
 
+    def _settled_before_a_long_wait(self, delivery: Delivery, recipients: int) -> RecordResult | None:
+        """The record's result if its key is settled already, read from the ledger when its slot is far off (a
+        second or more, or past what it may wait); else None, and it waits for its slot as it would have."""
+        if self._settled is None:
+            return None
+        spare_s = self._spare_s(delivery)
+        wait_s = self.limiter.next_slot_in(recipients)
+        if wait_s < min(SETTLED_READ_AFTER_S, spare_s) or spare_s * 1000 < self._settled.call_ms:
+            return None
+        return self._settled.result(delivery)
+
     def _spare_s(self, delivery: Delivery) -> float:
         """How long the record may still wait for its slot."""
         return (delivery.deadline.remaining_ms() - self._record_budget_ms) / 1000
@@ -350,18 +371,21 @@ class PaceSends:
         """After a batch a record of which waited behind earlier sends for its slot or was paced (the jobs come
         faster than this instance sends them): wait until its next slot is a receive's lead away (or nearer, for
         a batch like it whose last record could not wait longer), if that comes before the deadline, so the next
-        batch is received just before it can be sent. A batch sent at once holds nothing back: the queue sets the
-        pace, and an instance held back would leave a job arriving meanwhile to another, idle one (whose woken
-        phase may delay it). Returns the seconds waited."""
+        batch is received just before it can be sent. So does one after which the next slot lies beyond what a
+        record of the next invocation may wait (a share below one email per that wait): a batch received at once
+        could only go back as delayed copies, where another instance may send it. A batch sent at once holds
+        nothing back otherwise: the queue sets the pace, and an instance held back would leave a job arriving
+        meanwhile to another, idle one (whose woken phase may delay it). Returns the seconds waited."""
         waited, self._waited = self._waited, False
-        if not (waited or any(r.outcome is Outcome.PACED for r in results)):
+        next_wait_s = planned_wait_s(deadline.initial_ms, self._record_budget_ms)
+        if not (waited or any(r.outcome is Outcome.PACED for r in results)
+                or self.limiter.next_slot_in() > next_wait_s):
             return 0.0
         margin_ms = min(MAX_ANSWER_MARGIN_MS, deadline.initial_ms * ANSWER_MARGIN_SHARE)
         if waited:
             self._settle(deadline, margin_ms)
         # The last record of a batch like this one waits for the first one's slot and the rate's next ones.
-        reach_s = min(RECEIVE_LEAD_S, planned_wait_s(deadline.initial_ms, self._record_budget_ms)
-                      - (len(results) - 1) / self.limiter.rate)
+        reach_s = min(RECEIVE_LEAD_S, next_wait_s - (len(results) - 1) / self.limiter.rate)
         wait_s = self.limiter.next_slot_in() - max(0.0, reach_s)
         left_s = (deadline.remaining_ms() - margin_ms) / 1000
         if wait_s <= 0 or wait_s > left_s + deadline.initial_ms / 1000:

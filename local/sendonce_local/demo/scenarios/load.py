@@ -75,6 +75,12 @@ class BurstReport:
         return self.drain_under_way_s / self.ideal_drain_s
 
     @property
+    def last_email_ratio(self) -> float:
+        """From SES's first accept to its last, over the ideal: the emails' drain, without the last invocations'
+        hold-back (their messages are deleted when they end, up to a token's time after their sends)."""
+        return (self.accepted_s[-1] - self.accepted_s[0]) / self.ideal_drain_s if self.accepted_s else 0.0
+
+    @property
     def ok(self) -> bool:
         """Nothing dead-lettered, lost or sent twice: what a burst must never cost."""
         return not self.keys_sent_twice and not self.keys_lost and self.dead_letters == 0
@@ -118,8 +124,9 @@ class BurstReport:
             f"    emails per key: {self.emails_per_key}; sent twice {len(self.keys_sent_twice)}; lost "
             f"{len(self.keys_lost)}; in the DLQ {self.dead_letters}",
             f"    drained in {self.drain_under_way_s:.1f} s from SES's first accept (ideal {self.ideal_drain_s:.1f} s: "
-            f"{self.drain_ratio:.2f}x, aim {DRAIN_AIM}x; the instances' cold starts before it "
-            f"{self.first_accept_s:.1f} s); sent {self.sent_rate:.2f} emails/s = {self.sent_rate / self.rate:.0%} of R "
+            f"{self.drain_ratio:.2f}x, aim {DRAIN_AIM}x; the last email at {self.last_email_ratio:.2f}x; the "
+            f"instances' cold starts before it {self.first_accept_s:.1f} s); sent {self.sent_rate:.2f} emails/s = "
+            f"{self.sent_rate / self.rate:.0%} of R "
             f"(aim {SENT_RATE_AIM:.0%})",
             f"    per email: {self.per_email(self.throttles):.2f} throttles, "
             f"{self.per_email(self.invocations):.2f} invocations, AWS calls {calls}",
