@@ -114,7 +114,7 @@ def render_burst(burst: Any, factor: int) -> str:
         "`TooManyRequestsException`), the consumer with default props plus `send_rate` = that rate over "
         f"`max_concurrency` = {BURST_POLLERS} (each instance paced at {BURST_RATE / BURST_POLLERS:g}/s, function "
         f"timeout 30 s), {BURST_POLLERS} pollers playing Lambda's event source; emails counted in SES.",
-        "at least 90% of R once under way; drained within 1.15 x jobs / R; nothing in the DLQ, lost or sent twice",
+        "at least 90% of R once under way; drained within 1.15 x keys / R; nothing in the DLQ, lost or sent twice",
         burst,
     )
 
@@ -123,7 +123,7 @@ PACING_SECTION = "## 9c. A burst at function timeouts 3, 5 and 30 s"
 
 
 def render_pacing(reports: dict[tuple[int, int], list[Any]], factor: int) -> str:
-    """Each function timeout and number of instances: share of SES's rate, drain against jobs / R (from SES's first
+    """Each function timeout and number of instances: share of SES's rate, drain against keys / R (from SES's first
     accept, so the workers' cold starts are left out) and the pipeline's SQS requests per email, as medians with
     their spread over the repeats."""
     from sendonce_local.demo.scenarios.load import DRAIN_AIM, SENT_RATE_AIM, SQS_REQUESTS_AIM
@@ -152,14 +152,14 @@ def render_pacing(reports: dict[tuple[int, int], list[Any]], factor: int) -> str
         f"`send_rate` = {PACING_RATE:g} and each `max_concurrency` (one poller per instance), its batch size "
         "derived from each instance's share (what it sends in a second, within what one invocation can send; "
         "docs: sending rate), with the pace table where the construct makes one (more than one instance, each "
-        "at most one email a second). Share of R: emails a "
-        "second between SES's first and last accept, over R. Drain: from SES's first accept until the queue is "
-        "empty, over jobs / R (the aim's). Last email: from SES's first accept to its last, over the same; the "
-        "queue empties later by the last invocations' hold-back, whose messages are deleted as they end (up to a "
-        "token's time at each instance's share after their last sends: 4 s at 0.25/s). SQS requests per email: "
-        "every receive that returned jobs, delete, hold and copy of the job queue and its DLQ (counted by the "
-        "emulator, by queue); the pollers' empty receives apart, their last ones as they stop included (the local "
-        "poller waits 1 s a receive, "
+        "at most one email a second). Share of R: emails a second between SES's first and last accept, over R (above 1 "
+        "by up to SES's second's burst: its bucket starts full). Drain:"
+        " from SES's first accept until the queue is empty, over keys / R, one email a key (the aim's). Last email: "
+        "from SES's first accept to its last, over the same; the queue empties later by the last invocations' "
+        "hold-back, whose messages are deleted as they end (up to a token's time at each instance's share after their"
+        " last sends: 4 s at 0.25/s). SQS requests per email: every receive that returned jobs, delete, hold and copy"
+        " of the job queue and its DLQ (counted by the emulator, by queue); the pollers' empty receives apart, their "
+        "last ones as they stop included (the local poller waits 1 s a receive, "
         f"AWS's 20 s). Medians over {repeats} runs (min to max).",
         "",
         "| function timeout | instances | batch | share of R | drain / ideal | last email / ideal | SQS requests "
@@ -167,7 +167,7 @@ def render_pacing(reports: dict[tuple[int, int], list[Any]], factor: int) -> str
         "|---|---|---|---|---|---|---|---|---|---|",
         *rows,
         "",
-        f"Aims (at least {SENT_RATE_AIM:.0%} of R, drained within {DRAIN_AIM} x jobs / R, at most "
+        f"Aims (at least {SENT_RATE_AIM:.0%} of R, drained within {DRAIN_AIM} x keys / R, at most "
         f"{SQS_REQUESTS_AIM:g} SQS requests per email; every key once, nothing in the DLQ): met in "
         f"{sum(verdicts)} of {len(verdicts)}.",
         "",

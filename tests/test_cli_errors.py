@@ -129,7 +129,8 @@ def test_sendonce_with_an_unreachable_endpoint(no_emulator, capsys):
 
 def test_sendonce_without_credentials(no_credentials, monkeypatch, capsys):
     monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://localhost:{closed_port()}")
-    one_line_error(capsys, sendonce(["--stack", "Shop", "status", "k"]), "no AWS credentials found")
+    one_line_error(capsys, sendonce(["--stack", "Shop", "status", "k"]), "no AWS credentials found",
+                   "AWS_ACCESS_KEY_ID")
 
 
 def test_sendonce_with_a_stack_that_is_not_there(aws, capsys):

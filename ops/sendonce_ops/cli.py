@@ -130,7 +130,9 @@ def _main(args: argparse.Namespace) -> int:
         _error("no AWS region: set AWS_DEFAULT_REGION (the SDK reads that one), or use a profile that has one")
         return 2
     except NoCredentialsError:
-        _error("no AWS credentials found: configure a profile, or set AWS_ENDPOINT_URL for a local emulator")
+        # An emulator's endpoint (AWS_ENDPOINT_URL) still needs credentials, of any value: say both.
+        _error("no AWS credentials found: configure a profile, or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
+               "(any values for a local emulator at AWS_ENDPOINT_URL)")
         return 2
     except EndpointConnectionError as error:
         _error(f"cannot reach {error.kwargs.get('endpoint_url', 'AWS')}: check the network, the region, or "

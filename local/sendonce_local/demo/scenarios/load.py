@@ -26,7 +26,7 @@ from ..workload import build_workload, keys_by_emails, keys_sent_twice
 from .burst_drain import drain_burst, queue_depth
 
 SENT_RATE_AIM = 0.9  # of R, once the burst is under way
-DRAIN_AIM = 1.15  # x the ideal drain time, jobs / R
+DRAIN_AIM = 1.15  # x the ideal drain time, keys / R (one email a key)
 SQS_REQUESTS_AIM = 3.0  # the pipeline's SQS requests per email: receives, deletes, holds and copies
 # What the pipeline asks of the job queue for a burst's work (the producer's enqueue and the harness's depth
 # checks are not its; the pollers' empty receives are counted apart).
@@ -91,7 +91,7 @@ class BurstReport:
 
     @property
     def aims_met(self) -> bool:
-        """Sending at the account's rate: at least 90% of R once under way, drained within 15% of jobs / R, at most
+        """Sending at the account's rate: at least 90% of R once under way, drained within 15% of keys / R, at most
         three SQS requests per email."""
         return (self.sent_rate >= SENT_RATE_AIM * self.rate and self.drain_ratio <= DRAIN_AIM
                 and self.sqs_per_email <= SQS_REQUESTS_AIM)
