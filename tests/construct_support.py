@@ -50,6 +50,16 @@ def policy_statements(template: Template) -> list[dict[str, Any]]:
     ]
 
 
+def statement_actions(statement: dict[str, Any]) -> list[str]:
+    """A policy statement's actions: CloudFormation writes a single one as a string."""
+    action = statement["Action"]
+    return [action] if isinstance(action, str) else list(action)
+
+
+def actions_of(statements: list[dict[str, Any]]) -> set[str]:
+    return {action for statement in statements for action in statement_actions(statement)}
+
+
 def ses_statement(template: Template) -> dict[str, Any]:
     [statement] = [s for s in policy_statements(template) if "ses:SendEmail" in str(s["Action"])]
     return statement

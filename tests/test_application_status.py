@@ -8,6 +8,7 @@ import pytest
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk.assertions import Template
+from construct_support import actions_of
 from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
 
 from sendonce_constructs import SendOnceEmailQueue
@@ -72,6 +73,4 @@ def test_grant_status_read_allows_get_item_and_the_tables_key_only():
     template = Template.from_stack(stack).to_json()
     [policy] = [r for name, r in template["Resources"].items()
                 if r["Type"] == "AWS::IAM::Policy" and name.startswith("ReaderDefaultPolicy")]
-    actions = {a for s in policy["Properties"]["PolicyDocument"]["Statement"]
-               for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
-    assert actions == {"dynamodb:GetItem", "kms:Decrypt"}
+    assert actions_of(policy["Properties"]["PolicyDocument"]["Statement"]) == {"dynamodb:GetItem", "kms:Decrypt"}

@@ -12,6 +12,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ses as ses
 from aws_cdk.assertions import Template
 from construct_support import (
+    actions_of,
     build,
     make_stack,
     only,
@@ -19,6 +20,7 @@ from construct_support import (
     policy_statements,
     queue_by_retention,
     ses_statement,
+    statement_actions,
 )
 
 from sendonce_constructs import DeliveryPolicy, SendOnceEmailQueue
@@ -127,9 +129,7 @@ def test_a_paced_consumer_may_also_read_its_dedupe_table_items():
     pipeline, template = build(send_rate=5, max_concurrency=5)
     table_id = cdk.Stack.of(pipeline).get_logical_id(pipeline.table.node.default_child)
     dedupe = [s for s in policy_statements(template) if table_id in str(s["Resource"])]
-    actions = {action for statement in dedupe for action in
-               ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])}
-    assert actions == {"dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:GetItem"}
+    assert actions_of(dedupe) == {"dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:GetItem"}
     assert "dynamodb:Scan" not in str(policy_statements(template))
 
 
@@ -219,7 +219,7 @@ def key_actions_granted_on(template: Template, key_logical_prefix: str) -> set[s
         action
         for statement in policy_statements(template)
         if key_logical_prefix in str(statement["Resource"])
-        for action in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])
+        for action in statement_actions(statement)
     }
 
 
@@ -258,7 +258,7 @@ def test_grant_enqueue_gives_a_producer_send_and_the_kms_it_needs():
         for name, policy in template.find_resources("AWS::IAM::Policy").items()
         if name.startswith("ProducerDefaultPolicy")
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]
-        for action in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])
+        for action in statement_actions(statement)
     }
     assert {"sqs:SendMessage", "kms:GenerateDataKey*", "kms:Encrypt"} <= actions
 
@@ -375,9 +375,7 @@ def test_outbox_adds_a_streamed_table_and_a_relay_to_the_job_queue():
     assert "OnFailure" in mapping["DestinationConfig"]
     assert mapping["FilterCriteria"] == {"Filters": [{"Pattern": '{"eventName":["INSERT"]}'}]}
     assert grant.success and pipeline.outbox_table is pipeline.outbox.table
-    producer_actions = {a for s in policy_statements(template) for a in ([s["Action"]] if isinstance(s["Action"], str)
-                                                                          else s["Action"])
-                        if "ConditionCheckItem" in str(s["Action"])}
+    producer_actions = actions_of([s for s in policy_statements(template) if "ConditionCheckItem" in str(s["Action"])])
     assert producer_actions == {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"}
     outputs = template.to_json()["Outputs"]
     assert any(o["Description"] == "sendonce:Test/Receipts:outbox" for o in outputs.values())

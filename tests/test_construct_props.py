@@ -12,7 +12,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
-from construct_support import build, make_stack, only, pipeline_resources
+from construct_support import actions_of, build, make_stack, only, pipeline_resources
 
 from sendonce_constructs import SendOnceConfigurationError, SendOnceEmailQueue
 
@@ -104,7 +104,7 @@ def test_grant_operate_gives_what_the_sendonce_command_needs():
     template = Template.from_stack(stack)
     statements = [s for name, p in template.find_resources("AWS::IAM::Policy").items()
                   if name.startswith("OperatorDefaultPolicy") for s in p["Properties"]["PolicyDocument"]["Statement"]]
-    actions = {a for s in statements for a in ([s["Action"]] if isinstance(s["Action"], str) else s["Action"])}
+    actions = actions_of(statements)
     assert {"dynamodb:GetItem", "dynamodb:Scan", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
             "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:StartMessageMoveTask", "sqs:SendMessage",
             "cloudformation:DescribeStacks", "cloudformation:DescribeStackResources"} <= actions

@@ -14,7 +14,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 from cfnlint.api import ManualArgs, lint
-from construct_support import evidence_statements, only, policy_statements
+from construct_support import evidence_statements, only, policy_statements, statement_actions
 
 from sendonce_constructs import SendOnceEmailQueue
 from sendonce_contract.deploy_config import Env
@@ -73,8 +73,7 @@ def test_consumer_role_has_no_managed_policy_and_no_wildcard_resource():
     assert len(consumer) == 1 and "ManagedPolicyArns" not in consumer[0]["Properties"]
     for statement in policy_statements(template):
         if statement["Resource"] == "*":
-            actions = {statement["Action"]} if isinstance(statement["Action"], str) else set(statement["Action"])
-            assert actions <= NO_RESOURCE_LEVEL_PERMISSION, statement
+            assert set(statement_actions(statement)) <= NO_RESOURCE_LEVEL_PERMISSION, statement
 
 
 def test_consumer_writes_logs_only_to_its_own_log_group():
@@ -220,7 +219,7 @@ def test_the_recorder_may_update_ledger_records_send_to_its_dlq_and_log_nothing_
     template = Template.from_stack(example_stack())
     actions = {}
     for statement in evidence_statements(template):
-        for action in [statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"]:
+        for action in statement_actions(statement):
             actions.setdefault(action, []).append(json.dumps(statement["Resource"]))
     assert set(actions) == {"dynamodb:UpdateItem", "sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl",
                             "sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage",

@@ -367,7 +367,8 @@ def test_a_send_at_once_holds_back_when_the_next_slot_lies_past_what_the_next_ba
 
     assert pace(delivery, lambda d: RecordResult(record["messageId"], Outcome.SENT)).outcome is Outcome.SENT
     assert clock.slept == []  # the lone email went at once
-    assert planned_wait_s(timeout_s * 1000, record_budget_ms) < limiter.next_slot_in() or not held
+    # The premise: the next slot (4 s away) is past the next record's wait exactly where the invocation holds.
+    assert (limiter.next_slot_in() > planned_wait_s(timeout_s * 1000, record_budget_ms)) is held
     waited = pace.hold_back(deadline, [RecordResult(record["messageId"], Outcome.SENT)])
     if held:
         assert waited == pytest.approx(4.0 - RECEIVE_LEAD_S)

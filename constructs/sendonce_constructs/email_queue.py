@@ -48,6 +48,7 @@ LOW_MAX_RECEIVE_COUNT_WARNING = "@sendonce/SendOnceEmailQueue:maxReceiveCountBel
 OUTCOME_EVENTS_SKIPPED_WARNING = "@sendonce/SendOnceEmailQueue:outcomeEventsNeedATableStream"
 # The consumer's DynamoDB calls, and nothing more: the claim, the completion and the release.
 DEDUPE_TABLE_ACTIONS = ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
+# A paced consumer's one read besides: a record far from its send slot reads its key's record first (settled_key).
 PACED_DEDUPE_TABLE_READS = ("dynamodb:GetItem",)
 
 
@@ -400,7 +401,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
                         "SQS event sources take no on-failure destination; failed jobs go to the queue's redrive "
                         "DLQ.")
         ledger.table.grant(function, *DEDUPE_TABLE_ACTIONS)
-        if lane.max_send_rate is not None:  # a paced record far from its slot reads its key first (settled_key)
+        if lane.max_send_rate is not None:
             ledger.table.grant(function, *PACED_DEDUPE_TABLE_READS)
         if seats is not None:  # its key is the pipeline's encryption_key, one of the data keys already granted
             seats.grant(function, *PACE_TABLE_ACTIONS)
