@@ -140,7 +140,10 @@ def render_pacing(reports: dict[tuple[int, int], list[Any]], factor: int) -> str
         safe = all(run.ok for run in runs)
         met = share.median >= SENT_RATE_AIM and drain.median <= DRAIN_AIM and sqs.median <= SQS_REQUESTS_AIM
         verdicts.append(met and safe)
-        rows.append(f"| {timeout_s} s | {pollers} ({PACING_RATE / pollers:g}/s each) | {batch} | "
+        run_instances = runs[0].pollers
+        instances = (f"{pollers} ({PACING_RATE / pollers:g}/s each)" if run_instances == pollers
+                     else f"{pollers}: {run_instances} run ({PACING_RATE / run_instances:.2g}/s each)")
+        rows.append(f"| {timeout_s} s | {instances} | {batch} | "
                     f"{share.show(2)} | {drain.show(2)} | {last_email.show(2)} | {sqs.show(2)} | {idle.show(2)} | "
                     f"{'yes' if safe else 'NO'} | {'met' if met else 'NOT met'} |")
     repeats = len(next(iter(reports.values()))) if reports else 0
@@ -149,7 +152,9 @@ def render_pacing(reports: dict[tuple[int, int], list[Any]], factor: int) -> str
         "",
         f"SES (the emulator's) accepting {PACING_RATE:g} emails/s; a burst of {factor} x that rate in keys, with the "
         "workload's duplicates and re-enqueued jobs; the consumer deployed as the construct derives it for "
-        f"`send_rate` = {PACING_RATE:g} and each `max_concurrency` (one poller per instance), its batch size "
+        f"`send_rate` = {PACING_RATE:g} and each `max_concurrency` (one poller per instance; the instances column "
+        "gives the instances the construct runs of them where fewer: as many as the rate keeps busy with the "
+        "function timeout, docs: sending rate), its batch size "
         "derived from each instance's share (what it sends in a second, within what one invocation can send; "
         "docs: sending rate), with the pace table where the construct makes one (more than one instance, each "
         "at most one email a second). Share of R: emails a second between SES's first and last accept, over R (above 1 "
@@ -162,8 +167,8 @@ def render_pacing(reports: dict[tuple[int, int], list[Any]], factor: int) -> str
         "last ones as they stop included (the local poller waits 1 s a receive, "
         f"AWS's 20 s). Medians over {repeats} runs (min to max).",
         "",
-        "| function timeout | instances | batch | share of R | drain / ideal | last email / ideal | SQS requests "
-        "per email | empty receives per email | once each, none in the DLQ | aims |",
+        "| function timeout | max_concurrency (instances) | batch | share of R | drain / ideal | last email / ideal "
+        "| SQS requests per email | empty receives per email | once each, none in the DLQ | aims |",
         "|---|---|---|---|---|---|---|---|---|---|",
         *rows,
         "",

@@ -16,7 +16,7 @@ from construct_support import build, make_stack
 
 from sendonce_constructs import SendOnceConfigurationError, SendOnceEmailQueue
 from sendonce_constructs.email_queue import LOW_MAX_RECEIVE_COUNT_WARNING
-from sendonce_constructs.rules import SLOW_INSTANCES_WARNING, VPC_WITHOUT_EGRESS_WARNING
+from sendonce_constructs.rules import IDLE_INSTANCES_WARNING, SLOW_INSTANCES_WARNING, VPC_WITHOUT_EGRESS_WARNING
 from sendonce_contract.deploy_config import Env
 
 S = cdk.Duration.seconds
@@ -335,8 +335,53 @@ def test_more_instances_than_the_send_rate_warns_with_the_cost_and_the_fix():
     build(stack, send_rate=5, max_concurrency=20)
     ack = re.escape(f"[ack: Annotation::{SLOW_INSTANCES_WARNING}]")
     Annotations.from_stack(stack).has_warning("/Test/Receipts", Match.string_like_regexp(
-        r"max_concurrency \(20\) is above send_rate \(5\), so each instance sends 0.25 emails/s: an instance's "
+        r"max_concurrency \(20\) is above send_rate \(5\), so each instance the event source runs sends 0.25 "
+        r"emails/s: an instance's "
         r"first send after idling waits a random phase of up to 3 s.*set max_concurrency to at most 5.*" + ack))
+
+
+def consumer_event_sources(template) -> dict[str, int]:
+    """Each consumer's event source (by its queue's logical id) and its maximum concurrency."""
+    sources = template.find_resources("AWS::Lambda::EventSourceMapping")
+    return {source["Properties"]["EventSourceArn"]["Fn::GetAtt"][0]: source["Properties"]["ScalingConfig"][
+        "MaximumConcurrency"] for source in sources.values() if "ScalingConfig" in source["Properties"]}
+
+
+def test_more_instances_than_the_rate_keeps_busy_run_as_many_as_it_does_with_a_warning_naming_the_fix():
+    """20 instances at 5/s would each send every 4 s, and a 3 s function's invocations carry 2.75 s between an
+    instance's sends at most: the event source runs 13 (0.385/s each), and each is paced at its share of 13."""
+    stack = make_stack()
+    _, template = build(stack, send_rate=5, max_concurrency=20, function_timeout=cdk.Duration.seconds(3))
+    assert list(consumer_event_sources(template).values()) == [13]
+    consumer = template.find_resources("AWS::Lambda::Function", {"Properties": {"Handler": Match.string_like_regexp(
+        "handler")}})
+    rates = {env["Variables"].get(Env.MAX_SEND_RATE) for env in (
+        resource["Properties"].get("Environment", {}) for resource in consumer.values()) if env}
+    assert f"{5 / 13:g}" in rates
+    ack = re.escape(f"[ack: Annotation::{IDLE_INSTANCES_WARNING}]")
+    Annotations.from_stack(stack).has_warning("/Test/Receipts", Match.string_like_regexp(
+        r"max_concurrency \(20\) is more instances than send_rate \(5/s\) keeps busy with a 3 s function_timeout: "
+        r"an instance's invocations carry at most 2.75 s between its sends.*runs at most 13 instances; set "
+        r"max_concurrency to at most 13, or raise function_timeout.*" + ack))
+
+
+@pytest.mark.parametrize(("function_timeout_s", "send_rate"), [(5, 5), (30, 5), (3, 10)])
+def test_instances_the_rate_keeps_busy_all_run(function_timeout_s, send_rate):
+    stack = make_stack()
+    _, template = build(stack, send_rate=send_rate, max_concurrency=20,
+                        function_timeout=cdk.Duration.seconds(function_timeout_s))
+    assert list(consumer_event_sources(template).values()) == [20]
+    assert Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp(IDLE_INSTANCES_WARNING)) == []
+
+
+def test_with_lanes_each_lane_runs_as_many_instances_as_its_share_keeps_busy():
+    """At 3 s: bulk's 4/s keeps 11 busy (of 20), the urgent lane's 1/s its minimum, 2 (not a fifth of 20)."""
+    stack = make_stack()
+    _, template = build(stack, send_rate=5, max_concurrency=20, function_timeout=cdk.Duration.seconds(3),
+                        urgent_lane=True)
+    assert sorted(consumer_event_sources(template).values()) == [2, 11]
+    Annotations.from_stack(stack).has_warning("/Test/Receipts", Match.string_like_regexp(
+        r"more instances than the bulk lane's share of send_rate \(4 of 5/s\) keeps busy.*at most 11 instances"))
 
 
 def test_instances_at_one_email_a_second_or_more_do_not_warn():

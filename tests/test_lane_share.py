@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from property_budget import examples
 
-from sendonce_constructs.lane_rates import split
+from sendonce_constructs.lane_rates import carried_instances, split
+from sendonce_contract.deploy_config import longest_carried_gap_s
 from sendonce_runtime.lane_share import URGENT_IDLE_AFTER_S, WATCH_PERIOD_S, LendingLimiter, UrgentLaneWatch
 from sendonce_runtime.send_rate import SendRateLimiter
 
@@ -149,17 +150,40 @@ def test_a_bulk_instance_that_cannot_read_the_urgent_queue_keeps_to_its_own_shar
     assert queue.calls <= 11  # once a second, not once a send
 
 
-def test_the_split_keeps_the_lanes_sums_to_the_send_rate():
+@pytest.mark.parametrize("function_timeout_s", [None, 3, 5, 30])
+def test_the_split_keeps_the_lanes_sums_to_the_send_rate(function_timeout_s):
     for share in (0.05, 0.2, 0.5, 0.9):
-        for instances in (2, 5, 20):
-            rates = split(SEND_RATE, instances, share)
+        for instances in (2, 5, 20, 200):
+            rates = split(SEND_RATE, instances, share, function_timeout_s)
+            bulk = rates.bulk_max_concurrency
             assert rates.urgent_max_concurrency is not None and rates.urgent_max_concurrency >= 2
+            assert bulk is not None and 2 <= bulk <= instances
             assert rates.urgent_instance_rate and rates.bulk_instance_rate and rates.lent_instance_rate
             assert rates.urgent_instance_rate * rates.urgent_max_concurrency == pytest.approx(share * SEND_RATE)
-            assert rates.bulk_instance_rate * instances == pytest.approx((1 - share) * SEND_RATE)
-            assert (rates.bulk_instance_rate + rates.lent_instance_rate) * instances == pytest.approx(SEND_RATE)
-            # No urgent instance paces faster than a bulk one may (the per-instance limit holds for both).
-            assert rates.urgent_instance_rate <= SEND_RATE / instances + 1e-9
+            assert rates.bulk_instance_rate * bulk == pytest.approx((1 - share) * SEND_RATE)
+            assert (rates.bulk_instance_rate + rates.lent_instance_rate) * bulk == pytest.approx(SEND_RATE)
+            if function_timeout_s is None:  # not known at synth: every instance runs, a fifth of them urgent
+                assert bulk == instances
+                # No urgent instance paces faster than a bulk one may (the per-instance limit holds for both).
+                assert rates.urgent_instance_rate <= SEND_RATE / instances + 1e-9
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(rate=st.floats(0.1, 500), max_concurrency=st.integers(2, 1000), function_timeout_s=st.integers(1, 900))
+def test_a_paced_lane_runs_as_many_instances_as_its_rate_keeps_busy(rate, max_concurrency, function_timeout_s):
+    """No more than max_concurrency, two at least; each instance's gap between sends (instances / rate) within what
+    its invocations carry, unless only the event source's minimum of two is left; and none left out that would
+    keep to that gap."""
+    gap_s = longest_carried_gap_s(function_timeout_s)
+    instances = carried_instances(rate, max_concurrency, function_timeout_s)
+    assert 2 <= instances <= max_concurrency
+    assert instances / rate <= gap_s + 1e-9 or instances == 2
+    assert instances == max_concurrency or (instances + 1) / rate > gap_s - 1e-9
+    assert carried_instances(rate, max_concurrency, None) == max_concurrency
+
+
+def test_what_an_instance_s_invocations_carry_at_the_timeouts_the_docs_name():
+    assert [round(longest_carried_gap_s(s), 2) for s in (3, 5, 30, 900)] == [2.75, 4.65, 28.9, 898.9]
 
 
 def test_the_urgent_lane_counts_as_idle_only_once_no_read_found_work_for_its_idle_time():

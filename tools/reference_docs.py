@@ -111,6 +111,9 @@ def warning_ids() -> str:
         rules.VPC_WITHOUT_EGRESS_WARNING: "functions in subnets with no route out, in a VPC with no endpoint",
         rules.SLOW_INSTANCES_WARNING: "`max_concurrency` above `send_rate` (or `max_send_rate` below 1): first sends "
                                       "after idling wait a random phase",
+        rules.IDLE_INSTANCES_WARNING: "`max_concurrency` above what `send_rate` keeps busy with `function_timeout` "
+                                      "(a gap between an instance's sends longer than its invocations carry): the "
+                                      "event source runs fewer instances",
     }
     return _table(("warning id", "when", "acknowledge with"),
                   [(f"`{warning}`", when, f"`Acknowledgment(id=\"Annotation::{warning}\", reason=...)`")

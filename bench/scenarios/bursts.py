@@ -22,8 +22,10 @@ def _burst_consumer(send_rate: float, timeout_s: int = 30, pollers: int = BURST_
                     ) -> Iterator[tuple[Any, Any, Any, str, Callable[[], list[str]], IO[str]]]:
     """An emulator of its own with the burst's table, queue and DLQ (and the pace table where the construct makes
     one: its instances at most one email a second each, more than one of them), and the consumer as deployed with
-    default props plus ``send_rate`` (paced at send_rate / max_concurrency an instance), one poller per instance:
-    (function, event source, emulator environment, DLQ url, the subjects SES accepted, the runners' log)."""
+    default props plus ``send_rate`` and ``max_concurrency`` = ``pollers``: as many instances as the construct runs
+    of them (those the rate keeps busy with this function timeout), each paced at send_rate over their number, one
+    poller per instance: (function, event source, emulator environment, DLQ url, the subjects SES accepted, the
+    runners' log)."""
     from aws_cdk import Duration
 
     from sendonce_constructs import derivations
@@ -47,17 +49,21 @@ def _burst_consumer(send_rate: float, timeout_s: int = 30, pollers: int = BURST_
             "VisibilityTimeout": str(6 * timeout_s),
             "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "5"})})
         boto3.client("sesv2").create_email_identity(EmailIdentity="example.com")
-        pace_table = pace_table_where_the_construct_makes_one(dynamodb, "burst-pace", send_rate / pollers, pollers)
+        function_timeout = Duration.seconds(timeout_s)
+        instances = derivations.paced_concurrency(send_rate, pollers, function_timeout)
+        per_instance = derivations.max_send_rate(send_rate, pollers, function_timeout)
+        assert instances is not None and per_instance is not None
+        pace_table = pace_table_where_the_construct_makes_one(dynamodb, "burst-pace", per_instance, instances)
         environment = ConsumerConfig(
             table_name="burst", dead_letter_queue_url=dlq["QueueUrl"], queue_url=queue["QueueUrl"],
-            parallelism=10, max_send_rate=send_rate / pollers, max_receive_count=5,
+            parallelism=10, max_send_rate=per_instance, max_receive_count=5,
             time_budget=TimeBudget.for_function_timeout(timeout_s), pace_table=pace_table).to_env()
         function = FunctionSpec("burst-consumer", HANDLER, runtime_asset_dir(), environment, timeout_s=timeout_s)
         arn = sqs.get_queue_attributes(QueueUrl=queue["QueueUrl"], AttributeNames=["QueueArn"])[
             "Attributes"]["QueueArn"]
         # The batch size the construct derives for this rate and function timeout.
-        batch_size = derivations.batch_size(Duration.seconds(timeout_s), send_rate, pollers, None)
-        source = EventSourceSpec(queue["QueueUrl"], arn, batch_size=batch_size, max_concurrency=pollers)
+        batch_size = derivations.batch_size(function_timeout, send_rate, pollers, None)
+        source = EventSourceSpec(queue["QueueUrl"], arn, batch_size=batch_size, max_concurrency=instances)
         with open(os.devnull, "w") as log:
             yield (function, source, aws.environment, dlq["QueueUrl"],
                    aws.sent_subjects, log)

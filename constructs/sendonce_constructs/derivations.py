@@ -27,8 +27,8 @@ from sendonce_contract.deploy_config import sends_per_invocation
 from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S, DEFAULT_EVIDENCE_GRACE_S
 from sendonce_contract.sqs_limits import minimum_visibility_timeout_s
 
-from .lane_rates import LaneRates, split
-from .readings import read, read_seconds
+from .lane_rates import LaneRates, carried_instances, split
+from .readings import read, read_seconds, seconds
 from .rules import (
     RECOMMENDED_MAX_RECEIVE_COUNT,
     UNBATCHED_MAX_BATCH,
@@ -75,7 +75,8 @@ def batch_size(function_timeout: Duration, send_rate: float | None, max_concurre
                max_send_rate_given: float | None) -> int:
     """10; with pacing, what one instance can send in one invocation at its share of the rate, at most 10
     (``sends_per_invocation``): a larger batch is received only for its tail to be put back, again and again."""
-    rate = read(max_send_rate_given) if max_send_rate_given is not None else max_send_rate(send_rate, max_concurrency)
+    rate = (read(max_send_rate_given) if max_send_rate_given is not None
+            else max_send_rate(send_rate, max_concurrency, function_timeout))
     timeout_s = read_seconds(function_timeout)
     if rate is None or not (is_known(rate) and is_known(timeout_s)):
         return UNBATCHED_MAX_BATCH
@@ -95,22 +96,37 @@ def evidence_grace_period(ses_events: bool) -> Duration | None:
     return Duration.seconds(DEFAULT_EVIDENCE_GRACE_S) if ses_events else None
 
 
-def max_send_rate(send_rate: float | None, max_concurrency: int | None) -> float | None:
-    """Each instance's share of the pipeline's ``send_rate``."""
-    rate, instances = read(send_rate), read(max_concurrency)
-    return rate / instances if is_known(rate) and is_known(instances) else None
+def max_send_rate(send_rate: float | None, max_concurrency: int | None, function_timeout: Duration) -> float | None:
+    """Each instance's share of the pipeline's ``send_rate``, over the instances it keeps busy
+    (``paced_concurrency``)."""
+    rate, instances = read(send_rate), paced_concurrency(send_rate, max_concurrency, function_timeout)
+    return rate / instances if is_known(rate) and instances is not None else None
 
 
 def lane_rates(urgent_lane: bool, send_rate: float | None, max_concurrency: int | None,
-               urgent_share: float | None) -> LaneRates | None:
-    """With ``urgent_lane``: the urgent lane's concurrency and each lane's per-instance rates (``lane_rates``);
-    rates None when the send rate, the concurrency or the share is a token or absent."""
+               urgent_share: float | None, function_timeout: Duration) -> LaneRates | None:
+    """With ``urgent_lane``: each lane's concurrency and per-instance rates (``lane_rates``); rates None when the
+    send rate, the concurrency or the share is a token or absent."""
     if not urgent_lane:
         return None
     rate, instances, share = read(send_rate), read(max_concurrency), read(urgent_share)
     known_rate = rate if is_known(rate) and is_known(share) else None
     known_instances = int(instances) if is_known(instances) and instances is not None else None
-    return split(known_rate, known_instances, share if is_known(share) and share is not None else 0.0)
+    return split(known_rate, known_instances, share if is_known(share) and share is not None else 0.0,
+                 seconds(function_timeout))
+
+
+def paced_concurrency(send_rate: float | None, max_concurrency: int | None,
+                      function_timeout: Duration) -> int | None:
+    """The job queue's event source's maximum concurrency: ``max_concurrency``, or fewer with ``send_rate``, as
+    many instances as the rate keeps busy with this function timeout (``lane_rates.carried_instances``; synth
+    warns, ``maxConcurrencyLoweredToThePace``); None without a cap, or with one that is a token."""
+    rate, instances = read(send_rate), read(max_concurrency)
+    if instances is None or not is_known(instances):
+        return None
+    if rate is None or not is_known(rate):
+        return int(instances)
+    return carried_instances(float(rate), int(instances), seconds(function_timeout))
 
 
 def outcome_events(existing_table: dynamodb.ITable | None) -> bool:
@@ -168,4 +184,5 @@ def attachments_lifetime(attachments_bucket: bool | s3.IBucket, retention_period
 
 # In the order they are computed: a fact may read a derived prop.
 FACTS: tuple[Callable[..., object], ...] = (sender_name, synth_python, outcome_events_skipped, low_max_receive_count,
-                                            lane_rates, attachments_expiry_days, attachments_lifetime)
+                                            lane_rates, paced_concurrency, attachments_expiry_days,
+                                            attachments_lifetime)

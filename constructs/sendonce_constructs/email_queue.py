@@ -89,11 +89,12 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     :param batch_size: records per invocation. Default: 10; with a send rate, what one instance sends in a second
         (at least 1).
     :param max_batching_window: how long the event source gathers a batch. Default: none.
-    :param max_concurrency: cap on concurrent consumer invocations (2 to 1000), e.g. to stay under SES's rate.
-        Default: none.
+    :param max_concurrency: cap on concurrent consumer invocations (2 to 1000), e.g. to stay under SES's rate; with
+        ``send_rate``, no more run than the rate keeps busy with ``function_timeout`` (synth warns). Default: none.
     :param parallelism: records of one batch handled at once by one invocation. Default: the batch size, at most 10.
     :param send_rate: recipients per second this pipeline may send (its share of the account's SES maximum send
-        rate); each instance paces at send_rate / max_concurrency, so it needs max_concurrency. Default: none.
+        rate); each instance paces at send_rate / max_concurrency (over the instances that run), so it needs
+        max_concurrency. Default: none.
     :param max_send_rate: recipients per second per consumer instance (a token bucket before each send, one token
         per recipient, as SES's quotas count them), so parallel sends stay under the account's SES rate; multiply by
         max_concurrency for the pipeline's peak. Default: none.
@@ -221,10 +222,20 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         self.quota_watch, self.alarms, self.dashboard = monitoring.quota_watch, monitoring.alarms, monitoring.dashboard
 
     def _warn(self, props: PipelineProps) -> None:
-        per_instance = known(props.max_send_rate)
+        rates = props.lane_rates
+        # The job queue's lane: bulk's share and instances with urgent_lane, the whole pipeline's without.
+        per_instance = known(rates.bulk_instance_rate if rates is not None else props.max_send_rate)
         if per_instance is not None and per_instance < 1:
             Validations.of(self).add_warning(rules.SLOW_INSTANCES_WARNING, rules.slow_instances_warning(
                 known(props.send_rate), props.max_concurrency, per_instance))
+        instances = rates.bulk_max_concurrency if rates is not None else props.paced_concurrency
+        send_rate, timeout_s = known(props.send_rate), seconds(props.function_timeout)
+        if (instances is not None and props.max_concurrency is not None and instances < props.max_concurrency
+                and send_rate is not None and timeout_s is not None):
+            lane_rate = (rates.bulk_instance_rate * instances
+                         if rates is not None and rates.bulk_instance_rate is not None else None)
+            Validations.of(self).add_warning(rules.IDLE_INSTANCES_WARNING, rules.idle_instances_warning(
+                send_rate, props.max_concurrency, timeout_s, instances, lane_rate))
         if props.low_max_receive_count:
             Validations.of(self).add_warning(
                 LOW_MAX_RECEIVE_COUNT_WARNING,
@@ -297,10 +308,10 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         pace (``lane_rates``)."""
         rates = props.lane_rates
         if urgent_queues is None or rates is None:
-            return Lane(name="", queues=queues, max_concurrency=props.max_concurrency,
+            return Lane(name="", queues=queues, max_concurrency=props.paced_concurrency,
                         max_send_rate=props.max_send_rate), None
         lending = rates.lent_instance_rate is not None
-        bulk = Lane(name=Priority.BULK.value, queues=queues, max_concurrency=props.max_concurrency,
+        bulk = Lane(name=Priority.BULK.value, queues=queues, max_concurrency=rates.bulk_max_concurrency,
                     max_send_rate=rates.bulk_instance_rate if lending else props.max_send_rate,
                     lent_send_rate=rates.lent_instance_rate, watched_queue=urgent_queues.queue if lending else None)
         urgent = Lane(name=Priority.URGENT.value, queues=urgent_queues, max_concurrency=rates.urgent_max_concurrency,

@@ -210,8 +210,10 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
         int | None, Prop(
             default=None,
             default_doc="none",
-            doc="cap on concurrent consumer invocations (2 to 1000), e.g. to stay under SES's rate.",
-            rule="2 to 1000",
+            doc="cap on concurrent consumer invocations (2 to 1000), e.g. to stay under SES's rate; with "
+            "``send_rate``, no more run than the rate keeps busy with ``function_timeout`` (synth warns).",
+            rule="2 to 1000; with `send_rate`, the event source runs at most as many instances as the rate keeps "
+            "busy with `function_timeout` (rate x the timeout less its answer margin and 0.1 s; docs: sending rate)",
         )]
     parallelism: Annotated[
         int | None, Prop(
@@ -226,11 +228,12 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             default=None,
             default_doc="none",
             doc="recipients per second this pipeline may send (its share of the account's SES maximum "
-            "send rate); each instance paces at send_rate / max_concurrency, so it needs "
-            "max_concurrency.",
+            "send rate); each instance paces at send_rate / max_concurrency (over the instances that run), so "
+            "it needs max_concurrency.",
             rule="recipients per second this pipeline may send (SES's quotas count recipients: to + cc + "
             "bcc): its share of the account's SES maximum send rate; each instance is paced at "
-            "`send_rate` / `max_concurrency`, so it needs `max_concurrency`; not with `max_send_rate`",
+            "`send_rate` / `max_concurrency` (over the instances that run, where fewer), so it needs "
+            "`max_concurrency`; not with `max_send_rate`",
         )]
     max_send_rate: Annotated[
         float | None, Prop(

@@ -100,5 +100,6 @@ class PipelineProps:
     outcome_events_skipped: bool
     low_max_receive_count: bool
     lane_rates: LaneRates | None
+    paced_concurrency: int | None
     attachments_expiry_days: int | Unresolved | None
     attachments_lifetime: str | None

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import ParamSpec, TypeVar
 
 from sendonce_contract.allowed_recipients import AllowedRecipients, InvalidEntry, parse_entries
-from sendonce_contract.deploy_config import woken_phase_span_s
+from sendonce_contract.deploy_config import longest_carried_gap_s, woken_phase_span_s
 from sendonce_contract.message import SES_NAME
 from sendonce_contract.schema import Ledger
 from sendonce_contract.sqs_limits import (
@@ -715,8 +715,8 @@ SLOW_INSTANCES_WARNING = "@sendonce/SendOnceEmailQueue:maxConcurrencyAboveSendRa
 def slow_instances_warning(send_rate: float | None, max_concurrency: int | None, per_instance: float) -> str:
     """The warning for instances paced below one email a second (``max_concurrency`` above ``send_rate``, or a
     ``max_send_rate`` below one): what it costs and the fix."""
-    cause = (f"max_concurrency ({max_concurrency}) is above send_rate ({send_rate:g}), so each instance sends "
-             f"{per_instance:g} emails/s" if send_rate is not None and max_concurrency is not None
+    cause = (f"max_concurrency ({max_concurrency}) is above send_rate ({send_rate:g}), so each instance the event "
+             f"source runs sends {per_instance:.3g} emails/s" if send_rate is not None and max_concurrency is not None
              else f"max_send_rate ({per_instance:g}) is below one email a second an instance")
     fix = (f"set max_concurrency to at most {max(1, math.floor(send_rate))}" if send_rate is not None
            else "raise max_send_rate to 1 or more with fewer instances")
@@ -725,3 +725,22 @@ def slow_instances_warning(send_rate: float | None, max_concurrency: int | None,
             "together spread over the pipeline's rate, and a paced pipeline sends no faster for more instances "
             f"(under a backlog each instance's jobs cost more SQS requests; docs: sending rate); {fix}, or "
             "acknowledge this warning")
+
+
+IDLE_INSTANCES_WARNING = "@sendonce/SendOnceEmailQueue:maxConcurrencyLoweredToThePace"
+
+
+def idle_instances_warning(send_rate: float, max_concurrency: int, function_timeout_s: float, instances: int,
+                           bulk_rate: float | None) -> str:
+    """The warning for a paced lane's event source run with fewer instances than ``max_concurrency``: more than
+    its rate (``bulk_rate`` with urgent_lane, else ``send_rate``) keeps busy with this function timeout
+    (``lane_rates.carried_instances``)."""
+    lane = (f"send_rate ({send_rate:g}/s)" if bulk_rate is None
+            else f"the bulk lane's share of send_rate ({bulk_rate:g} of {send_rate:g}/s)")
+    gap_s = longest_carried_gap_s(function_timeout_s)
+    return (f"max_concurrency ({max_concurrency}) is more instances than {lane} keeps busy "
+            f"with a {function_timeout_s:g} s function_timeout: an instance's invocations carry at most "
+            f"{gap_s:.3g} s between its sends, and each of {max_concurrency} would be handed a job about every "
+            "invocation for fewer send slots, putting the rest back as delayed copies (SQS requests for no email; "
+            f"docs: sending rate); so its event source runs at most {instances} instances; set max_concurrency to "
+            f"at most {instances}, or raise function_timeout, or acknowledge this warning")

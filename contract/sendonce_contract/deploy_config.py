@@ -166,6 +166,27 @@ SEND_HOLD_S = 1.0
 RECEIVE_LEAD_S = 0.1
 
 
+# An invocation holding back for its instance's next slot ends this long before its deadline at the latest, so
+# it answers in time (as a share of the function timeout, at most a second).
+ANSWER_MARGIN_SHARE = 0.05
+MAX_ANSWER_MARGIN_MS = 1000
+
+
+def answer_margin_ms(function_timeout_ms: float) -> float:
+    """How long before its deadline an invocation holding back for its instance's next slot ends at the latest."""
+    return min(MAX_ANSWER_MARGIN_MS, function_timeout_ms * ANSWER_MARGIN_SHARE)
+
+
+def longest_carried_gap_s(function_timeout_s: float) -> float:
+    """The longest gap between one paced instance's sends that its invocations keep under a backlog, where Lambda
+    hands the instance its next job as soon as an invocation ends: an invocation holds back for the next slot
+    until its answer margin at the latest, and its successor's job should find that slot a receive's lead
+    (:data:`RECEIVE_LEAD_S`) away. A longer gap (more instances than the rate keeps busy) has each instance
+    handed jobs faster than its slots come, and put them back as delayed copies; the construct runs no more of a
+    paced lane's instances than keep to it (docs: sending rate). 2.75 s at 3 s, 4.65 s at 5 s, 28.9 s at 30 s."""
+    return function_timeout_s - answer_margin_ms(function_timeout_s * 1000) / 1000 - RECEIVE_LEAD_S
+
+
 def sends_per_invocation(rate_per_instance: float, function_timeout_s: float) -> int:
     """The one-recipient jobs an instance paced at ``rate_per_instance`` is handed in one invocation: as many as it
     sends in the hold (:data:`SEND_HOLD_S`), and no more than it can send in one invocation received

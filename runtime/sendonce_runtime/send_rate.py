@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from sendonce_contract.deploy_config import RECEIVE_LEAD_S, planned_wait_s, woken_phase_span_s
+from sendonce_contract.deploy_config import RECEIVE_LEAD_S, answer_margin_ms, planned_wait_s, woken_phase_span_s
 
 from .checks import Delivery, Rest
 from .clock import Deadline
@@ -30,10 +30,6 @@ if TYPE_CHECKING:
     from .pace_seats import PaceSeats
     from .settled_key import SettledKeys
 
-# An invocation holding back for its instance's next slot ends this long before its deadline at the latest, so
-# it answers in time (as a share of the function timeout, at most a second).
-ANSWER_MARGIN_SHARE = 0.05
-MAX_ANSWER_MARGIN_MS = 1000
 # How long a record waits for the records before it in its batch to ask for their slots: their steps before pacing
 # take milliseconds; one still not there after this is held up by a slow call, and the records after it go ahead.
 TURN_PATIENCE_S = 0.5
@@ -381,7 +377,7 @@ class PaceSends:
         if not (waited or any(r.outcome is Outcome.PACED for r in results)
                 or self.limiter.next_slot_in() > next_wait_s):
             return 0.0
-        margin_ms = min(MAX_ANSWER_MARGIN_MS, deadline.initial_ms * ANSWER_MARGIN_SHARE)
+        margin_ms = answer_margin_ms(deadline.initial_ms)
         if waited:
             self._settle(deadline, margin_ms)
         # The last record of a batch like this one waits for the first one's slot and the rate's next ones.

@@ -53,6 +53,7 @@ class BurstReport:
     sqs_requests: int = 0  # the job queue's and DLQ's (PIPELINE_SQS_OPERATIONS), less the pollers' empty receives
     empty_receives: int = 0  # receives that found nothing (a poller's idle cost, whatever is sent)
     other_sqs_requests: int = 0  # PIPELINE_SQS_OPERATIONS on other queues (a deployed stack's evidence queue)
+    copies: int = 0  # delayed copies the consumer put on the job queue (jobs paced, throttled or in flight elsewhere)
     subjects: frozenset[str] = field(default=frozenset(), repr=False)  # the burst's emails, to tell them apart
     accepted_s: list[float] = field(default_factory=list, repr=False)  # when SES accepted each, since enqueued
 
@@ -155,11 +156,13 @@ def run_burst(
     for (service, _), count in (REQUESTS.snapshot() - calls_before).items():
         calls[service] += count
     own_queues = {queue_name(source.queue_url), queue_name(dead_letter_queue_url)}
-    pipeline_sqs = other_sqs = 0
+    pipeline_sqs = other_sqs = copies = 0
     for (queue, operation), count in (REQUESTS.queue_snapshot() - queues_before).items():
         if operation in PIPELINE_SQS_OPERATIONS:
             pipeline_sqs += count if queue in own_queues else 0
             other_sqs += 0 if queue in own_queues else count
+        if operation == "SendMessage" and queue == queue_name(source.queue_url):  # the jobs came in batches
+            copies += count
     empty_receives = run.runner["empty_receives"]
     per_key = workload.emails_per_key(sent_subjects())
     return BurstReport(
@@ -170,7 +173,7 @@ def run_burst(
         dead_letters=queue_depth(sqs, dead_letter_queue_url) - dead_before, drain_s=run.drain_s,
         sent_rate=(len(run.accepted_at) - 1) / run.span_s if run.span_s else 0.0, throttles=run.throttles,
         invocations=run.runner["invocations"], aws_calls=dict(calls), sqs_requests=pipeline_sqs - empty_receives,
-        empty_receives=empty_receives, other_sqs_requests=other_sqs, batch_size=source.batch_size,
+        empty_receives=empty_receives, other_sqs_requests=other_sqs, copies=copies, batch_size=source.batch_size,
         subjects=frozenset(workload.subject_to_key),
         accepted_s=[at - run.started for at in run.accepted_at],
     )
