@@ -16,7 +16,12 @@ from construct_support import build, make_stack
 
 from sendonce_constructs import SendOnceConfigurationError, SendOnceEmailQueue
 from sendonce_constructs.email_queue import LOW_MAX_RECEIVE_COUNT_WARNING
-from sendonce_constructs.rules import IDLE_INSTANCES_WARNING, SLOW_INSTANCES_WARNING, VPC_WITHOUT_EGRESS_WARNING
+from sendonce_constructs.rules import (
+    IDLE_INSTANCES_WARNING,
+    LONG_GAP_WARNING,
+    SLOW_INSTANCES_WARNING,
+    VPC_WITHOUT_EGRESS_WARNING,
+)
 from sendonce_contract.deploy_config import Env
 
 S = cdk.Duration.seconds
@@ -337,7 +342,16 @@ def test_more_instances_than_the_send_rate_warns_with_the_cost_and_the_fix():
     Annotations.from_stack(stack).has_warning("/Test/Receipts", Match.string_like_regexp(
         r"max_concurrency \(20\) is above send_rate \(5\), so each instance the event source runs sends 0.25 "
         r"emails/s: an instance's "
-        r"first send after idling waits a random phase of up to 3 s.*set max_concurrency to at most 5.*" + ack))
+        r"cadence after idling takes a random phase of up to 3 s.*set max_concurrency to at most 5.*" + ack))
+
+
+def test_a_send_rate_below_two_names_a_fix_the_event_source_allows():
+    """The event source runs two instances at least: below 2/s, no max_concurrency keeps each at 1/s."""
+    stack = make_stack()
+    build(stack, send_rate=1.5, max_concurrency=2)
+    Annotations.from_stack(stack).has_warning("/Test/Receipts", Match.string_like_regexp(
+        r"so each instance the event source runs sends 0.75 emails/s.*a send_rate of 2 or more \(the event source "
+        r"runs 2 instances at least\)"))
 
 
 def consumer_event_sources(template) -> dict[str, int]:
@@ -382,6 +396,50 @@ def test_with_lanes_each_lane_runs_as_many_instances_as_its_share_keeps_busy():
     assert sorted(consumer_event_sources(template).values()) == [2, 11]
     Annotations.from_stack(stack).has_warning("/Test/Receipts", Match.string_like_regexp(
         r"more instances than the bulk lane's share of send_rate \(4 of 5/s\) keeps busy.*at most 11 instances"))
+
+
+@pytest.mark.parametrize(("props", "message"), [
+    (dict(max_send_rate=0.25, max_concurrency=20),
+     r"max_send_rate \(0.25\) is 0.25 emails/s an instance, a send every 4 s, longer than a 3 s function_timeout's "
+     r"invocations carry between an instance's sends \(2.75 s\).*give send_rate \(the pipeline's rate\) instead.*"
+     r"or a function_timeout of at least 5 s"),
+    (dict(send_rate=0.5, max_concurrency=2),
+     r"send_rate \(0.5/s\) over the event source's minimum of two instances is 0.25 emails/s an instance.*a higher "
+     r"send_rate, or a function_timeout of at least 5 s"),
+    (dict(send_rate=1, max_concurrency=5, urgent_lane=True),
+     r"the urgent lane's share of send_rate \(0.2 of 1/s\) over its 2 instances is 0.1 emails/s an instance, a send "
+     r"every 10 s.*a larger urgent_share, or a function_timeout of at least 11 s"),
+], ids=["max_send_rate", "two-instances", "urgent-lane"])
+def test_instances_that_send_less_often_than_their_invocations_carry_warn_with_the_fix(props, message):
+    stack = make_stack()
+    build(stack, function_timeout=cdk.Duration.seconds(3), **props)
+    ack = re.escape(f"[ack: Annotation::{LONG_GAP_WARNING}]")
+    Annotations.from_stack(stack).has_warning("/Test/Receipts", Match.string_like_regexp(message + ".*" + ack))
+
+
+@pytest.mark.parametrize("urgent_lane", [False, True])
+def test_a_max_concurrency_token_caps_every_lane_s_event_source(urgent_lane):
+    stack = make_stack()
+    concurrency = cdk.CfnParameter(stack, "Concurrency", type="Number")
+    _, template = build(stack, max_concurrency=cdk.Token.as_number(concurrency.value_as_number),
+                        urgent_lane=urgent_lane)
+    assert list(consumer_event_sources_by_ref(template).values()) == [{"Ref": "Concurrency"}] * (2 if urgent_lane
+                                                                                                 else 1)
+
+
+def test_send_rate_with_a_max_concurrency_token_fails_synth_naming_the_fix():
+    stack = make_stack()
+    token = cdk.Token.as_number(cdk.CfnParameter(stack, "Concurrency", type="Number").value_as_number)
+    with pytest.raises(SendOnceConfigurationError, match=re.escape(
+            "send_rate (5/s) needs a max_concurrency known at synth, not a token")) as raised:
+        build(stack, send_rate=5, max_concurrency=token)
+    assert raised.value.id == "SendOnce.InvalidSendRate"
+
+
+def consumer_event_sources_by_ref(template) -> dict[str, object]:
+    sources = template.find_resources("AWS::Lambda::EventSourceMapping")
+    return {logical_id: source["Properties"].get("ScalingConfig", {}).get("MaximumConcurrency")
+            for logical_id, source in sources.items() if "Consumer" in logical_id}
 
 
 def test_instances_at_one_email_a_second_or_more_do_not_warn():

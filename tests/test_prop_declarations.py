@@ -122,10 +122,10 @@ def test_a_token_reaches_the_rules_as_unresolved_and_an_absent_prop_as_none():
     assert read_seconds(cdk.Duration.seconds(number)) is UNRESOLVED
     assert read(None) is None and read_seconds(None) is None
     assert (read(5.0), read_seconds(S(30))) == (5.0, 30)
-    # send_rate with a max_concurrency known only at deploy time: given, so not refused for lacking one; a batch
-    # above 10 with a batching window known only at deploy time: not refused for lacking a window (20 records of
-    # SQS's default 256 KiB fit one invocation).
-    build(stack, send_rate=14, max_concurrency=cdk.Token.as_number(number), batch_size=20,
+    # A per-instance max_send_rate with a max_concurrency known only at deploy time (each instance's pace is known;
+    # send_rate needs a known cap to divide); a batch above 10 with a batching window known only at deploy time:
+    # not refused for lacking a window (20 records of SQS's default 256 KiB fit one invocation).
+    build(stack, max_send_rate=2.8, max_concurrency=cdk.Token.as_number(number), batch_size=20,
           max_batching_window=S(number))
 
 

@@ -114,6 +114,8 @@ def warning_ids() -> str:
         rules.IDLE_INSTANCES_WARNING: "`max_concurrency` above what `send_rate` keeps busy with `function_timeout` "
                                       "(a gap between an instance's sends longer than its invocations carry): the "
                                       "event source runs fewer instances",
+        rules.LONG_GAP_WARNING: "a lane's instances, as they run, each send less often than a `function_timeout`'s "
+                                "invocations carry (`max_send_rate`, or the event source's minimum of two)",
     }
     return _table(("warning id", "when", "acknowledge with"),
                   [(f"`{warning}`", when, f"`Acknowledgment(id=\"Annotation::{warning}\", reason=...)`")

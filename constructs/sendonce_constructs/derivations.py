@@ -110,8 +110,10 @@ def lane_rates(urgent_lane: bool, send_rate: float | None, max_concurrency: int 
     if not urgent_lane:
         return None
     rate, instances, share = read(send_rate), read(max_concurrency), read(urgent_share)
+    if not is_known(instances):  # a token: both lanes capped by it, unpaced (a send rate needs a known cap)
+        return split(None, max_concurrency, 0.0)
     known_rate = rate if is_known(rate) and is_known(share) else None
-    known_instances = int(instances) if is_known(instances) and instances is not None else None
+    known_instances = int(instances) if instances is not None else None
     return split(known_rate, known_instances, share if is_known(share) and share is not None else 0.0,
                  seconds(function_timeout))
 
@@ -120,13 +122,12 @@ def paced_concurrency(send_rate: float | None, max_concurrency: int | None,
                       function_timeout: Duration) -> int | None:
     """The job queue's event source's maximum concurrency: ``max_concurrency``, or fewer with ``send_rate``, as
     many instances as the rate keeps busy with this function timeout (``lane_rates.carried_instances``; synth
-    warns, ``maxConcurrencyLoweredToThePace``); None without a cap, or with one that is a token."""
+    warns, ``maxConcurrencyLoweredToThePace``); None without a cap; a cap that is a token, as given (a send rate
+    needs a known one: ``rules.check_send_rate``)."""
     rate, instances = read(send_rate), read(max_concurrency)
-    if instances is None or not is_known(instances):
-        return None
-    if rate is None or not is_known(rate):
-        return int(instances)
-    return carried_instances(float(rate), int(instances), seconds(function_timeout))
+    if max_concurrency is None or not is_known(instances) or rate is None or not is_known(rate):
+        return max_concurrency
+    return carried_instances(float(rate), int(max_concurrency), seconds(function_timeout))
 
 
 def outcome_events(existing_table: dynamodb.ITable | None) -> bool:

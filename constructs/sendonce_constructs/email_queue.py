@@ -17,7 +17,7 @@ from aws_cdk import aws_ses as ses
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget
+from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget, longest_carried_gap_s
 from sendonce_contract.priority import Priority
 from sendonce_contract.schema import Ledger as LedgerSchema
 from sendonce_contract.sqs_limits import SQS_DEFAULT_MESSAGE_BYTES, SQS_MAX_MESSAGE_BYTES
@@ -236,6 +236,10 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
                          if rates is not None and rates.bulk_instance_rate is not None else None)
             Validations.of(self).add_warning(rules.IDLE_INSTANCES_WARNING, rules.idle_instances_warning(
                 send_rate, props.max_concurrency, timeout_s, instances, lane_rate))
+        for pace, per_lane_instance, fix in self._lane_paces(props):
+            if timeout_s is not None and 1 / per_lane_instance > longest_carried_gap_s(timeout_s) + 1e-9:
+                Validations.of(self).add_warning(rules.LONG_GAP_WARNING, rules.long_gap_warning(
+                    pace, per_lane_instance, timeout_s, fix))
         if props.low_max_receive_count:
             Validations.of(self).add_warning(
                 LOW_MAX_RECEIVE_COUNT_WARNING,
@@ -248,6 +252,32 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
                 "outcome_events are off: existing_table has no stream to read them from; enable a stream with "
                 "NEW_AND_OLD_IMAGES (and pass its stream ARN) to hear each email's fate, or set outcome_events=False",
             )
+
+    @staticmethod
+    def _lane_paces(props: PipelineProps) -> list[tuple[str, float, str]]:
+        """Each paced lane's own per-instance rate as it runs (a bulk instance's without the loan), with what
+        sets it and the fix for one too slow for its invocations to carry: (pace, rate, fix)."""
+        rates, send_rate = props.lane_rates, known(props.send_rate)
+        if rates is None:
+            per_instance = known(props.max_send_rate)
+            if per_instance is None:
+                return []
+            if send_rate is None:
+                return [(f"max_send_rate ({per_instance:g})", per_instance,
+                         "give send_rate (the pipeline's rate) instead, and the construct runs as many instances "
+                         "as it keeps busy")]
+            return [(f"send_rate ({send_rate:g}/s) over the event source's minimum of two instances", per_instance,
+                     "a higher send_rate")]
+        if send_rate is None or rates.bulk_instance_rate is None or rates.urgent_instance_rate is None:
+            return []
+        return [
+            (f"the bulk lane's share of send_rate ({send_rate * (1 - props.urgent_share):g} of {send_rate:g}/s) "
+             f"over its {rates.bulk_max_concurrency} instances", rates.bulk_instance_rate,
+             "a higher send_rate or a smaller urgent_share"),
+            (f"the urgent lane's share of send_rate ({send_rate * props.urgent_share:g} of {send_rate:g}/s) over "
+             f"its {rates.urgent_max_concurrency} instances", rates.urgent_instance_rate,
+             "a higher send_rate or a larger urgent_share"),
+        ]
 
     def _build_queues(self, props: PipelineProps) -> Queues:
         dead_letter_queue: sqs.IQueue = props.dead_letter_queue or sqs.Queue(

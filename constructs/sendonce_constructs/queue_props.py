@@ -213,7 +213,8 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             doc="cap on concurrent consumer invocations (2 to 1000), e.g. to stay under SES's rate; with "
             "``send_rate``, no more run than the rate keeps busy with ``function_timeout`` (synth warns).",
             rule="2 to 1000; with `send_rate`, the event source runs at most as many instances as the rate keeps "
-            "busy with `function_timeout` (rate x the timeout less its answer margin and 0.1 s; docs: sending rate)",
+            "busy with `function_timeout` (floor of rate x the timeout less its answer margin and 0.1 s, two at "
+            "least; docs: sending rate); known at synth with `send_rate`",
         )]
     parallelism: Annotated[
         int | None, Prop(

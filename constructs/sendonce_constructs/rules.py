@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import ParamSpec, TypeVar
 
 from sendonce_contract.allowed_recipients import AllowedRecipients, InvalidEntry, parse_entries
-from sendonce_contract.deploy_config import longest_carried_gap_s, woken_phase_span_s
+from sendonce_contract.deploy_config import longest_carried_gap_s, shortest_carrying_timeout_s, woken_phase_span_s
 from sendonce_contract.message import SES_NAME
 from sendonce_contract.schema import Ledger
 from sendonce_contract.sqs_limits import (
@@ -323,6 +323,11 @@ def check_send_rate(send_rate: Number, max_send_rate_given: Number, max_concurre
         _fail(f"send_rate ({send_rate:g}/s) needs max_concurrency: each consumer instance paces itself at send_rate "
               "/ max_concurrency, and without a cap Lambda scales out past any per-instance pace; set "
               "max_concurrency (for example 5)")
+    if not is_known(max_concurrency):
+        _fail(f"send_rate ({send_rate:g}/s) needs a max_concurrency known at synth, not a token: each instance's "
+              "pace, send_rate / max_concurrency, is written into the consumer's environment at synth, so no "
+              "instance would be paced; give max_concurrency as a number, or max_send_rate (each instance's pace) "
+              "with the token")
     if is_known(max_concurrency) and send_rate / max_concurrency > MAX_PACE_PER_INSTANCE:
         _fail(f"send_rate ({send_rate:g}/s) over max_concurrency ({max_concurrency:g}) is "
               f"{send_rate / max_concurrency:g} emails/s per instance, more than one instance sends "
@@ -718,11 +723,16 @@ def slow_instances_warning(send_rate: float | None, max_concurrency: int | None,
     cause = (f"max_concurrency ({max_concurrency}) is above send_rate ({send_rate:g}), so each instance the event "
              f"source runs sends {per_instance:.3g} emails/s" if send_rate is not None and max_concurrency is not None
              else f"max_send_rate ({per_instance:g}) is below one email a second an instance")
-    fix = (f"set max_concurrency to at most {max(1, math.floor(send_rate))}" if send_rate is not None
-           else "raise max_send_rate to 1 or more with fewer instances")
-    return (f"{cause}: an instance's first send after idling waits a random phase of up to "
-            f"{woken_phase_span_s(per_instance):.3g} s (within what the send may wait), so that instances waking "
-            "together spread over the pipeline's rate, and a paced pipeline sends no faster for more instances "
+    if send_rate is None:
+        fix = "raise max_send_rate to 1 or more with fewer instances"
+    elif send_rate >= MIN_MAX_CONCURRENCY:  # the event source's least instances, at 1/s each or more
+        fix = f"set max_concurrency to at most {math.floor(send_rate)}"
+    else:
+        fix = (f"a send_rate of {MIN_MAX_CONCURRENCY} or more (the event source runs {MIN_MAX_CONCURRENCY} "
+               "instances at least)")
+    return (f"{cause}: an instance's cadence after idling takes a random phase of up to "
+            f"{woken_phase_span_s(per_instance):.3g} s (its first send within what it may wait), so that instances "
+            "waking together spread over the pipeline's rate, and a paced pipeline sends no faster for more instances "
             f"(under a backlog each instance's jobs cost more SQS requests; docs: sending rate); {fix}, or "
             "acknowledge this warning")
 
@@ -744,3 +754,21 @@ def idle_instances_warning(send_rate: float, max_concurrency: int, function_time
             "invocation for fewer send slots, putting the rest back as delayed copies (SQS requests for no email; "
             f"docs: sending rate); so its event source runs at most {instances} instances; set max_concurrency to "
             f"at most {instances}, or raise function_timeout, or acknowledge this warning")
+
+
+LONG_GAP_WARNING = "@sendonce/SendOnceEmailQueue:sendGapLongerThanTheFunctionCarries"
+
+
+def long_gap_warning(pace: str, per_instance: float, function_timeout_s: float, fix: str) -> str:
+    """The warning for a lane whose instances, as they run, each send less often than their invocations carry
+    (``longest_carried_gap_s``): ``pace`` says where the per-instance rate comes from, ``fix`` what to change
+    besides the function timeout."""
+    gap_s = 1 / per_instance
+    timeout_s = shortest_carrying_timeout_s(gap_s)
+    timeout_fix = (f"a function_timeout of at least {timeout_s} s" if timeout_s <= LAMBDA_MAX_TIMEOUT_S
+                   else "a higher rate (no function timeout carries it)")
+    return (f"{pace} is {per_instance:.3g} emails/s an instance, a send every {gap_s:.3g} s, longer than a "
+            f"{function_timeout_s:g} s function_timeout's invocations carry between an instance's sends "
+            f"({longest_carried_gap_s(function_timeout_s):.3g} s): under a backlog about every other job would go "
+            f"back as a delayed copy (SQS requests for no email; docs: sending rate); {fix}, or {timeout_fix}, or "
+            "acknowledge this warning")
