@@ -110,11 +110,10 @@ def lane_rates(urgent_lane: bool, send_rate: float | None, max_concurrency: int 
     if not urgent_lane:
         return None
     rate, instances, share = read(send_rate), read(max_concurrency), read(urgent_share)
-    if not is_known(instances):  # a token: both lanes capped by it, unpaced (a send rate needs a known cap)
-        return split(None, max_concurrency, 0.0)
-    known_rate = rate if is_known(rate) and is_known(share) else None
-    known_instances = int(instances) if instances is not None else None
-    return split(known_rate, known_instances, share if is_known(share) and share is not None else 0.0,
+    # A cap that is a token caps both lanes as given, unpaced (a send rate needs a known cap).
+    known_rate = rate if is_known(rate) and is_known(share) and is_known(instances) else None
+    cap = int(instances) if is_known(instances) else max_concurrency
+    return split(known_rate, cap, share if is_known(share) and share is not None else 0.0,
                  seconds(function_timeout))
 
 

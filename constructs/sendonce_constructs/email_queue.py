@@ -232,14 +232,12 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         send_rate, timeout_s = known(props.send_rate), seconds(props.function_timeout)
         if (instances is not None and props.max_concurrency is not None and instances < props.max_concurrency
                 and send_rate is not None and timeout_s is not None):
-            lane_rate = (rates.bulk_instance_rate * instances
-                         if rates is not None and rates.bulk_instance_rate is not None else None)
             Validations.of(self).add_warning(rules.IDLE_INSTANCES_WARNING, rules.idle_instances_warning(
-                send_rate, props.max_concurrency, timeout_s, instances, lane_rate))
-        for pace, per_lane_instance, fix in self._lane_paces(props):
-            if timeout_s is not None and 1 / per_lane_instance > longest_carried_gap_s(timeout_s) + 1e-9:
+                send_rate, props.max_concurrency, timeout_s, instances, rates.bulk_rate if rates else None))
+        for lane, lane_rate, lane_instances, lane_per_instance in self._lane_paces(props):
+            if timeout_s is not None and 1 / lane_per_instance > longest_carried_gap_s(timeout_s) + 1e-9:
                 Validations.of(self).add_warning(rules.LONG_GAP_WARNING, rules.long_gap_warning(
-                    pace, per_lane_instance, timeout_s, fix))
+                    lane, lane_rate, lane_instances, lane_per_instance, send_rate, timeout_s))
         if props.low_max_receive_count:
             Validations.of(self).add_warning(
                 LOW_MAX_RECEIVE_COUNT_WARNING,
@@ -254,30 +252,18 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             )
 
     @staticmethod
-    def _lane_paces(props: PipelineProps) -> list[tuple[str, float, str]]:
-        """Each paced lane's own per-instance rate as it runs (a bulk instance's without the loan), with what
-        sets it and the fix for one too slow for its invocations to carry: (pace, rate, fix)."""
-        rates, send_rate = props.lane_rates, known(props.send_rate)
+    def _lane_paces(props: PipelineProps) -> list[tuple[str, float | None, int | None, float]]:
+        """Each paced lane as it runs: (its name, "" without lanes; its own rate; its instances; each one's rate,
+        a bulk instance's without the loan)."""
+        rates = props.lane_rates
         if rates is None:
             per_instance = known(props.max_send_rate)
-            if per_instance is None:
-                return []
-            if send_rate is None:
-                return [(f"max_send_rate ({per_instance:g})", per_instance,
-                         "give send_rate (the pipeline's rate) instead, and the construct runs as many instances "
-                         "as it keeps busy")]
-            return [(f"send_rate ({send_rate:g}/s) over the event source's minimum of two instances", per_instance,
-                     "a higher send_rate")]
-        if send_rate is None or rates.bulk_instance_rate is None or rates.urgent_instance_rate is None:
-            return []
-        return [
-            (f"the bulk lane's share of send_rate ({send_rate * (1 - props.urgent_share):g} of {send_rate:g}/s) "
-             f"over its {rates.bulk_max_concurrency} instances", rates.bulk_instance_rate,
-             "a higher send_rate or a smaller urgent_share"),
-            (f"the urgent lane's share of send_rate ({send_rate * props.urgent_share:g} of {send_rate:g}/s) over "
-             f"its {rates.urgent_max_concurrency} instances", rates.urgent_instance_rate,
-             "a higher send_rate or a larger urgent_share"),
-        ]
+            return [] if per_instance is None else [("", known(props.send_rate), props.paced_concurrency,
+                                                     per_instance)]
+        return [(lane.value, lane_rate, instances, per_instance) for lane, lane_rate, instances, per_instance in (
+            (Priority.BULK, rates.bulk_rate, rates.bulk_max_concurrency, rates.bulk_instance_rate),
+            (Priority.URGENT, rates.urgent_rate, rates.urgent_max_concurrency, rates.urgent_instance_rate),
+        ) if per_instance is not None]
 
     def _build_queues(self, props: PipelineProps) -> Queues:
         dead_letter_queue: sqs.IQueue = props.dead_letter_queue or sqs.Queue(

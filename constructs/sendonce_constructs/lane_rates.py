@@ -33,6 +33,19 @@ class LaneRates(NamedTuple):
     bulk_instance_rate: float | None = None
     lent_instance_rate: float | None = None
 
+    @property
+    def bulk_rate(self) -> float | None:
+        """The bulk lane's own share of the rate, all its instances together (without the loan)."""
+        return _lane_rate(self.bulk_instance_rate, self.bulk_max_concurrency)
+
+    @property
+    def urgent_rate(self) -> float | None:
+        return _lane_rate(self.urgent_instance_rate, self.urgent_max_concurrency)
+
+
+def _lane_rate(instance_rate: float | None, instances: int | None) -> float | None:
+    return instance_rate * instances if instance_rate is not None and instances is not None else None
+
 
 def carried_instances(lane_rate: float, max_concurrency: int, function_timeout_s: float | None) -> int:
     """How many of a paced lane's ``max_concurrency`` instances its rate keeps busy: each instance's gap between

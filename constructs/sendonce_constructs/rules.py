@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import ParamSpec, TypeVar
 
 from sendonce_contract.allowed_recipients import AllowedRecipients, InvalidEntry, parse_entries
-from sendonce_contract.deploy_config import longest_carried_gap_s, shortest_carrying_timeout_s, woken_phase_span_s
+from sendonce_contract.deploy_config import longest_carried_gap_s, woken_phase_span_s
 from sendonce_contract.message import SES_NAME
 from sendonce_contract.schema import Ledger
 from sendonce_contract.sqs_limits import (
@@ -759,13 +759,25 @@ def idle_instances_warning(send_rate: float, max_concurrency: int, function_time
 LONG_GAP_WARNING = "@sendonce/SendOnceEmailQueue:sendGapLongerThanTheFunctionCarries"
 
 
-def long_gap_warning(pace: str, per_instance: float, function_timeout_s: float, fix: str) -> str:
-    """The warning for a lane whose instances, as they run, each send less often than their invocations carry
-    (``longest_carried_gap_s``): ``pace`` says where the per-instance rate comes from, ``fix`` what to change
-    besides the function timeout."""
+def long_gap_warning(lane: str, lane_rate: float | None, instances: int | None, per_instance: float,
+                     send_rate: float | None, function_timeout_s: float) -> str:
+    """The warning for a lane (``lane``: "bulk", "urgent", or "" without lanes) whose instances, as they run,
+    each send less often than their invocations carry (``longest_carried_gap_s``): what sets their pace, and the
+    fixes."""
+    if not lane and send_rate is None:
+        pace = f"max_send_rate ({per_instance:g})"
+        fix = "give send_rate (the pipeline's rate) instead, and the construct runs as many instances as it keeps busy"
+    elif not lane:
+        pace = f"send_rate ({send_rate:g}/s) over the event source's minimum of two instances"
+        fix = "a higher send_rate"
+    else:
+        pace = (f"the {lane} lane's share of send_rate ({lane_rate:g} of {send_rate:g}/s) over its {instances} "
+                "instances")
+        fix = f"a higher send_rate or a {'larger' if lane == 'urgent' else 'smaller'} urgent_share"
     gap_s = 1 / per_instance
-    timeout_s = shortest_carrying_timeout_s(gap_s)
-    timeout_fix = (f"a function_timeout of at least {timeout_s} s" if timeout_s <= LAMBDA_MAX_TIMEOUT_S
+    timeout_s = next((t for t in range(1, LAMBDA_MAX_TIMEOUT_S + 1) if longest_carried_gap_s(t) >= gap_s - 1e-9),
+                     None)
+    timeout_fix = (f"a function_timeout of at least {timeout_s} s" if timeout_s is not None
                    else "a higher rate (no function timeout carries it)")
     return (f"{pace} is {per_instance:.3g} emails/s an instance, a send every {gap_s:.3g} s, longer than a "
             f"{function_timeout_s:g} s function_timeout's invocations carry between an instance's sends "

@@ -9,7 +9,6 @@ consumer's time budget, derived once from the function timeout. The other bundle
 No dependency: the Lambda bundle ships this module.
 """
 
-import math
 import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, NamedTuple, Self, TypeVar
@@ -186,16 +185,6 @@ def longest_carried_gap_s(function_timeout_s: float) -> float:
     handed jobs faster than its slots come, and put them back as delayed copies; the construct runs no more of a
     paced lane's instances than keep to it (docs: sending rate). 2.75 s at 3 s, 4.65 s at 5 s, 28.9 s at 30 s."""
     return function_timeout_s - answer_margin_ms(function_timeout_s * 1000) / 1000 - RECEIVE_LEAD_S
-
-
-def shortest_carrying_timeout_s(gap_s: float) -> int:
-    """The shortest whole function timeout whose invocations carry ``gap_s`` between an instance's sends
-    (:func:`longest_carried_gap_s`)."""
-    # The answer margin is 5% of the timeout up to 20 s, a second past it.
-    timeout_s = (gap_s + RECEIVE_LEAD_S) / (1 - ANSWER_MARGIN_SHARE)
-    if timeout_s > MAX_ANSWER_MARGIN_MS / 1000 / ANSWER_MARGIN_SHARE:
-        timeout_s = gap_s + RECEIVE_LEAD_S + MAX_ANSWER_MARGIN_MS / 1000
-    return math.ceil(timeout_s - 1e-9)
 
 
 def sends_per_invocation(rate_per_instance: float, function_timeout_s: float) -> int:
