@@ -31,13 +31,16 @@ from sendonce_producer import EmailJob, Pipeline
 from sendonce_producer.sql_connect import database
 from sendonce_producer.sql_outbox import add, schema_statements
 from sendonce_producer.sql_relay import OutboxRelay, RelaySettings
-from sendonce_runtime.lane_share import URGENT_WORK_ATTRIBUTES
+from sendonce_runtime.lane_share import URGENT_WORK_ATTRIBUTES, UrgentLaneWatch
 from sendonce_runtime.outbox_relay import relay
 
 STACK = "Lanes"
 # Bulk keeps a quarter of 8 recipients a second (1/s on each of its two instances) and borrows the urgent lane's
 # three quarters while the urgent queue is empty: 8/s in all, or 2/s without the loan.
 SEND_RATE, MAX_CONCURRENCY, URGENT_SHARE = 8, 2, 0.75
+FLOOD_STACK, FLOOD_RATE, FLOOD_INSTANCES = "FloodLanes", 5, 5
+URGENT_GAP_S = 2.0  # urgent jobs in use, not idle: as often as section 9d's arrive
+WATCH_AFTER_S = 1.0  # the watch reads the urgent queue this long after each urgent job is enqueued
 
 
 @dataclass
@@ -76,14 +79,14 @@ class Lanes:
                 sqs.delete_message_batch(QueueUrl=queue, Entries=[
                     {"Id": str(n), "ReceiptHandle": m["ReceiptHandle"]} for n, m in enumerate(batch)])
 
-    def run(self, until: Any, bound_s: float = 60) -> StackRunners:
-        """Both lanes' consumers, run until ``until()`` holds (polled, at most ``bound_s``)."""
+    def run(self, until: Any, bound_s: float = 60, every_s: float = 0.1) -> StackRunners:
+        """Both lanes' consumers, run until ``until()`` holds (polled every ``every_s``, at most ``bound_s``)."""
         runners = StackRunners(self.environment, None).start(self.stack.consumers, [])
         try:
             deadline = time.monotonic() + bound_s
             while not until():
                 assert time.monotonic() < deadline, "the lanes did not send in time"
-                time.sleep(0.1)
+                time.sleep(every_s)
         finally:
             runners.stop()
         return runners
@@ -97,31 +100,43 @@ def sent_at(since: int = 0) -> dict[str, float]:
     return {send.subject.removeprefix("Receipt "): send.accepted_at for send in SEND_LOG.since(since)}
 
 
-@pytest.fixture(scope="module")
-def lanes(local_aws: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lanes]:
-    local_aws.reset()
-    out = tmp_path_factory.mktemp("cdk.out")
+def _deploy(stack_name: str, out: Path, environment: dict[str, str], **props: Any) -> Lanes:
+    """A pipeline with ``urgent_lane`` synthesized to ``out`` and deployed to the emulator, as a user deploys it."""
     app = cdk.App(outdir=str(out))
-    SendOnceEmailQueue(cdk.Stack(app, STACK), "Mail", sender=SENDER_DOMAIN, urgent_lane=True, send_rate=SEND_RATE,
-                       max_concurrency=MAX_CONCURRENCY, urgent_share=URGENT_SHARE, ses_events=False,
-                       outcome_events=False, quota_watch=False, alarms=False, outbox=True)
+    SendOnceEmailQueue(cdk.Stack(app, stack_name), "Mail", sender=SENDER_DOMAIN, urgent_lane=True, ses_events=False,
+                       outcome_events=False, quota_watch=False, alarms=False, **props)
     app.synth()
-    deployed = json.loads((out / f"{STACK}.template.json").read_text())
+    deployed = json.loads((out / f"{stack_name}.template.json").read_text())
     for resource in deployed["Resources"].values():  # the emulator has no asset bucket; the runners read cdk.out
         if resource["Type"] == "AWS::Lambda::Function":
             resource["Properties"]["Code"] = {"ZipFile": "def handler(event, context): pass"}
     deployed.pop("Rules", None)
     deployed.pop("Parameters", None)
-    boto3.client("cloudformation").create_stack(StackName=STACK, TemplateBody=json.dumps(deployed),
+    boto3.client("cloudformation").create_stack(StackName=stack_name, TemplateBody=json.dumps(deployed),
                                                 Capabilities=["CAPABILITY_IAM"])
     boto3.client("sesv2").create_email_identity(EmailIdentity=SENDER_DOMAIN)
-    stack = load_stack(STACK, out)
+    stack = load_stack(stack_name, out)
     bulk = ConsumerConfig.from_env(stack.consumer(HANDLER).function.environment)
     urgent = ConsumerConfig.from_env(stack.consumer(HANDLER, lane="urgent").function.environment)
     assert bulk.queue_url and urgent.queue_url and bulk.urgent_queue_url == urgent.queue_url
-    yield Lanes(stack, bulk.queue_url, urgent.queue_url, bulk.dead_letter_queue_url, urgent.dead_letter_queue_url,
-                local_aws.environment)
+    return Lanes(stack, bulk.queue_url, urgent.queue_url, bulk.dead_letter_queue_url, urgent.dead_letter_queue_url,
+                 environment)
+
+
+@pytest.fixture(scope="module")
+def lanes(local_aws: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lanes]:
     local_aws.reset()
+    yield _deploy(STACK, tmp_path_factory.mktemp("cdk.out"), local_aws.environment, send_rate=SEND_RATE,
+                  max_concurrency=MAX_CONCURRENCY, urgent_share=URGENT_SHARE, outbox=True)
+    local_aws.reset()
+
+
+@pytest.fixture(scope="module")
+def flood_lanes(lanes: Lanes, tmp_path_factory: pytest.TempPathFactory) -> Lanes:
+    """Beside ``lanes`` (whose fixture resets the emulator once, before both): the shape of BENCHMARKS.md section
+    9d, the default function timeout and urgent share, so each urgent instance paces at 0.5/s."""
+    return _deploy(FLOOD_STACK, tmp_path_factory.mktemp("cdk.out"), lanes.environment, send_rate=FLOOD_RATE,
+                   max_concurrency=FLOOD_INSTANCES)
 
 
 def test_the_local_runner_plays_both_lanes_event_sources_from_the_deployed_stack(lanes):
@@ -260,3 +275,37 @@ def test_urgent_jobs_keep_their_share_through_a_bulk_flood_which_gives_it_back(l
         bulk_during = sum(1 for key in bulk if since <= at[key] <= urgent_done)
         own_rate = (1 - URGENT_SHARE) * SEND_RATE
         assert bulk_during <= own_rate * (urgent_done - since) + MAX_CONCURRENCY + 1, bulk_during
+
+
+def test_bulk_s_watch_sees_the_urgent_lane_in_use_while_urgent_jobs_come_seconds_apart(flood_lanes):
+    """Bulk lends itself the urgent share once its watch, a read of the urgent queue a second at most, has found
+    no urgent job waiting or in flight for 5 s. With a 30 s function an urgent job used to be deleted as soon as
+    it was sent, and few reads saw it: bulk lent itself the share between urgent jobs 2 s apart, and each change
+    of rate moved its instances' send grids (a quiet tenant's job met gaps of up to a second). Each urgent
+    instance now keeps its sent job in flight until its next slot is a receive's lead away (1.9 s at 0.5/s), so a
+    watch reading the emulator's urgent queue as a bulk instance does finds the lane in use from the first job to
+    the last, and every urgent job is sent once."""
+    lanes = flood_lanes
+    lanes.purge()
+    start, keys = len(SEND_LOG.since(0)), [f"watched:{n}" for n in range(8)]
+    pipeline, watch = lanes.pipeline(), UrgentLaneWatch(boto3.client("sqs"), lanes.urgent_queue)
+    enqueued_at: list[float] = []
+    busy_while_in_use: list[bool] = []
+
+    def urgent_jobs_seconds_apart() -> bool:
+        now = time.monotonic()
+        if len(enqueued_at) < len(keys) and (not enqueued_at or now - enqueued_at[-1] >= URGENT_GAP_S):
+            key = keys[len(enqueued_at)]
+            assert pipeline.enqueue_many([EmailJob(key, f"a@{SENDER_DOMAIN}", ["ada@example.org"],
+                                                   subject=f"Receipt {key}", text="x", priority="urgent")]) == []
+            enqueued_at.append(now)
+        elif enqueued_at and WATCH_AFTER_S <= now - enqueued_at[-1] < WATCH_AFTER_S + 0.5:
+            # A bulk instance reads at any time, not with the enqueue: a read right after it would find the job
+            # waiting either way. A second later the urgent instance has sent it (in its woken phase, at most 1 s
+            # at 0.5/s), and only a job kept in flight is still counted.
+            busy_while_in_use.append(watch.busy())
+        return len(emails_per_key(start)) == len(keys) and lanes.depth(lanes.urgent_queue) == 0
+
+    lanes.run(until=urgent_jobs_seconds_apart, bound_s=60, every_s=0.25)
+    assert emails_per_key(start) == dict.fromkeys(keys, 1)
+    assert busy_while_in_use and all(busy_while_in_use), "bulk would have lent itself the urgent share meanwhile"

@@ -134,12 +134,15 @@ def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, s3: Any = No
 
         checks.append(ReadAttachments(s3 if s3 is not None else aws_clients.s3(settings), settings.budget))
     if settings.max_send_rate:
+        from sendonce_contract.priority import Priority
+
         from .send_rate import PaceSends
         from .settled_key import SettledKeys
 
         checks.append(PaceSends(_limiter(settings, sqs), settings.budget.record_budget_ms,
                                 seats=_pace_seats(settings, dynamodb),
-                                settled=SettledKeys(ledger, settings.budget.ledger_call_ms)))
+                                settled=SettledKeys(ledger, settings.budget.ledger_call_ms),
+                                watched=settings.lane == Priority.URGENT.value))
     return checks
 
 

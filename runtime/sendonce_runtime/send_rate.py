@@ -307,9 +307,11 @@ class PaceSends:
 
     def __init__(self, limiter: SendRateLimiter, record_budget_ms: int,
                  sleep: Callable[[float], None] = time.sleep, seats: PaceSeats | None = None,
-                 settled: SettledKeys | None = None) -> None:
+                 settled: SettledKeys | None = None, watched: bool = False) -> None:
         self.limiter = limiter
         self._settled = settled  # the ledger read before a long wait: a duplicate takes no slot
+        # The urgent lane's consumer: the bulk lane's watch (``lane_share``) reads its queue's jobs in flight.
+        self._watched = watched
         self._record_budget_ms = record_budget_ms
         self._sleep = sleep
         self._seats = seats  # a lane of more than one instance: the pace table's counter
@@ -371,10 +373,16 @@ class PaceSends:
         record of the next invocation may wait (a share below one email per that wait): a batch received at once
         could only go back as delayed copies, where another instance may send it. A batch sent at once holds
         nothing back otherwise: the queue sets the pace, and an instance held back would leave a job arriving
-        meanwhile to another, idle one (whose woken phase may delay it). Returns the seconds waited."""
+        meanwhile to another, idle one (whose woken phase may delay it). An urgent lane's batch (``watched``)
+        holds back after any send too: bulk lends itself the urgent share while its watch (a read of the urgent
+        queue a second at most) finds no urgent job waiting or in flight for a few seconds, and a job deleted as
+        soon as it was sent is seen by few reads, so bulk's instances lent and gave back the share between urgent
+        jobs seconds apart, each change of rate moving their send grids. A job received meanwhile would wait for
+        that slot anyway: the hold costs the urgent lane nothing, and its next job goes to an idle instance.
+        Returns the seconds waited."""
         waited, self._waited = self._waited, False
         next_wait_s = planned_wait_s(deadline.initial_ms, self._record_budget_ms)
-        if not (waited or any(r.outcome is Outcome.PACED for r in results)
+        if not (waited or self._watched or any(r.outcome is Outcome.PACED for r in results)
                 or self.limiter.next_slot_in() > next_wait_s):
             return 0.0
         margin_ms = answer_margin_ms(deadline.initial_ms)
