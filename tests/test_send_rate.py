@@ -377,8 +377,13 @@ def test_a_send_at_once_holds_back_when_the_next_slot_lies_past_what_the_next_ba
         assert waited == 0.0
 
 
-@pytest.mark.parametrize("watched", [True, False])
-def test_an_urgent_lane_s_send_at_once_stays_in_flight_until_its_next_slot_is_a_receive_s_lead_away(watched):
+@pytest.mark.parametrize(("watched", "outcome", "held_s"), [
+    (True, Outcome.SENT, 2.0 - RECEIVE_LEAD_S),
+    (False, Outcome.SENT, 0.0),
+    (True, Outcome.DUPLICATE, 0.0),  # its slot given back: the next slot is now, nothing to hold for
+])
+def test_an_urgent_lane_s_send_at_once_stays_in_flight_until_its_next_slot_is_a_receive_s_lead_away(
+        watched, outcome, held_s):
     """The bulk lane's watch reads the urgent queue's jobs in flight at most once a second: an urgent job deleted
     the moment it was sent is seen by few reads, and bulk lent itself the urgent share between urgent jobs seconds
     apart. So the urgent lane's invocation (``watched``) holds its batch after a send at once, where a bulk one at
@@ -391,21 +396,6 @@ def test_an_urgent_lane_s_send_at_once_stays_in_flight_until_its_next_slot_is_a_
     record = sqs_record(job("urgent:lone"))
     delivery = Delivery(SqsRecord.from_event(record), parse_job(record["body"], record["messageId"]), deadline)
 
-    assert pace(delivery, lambda d: RecordResult(record["messageId"], Outcome.SENT)).outcome is Outcome.SENT
+    assert pace(delivery, lambda d: RecordResult(record["messageId"], outcome)).outcome is outcome
     assert clock.slept == []  # the lone email went at once
-    waited = pace.hold_back(deadline, [RecordResult(record["messageId"], Outcome.SENT)])
-    assert waited == (pytest.approx(2.0 - RECEIVE_LEAD_S) if watched else 0.0)
-
-
-def test_an_urgent_lane_s_batch_of_duplicates_holds_nothing_back():
-    """A duplicate gives its slot back: the instance's next slot is now, so there is nothing to hold for."""
-    clock = FakeTime()
-    limiter = SendRateLimiter(rate=0.5, monotonic=clock.monotonic, sleep=clock.sleep, phase=lambda: 0.0)
-    pace = PaceSends(limiter, record_budget_ms=13_000, sleep=clock.sleep, watched=True)
-    deadline = Deadline(_Remaining(clock, 30.0))
-    record = sqs_record(job("urgent:dup"))
-    delivery = Delivery(SqsRecord.from_event(record), parse_job(record["body"], record["messageId"]), deadline)
-
-    result = pace(delivery, lambda d: RecordResult(record["messageId"], Outcome.DUPLICATE))
-    assert result.outcome is Outcome.DUPLICATE
-    assert pace.hold_back(deadline, [RecordResult(record["messageId"], Outcome.DUPLICATE)]) == 0.0
+    assert pace.hold_back(deadline, [RecordResult(record["messageId"], outcome)]) == pytest.approx(held_s)
