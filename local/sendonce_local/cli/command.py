@@ -51,15 +51,18 @@ def main(argv: list[str] | None = None) -> int:
     demo = commands.add_parser("demo", help="deploy the example app to an embedded emulator and send it traffic")
     demo.add_argument("--quick", action="store_true", help=f"a smaller workload ({QUICK_KEYS} keys), for CI")
     demo.add_argument("--keys", type=int, default=None, help="distinct emails to send (default 250)")
-    demo.add_argument("--faults", type=share, default=0.1, help="share of invocations killed (default 0.1)")
-    demo.add_argument("--seed", type=int, default=42)
-    demo.add_argument("--out", type=Path, default=Path(".demo-out"), help="report folder (default .demo-out)")
-    demo.add_argument("--stack", default="SendOnceExample")
+    demo.add_argument("--faults", type=share, default=0.1, help="share of invocations killed (default %(default)s)")
+    demo.add_argument("--seed", type=int, default=42, help="seed of the traffic and the faults (default %(default)s)")
+    demo.add_argument("--out", type=Path, default=Path(".demo-out"), help="report folder (default %(default)s)")
+    demo.add_argument("--stack", default="SendOnceExample",
+                      help="the example app's stack to deploy (default %(default)s)")
     serve = commands.add_parser("serve", help="run an emulator and print the environment that points a shell at it")
     serve.add_argument("--verbose", action="store_true", help="print the traceback of each request it failed")
     run = commands.add_parser("run", help="play the SQS event source for a stack deployed to an emulator")
-    run.add_argument("--stack", required=True)
-    run.add_argument("--cdk-out", type=Path, default=Path("cdk.out"))
+    run.add_argument("--stack", required=True, help="the deployed stack whose sendonce pipelines to run")
+    run.add_argument("--cdk-out", type=Path, default=Path("cdk.out"),
+                     help="the cloud assembly `cdk deploy` wrote: the stack's template and its functions' code "
+                          "(default %(default)s)")
     run.add_argument("--until-drained", action="store_true",
                      help="exit once every queue is empty (default: keep polling until Ctrl-C)")
     run.add_argument("--json", action="store_true", help="each record as the function's own JSON line")
