@@ -25,6 +25,7 @@ STARTUP_BOUND_S = 60
 # A handler's answer may arrive a little after its deadline while the process winds down; Lambda's own
 # cut-off is the timeout, so past this grace the worker is treated as timed out and killed.
 ANSWER_GRACE_S = 0.25
+EXIT_BOUND_S = 5  # from a worker's answer pipe closing to its exit
 
 
 @dataclass(frozen=True)
@@ -152,6 +153,12 @@ class LambdaInstance:
         if not readable:
             return None
         line = self._answers.readline()
+        if not line and self._process is not None:
+            # The pipe closes as the process exits, a moment before it can be reaped: reaped here, a kill is not
+            # taken for a timeout (on a loaded machine poll() still found it running, and a forced fault that had
+            # fired was armed again).
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._process.wait(timeout=EXIT_BOUND_S)
         return json.loads(line) if line else None
 
     def _restart(self) -> None:
