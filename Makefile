@@ -62,7 +62,7 @@ test-demo: setup
 	$(PY) -m pytest -m demo
 
 lint: setup
-	$(PY) -m ruff check contract constructs ops local testing producer runtime tests examples bench integ tools
+	$(PY) -m ruff check contract sendonce_constructs ops local testing producer runtime tests examples bench integ tools
 	$(PY) -m mypy
 
 synth: setup
@@ -104,7 +104,7 @@ docs-check: docs
 	DOCS_SITE=$(DOCS) DOCS_CHECK=$(DOCS_CHECK) $(PY) -m pytest -q -m browser tests/test_docs_site.py
 
 # Every generated table of the README and the site, the construct's docstring and the resolved props
-# (constructs/sendonce_constructs/resolved_props.py), rewritten from the one declaration of each thing
+# (sendonce_constructs/resolved_props.py), rewritten from the one declaration of each thing
 # (tools/reference_docs.py); tests/test_reference_docs.py and tests/test_prop_declarations.py fail while they differ.
 .PHONY: props-docs docs-check demo-picture
 props-docs: setup

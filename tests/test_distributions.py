@@ -44,7 +44,7 @@ def test_make_dist_builds_a_wheel_and_an_sdist_of_every_distribution_at_the_rele
     with tarfile.open(dist / f"sendonce-{__version__}.tar.gz") as sdist:
         members = {member.name.split("/", 1)[1] for member in sdist.getmembers() if "/" in member.name}
     assert {"README.md", "CHANGELOG.md", "LICENSE", "producer/hatch_build.py", "runtime/sendonce_runtime/handler.py",
-            "constructs/sendonce_constructs/email_queue.py"} <= members
+            "sendonce_constructs/email_queue.py"} <= members
     assert {"ops/sendonce_ops/cli.py", "local/sendonce_local/cli/command.py"} <= members
     assert not [m for m in members if m.startswith(("tests/", "integ/", "examples/", "contract/", "bench/",
                                                     "testing/"))]

@@ -9,17 +9,18 @@ import sys
 from pathlib import Path
 
 import pytest
+from layout import PACKAGES
 
 ROOT = Path(__file__).resolve().parents[1]
 # Each package, where its code is, and which of our packages it may import.
 LAYERS = {
-    "sendonce_contract": (ROOT / "contract" / "sendonce_contract", set()),
-    "sendonce_runtime": (ROOT / "runtime" / "sendonce_runtime", {"sendonce_contract"}),
-    "sendonce_producer": (ROOT / "producer" / "sendonce_producer", {"sendonce_contract"}),
-    "sendonce_constructs": (ROOT / "constructs" / "sendonce_constructs", {"sendonce_contract", "sendonce_runtime"}),
-    "sendonce_ops": (ROOT / "ops" / "sendonce_ops", {"sendonce_contract"}),
-    "sendonce_local": (ROOT / "local" / "sendonce_local", {"sendonce_contract", "sendonce_runtime", "sendonce_producer",
-                                                        "sendonce_ops"}),
+    "sendonce_contract": (PACKAGES["sendonce_contract"], set()),
+    "sendonce_runtime": (PACKAGES["sendonce_runtime"], {"sendonce_contract"}),
+    "sendonce_producer": (PACKAGES["sendonce_producer"], {"sendonce_contract"}),
+    "sendonce_constructs": (PACKAGES["sendonce_constructs"], {"sendonce_contract", "sendonce_runtime"}),
+    "sendonce_ops": (PACKAGES["sendonce_ops"], {"sendonce_contract"}),
+    "sendonce_local": (PACKAGES["sendonce_local"], {"sendonce_contract", "sendonce_runtime", "sendonce_producer",
+                                                  "sendonce_ops"}),
 }
 OURS = {*LAYERS, "sendonce_testing"}
 WITHOUT_CDK = ("sendonce_contract", "sendonce_runtime", "sendonce_producer", "sendonce_ops", "sendonce_local")

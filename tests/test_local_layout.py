@@ -7,8 +7,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from layout import PACKAGES
+
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "local" / "sendonce_local"
+PACKAGE = PACKAGES["sendonce_local"]
 MAX_LINES = 300
 # Each subpackage and the subpackages it may import.
 LAYERS = {

@@ -1,4 +1,4 @@
-"""Each prop of SendOnceEmailQueue is declared once (constructs/sendonce_constructs/queue_props.py): the docs' prop
+"""Each prop of SendOnceEmailQueue is declared once (sendonce_constructs/queue_props.py): the docs' prop
 tables (tests/test_reference_docs.py holds them) and the construct's docstring are rendered from the declarations,
 the keyword API is checked against them, and every error carries a stable id and the construct's path."""
 
@@ -30,7 +30,7 @@ from sendonce_constructs.unresolved import UNRESOLVED
 from tools import reference_docs, resolved_props_source
 
 ROOT = Path(__file__).resolve().parent.parent
-REGENERATE = ("the declarations in constructs/sendonce_constructs/queue_props.py changed: run `make props-docs` "
+REGENERATE = ("the declarations in sendonce_constructs/queue_props.py changed: run `make props-docs` "
               "and commit")
 S = cdk.Duration.seconds
 
@@ -138,7 +138,7 @@ def test_every_rule_has_its_own_stable_id():
 
 
 def test_the_resolved_props_are_the_ones_the_declarations_render():
-    source = (ROOT / "constructs" / "sendonce_constructs" / "resolved_props.py").read_text(encoding="utf-8")
+    source = (ROOT / "sendonce_constructs" / "resolved_props.py").read_text(encoding="utf-8")
     assert source == resolved_props_source.render_resolved_props(), REGENERATE
     assert [field.name for field in dataclasses.fields(PipelineProps)] == list(resolved_props_source.resolved_fields())
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import boto3
 from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
+from layout import PACKAGES
 from ses_event_fixtures import OWN_OBJECTS, ses_event, sqs_records
 
 from sendonce_constructs import DeliveryPolicy as ConstructPolicy
@@ -131,8 +132,8 @@ SES_FIELD_NAMES = {"bounceType", "bounceSubType", "complaintFeedbackType", "dela
 # Raw job documents, malformed ones included, are the local workload's and the test support's input: they spell the
 # job's key field.
 RAW_JOBS = {Path("local/sendonce_local/demo/workload.py"), Path("testing/sendonce_testing/lambda_events.py")}
-SCANNED = [ROOT / part / f"sendonce_{part}"
-           for part in ("runtime", "producer", "constructs", "ops", "local", "testing")]
+SCANNED = [PACKAGES[package] for package in ("sendonce_runtime", "sendonce_producer", "sendonce_constructs",
+                                             "sendonce_ops", "sendonce_local", "sendonce_testing")]
 
 
 def _literals(path: Path) -> list[tuple[int, str]]:

@@ -9,12 +9,14 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
+from layout import PACKAGES
+
 from sendonce_contract import companion_configs, deploy_config, schema
 from sendonce_contract.deploy_config import ConsumerConfig, Env, TimeBudget
 from sendonce_contract.schema import IGNORED_SES_EVENT_TYPES, SES_EVENT_TYPES, Ledger, Metric
 
 ROOT = Path(__file__).resolve().parents[1]
-SCANNED = ("contract", "runtime", "constructs", "ops", "local", "testing", "producer", "bench", "integ")
+SCANNED = (*(folder.relative_to(ROOT).as_posix() for folder in PACKAGES.values()), "bench", "integ")
 DEPLOY_CONFIG = Path(deploy_config.__file__).resolve().relative_to(ROOT)
 # The integration test's runner hands its app a few names of its own: repository tooling, spelled beside it.
 INTEG_ENV = Path("integ/integ_env.py")

@@ -78,7 +78,7 @@ def props_first() -> str:
 
 
 def _construct_sources() -> dict[str, str]:
-    package = ROOT / "constructs" / "sendonce_constructs"
+    package = ROOT / "sendonce_constructs"
     return {path.name: path.read_text(encoding="utf-8") for path in sorted(package.glob("*.py"))}
 
 
@@ -402,11 +402,11 @@ def main(root: Path) -> None:
         text = path.read_text(encoding="utf-8")
         if blocks_in(text):
             path.write_text(rewrite(text), encoding="utf-8")
-    module = root / "constructs" / "sendonce_constructs" / "email_queue.py"
+    module = root / "sendonce_constructs" / "email_queue.py"
     module.write_text(rewrite_module(module.read_text(encoding="utf-8")), encoding="utf-8")
     from tools import resolved_props_source
 
-    resolved = root / "constructs" / "sendonce_constructs" / "resolved_props.py"
+    resolved = root / "sendonce_constructs" / "resolved_props.py"
     resolved.write_text(resolved_props_source.render_resolved_props(), encoding="utf-8")
 
 

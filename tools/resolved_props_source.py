@@ -1,4 +1,4 @@
-"""The resolved props (``constructs/sendonce_constructs/resolved_props.py``), rendered from the props' declarations
+"""The resolved props (``sendonce_constructs/resolved_props.py``), rendered from the props' declarations
 (``queue_props``), their derivations and the rules that parse a prop: mypy reads a real class, and nothing in it is
 typed by hand. ``make props-docs`` rewrites it (``tools/reference_docs.py``); a test fails while it differs.
 Repository tooling: it ships in no distribution.
