@@ -36,8 +36,7 @@ def sendonce_handler(table: str, dlq_url: str, parallelism: int = 1, evidence: t
 
     options: dict[str, Any] = {"attachments_bucket": attachments_bucket}
     if evidence is not None:
-        options.update(configuration_set=evidence[0], pipeline_tag=evidence[1], ses_events=True,
-                       evidence_grace_ms=300_000)
+        options.update(configuration_set=evidence[0], pipeline_tag=evidence[1], evidence_grace_ms=300_000)
     settings = Settings(table_name=table, dead_letter_queue_url=dlq_url, parallelism=parallelism,
                         pipeline_name="bench", **options)
     clients = {

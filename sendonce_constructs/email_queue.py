@@ -17,7 +17,7 @@ from aws_cdk import aws_ses as ses
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget, longest_carried_gap_s
+from sendonce_contract.deploy_config import PROP_FIELDS, ConsumerConfig, TimeBudget, longest_carried_gap_s
 from sendonce_contract.priority import Priority
 from sendonce_contract.schema import Ledger as LedgerSchema
 from sendonce_contract.sqs_limits import SQS_DEFAULT_MESSAGE_BYTES, SQS_MAX_MESSAGE_BYTES
@@ -522,32 +522,28 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
                               attachments: Attachments | None, pace_table: dynamodb.ITable | None) -> dict[str, str]:
         timeout_s = seconds(props.function_timeout)
         max_receive_count = known(props.max_receive_count)
-        ses_events = evidence.ses is not None and props.evidence_grace_period is not None
+        grace = props.evidence_grace_period if evidence.ses is not None else None
+        outcome_bus = evidence.outcome_events.bus.event_bus_name if evidence.outcome_events is not None else None
         return ConsumerConfig(
+            **{field: getattr(props, field) for field in PROP_FIELDS},
             table_name=ledger.table.table_name,
             dead_letter_queue_url=lane.queues.dead_letter_queue.queue_url,
-            delivery=props.delivery,
             dedupe_ttl_s=int(props.dedupe_ttl.to_seconds()),
             parallelism=props.parallelism or 1,
-            fifo=props.fifo,
             pipeline_name=self.pipeline_name,
             queue_url=lane.queues.queue.queue_url,
             configuration_set=evidence.configuration_set_name,
             key_secret_id=ledger.key_secret.secret_arn if ledger.key_secret is not None else None,
-            allowed_recipients=props.allowed_recipients,
             time_budget=TimeBudget.for_function_timeout(timeout_s) if timeout_s is not None else None,
             max_send_rate=lane.max_send_rate,
             lane=lane.name or None,
             lent_send_rate=lane.lent_send_rate,
             urgent_queue_url=lane.watched_queue.queue_url if lane.watched_queue is not None else None,
             max_receive_count=int(max_receive_count) if max_receive_count is not None else None,
-            outcome_bus=evidence.outcome_events.bus.event_bus_name if evidence.outcome_events is not None else None,
-            ses_events=ses_events,
-            evidence_grace_ms=int(props.evidence_grace_period.to_milliseconds())
-            if ses_events and props.evidence_grace_period is not None else 0,
-            pipeline_tag=self.node.addr,
-            ses_tenants=props.ses_tenants,
-            tenant_metrics=props.tenant_metrics,
+            outcome_bus=outcome_bus,
+            evidence_grace_ms=int(grace.to_milliseconds()) if grace is not None else None,
+            # Only SES's events and the outcome events match on the tag.
+            pipeline_tag=self.node.addr if grace is not None or outcome_bus is not None else None,
             attachments_bucket=attachments.bucket.bucket_name if attachments is not None else None,
             pace_table=pace_table.table_name if pace_table is not None else None,
         ).to_env()

@@ -65,9 +65,10 @@ class Pipeline:
             s3=boto3.client("s3", config=ledger_config(settings)) if settings.attachments_bucket else None,
         )
 
-    def evidence_settings(self, grace_ms: int = 60_000, **overrides: Any) -> dict[str, Any]:
-        """Settings of a consumer whose sends SES's events confirm (see :meth:`ses_events`)."""
-        return {"ses_events": True, "evidence_grace_ms": grace_ms, "pipeline_tag": PIPELINE_TAG,
+    def evidence_settings(self, grace_ms: int = 60_000, ses_events: bool = True, **overrides: Any) -> dict[str, Any]:
+        """Settings of a consumer whose sends SES's events confirm (see :meth:`ses_events`), unless ``ses_events``
+        is False (a grace period is what turns them on)."""
+        return {"evidence_grace_ms": grace_ms if ses_events else None, "pipeline_tag": PIPELINE_TAG,
                 "configuration_set": CONFIGURATION_SET, **overrides}
 
     def ses_events(self, clock: Any = None, faults: Any = None, seed: int = 0) -> Any:

@@ -23,7 +23,7 @@ def wired(**overrides):
 @pytest.mark.parametrize(("overrides", "expected"), [
     ({}, ("ParseJob", ["Schedule", "AttachmentsBucket", "CarriedSend"])),
     ({"fifo": True}, ("ParseJob", ["NoSendAtOnFifo", "AttachmentsBucket", "CarriedSend"])),
-    ({"ses_events": True, "configuration_set": "own"},
+    ({"evidence_grace_ms": 60_000, "configuration_set": "own"},
      ("ParseJob", ["OwnConfigurationSet", "Schedule", "AttachmentsBucket", "CarriedSend"])),
     ({"allowed_recipients": parse_entries(["ada@example.org"])},
      ("ParseJob", ["RecipientsAllowed", "Schedule", "AttachmentsBucket", "CarriedSend"])),

@@ -45,7 +45,7 @@ def deployed_like_the_construct(pipeline, policy: DeliveryPolicy) -> tuple[Funct
         table_name=pipeline.table_name, dead_letter_queue_url=pipeline.dead_letter_queue_url, queue_url=url,
         parallelism=derivations.parallelism(batch_size) or 1, max_receive_count=5, delivery=policy,
         max_send_rate=derivations.max_send_rate(RATE, POLLERS, Duration.seconds(FUNCTION_TIMEOUT_S)),
-        time_budget=TimeBudget.for_function_timeout(FUNCTION_TIMEOUT_S), ses_events=True, evidence_grace_ms=10_000,
+        time_budget=TimeBudget.for_function_timeout(FUNCTION_TIMEOUT_S), evidence_grace_ms=10_000,
         pipeline_tag=PIPELINE_TAG, configuration_set=CONFIGURATION_SET,
     ).to_env()
     function = FunctionSpec("consumer", HANDLER, runtime_asset_dir(), environment, timeout_s=FUNCTION_TIMEOUT_S)

@@ -47,3 +47,31 @@ def test_key_privacy_and_allowed_recipients_come_from_the_environment():
     assert production.key_secret_id is None and production.allowed_recipients is None
     with pytest.raises(SettingsError, match="invalid sendonce setting: 'qa@' is not an address"):
         Settings.from_env({**base, Env.ALLOWED_RECIPIENTS: "qa@"})
+
+
+def test_every_consumer_setting_declares_its_variable_and_codec_and_no_two_share_a_variable():
+    from sendonce_contract.deploy_config import PROP_FIELDS, ConsumerConfig
+    from sendonce_contract.env_settings import Nested, Var, settings
+
+    declared = dict(settings(ConsumerConfig))
+    assert list(declared) == list(ConsumerConfig._fields), "each field declares its variable and codec"
+    names = [d.name for d in declared.values() if isinstance(d, Var)]
+    names += [d.name for _, d in settings(TimeBudget) if isinstance(d, Var)]
+    assert len(names) == len(set(names)), "no two settings share a variable"
+    assert any(isinstance(d, Nested) for d in declared.values())
+    assert set(PROP_FIELDS) <= set(ConsumerConfig._fields)
+
+
+def test_an_off_switch_is_said_by_absence_and_an_empty_allow_list_is_not_read_as_none():
+    from sendonce_contract.env_settings import ConfigError
+
+    written = Settings(table_name="t", dead_letter_queue_url="u").to_env()
+    assert Env.SES_TENANTS not in written and Env.TENANT_METRICS not in written and written[Env.FIFO] == "false"
+    assert Env.EVIDENCE_GRACE_MS not in written and not Settings.from_env(written).ses_events
+    on = Settings(table_name="t", dead_letter_queue_url="u", ses_tenants=True, evidence_grace_ms=0)
+    assert Settings.from_env(on.to_env()) == on and Settings.from_env(on.to_env()).ses_events
+    # An empty list must refuse every recipient, never fall back to allowing all.
+    empty = Settings.from_env({Env.TABLE_NAME: "t", Env.DLQ_URL: "u", Env.ALLOWED_RECIPIENTS: ""})
+    assert empty.allowed_recipients is not None
+    with pytest.raises(ConfigError, match=f"in {Env.ALLOWED_RECIPIENTS}='not an address'"):
+        Settings.from_env({Env.TABLE_NAME: "t", Env.DLQ_URL: "u", Env.ALLOWED_RECIPIENTS: "not an address"})

@@ -55,8 +55,7 @@ def test_a_claim_whose_answer_was_lost_is_taken_over_by_its_own_copy_at_once(pip
     clock = FakeClock()
     jobs.enqueue(job("receipt:lt2:u1"))
     [record] = jobs.receive()
-    built, log = consumer(pipeline, slow, jobs, clock, delivery=policy, ses_events=True,
-                           evidence_grace_ms=60_000)
+    built, log = consumer(pipeline, slow, jobs, clock, delivery=policy, evidence_grace_ms=60_000)
     # The claim is written but its answer lost, and DynamoDB throttles the consumer's taking it back.
     slow.fault(Rule("dynamodb", "PutItem", LATE), Rule("dynamodb", "DeleteItem", "ThrottlingException"))
     response = built.handle(event(record), FakeContext(clock))
@@ -79,7 +78,7 @@ def test_a_claim_whose_answer_was_lost_is_taken_over_by_its_own_copy_at_once(pip
 def test_a_claim_whose_answer_was_lost_is_taken_back_so_no_other_copy_waits_for_it(pipeline, slow, jobs):
     clock = FakeClock()
     built, log = consumer(pipeline, slow, jobs, clock, delivery=DeliveryPolicy.NEVER_RESEND,
-                          ses_events=True, evidence_grace_ms=60_000)
+                          evidence_grace_ms=60_000)
     slow.fault(Rule("dynamodb", "PutItem", LATE))
     body = job("receipt:lt8:u1")
     assert built.handle(event(sqs_record(body)), FakeContext(clock)) == {"batchItemFailures": []}

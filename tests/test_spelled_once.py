@@ -11,7 +11,7 @@ from pathlib import Path
 
 from layout import PACKAGES
 
-from sendonce_contract import companion_configs, deploy_config, schema
+from sendonce_contract import companion_configs, deploy_config, env_settings, schema
 from sendonce_contract.deploy_config import ConsumerConfig, Env, TimeBudget
 from sendonce_contract.schema import IGNORED_SES_EVENT_TYPES, SES_EVENT_TYPES, Ledger, Metric
 
@@ -83,7 +83,7 @@ def test_each_config_reads_back_what_it_writes():
     config = ConsumerConfig(
         table_name="t", dead_letter_queue_url="d", parallelism=4, fifo=True, configuration_set="cs",
         pipeline_name="Shop/Receipts", max_send_rate=2.5, time_budget=TimeBudget.for_function_timeout(7),
-        ses_events=True, evidence_grace_ms=60_000, pipeline_tag="tag", queue_url="q", max_receive_count=5,
+        evidence_grace_ms=60_000, pipeline_tag="tag", queue_url="q", max_receive_count=5,
         outcome_bus="bus", key_secret_id="arn:secret",
     )
     assert ConsumerConfig.from_env(config.to_env()) == config
@@ -101,9 +101,9 @@ def test_events_off_is_said_by_the_absence_of_a_grace_period_and_a_malformed_var
 
     config = ConsumerConfig.from_env({Env.TABLE_NAME: "t", Env.DLQ_URL: "d"})
     assert not config.ses_events and config.time_budget is None and config.budget == TimeBudget()
-    with pytest.raises(deploy_config.ConfigError, match=f"in {Env.PARALLELISM}='many'"):
+    with pytest.raises(env_settings.ConfigError, match=f"in {Env.PARALLELISM}='many'"):
         ConsumerConfig.from_env({Env.TABLE_NAME: "t", Env.DLQ_URL: "d", Env.PARALLELISM: "many"})
-    with pytest.raises(deploy_config.ConfigError, match=f"{Env.QUEUE_URL} are not set"):
+    with pytest.raises(env_settings.ConfigError, match=f"{Env.QUEUE_URL} are not set"):
         companion_configs.RelayConfig.from_env({})
 
 

@@ -80,7 +80,7 @@ def outcome_event_costs(emails: int) -> dict[str, Any]:
         ses.create_email_identity(EmailIdentity="example.com")
         ses.create_configuration_set(ConfigurationSetName="bench")
         settings = Settings(table_name="ledger", dead_letter_queue_url=dlq, configuration_set="bench",
-                            pipeline_tag="bench", ses_events=True, evidence_grace_ms=60_000,
+                            pipeline_tag="bench", evidence_grace_ms=60_000,
                             parallelism=10)
         consumer = Consumer.from_clients(settings, boto3.client("dynamodb"), ses, sqs, log=OutcomeLog(io.StringIO()))
         recorder = EventRecorder.from_clients(RecorderSettings("ledger", dlq, "bench"), boto3.client("dynamodb"),

@@ -62,8 +62,6 @@ def parse_entries(entries: Sequence[str]) -> AllowedRecipients:
     return AllowedRecipients(frozenset(addresses), frozenset(domains))
 
 
-def from_env(value: str | None) -> AllowedRecipients | None:
-    """None (every recipient allowed) when the variable is unset, as in production."""
-    if value is None:
-        return None
-    return parse_entries([entry for entry in value.split(ENV_SEPARATOR) if entry])
+def split_env(value: str) -> list[str]:
+    """The entries of the variable's value, as :meth:`AllowedRecipients.to_env` joined them."""
+    return [entry for entry in value.split(ENV_SEPARATOR) if entry]

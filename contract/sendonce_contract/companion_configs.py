@@ -9,7 +9,8 @@ import os
 from collections.abc import Mapping
 from typing import NamedTuple, Self
 
-from .deploy_config import Env, flag, put, read_flag, require
+from .deploy_config import Env
+from .env_settings import flag, put, read_flag, require
 
 
 class RecorderConfig(NamedTuple):

@@ -10,19 +10,20 @@ No dependency: the Lambda bundle ships this module.
 """
 
 import os
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, NamedTuple, Self, TypeVar
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, NamedTuple, Self
 
 from .delivery import DeliveryPolicy
+from .env_settings import FLAG, FLAG_WHEN_ON, INTEGER, NUMBER, TEXT, Codec, Nested, Var, from_env, to_env
 from .schema import DEFAULT_DEDUPE_TTL_S
 
 if TYPE_CHECKING:
     from .allowed_recipients import AllowedRecipients
 
-# No postponed annotations: the configs' fields are real types, which the API reference resolves (a named tuple's
-# constructor cannot resolve names as strings) and which cost a cold start less than strings the typing module parses.
-# One exception: the allow list's type is named as a string, so its module is imported (and, from a source-only
-# asset, compiled) only by a stage that has one (:func:`_allowed_recipients`).
+# No postponed annotations: the configs' fields are real types whose metadata declares each variable and codec
+# (read without the typing module's parsing), and which the API reference resolves. One exception: the allow list's
+# type is named as a string, so its module is imported (and, from a source-only asset, compiled) only by a stage
+# that has one (:func:`_allowed_recipients`).
 
 
 class Env:
@@ -62,10 +63,6 @@ class Env:
 LEDGER_CALLS_PER_RECORD = 3
 
 
-class ConfigError(RuntimeError):
-    """A function's environment is incomplete or malformed: a deployment error, not a message error."""
-
-
 class TimeBudget(NamedTuple):
     """How the consumer splits its time, so a send never outlives the invocation nor a lease its worker.
 
@@ -73,12 +70,12 @@ class TimeBudget(NamedTuple):
     The defaults are the budget of any function timeout of 20 s or more.
     """
 
-    ses_connect_timeout_s: float = 2.0
-    ses_read_timeout_s: float = 5.0
+    ses_connect_timeout_s: Annotated[float, Var(Env.SES_CONNECT_TIMEOUT_S, NUMBER)] = 2.0
+    ses_read_timeout_s: Annotated[float, Var(Env.SES_READ_TIMEOUT_S, NUMBER)] = 5.0
     # What a claim and the completion write need on top of the send, when deciding whether to start a record.
-    ledger_budget_ms: int = 6_000
+    ledger_budget_ms: Annotated[int, Var(Env.LEDGER_BUDGET_MS, INTEGER)] = 6_000
     # A lease outlives the invocation by this much, so it expires only once its worker is surely dead.
-    lease_margin_ms: int = 10_000
+    lease_margin_ms: Annotated[int, Var(Env.LEASE_MARGIN_MS, INTEGER)] = 10_000
 
     @classmethod
     def for_function_timeout(cls, function_timeout_s: float) -> Self:
@@ -117,28 +114,6 @@ class TimeBudget(NamedTuple):
     def record_budget_ms(self) -> int:
         """The least time a record needs: a claim, a send that may run to its timeouts, and a completion."""
         return int((self.ses_connect_timeout_s + self.ses_read_timeout_s) * 1000) + self.ledger_budget_ms
-
-    def to_env(self) -> dict[str, str]:
-        return {
-            Env.SES_CONNECT_TIMEOUT_S: f"{self.ses_connect_timeout_s:g}",
-            Env.SES_READ_TIMEOUT_S: f"{self.ses_read_timeout_s:g}",
-            Env.LEDGER_BUDGET_MS: str(int(self.ledger_budget_ms)),
-            Env.LEASE_MARGIN_MS: str(int(self.lease_margin_ms)),
-        }
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> Self | None:
-        """None when the construct set none (a function timeout it could not read at synth)."""
-        if not any(env.get(name) for name in (Env.SES_CONNECT_TIMEOUT_S, Env.SES_READ_TIMEOUT_S,
-                                                Env.LEDGER_BUDGET_MS, Env.LEASE_MARGIN_MS)):
-            return None
-        default = cls()
-        return cls(
-            ses_connect_timeout_s=read(env, Env.SES_CONNECT_TIMEOUT_S, float, default.ses_connect_timeout_s),
-            ses_read_timeout_s=read(env, Env.SES_READ_TIMEOUT_S, float, default.ses_read_timeout_s),
-            ledger_budget_ms=read(env, Env.LEDGER_BUDGET_MS, int, default.ledger_budget_ms),
-            lease_margin_ms=read(env, Env.LEASE_MARGIN_MS, int, default.lease_margin_ms),
-        )
 
 
 DEFAULT_TIME_BUDGET = TimeBudget()
@@ -214,117 +189,82 @@ def woken_phase_span_s(rate_per_instance: float, burst: float | None = None) -> 
     return (held - (burst if burst is not None else rate_per_instance)) / rate_per_instance
 
 
-class ConsumerConfig(NamedTuple):
-    """The consumer's (``sendonce_runtime.handler.handler``) environment."""
+def _allowed_recipients(text: str) -> "AllowedRecipients":
+    # Imported (and, from a source-only asset, compiled) only by a stage that has an allow list.
+    from .allowed_recipients import parse_entries, split_env
 
-    table_name: str
-    dead_letter_queue_url: str
-    delivery: DeliveryPolicy = DeliveryPolicy.RESEND_WITHOUT_EVIDENCE
-    dedupe_ttl_s: int = DEFAULT_DEDUPE_TTL_S
-    parallelism: int = 1
-    fifo: bool = False
-    configuration_set: str | None = None
-    pipeline_name: str | None = None  # the metrics' Pipeline dimension; no metrics without it
-    max_send_rate: float | None = None  # recipients a second per execution environment; None for no limit
+    return parse_entries(split_env(text))
+
+
+DELIVERY = Codec(lambda policy: policy.value, DeliveryPolicy)
+AT_LEAST_ONE = Codec(INTEGER.encode, lambda text: max(1, int(text)))
+ALLOWED_RECIPIENTS = Codec(lambda recipients: recipients.to_env(), _allowed_recipients)
+
+
+class ConsumerConfig(NamedTuple):
+    """The consumer's (``sendonce_runtime.handler.handler``) environment. Each field declares its variable and codec
+    (:mod:`sendonce_contract.env_settings`); a field marked as a prop (:data:`PROP_FIELDS`) is the construct's prop
+    of that name, passed through as it is."""
+
+    table_name: Annotated[str, Var(Env.TABLE_NAME, TEXT, required=True)]
+    dead_letter_queue_url: Annotated[str, Var(Env.DLQ_URL, TEXT, required=True)]
+    delivery: Annotated[DeliveryPolicy, Var(Env.DELIVERY, DELIVERY)] = DeliveryPolicy.RESEND_WITHOUT_EVIDENCE
+    dedupe_ttl_s: Annotated[int, Var(Env.DEDUPE_TTL_SECONDS, INTEGER)] = DEFAULT_DEDUPE_TTL_S
+    parallelism: Annotated[int, Var(Env.PARALLELISM, AT_LEAST_ONE)] = 1
+    fifo: Annotated[bool, Var(Env.FIFO, FLAG)] = False
+    configuration_set: Annotated[str | None, Var(Env.CONFIGURATION_SET, TEXT)] = None
+    # The metrics' Pipeline dimension; no metrics without it.
+    pipeline_name: Annotated[str | None, Var(Env.PIPELINE_NAME, TEXT)] = None
+    # Recipients a second per execution environment; None for no limit.
+    max_send_rate: Annotated[float | None, Var(Env.MAX_SEND_RATE, NUMBER)] = None
     # From the function timeout; None when the construct could not read it at synth (the default budget applies).
-    time_budget: TimeBudget | None = None
-    # SES's events are the evidence. A send whose worker died is decided this long after its lease expired: by
-    # SES's events if any came, by the delivery policy if none did.
-    ses_events: bool = False
-    evidence_grace_ms: int = 0  # read only when ses_events
-    pipeline_tag: str | None = None  # tags every email, so the pipeline's event rule matches its events only
-    queue_url: str | None = None  # the job queue: a delayed copy of a throttled job, an earlier redelivery
-    max_receive_count: int | None = None  # the queue's; the last receive dead-letters a failure with its reason
-    outcome_bus: str | None = None  # where Email Dead-Lettered events go (None: outcome events are off)
-    key_secret_id: str | None = None  # key_privacy: the secret whose HMAC of each key stands for it
-    allowed_recipients: "AllowedRecipients | None" = None  # a stage's only recipients; None allows all
-    attachments_bucket: str | None = None  # the claim-check bucket; None: attachments are inline only
-    lane: str | None = None  # with urgent_lane: "bulk" or "urgent" (the Lane dimension); None without lanes
+    time_budget: Annotated[TimeBudget | None, Nested(TimeBudget)] = None
+    # SES's events are the evidence, and they are on exactly when a grace period is set: a send whose worker died
+    # is decided this long after its lease expired, by SES's events if any came, by the delivery policy if none did.
+    evidence_grace_ms: Annotated[int | None, Var(Env.EVIDENCE_GRACE_MS, INTEGER)] = None
+    # Tags every email (and outcome event), so the pipeline's event rule matches its events only.
+    pipeline_tag: Annotated[str | None, Var(Env.PIPELINE_TAG, TEXT)] = None
+    # The job queue: a delayed copy of a throttled job, an earlier redelivery.
+    queue_url: Annotated[str | None, Var(Env.QUEUE_URL, TEXT)] = None
+    # The queue's; the last receive dead-letters a failure with its reason.
+    max_receive_count: Annotated[int | None, Var(Env.MAX_RECEIVE_COUNT, INTEGER)] = None
+    # Where Email Dead-Lettered events go (None: outcome events are off).
+    outcome_bus: Annotated[str | None, Var(Env.OUTCOME_BUS, TEXT)] = None
+    # key_privacy: the secret whose HMAC of each key stands for it.
+    key_secret_id: Annotated[str | None, Var(Env.KEY_SECRET_ARN, TEXT)] = None
+    # A stage's only recipients; None allows all.
+    allowed_recipients: Annotated["AllowedRecipients | None",
+                                  Var(Env.ALLOWED_RECIPIENTS, ALLOWED_RECIPIENTS, reads_empty=True)] = None
+    # The claim-check bucket; None: attachments are inline only.
+    attachments_bucket: Annotated[str | None, Var(Env.ATTACHMENTS_BUCKET, TEXT)] = None
+    # With urgent_lane: "bulk" or "urgent" (the Lane dimension); None without lanes.
+    lane: Annotated[str | None, Var(Env.LANE, TEXT)] = None
     # The bulk lane's consumer, with urgent_lane and a send rate: while the urgent queue (urgent_queue_url) holds
     # nothing, each instance also sends this many recipients a second on top of max_send_rate.
-    lent_send_rate: float | None = None
-    urgent_queue_url: str | None = None
-    ses_tenants: bool = False  # a job's tenant is sent as SendEmail's TenantName (SES tenants)
-    tenant_metrics: bool = False  # the consumer's metrics are also written per tenant (a dimension value each)
+    lent_send_rate: Annotated[float | None, Var(Env.LENT_SEND_RATE, NUMBER)] = None
+    urgent_queue_url: Annotated[str | None, Var(Env.URGENT_QUEUE_URL, TEXT)] = None
+    # A job's tenant is sent as SendEmail's TenantName (SES tenants).
+    ses_tenants: Annotated[bool, Var(Env.SES_TENANTS, FLAG_WHEN_ON)] = False
+    # The consumer's metrics are also written per tenant (a dimension value each).
+    tenant_metrics: Annotated[bool, Var(Env.TENANT_METRICS, FLAG_WHEN_ON)] = False
     # A paced lane of more than one instance: the table whose counter gives each busy instance its seat, so the
     # instances' send slots fall evenly through each second (sendonce_runtime.pace_seats).
-    pace_table: str | None = None
+    pace_table: Annotated[str | None, Var(Env.PACE_TABLE, TEXT)] = None
 
     @property
     def budget(self) -> TimeBudget:
         return self.time_budget or DEFAULT_TIME_BUDGET
 
+    @property
+    def ses_events(self) -> bool:
+        return self.evidence_grace_ms is not None
+
     def to_env(self) -> dict[str, str]:
-        env = {
-            Env.TABLE_NAME: self.table_name,
-            Env.DLQ_URL: self.dead_letter_queue_url,
-            Env.DELIVERY: self.delivery.value,
-            Env.DEDUPE_TTL_SECONDS: str(int(self.dedupe_ttl_s)),
-            Env.PARALLELISM: str(self.parallelism),
-            Env.FIFO: flag(self.fifo),
-        }
-        put(env, Env.PIPELINE_NAME, self.pipeline_name)
-        put(env, Env.QUEUE_URL, self.queue_url)
-        put(env, Env.CONFIGURATION_SET, self.configuration_set)
-        put(env, Env.KEY_SECRET_ARN, self.key_secret_id)
-        put(env, Env.ATTACHMENTS_BUCKET, self.attachments_bucket)
-        if self.ses_tenants:
-            env[Env.SES_TENANTS] = flag(True)
-        if self.tenant_metrics:
-            env[Env.TENANT_METRICS] = flag(True)
-        if self.allowed_recipients is not None:
-            env[Env.ALLOWED_RECIPIENTS] = self.allowed_recipients.to_env()
-        if self.time_budget is not None:
-            env.update(self.time_budget.to_env())
-        if self.max_send_rate is not None:
-            env[Env.MAX_SEND_RATE] = f"{self.max_send_rate:g}"
-        if self.max_receive_count is not None:
-            env[Env.MAX_RECEIVE_COUNT] = str(self.max_receive_count)
-        put(env, Env.LANE, self.lane)
-        if self.lent_send_rate is not None:
-            env[Env.LENT_SEND_RATE] = f"{self.lent_send_rate:g}"
-        put(env, Env.URGENT_QUEUE_URL, self.urgent_queue_url)
-        put(env, Env.PACE_TABLE, self.pace_table)
-        if self.outcome_bus is not None:
-            env[Env.OUTCOME_BUS] = self.outcome_bus
-            put(env, Env.PIPELINE_TAG, self.pipeline_tag)
-        if self.ses_events:
-            env[Env.EVIDENCE_GRACE_MS] = str(int(self.evidence_grace_ms))
-            put(env, Env.PIPELINE_TAG, self.pipeline_tag)
-        return env
+        return to_env(self)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Self:
-        require(env, Env.TABLE_NAME, Env.DLQ_URL)
-        grace_ms = read(env, Env.EVIDENCE_GRACE_MS, int, None)
-        default = cls._field_defaults
-        return cls(
-            table_name=env[Env.TABLE_NAME],
-            dead_letter_queue_url=env[Env.DLQ_URL],
-            delivery=read(env, Env.DELIVERY, DeliveryPolicy, default["delivery"]),
-            dedupe_ttl_s=read(env, Env.DEDUPE_TTL_SECONDS, int, default["dedupe_ttl_s"]),
-            parallelism=max(1, read(env, Env.PARALLELISM, int, default["parallelism"])),
-            fifo=read_flag(env, Env.FIFO),
-            configuration_set=env.get(Env.CONFIGURATION_SET) or None,
-            pipeline_name=env.get(Env.PIPELINE_NAME) or None,
-            max_send_rate=read(env, Env.MAX_SEND_RATE, float, None),
-            time_budget=TimeBudget.from_env(env),
-            ses_events=grace_ms is not None,
-            evidence_grace_ms=grace_ms or 0,
-            pipeline_tag=env.get(Env.PIPELINE_TAG) or None,
-            queue_url=env.get(Env.QUEUE_URL) or None,
-            max_receive_count=read(env, Env.MAX_RECEIVE_COUNT, int, None),
-            outcome_bus=env.get(Env.OUTCOME_BUS) or None,
-            key_secret_id=env.get(Env.KEY_SECRET_ARN) or None,
-            allowed_recipients=_allowed_recipients(env),
-            attachments_bucket=env.get(Env.ATTACHMENTS_BUCKET) or None,
-            lane=env.get(Env.LANE) or None,
-            lent_send_rate=read(env, Env.LENT_SEND_RATE, float, None),
-            urgent_queue_url=env.get(Env.URGENT_QUEUE_URL) or None,
-            ses_tenants=read_flag(env, Env.SES_TENANTS),
-            tenant_metrics=read_flag(env, Env.TENANT_METRICS),
-            pace_table=env.get(Env.PACE_TABLE) or None,
-        )
+        return from_env(cls, env)
 
     @staticmethod
     def is_consumer_env(env: Mapping[str, str]) -> bool:
@@ -332,47 +272,5 @@ class ConsumerConfig(NamedTuple):
         return Env.DLQ_URL in env
 
 
-T = TypeVar("T")
-
-
-def flag(value: bool) -> str:
-    return "true" if value else "false"
-
-
-def read_flag(env: Mapping[str, str], name: str) -> bool:
-    return read(env, name, lambda text: text.lower() == "true", False)
-
-
-def put(env: dict[str, str], name: str, value: str | None) -> None:
-    if value is not None:
-        env[name] = value
-
-
-def require(env: Mapping[str, str], *names: str) -> None:
-    missing = [name for name in names if not env.get(name)]
-    if missing:
-        raise ConfigError(f"environment variables {', '.join(missing)} are not set; deploy with the construct")
-
-
-def read(env: Mapping[str, str], name: str, parse: Callable[[str], T], default: T) -> T:
-    """The variable parsed, or ``default`` when it is unset or empty; one error naming it when it is malformed."""
-    text = env.get(name)
-    if not text:
-        return default
-    try:
-        return parse(text)
-    except ValueError as error:
-        raise ConfigError(f"invalid sendonce setting: {error} (in {name}={text!r})") from error
-
-
-def _allowed_recipients(env: Mapping[str, str]) -> "AllowedRecipients | None":
-    text = env.get(Env.ALLOWED_RECIPIENTS)
-    if text is None:
-        return None
-    from .allowed_recipients import InvalidEntry
-    from .allowed_recipients import from_env as allowed_recipients_from_env
-
-    try:
-        return allowed_recipients_from_env(text)
-    except InvalidEntry as error:
-        raise ConfigError(f"invalid sendonce setting: {error} (in {Env.ALLOWED_RECIPIENTS}={text!r})") from error
+# The consumer's settings that are the construct's props of the same name, passed as they are.
+PROP_FIELDS = ("delivery", "fifo", "allowed_recipients", "ses_tenants", "tenant_metrics")

@@ -163,8 +163,9 @@ class RecordProcessor:
                                           key_conflict=conflict), retry_after_s=-(-lease_left_ms // 1000))
         # IN_FLIGHT with an expired lease: its worker died, and whether SES accepted its send is unknown. SES's
         # events would have marked it SENT; until the grace period ends, they may still come.
-        if self._settings.ses_events:
-            wait_ms = lease_expires_at_ms + self._settings.evidence_grace_ms - self._clock.now_ms()
+        grace_ms = self._settings.evidence_grace_ms
+        if grace_ms is not None:
+            wait_ms = lease_expires_at_ms + grace_ms - self._clock.now_ms()
             if wait_ms > 0:
                 return Redeliver(RecordResult(
                     record.message_id, Outcome.AWAITING_EVIDENCE, job.dedupe_key, attempt=existing.attempts,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from sendonce_contract.deploy_config import LEDGER_CALLS_PER_RECORD, ConfigError, ConsumerConfig, TimeBudget
+from sendonce_contract.deploy_config import LEDGER_CALLS_PER_RECORD, ConsumerConfig, TimeBudget
+from sendonce_contract.env_settings import ConfigError
 
 Settings = ConsumerConfig
 SettingsError = ConfigError

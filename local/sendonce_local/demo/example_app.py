@@ -72,7 +72,7 @@ def deploy(aws: LocalAws, stack_name: str, project_dir: Path, context: dict[str,
     consumer, config = deployed.consumer, ConsumerConfig.from_env(deployed.consumer.function.environment)
     say(f"{step(3)} deployed {consumer.function.name}: timeout {consumer.function.timeout_s:g} s, batch "
         f"{consumer.source.batch_size}, {consumer.source.max_concurrency} concurrent, policy "
-        f"{config.delivery.value}, SES evidence grace {config.evidence_grace_ms // 1000} s; "
+        f"{config.delivery.value}, SES evidence grace {(config.evidence_grace_ms or 0) // 1000} s; "
         f"recorder {deployed.recorder.function.name}; SES identity {SENDER_IDENTITY} verified")
     return deployed, notes
 
