@@ -270,14 +270,14 @@ def test_sigterm_finishes_the_batch_in_hand_and_exits_0_and_sigkill_loses_nothin
     for n in range(200):
         place_order(outbox_db, n)
     env = {**os.environ}
-    killed = subprocess.Popen([*RELAY, "--dsn", outbox_db.dsn, "--queue-url", url, "--batch-size", "10"],
+    killed = subprocess.Popen([*RELAY, "--dsn", outbox_db.dsn, "--queue-url", url],  # the default batch
                               stdout=subprocess.PIPE, text=True, env=env)
     assert killed.stdout is not None
     seen = [json.loads(killed.stdout.readline()) for _ in range(4)]  # started, then three batches
     killed.send_signal(signal.SIGKILL)
     killed.wait(10)
     assert seen[0]["event"] == "started" and seen[-1]["event"] == "batch"
-    stopped = subprocess.Popen([*RELAY, "--dsn", outbox_db.dsn, "--queue-url", url, "--batch-size", "10"],
+    stopped = subprocess.Popen([*RELAY, "--dsn", outbox_db.dsn, "--queue-url", url],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     assert stopped.stdout is not None
     assert json.loads(stopped.stdout.readline())["event"] == "started"
@@ -291,8 +291,9 @@ def test_sigterm_finishes_the_batch_in_hand_and_exits_0_and_sigkill_loses_nothin
     assert after[-1]["relayed"] == sum(line["relayed"] for line in after if line["event"] == "batch") > 0
     done = relay_command(outbox_db, url, "--once", env=env)
     assert done.returncode == 0, done.stderr
-    keys = {json.loads(m["Body"])["dedupeKey"] for m in received(url, expect=200)}
-    assert keys == {f"order-{n}:receipt" for n in range(200)}
+    keys = [json.loads(m["Body"])["dedupeKey"] for m in received(url, expect=200)]
+    assert set(keys) == {f"order-{n}:receipt" for n in range(200)}
+    assert len(keys) - 200 <= 10  # the kill re-sent at most the one SendMessageBatch its transaction held
     assert {row["state"] for row in outbox_db.rows()} == {"relayed"}
 
 
@@ -368,3 +369,113 @@ def test_a_queue_url_naming_no_queue_or_a_bad_option_is_one_error_line_and_exit_
         [line] = done.stderr.strip().splitlines()
         assert line.startswith("sendonce-outbox-relay: error: ") and said in line, (args, line)
     assert [row["state"] for row in outbox_db.rows()] == ["pending"]
+
+
+def test_add_takes_the_json_job_as_a_dict_checked_as_the_consumer_parses_it_and_refuses_anything_else(outbox_db, aws):
+    document = receipt(1).to_document()
+    connection = outbox_db.connect()
+    try:
+        cursor = connection.cursor()
+        assert add(cursor, document) is True
+        assert add(cursor, receipt(1)) is False  # the same key, as an EmailJob: already there
+        with pytest.raises(InvalidJob, match="'order-2:receipt'"):
+            add(cursor, {**receipt(2).to_document(), "to": ["not an address"]})
+        for wrong in (receipt(3).to_message(), [document], None):
+            with pytest.raises(TypeError, match="an EmailJob or the JSON job as a mapping"):
+                add(cursor, wrong)
+        connection.commit()
+    finally:
+        connection.close()
+    assert [row["dedupe_key"] for row in outbox_db.rows()] == ["order-1:receipt"]
+    url = queue()
+    assert relay_command(outbox_db, url, "--once").returncode == 0
+    [message] = received(url, expect=1)
+    assert message["Body"] == receipt(1).to_message()  # what the relay sends is what enqueue would
+
+
+@pytest.mark.parametrize("outbox_db", ["mysql"], indirect=True)
+def test_on_mysql_only_the_duplicate_key_is_absorbed_under_either_row_count_flag(outbox_db, aws):
+    import pymysql
+    from pymysql.constants import CLIENT
+
+    outbox_db.execute("CREATE TABLE narrow_outbox LIKE sendonce_outbox")
+    outbox_db.execute("ALTER TABLE narrow_outbox MODIFY job VARCHAR(16) NOT NULL")
+    try:
+        for flags in (0, CLIENT.FOUND_ROWS):
+            connection = database(outbox_db.dsn).connect()
+            own = pymysql.connect(host=connection.host, port=connection.port, user=connection.user,
+                                  password=connection.password, database=connection.db, client_flag=flags)
+            connection.close()
+            try:
+                cursor = own.cursor()
+                assert add(cursor, receipt(f"flags{flags}")) is True
+                assert add(cursor, receipt(f"flags{flags}")) is False
+                with pytest.raises(pymysql.err.DataError, match="too long"):  # INSERT IGNORE wrote a cut job
+                    add(cursor, receipt(f"narrow{flags}"), table="narrow_outbox")
+                own.commit()
+            finally:
+                own.close()
+        assert [row["dedupe_key"] for row in outbox_db.rows()] == ["order-flags0:receipt", "order-flags2:receipt"]
+        assert outbox_db.rows("narrow_outbox") == []
+    finally:
+        outbox_db.execute("DROP TABLE narrow_outbox")
+
+
+class RelayKilled(BaseException):
+    """The relay's process dying: nothing of the relay catches it, and its connection is dropped uncommitted."""
+
+
+class KilledAt:
+    """The emulator's SQS and the relay's database, with a kill at one point of the ``batch``-th transaction:
+    before its send, after SQS accepted it (the answer never read), or at its commit (the marks never committed)."""
+
+    def __init__(self, db: Any, point: str, batch: int) -> None:
+        self.sqs, self.db, self.point, self.batch, self.sends = boto3.client("sqs"), database(db.dsn), point, batch, 0
+        self.dialect, self.errors, self.shown, self.listen = self.db.dialect, self.db.errors, self.db.shown, None
+
+    def send_message_batch(self, **request: Any) -> Any:
+        self.sends += 1
+        if self.sends == self.batch and self.point == "before the send":
+            raise RelayKilled
+        answer = self.sqs.send_message_batch(**request)
+        if self.sends == self.batch and self.point == "after SQS accepted":
+            raise RelayKilled
+        return answer
+
+    def connect(self) -> Any:
+        connection, killer = self.db.connect(), self
+
+        class Dying:
+            def __getattr__(self, name: str) -> Any:
+                return getattr(connection, name)
+
+            def commit(self) -> None:
+                if killer.sends == killer.batch and killer.point == "at the commit":
+                    raise RelayKilled
+                connection.commit()
+
+        return Dying()
+
+
+@pytest.mark.parametrize("point", ["before the send", "after SQS accepted", "at the commit"])
+def test_a_relay_killed_at_any_point_of_a_batch_re_sends_at_most_one_send_message_batch(outbox_db, aws, point):
+    url = queue()
+    for n in range(35):
+        place_order(outbox_db, n)
+    for batch in (1, 3):  # the first transaction, and one after others committed
+        killed = KilledAt(outbox_db, point, batch)
+        relay = OutboxRelay(killed, RelaySettings(url), sqs=killed, log=lambda line: None)  # type: ignore[arg-type]
+        with pytest.raises(RelayKilled):
+            relay.drain()
+        relay._drop_connection()  # the process is gone: the server rolls its transaction back
+        relay.close()
+    survivor = OutboxRelay(database(outbox_db.dsn), RelaySettings(url), log=lambda line: None)
+    try:
+        survivor.drain()
+    finally:
+        survivor.close()
+    keys = [json.loads(m["Body"])["dedupeKey"] for m in received(url, expect=35)]
+    assert set(keys) == {f"order-{n}:receipt" for n in range(35)}  # nothing lost
+    # Two kills, each re-sending exactly the one SendMessageBatch (ten jobs) it had sent and not marked, if any.
+    assert len(keys) - len(set(keys)) == {"before the send": 0, "after SQS accepted": 20, "at the commit": 20}[point]
+    assert {row["state"] for row in outbox_db.rows()} == {"relayed"}

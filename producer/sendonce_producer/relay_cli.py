@@ -47,7 +47,8 @@ def parser() -> argparse.ArgumentParser:
     found.add_argument("--table", default=DEFAULT_TABLE, help=f"the outbox table (default {DEFAULT_TABLE})")
     found.add_argument("--once", action="store_true", help="relay what is pending, then exit")
     found.add_argument("--batch-size", type=int, default=RelaySettings.batch_size,
-                       help=f"rows per transaction (default {RelaySettings.batch_size})")
+                       help=f"rows per transaction, the most a kill before its commit re-sends (default "
+                            f"{RelaySettings.batch_size}: one SendMessageBatch)")
     found.add_argument("--poll-interval", type=float, default=RelaySettings.poll_interval_s,
                        help="seconds between polls when no notification wakes the relay (default "
                             f"{RelaySettings.poll_interval_s:g})")

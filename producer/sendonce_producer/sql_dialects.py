@@ -36,11 +36,19 @@ class Dialect:
             return (f"WITH added AS (INSERT INTO {table} {columns} VALUES ({values}) ON CONFLICT (dedupe_key) "
                     f"DO NOTHING RETURNING id) SELECT pg_notify({self.mark}, '') FROM added")
         if self.name == "mysql":
-            # MySQL has no ON CONFLICT DO NOTHING. INSERT IGNORE skips the duplicate without an error and without
-            # aborting the caller's transaction; the other errors it would turn into warnings (a value too long, a
-            # NULL) cannot arise: every value was checked by the contract and fits its column.
-            return f"INSERT IGNORE INTO {table} {columns} VALUES ({values})"
+            # MySQL has no ON CONFLICT DO NOTHING. ON DUPLICATE KEY UPDATE absorbs the duplicate key alone (the
+            # only unique key but the id); INSERT IGNORE would turn every other error of the statement into a
+            # warning and insert adjusted values. The no-op update leaves the row as it was.
+            return f"INSERT INTO {table} {columns} VALUES ({values}) ON DUPLICATE KEY UPDATE id = id"
         return f"INSERT INTO {table} {columns} VALUES ({values}) ON CONFLICT (dedupe_key) DO NOTHING"
+
+    def added(self, cursor: Any) -> bool:
+        """Whether :meth:`insert` added its row. On MySQL the row count of a duplicate depends on the connection's
+        CLIENT_FOUND_ROWS flag (0 without it, 1 with it), so the insert id tells instead: 0 (or None) when the
+        update path ran, whatever the flag."""
+        if self.name == "mysql":
+            return bool(cursor.lastrowid)
+        return bool(cursor.rowcount == 1)
 
     def claim(self, table: str, limit: int) -> str:
         """The oldest pending rows, locked for this transaction; another relay skips them (SQLite has one writer:

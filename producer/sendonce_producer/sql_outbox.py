@@ -7,11 +7,16 @@ sqlite3; with SQLAlchemy, the raw connection's cursor; with Django, ``django.db.
     with connection.transaction():                      # psycopg 3
         cursor.execute("INSERT INTO orders ...")
         add(cursor, EmailJob(dedupe_key=dedupe_key(order_id, "receipt"), ...))
+
+The job is an :class:`EmailJob` or the JSON job itself as a mapping (``{"dedupeKey": ..., "from": ...}``, the body
+the consumer parses), checked by the consumer's own parser either way.
 """
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from sendonce_contract.message import InvalidMessage, parse_job
@@ -31,7 +36,7 @@ def schema(dialect: str, table: str = DEFAULT_TABLE) -> str:
     return _ddl(dialect, table)
 
 
-def add(cursor: Any, job: EmailJob, *, table: str = DEFAULT_TABLE, group_id: str | None = None,
+def add(cursor: Any, job: EmailJob | Mapping[str, Any], *, table: str = DEFAULT_TABLE, group_id: str | None = None,
         dialect: str | None = None) -> bool:
     """Write ``job`` to the outbox in the cursor's transaction; True when it added the row, False when its key was
     already there (the same order event applied twice), which never fails your business write.
@@ -41,17 +46,34 @@ def add(cursor: Any, job: EmailJob, *, table: str = DEFAULT_TABLE, group_id: str
     relay, which PostgreSQL delivers only on commit. ``group_id`` is the FIFO message group (the first recipient
     unless given), as for ``enqueue``. ``dialect`` only when the cursor's driver is not one of those above.
     """
-    body = job.to_message()
-    try:  # what is stored is what was validated: the body the consumer will parse
-        parse_job(body, sqs_message_id="")
+    body = _body(job)
+    try:  # what is stored is what was validated: the body the consumer will parse, and the key it parsed
+        key = parse_job(body, sqs_message_id="").dedupe_key
     except InvalidMessage as error:
-        raise InvalidJob(f"{job.dedupe_key!r}: {error.reason}") from None
+        raise InvalidJob(f"{_named(job)}: {error.reason}") from None
     if group_id is not None and not 1 <= len(group_id) <= MAX_GROUP_ID:
-        raise InvalidJob(f"{job.dedupe_key!r}: group_id must be 1 to {MAX_GROUP_ID} characters, as SQS takes it")
+        raise InvalidJob(f"{key!r}: group_id must be 1 to {MAX_GROUP_ID} characters, as SQS takes it")
     check_table(table)
     spoken = dialect_of(cursor, dialect)
-    parameters: list[Any] = [job.dedupe_key, body, group_id, time.time_ns() // 1_000_000]
+    parameters: list[Any] = [key, body, group_id, time.time_ns() // 1_000_000]
     if spoken.name == "postgresql":
         parameters.append(table)  # the channel the relay listens on
     cursor.execute(spoken.insert(table), parameters)
-    return bool(cursor.rowcount == 1)
+    return spoken.added(cursor)
+
+
+def _body(job: Any) -> str:
+    if isinstance(job, EmailJob):
+        return job.to_message()
+    if isinstance(job, Mapping):
+        try:
+            return json.dumps(job, separators=(",", ":"), ensure_ascii=False)
+        except (TypeError, ValueError) as error:  # a value JSON has no form for: the consumer could never parse it
+            raise InvalidJob(f"{_named(job)}: the job is not JSON: {error}") from None
+    raise TypeError(f"add takes an EmailJob or the JSON job as a mapping (a dict of the contract's fields), not a "
+                    f"{type(job).__module__}.{type(job).__qualname__}")
+
+
+def _named(job: Any) -> str:
+    key = job.dedupe_key if isinstance(job, EmailJob) else job.get("dedupeKey")
+    return repr(key) if isinstance(key, str) else "the job"

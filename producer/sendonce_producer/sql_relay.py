@@ -6,6 +6,8 @@ several relays never hold one row; SQLite's single writer on SQLite), send them 
 exactly the rows SQS accepted as relayed, and commit. A relay killed anywhere loses nothing: its transaction rolls
 back and the rows are claimed again. A kill after SQS accepted but before the commit sends those rows again; the
 consumer's dedupe ledger absorbs the copy (the consumer counts it as a duplicate), so each email still goes once.
+By default a transaction holds one ``SendMessageBatch`` (10 rows), so a kill re-sends at most those 10; a larger
+``batch_size`` sends its rows ten to a call at once, and a kill re-sends up to the whole claim.
 
 SQS throttling or an outage keeps the rows pending and backs off; a row SQS refuses for good (too large, invalid
 characters) or that is not a job the contract parses is marked failed with the reason and never blocks the rows
@@ -58,7 +60,8 @@ class RelaySettings:
 
     queue_url: str
     table: str = DEFAULT_TABLE
-    batch_size: int = 100  # rows per transaction; sent ten per SendMessageBatch
+    # Rows per transaction, sent ten per SendMessageBatch: the most a kill before the commit re-sends.
+    batch_size: int = BATCH
     poll_interval_s: float = 1.0  # the longest a committed row waits when no notification wakes the relay
     retention_s: float = RETENTION_S
     max_backoff_s: float = 20.0
