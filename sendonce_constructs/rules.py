@@ -19,7 +19,7 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ParamSpec, TypeVar
+from typing import NamedTuple, ParamSpec, TypeVar
 
 from sendonce_contract.allowed_recipients import AllowedRecipients, InvalidEntry, parse_entries
 from sendonce_contract.deploy_config import longest_carried_gap_s, woken_phase_span_s
@@ -165,51 +165,85 @@ def attachment_lifetime_text(retention_period_s: float, dedupe_ttl_s: float, fif
     return " + ".join(label for label, _ in terms)
 
 
-@rule("InvalidFunctionTimeout")
-def check_function_timeout(function_timeout: Number) -> None:
-    if is_known(function_timeout) and not 1 <= function_timeout <= LAMBDA_MAX_TIMEOUT_S:
-        _fail(
-            f"function_timeout ({_s(function_timeout)}) must be between 1 s and {LAMBDA_MAX_TIMEOUT_S} s, "
-            "Lambda's limit; pick a timeout in that range"
-        )
+class Unit(NamedTuple):
+    """How a range rule shows a value of its prop, and a span of two."""
+
+    value: Callable[[float], str]
+    span: Callable[[float, float], str]
 
 
-@rule("InvalidMemorySize")
-def check_memory_size(memory_size: Number) -> None:
-    if is_known(memory_size) and not 128 <= memory_size <= 10_240:
-        _fail(f"memory_size ({memory_size:g} MB) must be between 128 and 10240 MB, Lambda's limits")
+SECONDS = Unit(_s, lambda low, high: f"between {_s(low)} and {_s(high)}")
+MEGABYTES = Unit(lambda size: f"{size:g} MB", lambda low, high: f"between {low:g} and {high:g} MB")
+PLAIN = Unit(lambda number: f"{number:g}", lambda low, high: f"between {low:g} and {high:g}")
 
 
-@rule("InvalidMaxConcurrency")
-def check_max_concurrency(max_concurrency: Number) -> None:
-    if is_known(max_concurrency) and not MIN_MAX_CONCURRENCY <= max_concurrency <= MAX_MAX_CONCURRENCY:
-        _fail(
-            f"max_concurrency ({max_concurrency:g}) must be between {MIN_MAX_CONCURRENCY} and "
-            f"{MAX_MAX_CONCURRENCY}, the SQS event source's limit; leave it unset for no cap"
-        )
+@dataclass(frozen=True)
+class Range:
+    """A prop that must lie in a range, as aws-cdk's limits are declared: the prop it reads (``<prop>_given`` to
+    weigh only a value given), its rule id, the bounds (``above``: the lower one excluded), the unit it is shown in,
+    whose limit it is and the fix. One rule is registered per row, named ``check_<prop>``."""
+
+    reads: str
+    id: str
+    low: float
+    high: float | None
+    unit: Unit
+    limit: str
+    fix: str
+    above: bool = False
+    what: str = ""  # what the value is, said before its bounds
+
+    @property
+    def prop(self) -> str:
+        return self.reads.removesuffix("_given")
+
+    def holds(self, value: float) -> bool:
+        over_low = value > self.low if self.above else value >= self.low
+        return over_low and (self.high is None or value <= self.high)
+
+    def message(self, value: float) -> str:
+        low = self.unit.value(self.low)
+        if self.high is None:
+            bounds = f"{'above' if self.above else 'at least'} {low}"
+        elif self.above:
+            bounds = f"above {low} and at most {self.unit.value(self.high)}"
+        else:
+            bounds = self.unit.span(self.low, self.high)
+        return f"{self.prop} ({self.unit.value(value)}) must be {self.what}{bounds}{self.limit}; {self.fix}"
 
 
-@rule("InvalidMaxSendRate")
-def check_max_send_rate(max_send_rate_given: Number) -> None:
-    if is_known(max_send_rate_given) and max_send_rate_given <= 0:
-        _fail(f"max_send_rate ({max_send_rate_given:g}) must be above 0 recipients per second; leave it unset for no "
-              "limit")
+RANGES = (
+    Range("function_timeout", "InvalidFunctionTimeout", 1, LAMBDA_MAX_TIMEOUT_S, SECONDS, ", Lambda's limit",
+          "pick a timeout in that range"),
+    Range("memory_size", "InvalidMemorySize", 128, 10_240, MEGABYTES, ", Lambda's limits",
+          "pick a size in that range"),
+    Range("max_concurrency", "InvalidMaxConcurrency", MIN_MAX_CONCURRENCY, MAX_MAX_CONCURRENCY, PLAIN,
+          ", the SQS event source's limit", "leave it unset for no cap"),
+    Range("max_send_rate_given", "InvalidMaxSendRate", 0, None, PLAIN, " recipients per second",
+          "leave it unset for no limit", above=True),
+    Range("retention_period", "InvalidRetentionPeriod", SQS_MIN_RETENTION_S, SQS_MAX_RETENTION_S, SECONDS,
+          " (14 days), SQS's limits", "pick a retention in that range"),
+    Range("quota_alarm_threshold", "InvalidQuotaAlarmThreshold", 0, 100, PLAIN, "",
+          "the default 80 warns with a fifth of the day's quota left", above=True,
+          what="a percentage of SES's 24-hour quota "),
+)
 
 
-@rule("InvalidRetentionPeriod")
-def check_retention_period(retention_period: Number) -> None:
-    if is_known(retention_period) and not SQS_MIN_RETENTION_S <= retention_period <= SQS_MAX_RETENTION_S:
-        _fail(
-            f"retention_period ({_s(retention_period)}) must be between {SQS_MIN_RETENTION_S} s and "
-            f"{SQS_MAX_RETENTION_S} s (14 days), SQS's limits"
-        )
+def _register_range(row: Range) -> None:
+    def check(**values: Number) -> None:
+        value = values[row.reads]
+        if is_known(value) and not row.holds(value):
+            _fail(row.message(value))
+
+    check.__name__ = check.__qualname__ = f"check_{row.prop}"
+    check.range = row  # type: ignore[attr-defined]  # what it reads: the one value its row names
+    check.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [inspect.Parameter(row.reads, inspect.Parameter.KEYWORD_ONLY)])
+    globals()[check.__name__] = rule(row.id)(check)
 
 
-@rule("InvalidQuotaAlarmThreshold")
-def check_quota_alarm_threshold(quota_alarm_threshold: Number) -> None:
-    if is_known(quota_alarm_threshold) and not 0 < quota_alarm_threshold <= 100:
-        _fail(f"quota_alarm_threshold ({quota_alarm_threshold:g}) must be a percentage of SES's 24-hour quota above "
-              "0 and at most 100; the default 80 warns with a fifth of the day's quota left")
+for _row in RANGES:
+    _register_range(_row)
 
 
 @rule("InvalidVisibilityTimeout")
