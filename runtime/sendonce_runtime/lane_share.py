@@ -1,9 +1,10 @@
 """The urgent lane's share of the send rate, and its loan to the bulk lane while the urgent lane is idle.
 
 With ``urgent_lane`` and a ``send_rate`` R, the urgent lane's consumer paces each of its instances at
-``urgent_share`` x R / its concurrency, always: bulk never takes that share. Each bulk instance paces at
-(1 - ``urgent_share``) x R / ``max_concurrency`` on its own, plus ``urgent_share`` x R / ``max_concurrency`` lent
-while the urgent queue holds no message (visible, in flight or delayed): then the bulk lane alone sends at R.
+``urgent_share`` x R / its instances, always: bulk never takes that share. Each bulk instance paces at
+(1 - ``urgent_share``) x R / the instances the bulk lane runs (its event source's maximum concurrency, as the
+construct lowers it to the pace), plus ``urgent_share`` x R over those same instances, lent while the urgent queue
+holds no message (visible, in flight or delayed): then the bulk lane alone sends at R.
 
 The urgent lane is watched where its work is: its queue's counts (one ``GetQueueAttributes`` per bulk instance at
 most once a second), so a bulk instance gives the share back when an urgent job is enqueued, before the urgent

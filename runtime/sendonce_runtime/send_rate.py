@@ -94,9 +94,7 @@ class SendRateLimiter:
         self._deferred_until = monotonic()
         self._unsettled = False  # woken from idling, its cadence's phase not yet settled (settle_phase)
         # A seat's grid is spaced a token's time at the bucket's rate, its phase the seat's share of that time:
-        # every point is used, so the lane's instances' slots stay evenly spread at whatever rate they pace (a
-        # grid spaced at a lending instance's fastest pace left one point in five unused while the loan was off,
-        # and a job arriving then waited 0.38 s at p95 for the next slot where 0.27 s is left).
+        # every point is used, so the lane's instances' slots stay evenly spread at whatever rate they pace.
         self._wall_offset = wall_offset or _wall_offset
         self._grid: SeatGrid | None = None
         self._last_point: float | None = None  # the grid point of its last send (monotonic time)
