@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from sendonce_contract.message import InvalidMessage, parse_job
+from sendonce_contract.schema import DEDUPE_KEY
 
 from .job import EmailJob, InvalidJob
 from .sql_dialects import DEFAULT_TABLE, _ddl, check_table, dialect_of, schema_statements
@@ -75,5 +76,5 @@ def _body(job: Any) -> str:
 
 
 def _named(job: Any) -> str:
-    key = job.dedupe_key if isinstance(job, EmailJob) else job.get("dedupeKey")
+    key = job.dedupe_key if isinstance(job, EmailJob) else job.get(DEDUPE_KEY)
     return repr(key) if isinstance(key, str) else "the job"
