@@ -7,7 +7,10 @@ exactly the rows SQS accepted as relayed, and commit. A relay killed anywhere lo
 back and the rows are claimed again. A kill after SQS accepted but before the commit sends those rows again; the
 consumer's dedupe ledger absorbs the copy (the consumer counts it as a duplicate), so each email still goes once.
 By default a transaction holds one ``SendMessageBatch`` (10 rows), so a kill re-sends at most those 10; a larger
-``batch_size`` sends its rows ten to a call at once, and a kill re-sends up to the whole claim.
+``batch_size`` sends its rows ten to a call at once, and a kill re-sends up to the whole claim. While a batch is
+sent, the next one is claimed on a second connection (not on SQLite, whose one writer the batch holds), but sent
+only once the first batch's marks have committed: the claim's read and the rows' parsing leave the time between two
+sends, and no more than one batch is ever sent without its marks committed.
 
 SQS throttling or an outage keeps the rows pending and backs off; a row SQS refuses for good (too large, invalid
 characters) or that is not a job the contract parses is marked failed with the reason and never blocks the rows
@@ -115,6 +118,24 @@ class _Row:
     created_at_ms: int
 
 
+@dataclass(frozen=True)
+class _Prepared:
+    """A batch's rows made ready to send: the refused ones with why, the rest as SendMessageBatch calls."""
+
+    refused: dict[int, tuple[str, str]]
+    chunks: list[tuple[str, list[tuple[_Row, dict[str, Any]]]]]
+
+
+@dataclass(frozen=True)
+class _Claimed:
+    """The next batch, claimed in its own transaction (and made ready) while the batch before it was being sent."""
+
+    connection: Any
+    cursor: Any
+    rows: list[_Row]
+    prepared: _Prepared
+
+
 @dataclass
 class Totals:
     relayed: int = 0
@@ -179,11 +200,14 @@ class OutboxRelay:
         self.clock = clock
         self.totals = Totals()
         self._connection: Any = None
+        self._spare: Any = None  # the connection the next batch is claimed on while this one is sent
+        self._ahead: _Claimed | None = None
         self._listener: Any = None
         self._unconfirmed: set[int] = set()  # rows SQS accepted whose mark did not commit
         self._streak = 0  # batches in a row that kept rows back (the backoff's exponent)
         self._retained_at = float("-inf")
         self._senders = ThreadPoolExecutor(max_workers=BATCH, thread_name_prefix="outbox-send")
+        self._claimer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="outbox-claim")
 
     # -- the connection -------------------------------------------------------------------------------------------
 
@@ -202,12 +226,14 @@ class OutboxRelay:
             self._end(commit=False)
 
     def close(self) -> None:
-        for name in ("_connection", "_listener"):
+        self._ahead = None  # its connection closes below: the server rolls its claim back, nothing of it was sent
+        for name in ("_connection", "_spare", "_listener"):
             connection = getattr(self, name)
             setattr(self, name, None)
             if connection is not None:
                 with contextlib.suppress(Exception):  # a broken connection: nothing more to do with it
                     connection.close()
+        self._claimer.shutdown(wait=True)
         self._senders.shutdown(wait=True)
 
     def _begin(self) -> Any:
@@ -233,31 +259,70 @@ class OutboxRelay:
             with contextlib.suppress(Exception):  # already broken
                 connection.close()  # the server rolls back whatever this connection held
 
+    def _drop_ahead(self) -> None:
+        """Give the claimed-ahead batch back (nothing of it was sent): its connection closes and rolls it back."""
+        spare, self._spare, self._ahead = self._spare, None, None
+        if spare is not None:
+            with contextlib.suppress(Exception):  # already broken
+                spare.close()
+
+    def _claim(self, cursor: Any) -> list[_Row]:
+        cursor.execute(self.database.dialect.claim(self.settings.table, self.settings.batch_size))
+        return [self._row(found) for found in cursor.fetchall()]
+
+    def _claim_ahead(self) -> _Claimed | None:
+        """The next batch, claimed on the spare connection and made ready while this one is sent (in another
+        thread: the claim waits on the database, the parsing fits the send's wait for SQS). Its rows are locked
+        (another relay skips them) but not sent before this batch's marks commit. A database error here is the
+        next batch's: it claims anew, and meets the error if it lasts."""
+        try:
+            if self._spare is None:
+                self._spare = self.database.connect()
+            cursor = self._spare.cursor()
+            rows = self._claim(cursor)
+        except self.database.errors:
+            return None
+        return _Claimed(self._spare, cursor, rows, self._prepare(rows))
+
     # -- one batch ------------------------------------------------------------------------------------------------
 
     def relay_batch(self) -> BatchReport:
         """Claim, send and mark one batch in one transaction. ``DatabaseUnavailable`` when the database failed:
         then no row of the batch was marked (those SQS took are counted ``again`` when claimed next)."""
         started = time.monotonic()
-        dialect, table = self.database.dialect, self.settings.table
         sent: list[int] = []
         try:
-            cursor = self._begin()
-            cursor.execute(dialect.claim(table, self.settings.batch_size))
-            rows = [self._row(found) for found in cursor.fetchall()]
+            ahead, self._ahead = self._ahead, None
+            if ahead is not None:  # claimed while the last batch was sent: its connection is this batch's now
+                self._spare, self._connection = self._connection, ahead.connection
+                cursor, rows, prepared = ahead.cursor, ahead.rows, ahead.prepared
+            else:
+                cursor = self._begin()
+                rows = self._claim(cursor)
+                prepared = self._prepare(rows)
             if not rows:
                 self._end(commit=False)
                 return BatchReport()
-            outcomes = self._send(rows)
-            sent = [row.id for row in rows if outcomes[row.id][0] == ACCEPTED]
-            report = self._mark(cursor, rows, outcomes, started)
-            self._end(commit=True)
+            # A backlog: the next batch is there to claim (SQLite's one writer is this batch's).
+            claiming = (self._claimer.submit(self._claim_ahead) if len(rows) == self.settings.batch_size
+                        and self.database.dialect.name != "sqlite" else None)
+            try:
+                outcomes = self._send(prepared)
+                sent = [row.id for row in rows if outcomes[row.id][0] == ACCEPTED]
+                report = self._mark(cursor, rows, outcomes, started)
+                self._end(commit=True)
+            finally:
+                self._ahead = claiming.result() if claiming is not None else None
+                if claiming is not None and self._ahead is None:
+                    self._drop_ahead()
         except QueueMissing:
             self._end(commit=False)  # nothing was sent: every row of the claim stays pending
+            self._drop_ahead()
             raise
         except self.database.errors as error:
             self._unconfirmed.update(sent)
             self._drop_connection()
+            self._drop_ahead()
             raise DatabaseUnavailable(first_line(error)) from error
         self._unconfirmed.difference_update(sent)
         self._streak = self._streak + 1 if report.kept else 0
@@ -319,16 +384,20 @@ class OutboxRelay:
             entry["MessageGroupId"] = tenant_group
         return entry
 
-    def _send(self, rows: list[_Row]) -> dict[int, tuple[str, str]]:
-        outcomes: dict[int, tuple[str, str]] = {}
+    def _prepare(self, rows: list[_Row]) -> _Prepared:
+        refused: dict[int, tuple[str, str]] = {}
         by_queue: dict[str, list[tuple[_Row, dict[str, Any]]]] = {}
         for row in rows:
             entry = self._entry(row)
             if isinstance(entry, str):
-                outcomes[row.id] = (REFUSED, entry)
+                refused[row.id] = (REFUSED, entry)
             else:
                 by_queue.setdefault(self._queue_of(row), []).append((row, entry))
-        chunks = [(queue, chunk) for queue, ready in by_queue.items() for chunk in batches(ready)]
+        return _Prepared(refused, [(queue, chunk) for queue, ready in by_queue.items() for chunk in batches(ready)])
+
+    def _send(self, prepared: _Prepared) -> dict[int, tuple[str, str]]:
+        outcomes = dict(prepared.refused)
+        chunks = prepared.chunks
         if self.settings.fifo or len(chunks) == 1:  # a FIFO group's jobs go in their order
             results = [self._send_chunk(chunk, queue) for queue, chunk in chunks]
         else:
