@@ -58,7 +58,7 @@ def test_the_report_shows_delivery_outcomes_and_the_time_to_confirmation(demo):
 
 def test_the_app_subscribed_with_on_outcome_hears_every_bounce_and_complaint_the_ledger_holds(demo):
     report, _, output = demo
-    check = report.outcome_events
+    check = report.phases["outcome_events"]
     assert check is not None and check.ok, check
     assert check.heard["bounced"] >= 1 and check.heard["complained"] >= 1  # the mailbox simulator's
     assert "outcome events the app heard" in output
@@ -96,7 +96,7 @@ def test_urgent_jobs_and_a_quiet_tenant_s_go_through_a_bulk_flood_each_once_and_
     one's time to SES, from the emulator's log of sends, beside its time alone (a performance aim, not the
     guarantee)."""
     report, out, output = demo
-    flood = report.flood
+    flood = report.phases["flood"]
     assert flood is not None and flood.ok, flood.lines() if flood else output
     assert flood.flood_jobs == 80 and (flood.flood_tenant, flood.quiet_tenant) == ("northwind", "contoso")
     assert flood.emails_per_key == {1: flood.flood_jobs + 4 * FLOOD_ARRIVALS}

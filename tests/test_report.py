@@ -108,12 +108,12 @@ def test_a_missed_aim_is_said_never_under_a_bare_pass():
 def test_the_outcome_events_the_app_heard_must_match_the_ledger():
     from sendonce_local.demo.outcome_check import OutcomeEventsCheck
 
-    heard = replace(CLEAN, outcome_events=OutcomeEventsCheck({"bounced": 1, "complained": 1},
-                                                             {"bounced": 1, "complained": 1}, events=3))
+    heard = replace(CLEAN, phases={"outcome_events": OutcomeEventsCheck(
+        {"bounced": 1, "complained": 1}, {"bounced": 1, "complained": 1}, events=3)})
     heard_line = "outcome events the app heard, every phase's keys (3 events): bounced 1 (ledger 1)"
     assert heard.ok and heard_line in render_text(heard)
-    missed = replace(CLEAN, outcome_events=OutcomeEventsCheck({"bounced": 0, "complained": 1},
-                                                              {"bounced": 1, "complained": 1}, events=1))
+    missed = replace(CLEAN, phases={"outcome_events": OutcomeEventsCheck(
+        {"bounced": 0, "complained": 1}, {"bounced": 1, "complained": 1}, events=1)})
     assert not missed.ok and "bounced 0 (ledger 1)" in missed.verdict and "MISMATCH" in missed.verdict
 
 
@@ -156,7 +156,7 @@ GOOD_SENDS = [{"subject": "Invoice INV-1", "attachments": [PDF], "headers": []},
 
 
 def test_the_attachments_phase_passes_when_each_email_carried_exactly_its_attachments_and_headers_once():
-    report = replace(CLEAN, attachments=_attachments_report(GOOD_SENDS))
+    report = replace(CLEAN, phases={"attachments": _attachments_report(GOOD_SENDS)})
     assert report.ok and "2 emails each once with exactly its attachments" in report.verdict
     assert "-> PASS" in render_text(report)
 
@@ -172,13 +172,13 @@ def test_the_attachments_phase_passes_when_each_email_carried_exactly_its_attach
 ], ids=["attachment missing", "wrong file", "attachment doubled", "header missing", "wrong header", "email doubled",
         "email lost"])
 def test_the_verdict_fails_when_an_email_misses_doubles_or_changes_an_attachment_or_a_header(broken):
-    report = replace(CLEAN, attachments=_attachments_report(broken))
+    report = replace(CLEAN, phases={"attachments": _attachments_report(broken)})
     assert not report.ok and "attachments and headers: FAIL" in report.verdict, report.verdict
 
 
 def test_the_verdict_fails_when_a_retried_producer_left_a_second_object():
     attachments = replace(_attachments_report(GOOD_SENDS), files_uploaded=1, objects_in_bucket=2)
-    assert not replace(CLEAN, attachments=attachments).ok
+    assert not replace(CLEAN, phases={"attachments": attachments}).ok
 
 
 # -- the flood ------------------------------------------------------------------------------------------------------
@@ -197,7 +197,7 @@ def _flood(**changes: object):
 
 def test_the_flood_passes_with_every_key_once_and_says_each_one_s_wait_against_alone():
     flood = _flood()
-    report = replace(CLEAN, flood=flood)
+    report = replace(CLEAN, phases={"flood": flood})
     assert report.ok and flood.missed_aims() == [] and report.aims_missed == []
     assert "; flood: 96 keys each once through 80 bulk jobs, none in the DLQs" in report.verdict
     assert flood.p("urgent", "flood", 0.95) == 0.8 and flood.p("urgent", "alone", 0.5) == 0.3  # nearest rank
@@ -212,7 +212,7 @@ def test_the_flood_passes_with_every_key_once_and_says_each_one_s_wait_against_a
 
 def test_a_flood_wait_past_twice_alone_is_a_missed_aim_not_a_failure():
     slow = _flood(waits_s={"urgent": {"alone": [0.3], "flood": [0.4]}, "quiet": {"alone": [0.4], "flood": [6.0]}})
-    report = replace(CLEAN, flood=slow)
+    report = replace(CLEAN, phases={"flood": slow})
     assert report.ok and report.verdict.startswith("PASS: ")
     assert report.aims_missed == ["the quiet tenant contoso's p95 time to SES during the flood 15.0x alone "
                                   "(6.00 s against 0.40 s; aim 2x)"]
@@ -228,7 +228,7 @@ def test_a_flood_wait_past_twice_alone_is_a_missed_aim_not_a_failure():
     ({"drained": False}, "not drained within its bound"),
 ], ids=["doubled", "lost", "dead-lettered", "wrong tenant", "not drained"])
 def test_the_flood_fails_the_demo_when_a_key_is_doubled_lost_dead_lettered_or_sent_under_another_tenant(broken, said):
-    report = replace(CLEAN, flood=_flood(**broken))
+    report = replace(CLEAN, phases={"flood": _flood(**broken)})
     assert not report.ok and f"flood: {said}" in report.verdict, report.verdict
 
 
@@ -263,3 +263,23 @@ def test_flood_arrivals_meet_a_one_second_grid_at_spread_phases():
     phases = [offset % 1.0 for offset, batch in _schedule(FloodPlan(0.2, 12, 2.0), 5.0, "alone", 31)
               if batch[0][1] == QUIET]
     assert max(phases) - min(phases) > 0.5  # fixed 2 s apart, all twelve met it at one phase
+
+
+def test_every_phase_is_one_module_and_one_entry_whose_report_says_what_the_verdict_needs():
+    from pathlib import Path
+
+    from sendonce_local.demo import phases
+    from sendonce_local.demo.phase import PhaseReport
+    from sendonce_local.demo.phases import PHASES
+
+    # The exactly-once traffic the report's own count is made of; every other phase is an entry.
+    traffic = {"traffic", "residual", "bursts"}
+    modules = {path.stem for path in Path(phases.__file__).parent.glob("*.py")} - {"__init__"}
+    assert sorted(phase.run.__module__.rsplit(".", 1)[1] for phase in PHASES) == sorted(modules - traffic)
+    assert len({phase.name for phase in PHASES}) == len(PHASES)
+    assert PHASES[-1].name == "outcome_events"  # it stops the publisher the others' writes reach the app through
+    reports = [report for report in PhaseReport.__subclasses__()]
+    assert {type.__name__ for type in reports} >= {"FloodReport", "SqlOutboxReport", "AttachmentsReport",
+                                                   "OutcomeEventsCheck"}
+    for report in reports:  # what the verdict and the text need, each said by the phase's own report
+        assert report.lines is not PhaseReport.lines and report.failure is not PhaseReport.failure, report

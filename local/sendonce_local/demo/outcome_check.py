@@ -18,12 +18,14 @@ import boto3
 from sendonce_contract.record import EmailRecord
 from sendonce_contract.schema import DEDUPE_KEY, Ledger
 
+from .phase import PhaseReport
+
 # What the example app subscribes to (examples/app.py): its queue is found by demo.example_app.
 SUBSCRIBED = ("bounced", "complained")
 
 
 @dataclass
-class OutcomeEventsCheck:
+class OutcomeEventsCheck(PhaseReport):
     heard: dict[str, int] = field(default_factory=dict)  # transition -> distinct keys the app heard of
     ledger: dict[str, int] = field(default_factory=dict)  # transition -> distinct keys whose record says so
     events: int = 0  # events received, duplicates included (delivery is at least once)
@@ -36,6 +38,12 @@ class OutcomeEventsCheck:
         parts = [f"{name} {self.heard.get(name, 0)} (ledger {self.ledger.get(name, 0)})" for name in SUBSCRIBED]
         return (f"outcome events the app heard, every phase's keys ({self.events} events): " + ", ".join(parts)
                 + ("" if self.ok else " MISMATCH"))
+
+    def lines(self) -> list[str]:
+        return [f"  {self.line()}"]
+
+    def failure(self) -> str:
+        return self.line()
 
 
 def check_outcome_events(queue_url: str, table_name: str) -> OutcomeEventsCheck:

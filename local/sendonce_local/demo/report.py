@@ -8,11 +8,8 @@ from typing import Any
 from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_contract.schema import Status
 
-from .outcome_check import OutcomeEventsCheck
-from .phases.attachments import AttachmentsReport
-from .phases.sql_outbox import SqlOutboxReport
+from .phase import PhaseReport
 from .scenarios.fault_burst import FaultBurstReport
-from .scenarios.flood import FloodReport
 from .scenarios.load import BurstReport
 from .workload import Workload
 
@@ -76,17 +73,19 @@ class Report:
     burst: BurstReport | None = None
     fault_bursts: list[FaultBurstReport] = field(default_factory=list)  # bursts through DynamoDB and SQS trouble
     too_slow: str | None = None  # why this machine's timings mean little, when they do
-    outcome_events: OutcomeEventsCheck | None = None  # what the subscribed app heard, against the ledger
-    sql_outbox: SqlOutboxReport | None = None  # orders and receipts committed in PostgreSQL, relayed
-    attachments: AttachmentsReport | None = None  # what each email's attachments and headers were, from SES
-    flood: FloodReport | None = None  # urgent jobs and a quiet tenant's through one tenant's bulk flood
+    # Each phase of demo.phases.PHASES by name, in order: its report, or None when it was not in this run.
+    phases: dict[str, PhaseReport | None] = field(default_factory=dict)
+
+    @property
+    def phase_reports(self) -> list[PhaseReport]:
+        return [report for report in self.phases.values() if report is not None]
 
     @property
     def aims_missed(self) -> list[str]:
         """Goals that are not guarantees (the burst's rate and drain time, the flood's waits against alone): missed
         ones are said, never hidden."""
-        return ([] if self.burst is None else self.burst.missed_aims()) + ([] if self.flood is None else
-                                                                            self.flood.missed_aims())
+        return ([] if self.burst is None else self.burst.missed_aims()) + [
+            aim for report in self.phase_reports for aim in report.missed_aims()]
 
     @property
     def _never_resend(self) -> bool:
@@ -113,10 +112,7 @@ class Report:
             return False
         return ((self.residual is None or self.residual.ok) and (self.burst is None or self.burst.ok)
                 and all(fault_burst.ok for fault_burst in self.fault_bursts)
-                and (self.outcome_events is None or self.outcome_events.ok)
-                and (self.sql_outbox is None or self.sql_outbox.ok)
-                and (self.attachments is None or self.attachments.ok)
-                and (self.flood is None or self.flood.ok))
+                and all(report.ok for report in self.phase_reports))
 
     @property
     def verdict(self) -> str:
@@ -133,12 +129,6 @@ class Report:
                 problems.append(f"{self.unknown_records} keys left UNKNOWN")
             if self.burst is not None and not self.burst.ok:
                 problems.append("burst: " + self.burst.lines()[1].strip())
-            if self.sql_outbox is not None and not self.sql_outbox.ok:
-                problems.append("SQL outbox: " + self.sql_outbox.lines()[-1].strip())
-            if self.attachments is not None and not self.attachments.ok:
-                problems.append("attachments and headers: " + self.attachments.lines()[-1].split("-> ")[-1])
-            if self.flood is not None and not self.flood.ok:
-                problems.append("flood: " + self.flood.problems())
             problems.extend(f"{fault_burst.lines()[0].strip()}: {fault_burst.problems()}"
                             for fault_burst in self.fault_bursts if not fault_burst.ok)
             if self.residual is not None and not self.residual.ok:
@@ -150,8 +140,7 @@ class Report:
                                 f"{len(residual.lost)} lost")
             if self.poison_lost:
                 problems.append("bad or refused jobs missing from the DLQ without a record")
-            if self.outcome_events is not None and not self.outcome_events.ok:
-                problems.append(self.outcome_events.line())
+            problems.extend(report.failure() for report in self.phase_reports if not report.ok)
             if self.unexpected_emails:
                 problems.append(f"{self.unexpected_emails} emails nobody asked for")
             note = (f" (this machine was too slow for the timings to mean anything: {self.too_slow})"
@@ -175,12 +164,7 @@ class Report:
             verdict += (f"; {fault_burst.keys} keys through {fault_burst.stretch.split(' (')[0]}: each once, "
                         f"none in the DLQ, queue peak {fault_burst.peak_depth / max(1, fault_burst.jobs):.2f}x the "
                         "jobs")
-        if self.attachments is not None:
-            verdict += (f"; {self.attachments.emails} emails each once with exactly its attachments "
-                        f"({self.attachments.attachments_checked} checked) and headers")
-        if self.flood is not None:
-            verdict += (f"; flood: {sum(self.flood.emails_per_key.values())} keys each once through "
-                        f"{self.flood.flood_jobs} bulk jobs, none in the DLQs")
+        verdict += "".join(f"; {summary}" for report in self.phase_reports if (summary := report.summary()))
         if self.aims_missed:
             verdict += "; performance aims, not part of the guarantee, missed: " + "; ".join(self.aims_missed)
         if self.too_slow:
@@ -192,7 +176,8 @@ class Report:
         if self.burst is not None:
             data["burst"] = self.burst.as_dict()
         data["fault_bursts"] = [fault_burst.as_dict() for fault_burst in self.fault_bursts]
-        data["flood"] = None if self.flood is None else self.flood.as_dict()
+        del data["phases"]  # each phase under its own name
+        data.update({name: None if report is None else report.as_dict() for name, report in self.phases.items()})
         data.update(ok=self.ok, verdict=self.verdict, lost_without_record=self.lost_without_record,
                     aims_missed=self.aims_missed)
         return data

@@ -35,7 +35,6 @@ def render_text(report: Report) -> str:
         + (", ".join(f"{k} {v} ms" for k, v in report.confirmation_ms.items()) or "-"),
         "  delivery outcomes of these keys (from SES's events): "
         + (", ".join(f"{k} {v}" for k, v in report.delivery_outcomes.items()) or "none recorded"),
-        *([f"  {report.outcome_events.line()}"] if report.outcome_events is not None else []),
         f"  dead-letter queue ({sum(report.dead_letters.values())} messages, {report.expected_dead_letters} expected, "
         f"{report.dead_letter_copies} duplicate copies):",
         dlq,
@@ -44,8 +43,7 @@ def render_text(report: Report) -> str:
         *_render_residual(report.residual),
         *(report.burst.lines() if report.burst else []),
         *(line for fault_burst in report.fault_bursts for line in fault_burst.lines()),
-        *(report.attachments.lines() if report.attachments else []),
-        *(report.flood.lines() if report.flood else []),
+        *(line for phase in report.phase_reports for line in phase.lines()),
         "",
         report.verdict,
     ])

@@ -23,14 +23,10 @@ from ..lambda_service.worker import FAULT_KINDS
 from .example_app import cdk_context, deploy
 from .machine import machine_too_slow
 from .options import DemoOptions
-from .phases.attachments import attachments_phase
-from .phases.attachments import is_phase_email as is_attachments_email
+from .phase import PhaseContext
+from .phases import PHASES
 from .phases.bursts import burst_phase, fault_phase
-from .phases.flood import flood_phase
-from .phases.flood import is_phase_email as is_flood_email
-from .phases.outcome_events import outcome_events_phase
 from .phases.residual import residual_phase
-from .phases.sql_outbox import is_phase_email, run_sql_outbox_phase
 from .phases.traffic import run_phase
 from .report import Report
 from .report_build import build_report
@@ -78,34 +74,19 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
                 publisher.faults = DELIVERED_FAULTS  # every event delivered again: the bursts lose none
                 burst = burst_phase(options, aws, deployed, log, say)
                 fault_bursts = fault_phase(options, aws, deployed, log, say)
-                flood = flood_phase(options, aws, deployed, log, say)
-                say("      the SQL outbox: orders and receipts committed in PostgreSQL, relayed by "
-                    "sendonce-outbox-relay")
-                sql_outbox = run_sql_outbox_phase(deployed.consumer, aws.environment, log, options.orders,
-                                                  options.seed, aws.sent_emails, say, options.phase_fault_probability)
-                for line in sql_outbox.lines():
-                    say(line)
-                attachments = attachments_phase(deployed.consumer, deployed.table, deployed.attachments_bucket,
-                                                aws.environment, log, options.seed, aws.ses_sends, say,
-                                                options.phase_fault_probability)
-                for line in attachments.lines() if attachments else []:
-                    say(line)
-                outcome_events = outcome_events_phase(deployed, standing.relays, say)
+                played = PhaseContext(options, aws, deployed, log, say, standing)
+                phases = {phase.name: phase.run(played) for phase in PHASES}
             finally:
                 standing.stop()
         publisher.stop()
         config = ConsumerConfig.from_env(deployed.consumer.function.environment)
-        own_phases = (is_phase_email, is_attachments_email, is_flood_email)  # each counts its own emails
-        report = build_report(
-            [sent for sent in aws.sent_emails() if not any(mine(sent) for mine in own_phases)], workload,
+        report = build_report(  # each phase counts its own emails
+            [sent for sent in aws.sent_emails() if not any(phase.owns(sent) for phase in PHASES)], workload,
             config.delivery.value,
             deployed.table, config.dead_letter_queue_url, runner.stats.as_dict(), notes, residual, burst, fault_bursts,
         )
         report.too_slow = too_slow or machine_too_slow(deployed.consumer.source.queue_url)
-        report.outcome_events = outcome_events
-        report.sql_outbox = sql_outbox
-        report.attachments = attachments
-        report.flood = flood
+        report.phases = phases
         paths = write_outputs(report, out)
         say(f"{step(10)} done in {time.monotonic() - started:.0f} s; report: {', '.join(str(p) for p in paths)}; "
             f"consumer and recorder log: {consumer_log_path}")

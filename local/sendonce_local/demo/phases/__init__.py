@@ -1,4 +1,17 @@
-"""The demo's phases, run in order by ``demo.run``: ``traffic`` (the workload with crashes, through the outbox too),
-``residual``, ``bursts`` (past SES's rate, then through DynamoDB and SQS trouble) and ``outcome_events`` (what the
-app heard). A phase is a function of the demo's options, the emulator, the deployed app (``demo.example_app``), the
-consumer log and ``say``, returning what the report shows of it."""
+"""The demo's phases. ``demo.run`` plays the exactly-once traffic first: ``traffic`` (the workload with crashes,
+through the outbox too), ``residual`` and ``bursts`` (past SES's rate, then through DynamoDB and SQS trouble), which
+the report's count of every key is made of. Then each phase of ``PHASES`` in order (``demo.phase``): one module and
+one entry each, which says what the phase checks, its report and the emails it counts itself."""
+
+from __future__ import annotations
+
+from ..phase import Phase
+from . import attachments, flood, outcome_events, sql_outbox
+
+PHASES = (
+    Phase("flood", flood.flood_phase, flood.is_phase_email),
+    Phase("sql_outbox", sql_outbox.sql_outbox_phase, sql_outbox.is_phase_email),
+    Phase("attachments", attachments.attachments_phase, attachments.is_phase_email),
+    # Last: it waits for the outcome publisher to read every phase's writes, then stops it.
+    Phase("outcome_events", outcome_events.outcome_events_phase),
+)

@@ -17,6 +17,9 @@ from typing import IO, Any
 
 from sendonce_contract.headers import ENTITY_REF_ID, LIST_UNSUBSCRIBE_POST
 
+from ...lambda_service.stack_runners import StackRunners
+from ..phase import PhaseContext, PhaseReport
+
 SUBJECT_PREFIXES = ("Invoice INV-", "Password reset request ", "Your order updates ")
 INLINE_PDF_BYTES = 24 * 1024  # below the producer's inline limit: it travels in the job body
 S3_PDF_BYTES = 300 * 1024  # above it: uploaded to the bucket, the job names it
@@ -64,7 +67,7 @@ def check_sends(expected: Mapping[str, ExpectedEmail], sends: Iterable[Mapping[s
 
 
 @dataclass
-class AttachmentsReport:
+class AttachmentsReport(PhaseReport):
     """What the phase sent and what the emulator's SES received for it."""
 
     emails: int
@@ -106,6 +109,13 @@ class AttachmentsReport:
             f"SHA-256 as the producer sent it, and every email's headers exact; drained in {self.drain_s:.1f} s "
             f"-> {verdict}",
         ]
+
+    def failure(self) -> str:
+        return "attachments and headers: " + self.lines()[-1].split("-> ")[-1]
+
+    def summary(self) -> str:
+        return (f"{self.emails} emails each once with exactly its attachments ({self.attachments_checked} checked) "
+                "and headers")
 
 
 def is_phase_email(sent: Any) -> bool:
@@ -150,7 +160,17 @@ def _jobs(seed: int, bucket: str) -> tuple[list[Any], dict[str, ExpectedEmail], 
     return jobs, expected, retried
 
 
-def attachments_phase(consumer: Any, table: str, bucket: str | None, environment: dict[str, str], log: IO[str],
+def attachments_phase(context: PhaseContext) -> AttachmentsReport | None:
+    deployed, aws = context.deployed, context.aws
+    report = run_attachments_phase(deployed.consumer, deployed.table, deployed.attachments_bucket, aws.environment,
+                                   context.log, context.options.seed, aws.ses_sends, context.say,
+                                   context.options.phase_fault_probability)
+    for line in report.lines() if report is not None else []:
+        context.say(line)
+    return report
+
+
+def run_attachments_phase(consumer: Any, table: str, bucket: str | None, environment: dict[str, str], log: IO[str],
                       seed: int, ses_sends: Callable[[], list[dict[str, Any]]],
                       say: Callable[[str], None], fault_probability: float) -> AttachmentsReport | None:
     """Enqueue the phase's jobs through the producer's ``Pipeline`` with the deployed attachments bucket, run the
@@ -160,7 +180,7 @@ def attachments_phase(consumer: Any, table: str, bucket: str | None, environment
     from sendonce_producer import Pipeline
     from sendonce_producer.enqueue import message_request
 
-    from ...lambda_service.sqs_source import EventSourceRunner, FaultPlan
+    from ...lambda_service.sqs_source import FaultPlan
 
     if bucket is None:
         say("      attachments and headers: the stack has no attachments bucket output; phase skipped")
@@ -179,13 +199,17 @@ def attachments_phase(consumer: Any, table: str, bucket: str | None, environment
         "enqueued twice); consumer invocations killed before and after SES accepted")
     started = time.monotonic()
     faults = FaultPlan(fault_probability, seed, ("before_send", "after_send", "lost_answer"), forced=2)
-    with EventSourceRunner(consumer.function, consumer.source, environment, log, faults) as runner:
+    runners = StackRunners(environment, log, faults=lambda: faults).start([consumer], [])
+    try:
+        runner = runners.runner_of(consumer)
         bound, quiet = time.monotonic() + BOUND_S, 0
         while time.monotonic() < bound and quiet < 3:  # every key sent and the queue empty, three polls running
             sent = {str(s["subject"]) for s in ses_sends()}
             quiet = quiet + 1 if set(expected) <= sent and not any(runner.queue_depth().values()) else 0
             time.sleep(0.5)
         killed = int(runner.stats.as_dict().get("workers_killed", 0))
+    finally:
+        runners.stop()
     per_key, problems = check_sends(expected, ses_sends())
     objects = boto3.client("s3").list_objects_v2(Bucket=bucket).get("KeyCount", 0)
     files = {job.dedupe_key for job in retried}

@@ -3,12 +3,9 @@ jobs and a second tenant's arrive; each one's time to SES against its time alone
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import IO, Any
+from typing import Any
 
-from ...emulator.server import LocalAws
-from ..example_app import Deployed
-from ..options import DemoOptions
+from ..phase import PhaseContext
 from ..scenarios.flood import FLOOD_FACTOR, SUBJECT_PREFIX, FloodPlan, FloodReport, Lanes, run_flood
 from ..steps import step
 
@@ -17,8 +14,8 @@ def is_phase_email(sent: Any) -> bool:
     return str(getattr(sent, "subject", "")).startswith(SUBJECT_PREFIX)
 
 
-def flood_phase(options: DemoOptions, aws: LocalAws, deployed: Deployed, log: IO[str],
-                say: Callable[[str], None]) -> FloodReport | None:
+def flood_phase(context: PhaseContext) -> FloodReport | None:
+    options, aws, deployed, log, say = context.options, context.aws, context.deployed, context.log, context.say
     label = step(9)
     if options.flood_s <= 0 or options.flood_arrivals <= 0:
         say(f"{label} the flood: not in this run")

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 
-from ...lambda_service.stream_source import StreamEventSourceRunner
-from ..example_app import Deployed
 from ..outcome_check import OutcomeEventsCheck, check_outcome_events
+from ..phase import PhaseContext
 
 
-def outcome_events_phase(deployed: Deployed, runners: list[StreamEventSourceRunner],
-                         say: Callable[[str], None]) -> OutcomeEventsCheck | None:
-    """Let the publisher catch up with the ledger's stream, then read what the example app's queue heard."""
+def outcome_events_phase(context: PhaseContext) -> OutcomeEventsCheck | None:
+    """Let the publisher (one of the standing runners) catch up with the ledger's stream, then read what the
+    example app's queue heard. Last of the phases: it stops the publisher."""
+    deployed, runners, say = context.deployed, context.standing.relays, context.say
     queue_url = deployed.app_queue_url
     if not runners or queue_url is None:
         return None

@@ -9,10 +9,12 @@ import subprocess
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import IO, Any
 
 from ...databases.postgres import create_database, embedded_postgresql
 from ...lambda_service.deployed_stack import DeployedConsumer
+from ...lambda_service.stack_runners import StackRunners
+from ..phase import PhaseContext, PhaseReport
 
 SUBJECT_PREFIX = "Receipt sql-order-"  # the phase's emails, told apart from the rest of the demo's by subject
 RELAY_BATCH = 5
@@ -20,7 +22,7 @@ BOUND_S = 180
 
 
 @dataclass
-class SqlOutboxReport:
+class SqlOutboxReport(PhaseReport):
     """What the phase did and what the emulator's SES accepted for it."""
 
     orders: int
@@ -50,6 +52,9 @@ class SqlOutboxReport:
             f"emailed: {self.rolled_back_emailed}; drained in {self.drain_s:.1f} s -> "
             f"{'PASS' if self.ok else 'FAIL'}",
         ]
+
+    def failure(self) -> str:
+        return "SQL outbox: " + self.lines()[-1].strip()
 
 
 def is_phase_email(sent: Any) -> bool:
@@ -96,7 +101,17 @@ def _relay(dsn: str, queue_url: str, environment: dict[str, str]) -> subprocess.
                             env={**os.environ, **environment})
 
 
-def run_sql_outbox_phase(consumer: DeployedConsumer, environment: dict[str, str], log: TextIO, orders: int,
+def sql_outbox_phase(context: PhaseContext) -> SqlOutboxReport:
+    options, aws = context.options, context.aws
+    context.say("      the SQL outbox: orders and receipts committed in PostgreSQL, relayed by sendonce-outbox-relay")
+    report = run_sql_outbox_phase(context.deployed.consumer, aws.environment, context.log, options.orders,
+                                  options.seed, aws.sent_emails, context.say, options.phase_fault_probability)
+    for line in report.lines():
+        context.say(line)
+    return report
+
+
+def run_sql_outbox_phase(consumer: DeployedConsumer, environment: dict[str, str], log: IO[str], orders: int,
                          seed: int, sent_emails: Callable[[], Iterable[Any]],
                          say: Callable[[str], None], fault_probability: float) -> SqlOutboxReport:
     """Orders committed with their receipts in a real PostgreSQL, relayed by ``sendonce-outbox-relay`` (SIGKILLed
@@ -109,7 +124,7 @@ def run_sql_outbox_phase(consumer: DeployedConsumer, environment: dict[str, str]
 
     from sendonce_producer.sql_outbox import schema
 
-    from ...lambda_service.sqs_source import EventSourceRunner, FaultPlan
+    from ...lambda_service.sqs_source import FaultPlan
 
     count = max(orders * 2, 12)
     with embedded_postgresql() as server:
@@ -124,7 +139,9 @@ def run_sql_outbox_phase(consumer: DeployedConsumer, environment: dict[str, str]
             "applied twice (the outbox kept one row: ON CONFLICT DO NOTHING)")
         started = time.monotonic()
         faults = FaultPlan(fault_probability, seed, ("before_send", "after_send"), forced=2)
-        with EventSourceRunner(consumer.function, consumer.source, environment, log, faults) as runner:
+        runners = StackRunners(environment, log, faults=lambda: faults).start([consumer], [])
+        try:
+            runner = runners.runner_of(consumer)
             killed = _relay(dsn, consumer.source.queue_url, environment)
             assert killed.stdout is not None
             batches = 0
@@ -150,6 +167,8 @@ def run_sql_outbox_phase(consumer: DeployedConsumer, environment: dict[str, str]
                 relay.kill()
                 relay.communicate()
             consumers_killed = runner.stats.as_dict().get("workers_killed", 0)
+        finally:
+            runners.stop()
         sent = Counter(str(m.subject).removeprefix("Receipt ") for m in sent_emails() if is_phase_email(m))
     per_key = Counter(sent[key] for key in committed)
     return SqlOutboxReport(

@@ -29,6 +29,7 @@ from sendonce_producer import EmailJob, Pipeline
 from ...emulator.ses_limits import SES_RATE
 from ...lambda_service.deployed_stack import DeployedConsumer
 from ...lambda_service.stack_runners import StackRunners
+from ..phase import PhaseReport
 from ..workload import SENDER, keys_by_emails
 from .burst_drain import queue_depth
 
@@ -79,7 +80,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 @dataclass
-class FloodReport:
+class FloodReport(PhaseReport):
     rate: float
     flood_jobs: int
     arrivals: int  # urgent jobs, and as many quiet-tenant jobs, in each run
@@ -110,6 +111,13 @@ class FloodReport:
                  f"{len(self.wrong_tenant)} sent under another tenant" if self.wrong_tenant else "",
                  "" if self.drained else "not drained within its bound"]
         return ", ".join(problem for problem in found if problem)
+
+    def failure(self) -> str:
+        return "flood: " + self.problems()
+
+    def summary(self) -> str:
+        return (f"flood: {sum(self.emails_per_key.values())} keys each once through {self.flood_jobs} bulk jobs, "
+                "none in the DLQs")
 
     def p(self, who: str, run: str, q: float) -> float:
         return percentile(self.waits_s[who][run], q)
