@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Unpack
 
-from aws_cdk import Aspects, CfnOutput, Duration, Stack, Validations
+from aws_cdk import Aspects, CfnOutput, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
@@ -17,7 +17,7 @@ from aws_cdk import aws_ses as ses
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from sendonce_contract.deploy_config import PROP_FIELDS, ConsumerConfig, TimeBudget, longest_carried_gap_s
+from sendonce_contract.deploy_config import PROP_FIELDS, ConsumerConfig, TimeBudget
 from sendonce_contract.priority import Priority
 from sendonce_contract.schema import Ledger as LedgerSchema
 from sendonce_contract.sqs_limits import SQS_DEFAULT_MESSAGE_BYTES, SQS_MAX_MESSAGE_BYTES
@@ -42,10 +42,14 @@ from .props import PipelineProps, known, resolve_props, seconds
 from .queue_props import SendOnceEmailQueueProps
 from .quota_watch import build_quota_watch
 from .runtime_asset import HANDLER
+from .synth_warnings import warn
 
 DLQ_RETENTION = Duration.seconds(rules.DEAD_LETTER_RETENTION_S)  # the TTL rules count on this figure
-LOW_MAX_RECEIVE_COUNT_WARNING = "@sendonce/SendOnceEmailQueue:maxReceiveCountBelowFive"
-OUTCOME_EVENTS_SKIPPED_WARNING = "@sendonce/SendOnceEmailQueue:outcomeEventsNeedATableStream"
+# Why each lane's own DLQ has no queue behind it (cdk-nag's finding), by whether it is the urgent lane's.
+DEAD_LETTER_QUEUE_REASON = {
+    False: "This is the dead-letter queue: a queue behind it would hide failed jobs instead of keeping them.",
+    True: "This is the urgent lane's dead-letter queue: a queue behind it would hide failed jobs.",
+}
 # The consumer's DynamoDB calls, and nothing more: the claim, the completion and the release.
 DEDUPE_TABLE_ACTIONS = ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
 # A paced consumer's one read besides: a record far from its send slot reads its key's record first (settled_key).
@@ -92,12 +96,14 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     :param max_concurrency: cap on concurrent consumer invocations (2 to 1000), e.g. to stay under SES's rate; with
         ``send_rate``, no more run than the rate keeps busy with ``function_timeout`` (synth warns). Default: none.
     :param parallelism: records of one batch handled at once by one invocation. Default: the batch size, at most 10.
-    :param send_rate: recipients per second this pipeline may send (its share of the account's SES maximum send
-        rate); each instance paces at send_rate / max_concurrency (over the instances that run), so it needs
-        max_concurrency. Default: none.
+    :param send_rate: recipients per second this pipeline may send, all its instances together (its share of the
+        account's SES maximum send rate): the rate to give. Each instance paces at send_rate / max_concurrency (over
+        the instances that run), so it needs max_concurrency; max_send_rate is that per-instance figure, which the
+        construct derives from it. Default: none.
     :param max_send_rate: recipients per second per consumer instance (a token bucket before each send, one token
         per recipient, as SES's quotas count them), so parallel sends stay under the account's SES rate; multiply by
-        max_concurrency for the pipeline's peak. Default: none.
+        max_concurrency for the pipeline's peak. The per-instance form of send_rate, for a pipeline whose instances
+        are not capped: give one of the two, send_rate where you can. Default: none.
     :param urgent_lane: a second job queue (``urgent_queue``, with its own DLQ) and consumer for jobs with
         ``"priority": "urgent"``, so they never wait behind bulk mail; with ``send_rate`` it keeps ``urgent_share``
         of the rate, lent to bulk while it is idle. One dedupe ledger for both. Default: False.
@@ -181,7 +187,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     def __init__(self, scope: Construct, id: str, **props: Unpack[SendOnceEmailQueueProps]) -> None:
         super().__init__(scope, id)
         resolved = resolve_props(props, self.node.path)
-        self._warn(resolved)
+        warn(self, resolved)
         self.delivery = resolved.delivery
         self._ses_tenants = resolved.ses_tenants
         self.fifo = resolved.fifo
@@ -189,7 +195,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         self.pipeline_name = self.node.path
         queues = self._build_queues(resolved)
         self.queue, self.dead_letter_queue = queues.queue, queues.dead_letter_queue
-        urgent_queues = self._build_urgent_queues(resolved) if resolved.urgent_lane else None
+        urgent_queues = self._build_queues(resolved, urgent=True) if resolved.urgent_lane else None
         self.urgent_queue = urgent_queues.queue if urgent_queues is not None else None
         self.urgent_dead_letter_queue = urgent_queues.dead_letter_queue if urgent_queues is not None else None
         bulk, urgent = self._lanes(resolved, queues, urgent_queues)
@@ -221,54 +227,13 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         monitoring = self._build_monitoring(resolved, evidence, function_options)
         self.quota_watch, self.alarms, self.dashboard = monitoring.quota_watch, monitoring.alarms, monitoring.dashboard
 
-    def _warn(self, props: PipelineProps) -> None:
-        rates = props.lane_rates
-        # The job queue's lane: bulk's share and instances with urgent_lane, the whole pipeline's without.
-        per_instance = known(rates.bulk_instance_rate if rates is not None else props.max_send_rate)
-        if per_instance is not None and per_instance < 1:
-            Validations.of(self).add_warning(rules.SLOW_INSTANCES_WARNING, rules.slow_instances_warning(
-                known(props.send_rate), props.max_concurrency, per_instance))
-        instances = rates.bulk_max_concurrency if rates is not None else props.paced_concurrency
-        send_rate, timeout_s = known(props.send_rate), seconds(props.function_timeout)
-        if (instances is not None and props.max_concurrency is not None and instances < props.max_concurrency
-                and send_rate is not None and timeout_s is not None):
-            Validations.of(self).add_warning(rules.IDLE_INSTANCES_WARNING, rules.idle_instances_warning(
-                send_rate, props.max_concurrency, timeout_s, instances, rates.bulk_rate if rates else None))
-        for lane, lane_rate, lane_instances, lane_per_instance in self._lane_paces(props):
-            if timeout_s is not None and 1 / lane_per_instance > longest_carried_gap_s(timeout_s) + 1e-9:
-                Validations.of(self).add_warning(rules.LONG_GAP_WARNING, rules.long_gap_warning(
-                    lane, lane_rate, lane_instances, lane_per_instance, send_rate, timeout_s))
-        if props.low_max_receive_count:
-            Validations.of(self).add_warning(
-                LOW_MAX_RECEIVE_COUNT_WARNING,
-                f"max_receive_count ({props.max_receive_count}) is below 5: a message throttled or briefly in flight "
-                "elsewhere a few times lands in the dead-letter queue unsent; AWS recommends 5 or more",
-            )
-        if props.outcome_events_skipped:
-            Validations.of(self).add_warning(
-                OUTCOME_EVENTS_SKIPPED_WARNING,
-                "outcome_events are off: existing_table has no stream to read them from; enable a stream with "
-                "NEW_AND_OLD_IMAGES (and pass its stream ARN) to hear each email's fate, or set outcome_events=False",
-            )
-
-    @staticmethod
-    def _lane_paces(props: PipelineProps) -> list[tuple[str, float | None, int | None, float]]:
-        """Each paced lane as it runs: (its name, "" without lanes; its own rate; its instances; each one's rate,
-        a bulk instance's without the loan)."""
-        rates = props.lane_rates
-        if rates is None:
-            per_instance = known(props.max_send_rate)
-            return [] if per_instance is None else [("", known(props.send_rate), props.paced_concurrency,
-                                                     per_instance)]
-        return [(lane.value, lane_rate, instances, per_instance) for lane, lane_rate, instances, per_instance in (
-            (Priority.BULK, rates.bulk_rate, rates.bulk_max_concurrency, rates.bulk_instance_rate),
-            (Priority.URGENT, rates.urgent_rate, rates.urgent_max_concurrency, rates.urgent_instance_rate),
-        ) if per_instance is not None]
-
-    def _build_queues(self, props: PipelineProps) -> Queues:
-        dead_letter_queue: sqs.IQueue = props.dead_letter_queue or sqs.Queue(
+    def _build_queues(self, props: PipelineProps, urgent: bool = False) -> Queues:
+        """A lane's job queue and its DLQ, of one kind for both lanes (FIFO-ness, encryption, retention, visibility,
+        receives), so a job behaves the same on either; only the bulk lane's DLQ may be one the app gives."""
+        given = None if urgent else props.dead_letter_queue
+        dead_letter_queue: sqs.IQueue = given or sqs.Queue(
             self,
-            ChildId.DEAD_LETTER_QUEUE,
+            ChildId.URGENT_DEAD_LETTER_QUEUE if urgent else ChildId.DEAD_LETTER_QUEUE,
             fifo=props.fifo or None,
             retention_period=DLQ_RETENTION,
             # Any job the queue takes can be dead-lettered with its reason attributes on top.
@@ -278,13 +243,11 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             enforce_ssl=True,
             removal_policy=props.queue_removal_policy,
         )
-        if props.dead_letter_queue is None:
-            acknowledge(dead_letter_queue, "Serverless-SQSRedrivePolicy",
-                        "This is the dead-letter queue: a queue behind it would hide failed jobs instead of keeping "
-                        "them.")
+        if given is None:
+            acknowledge(dead_letter_queue, "Serverless-SQSRedrivePolicy", DEAD_LETTER_QUEUE_REASON[urgent])
         queue = sqs.Queue(
             self,
-            ChildId.QUEUE,
+            ChildId.URGENT_QUEUE if urgent else ChildId.QUEUE,
             fifo=props.fifo or None,
             visibility_timeout=props.visibility_timeout,
             retention_period=props.retention_period,
@@ -292,27 +255,6 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             encryption=props.encryption,
             encryption_master_key=props.encryption_key,
             enforce_ssl=True,
-            dead_letter_queue=sqs.DeadLetterQueue(queue=dead_letter_queue, max_receive_count=props.max_receive_count),
-            removal_policy=props.queue_removal_policy,
-        )
-        return Queues(queue=queue, dead_letter_queue=dead_letter_queue)
-
-    def _build_urgent_queues(self, props: PipelineProps) -> Queues:
-        """The urgent lane's queue and its own DLQ: of the job queue's kind (FIFO-ness, encryption, retention,
-        visibility, receives), so a job behaves the same on either lane."""
-        dead_letter_queue = sqs.Queue(
-            self, ChildId.URGENT_DEAD_LETTER_QUEUE, fifo=props.fifo or None, retention_period=DLQ_RETENTION,
-            # Any job the urgent queue takes can be dead-lettered with its reason attributes on top.
-            max_message_size_bytes=SQS_MAX_MESSAGE_BYTES if props.max_message_size_bytes is not None else None,
-            encryption=props.encryption, encryption_master_key=props.encryption_key, enforce_ssl=True,
-            removal_policy=props.queue_removal_policy,
-        )
-        acknowledge(dead_letter_queue, "Serverless-SQSRedrivePolicy",
-                    "This is the urgent lane's dead-letter queue: a queue behind it would hide failed jobs.")
-        queue = sqs.Queue(
-            self, ChildId.URGENT_QUEUE, fifo=props.fifo or None, visibility_timeout=props.visibility_timeout,
-            retention_period=props.retention_period, max_message_size_bytes=_job_message_size(props),
-            encryption=props.encryption, encryption_master_key=props.encryption_key, enforce_ssl=True,
             dead_letter_queue=sqs.DeadLetterQueue(queue=dead_letter_queue, max_receive_count=props.max_receive_count),
             removal_policy=props.queue_removal_policy,
         )

@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 import jsii
-from aws_cdk import IAspect, Stack, Validations
+from aws_cdk import IAspect, Stack
 from aws_cdk import aws_ec2 as ec2
 from constructs import IConstruct
 
-from . import rules
+from .synth_warnings import VPC_WITHOUT_EGRESS
 
 
 def subnets_without_egress(vpc: ec2.IVpc, selection: ec2.SubnetSelection | None) -> list[str] | None:
@@ -53,7 +53,5 @@ class VpcEgressCheck:
     def visit(self, node: IConstruct) -> None:
         if node is not self._owner:
             return
-        subnets = subnets_without_egress(self._vpc, self._selection)
-        if subnets is not None and not has_endpoint(self._vpc):
-            Validations.of(self._owner).add_warning(rules.VPC_WITHOUT_EGRESS_WARNING,
-                                                    rules.vpc_without_egress_warning(subnets))
+        VPC_WITHOUT_EGRESS.give(self._owner, subnets_without_egress(self._vpc, self._selection),
+                                has_endpoint(self._vpc))

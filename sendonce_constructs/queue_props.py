@@ -228,9 +228,10 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
         float | None, Prop(
             default=None,
             default_doc="none",
-            doc="recipients per second this pipeline may send (its share of the account's SES maximum "
-            "send rate); each instance paces at send_rate / max_concurrency (over the instances that run), so "
-            "it needs max_concurrency.",
+            doc="recipients per second this pipeline may send, all its instances together (its share of the "
+            "account's SES maximum send rate): the rate to give. Each instance paces at send_rate / "
+            "max_concurrency (over the instances that run), so it needs max_concurrency; max_send_rate is that "
+            "per-instance figure, which the construct derives from it.",
             rule="recipients per second this pipeline may send (SES's quotas count recipients: to + cc + "
             "bcc): its share of the account's SES maximum send rate; each instance is paced at "
             "`send_rate` / `max_concurrency` (over the instances that run, where fewer), so it needs "
@@ -242,7 +243,8 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             default_doc="none",
             doc="recipients per second per consumer instance (a token bucket before each send, one token "
             "per recipient, as SES's quotas count them), so parallel sends stay under the account's "
-            "SES rate; multiply by max_concurrency for the pipeline's peak.",
+            "SES rate; multiply by max_concurrency for the pipeline's peak. The per-instance form of send_rate, "
+            "for a pipeline whose instances are not capped: give one of the two, send_rate where you can.",
             rule="recipients per second per instance: a token bucket before each send takes one token per "
             "recipient, so parallel sends stay under SES's rate (the pipeline's peak is this times "
             "`max_concurrency`); a job with more recipients than the bucket holds waits for a full "

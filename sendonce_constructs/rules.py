@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import functools
 import inspect
-import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, ParamSpec, TypeVar
 
 from sendonce_contract.allowed_recipients import AllowedRecipients, InvalidEntry, parse_entries
-from sendonce_contract.deploy_config import longest_carried_gap_s, woken_phase_span_s
 from sendonce_contract.message import SES_NAME
 from sendonce_contract.schema import Ledger
 from sendonce_contract.sqs_limits import (
@@ -734,87 +732,3 @@ def check_allowed_recipients(allowed_recipients: Sequence[str] | None) -> Allowe
         _fail(f"allowed_recipients entry {error}; each entry is a bare address (qa@example.com) or a domain "
               "(example.com); fix or drop the entry")
     return None
-
-
-VPC_WITHOUT_EGRESS_WARNING = "@sendonce/SendOnceEmailQueue:vpcSubnetsWithoutEgress"
-
-
-def vpc_without_egress_warning(subnets: Sequence[str]) -> str:
-    """The warning for functions placed in subnets with no route out and no VPC endpoint in the VPC."""
-    return (f"vpc_subnets select {', '.join(subnets) or 'no subnet'} with no route to the internet (isolated or "
-            "public subnets: a function gets no public address) and the VPC has no endpoint: every call to "
-            "DynamoDB, SQS and SES (and Secrets Manager with key_privacy) would time out and no email would be sent; "
-            "select PRIVATE_WITH_EGRESS subnets, or add VPC endpoints (a DynamoDB gateway endpoint, SQS, SES and "
-            "Secrets Manager interface endpoints), or acknowledge this warning if routes are made outside this app")
-
-
-SLOW_INSTANCES_WARNING = "@sendonce/SendOnceEmailQueue:maxConcurrencyAboveSendRate"
-
-
-def slow_instances_warning(send_rate: float | None, max_concurrency: int | None, per_instance: float) -> str:
-    """The warning for instances paced below one email a second (``max_concurrency`` above ``send_rate``, or a
-    ``max_send_rate`` below one): what it costs and the fix."""
-    cause = (f"max_concurrency ({max_concurrency}) is above send_rate ({send_rate:g}), so each instance the event "
-             f"source runs sends {per_instance:.3g} emails/s" if send_rate is not None and max_concurrency is not None
-             else f"max_send_rate ({per_instance:g}) is below one email a second an instance")
-    if send_rate is None:
-        fix = "raise max_send_rate to 1 or more with fewer instances"
-    elif send_rate >= MIN_MAX_CONCURRENCY:  # the event source's least instances, at 1/s each or more
-        fix = f"set max_concurrency to at most {math.floor(send_rate)}"
-    else:
-        fix = (f"a send_rate of {MIN_MAX_CONCURRENCY} or more (the event source runs {MIN_MAX_CONCURRENCY} "
-               "instances at least)")
-    return (f"{cause}: an instance's cadence after idling takes a random phase of up to "
-            f"{woken_phase_span_s(per_instance):.3g} s (its first send within what it may wait), so that instances "
-            "waking together spread over the pipeline's rate, and a paced pipeline sends no faster for more instances "
-            f"(under a backlog each instance's jobs cost more SQS requests; docs: sending rate); {fix}, or "
-            "acknowledge this warning")
-
-
-IDLE_INSTANCES_WARNING = "@sendonce/SendOnceEmailQueue:maxConcurrencyLoweredToThePace"
-
-
-def idle_instances_warning(send_rate: float, max_concurrency: int, function_timeout_s: float, instances: int,
-                           bulk_rate: float | None) -> str:
-    """The warning for a paced lane's event source run with fewer instances than ``max_concurrency``: more than
-    its rate (``bulk_rate`` with urgent_lane, else ``send_rate``) keeps busy with this function timeout
-    (``lane_rates.carried_instances``)."""
-    lane = (f"send_rate ({send_rate:g}/s)" if bulk_rate is None
-            else f"the bulk lane's share of send_rate ({bulk_rate:g} of {send_rate:g}/s)")
-    gap_s = longest_carried_gap_s(function_timeout_s)
-    return (f"max_concurrency ({max_concurrency}) is more instances than {lane} keeps busy "
-            f"with a {function_timeout_s:g} s function_timeout: an instance's invocations carry at most "
-            f"{gap_s:.3g} s between its sends, and each of {max_concurrency} would be handed a job about every "
-            "invocation for fewer send slots, putting the rest back as delayed copies (SQS requests for no email; "
-            f"docs: sending rate); so its event source runs at most {instances} instances; set max_concurrency to "
-            f"at most {instances}, or raise function_timeout, or acknowledge this warning")
-
-
-LONG_GAP_WARNING = "@sendonce/SendOnceEmailQueue:sendGapLongerThanTheFunctionCarries"
-
-
-def long_gap_warning(lane: str, lane_rate: float | None, instances: int | None, per_instance: float,
-                     send_rate: float | None, function_timeout_s: float) -> str:
-    """The warning for a lane (``lane``: "bulk", "urgent", or "" without lanes) whose instances, as they run,
-    each send less often than their invocations carry (``longest_carried_gap_s``): what sets their pace, and the
-    fixes."""
-    if not lane and send_rate is None:
-        pace = f"max_send_rate ({per_instance:g})"
-        fix = "give send_rate (the pipeline's rate) instead, and the construct runs as many instances as it keeps busy"
-    elif not lane:
-        pace = f"send_rate ({send_rate:g}/s) over the event source's minimum of two instances"
-        fix = "a higher send_rate"
-    else:
-        pace = (f"the {lane} lane's share of send_rate ({lane_rate:g} of {send_rate:g}/s) over its {instances} "
-                "instances")
-        fix = f"a higher send_rate or a {'larger' if lane == 'urgent' else 'smaller'} urgent_share"
-    gap_s = 1 / per_instance
-    timeout_s = next((t for t in range(1, LAMBDA_MAX_TIMEOUT_S + 1) if longest_carried_gap_s(t) >= gap_s - 1e-9),
-                     None)
-    timeout_fix = (f"a function_timeout of at least {timeout_s} s" if timeout_s is not None
-                   else "a higher rate (no function timeout carries it)")
-    return (f"{pace} is {per_instance:.3g} emails/s an instance, a send every {gap_s:.3g} s, longer than a "
-            f"{function_timeout_s:g} s function_timeout's invocations carry between an instance's sends "
-            f"({longest_carried_gap_s(function_timeout_s):.3g} s): under a backlog about every other job would go "
-            f"back as a delayed copy (SQS requests for no email; docs: sending rate); {fix}, or {timeout_fix}, or "
-            "acknowledge this warning")

@@ -15,16 +15,22 @@ from aws_cdk.assertions import Annotations, Match
 from construct_support import build, make_stack
 
 from sendonce_constructs import SendOnceConfigurationError, SendOnceEmailQueue
-from sendonce_constructs.email_queue import LOW_MAX_RECEIVE_COUNT_WARNING
-from sendonce_constructs.rules import (
-    IDLE_INSTANCES_WARNING,
-    LONG_GAP_WARNING,
-    SLOW_INSTANCES_WARNING,
-    VPC_WITHOUT_EGRESS_WARNING,
+from sendonce_constructs.synth_warnings import (
+    IDLE_INSTANCES,
+    LONG_GAP,
+    LOW_MAX_RECEIVE_COUNT,
+    SLOW_INSTANCES,
+    VPC_WITHOUT_EGRESS,
 )
 from sendonce_contract.deploy_config import Env
 
 S = cdk.Duration.seconds
+# What users acknowledge, so pinned here as written, not read back from the declarations.
+LOW_MAX_RECEIVE_COUNT_WARNING = "@sendonce/SendOnceEmailQueue:maxReceiveCountBelowFive"
+VPC_WITHOUT_EGRESS_WARNING = "@sendonce/SendOnceEmailQueue:vpcSubnetsWithoutEgress"
+SLOW_INSTANCES_WARNING = "@sendonce/SendOnceEmailQueue:maxConcurrencyAboveSendRate"
+IDLE_INSTANCES_WARNING = "@sendonce/SendOnceEmailQueue:maxConcurrencyLoweredToThePace"
+LONG_GAP_WARNING = "@sendonce/SendOnceEmailQueue:sendGapLongerThanTheFunctionCarries"
 
 CASES = {
     "visibility_timeout below 6x": (
@@ -446,3 +452,12 @@ def test_instances_at_one_email_a_second_or_more_do_not_warn():
     stack = make_stack()
     build(stack, send_rate=5, max_concurrency=5)
     assert Annotations.from_stack(stack).find_warning("*", Match.any_value()) == []
+
+
+def test_each_warning_is_declared_once_with_the_id_users_acknowledge():
+    from sendonce_constructs.synth_warnings import WARNINGS
+
+    assert [warning.id for warning in (LOW_MAX_RECEIVE_COUNT, VPC_WITHOUT_EGRESS, SLOW_INSTANCES, IDLE_INSTANCES,
+                                       LONG_GAP)] == [LOW_MAX_RECEIVE_COUNT_WARNING, VPC_WITHOUT_EGRESS_WARNING,
+                                                      SLOW_INSTANCES_WARNING, IDLE_INSTANCES_WARNING, LONG_GAP_WARNING]
+    assert len({warning.id for warning in WARNINGS}) == len(WARNINGS)

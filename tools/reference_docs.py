@@ -103,23 +103,11 @@ def error_ids() -> str:
 
 
 def warning_ids() -> str:
-    from sendonce_constructs import email_queue, rules
+    from sendonce_constructs.synth_warnings import WARNINGS
 
-    warnings = {
-        email_queue.LOW_MAX_RECEIVE_COUNT_WARNING: "`max_receive_count` below 5",
-        email_queue.OUTCOME_EVENTS_SKIPPED_WARNING: "`existing_table` without a stream: outcome events are off",
-        rules.VPC_WITHOUT_EGRESS_WARNING: "functions in subnets with no route out, in a VPC with no endpoint",
-        rules.SLOW_INSTANCES_WARNING: "`max_concurrency` above `send_rate` (or `max_send_rate` below 1): first sends "
-                                      "after idling wait a random phase",
-        rules.IDLE_INSTANCES_WARNING: "`max_concurrency` above what `send_rate` keeps busy with `function_timeout` "
-                                      "(a gap between an instance's sends longer than its invocations carry): the "
-                                      "event source runs fewer instances",
-        rules.LONG_GAP_WARNING: "a lane's instances, as they run, each send less often than a `function_timeout`'s "
-                                "invocations carry (`max_send_rate`, or the event source's minimum of two)",
-    }
     return _table(("warning id", "when", "acknowledge with"),
-                  [(f"`{warning}`", when, f"`Acknowledgment(id=\"Annotation::{warning}\", reason=...)`")
-                   for warning, when in warnings.items()])
+                  [(f"`{warning.id}`", warning.when, f"`Acknowledgment(id=\"Annotation::{warning.id}\", reason=...)`")
+                   for warning in WARNINGS])
 
 
 def _commented_names(cls: type) -> Iterator[tuple[str, str, str, str]]:
