@@ -128,10 +128,19 @@ $(COMPAT_VENV)/.installed: pyproject.toml contract/pyproject.toml producer/pypro
 		-e '.[dev]'
 	@touch $@
 
-# Each sdist first, then its wheel built from that sdist (as pip does from the index).
-dist: setup
-	@for project in $(DISTRIBUTIONS); do $(PY) -m build --no-isolation --outdir $(DIST) $$project >/dev/null || exit 1; done
+# Each sdist first, then its wheel built from that sdist (as pip does from the index), in a virtualenv of only what
+# building needs (build and hatchling): no dev dependencies, no Node.js.
+BUILD_VENV := .venv-build
+$(BUILD_VENV)/.installed:
+	@$(PYTHON) -c 'import sys; sys.exit("sendonce needs Python 3.11 or newer") if sys.version_info < (3, 11) else None'
+	$(PYTHON) -m venv $(BUILD_VENV)
+	$(BUILD_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BUILD_VENV)/bin/python -m pip install --quiet 'build>=1.2' 'hatchling>=1.25'
+	@touch $@
+
+dist: $(BUILD_VENV)/.installed
+	@for project in $(DISTRIBUTIONS); do $(BUILD_VENV)/bin/python -m build --no-isolation --outdir $(DIST) $$project >/dev/null || exit 1; done
 	@ls $(DIST)
 
 clean:
-	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache build dist site $(COMPAT_VENV)
+	rm -rf cdk.out .pytest_cache .mypy_cache .ruff_cache build dist site $(COMPAT_VENV) $(BUILD_VENV)

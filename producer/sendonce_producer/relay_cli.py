@@ -1,26 +1,29 @@
 """``sendonce-outbox-relay --dsn DSN --queue-url URL [--once]``: relays the SQL outbox to the job queue.
 
 One JSON line per batch on stdout. SIGTERM (how ECS and Kubernetes stop a task) and Ctrl-C finish the batch in
-hand and exit 0. A bad DSN, an unreachable database or a missing table is one error line and exit code 2.
+hand and exit 0. A bad DSN, an unreachable database, a missing table, or a queue SQS has not (or will not
+describe with these credentials) is one error line and exit code 2. No line shows a secret of the DSN.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any, NoReturn
 
-from .sql_connect import DatabaseError, database
+from .sql_connect import DatabaseError, database, masked
 from .sql_dialects import DEFAULT_TABLE, DIALECTS, schema_statements
 from .sql_relay import (
     RETENTION_S,
     DatabaseUnavailable,
     OutboxRelay,
     QueueMissing,
+    QueueUnreachable,
     RelaySettings,
     first_line,
     print_line,
@@ -39,8 +42,10 @@ class _OneLineParser(argparse.ArgumentParser):
 
 def parser() -> argparse.ArgumentParser:
     found = _OneLineParser(prog=PROG, description="Relay the sendonce SQL outbox to the job queue.")
-    found.add_argument("--dsn", help="postgresql://user:password@host:5432/db, mysql://user:password@host:3306/db "
-                                     "or sqlite:///path/to.db")
+    found.add_argument("--dsn", help="postgresql://user:password@host:5432/db (a socket: ?host=/run/postgresql), "
+                                     "mysql://user:password@host:3306/db (?unix_socket=/path) or sqlite:///path/to.db; "
+                                     "SQLAlchemy's postgresql+psycopg://, mysql+pymysql:// and sqlite+pysqlite:/// "
+                                     "too")
     found.add_argument("--queue-url", help="the job queue (the construct's queue.queue_url)")
     found.add_argument("--urgent-queue-url", help="the urgent lane's queue (the construct's urgent_queue.queue_url, "
                                               "with urgent_lane): urgent jobs go there")
@@ -70,49 +75,63 @@ def main(argv: Sequence[str] | None = None, sqs: Any | None = None) -> int:
         return 0
     if not args.dsn or not args.queue_url:
         return _fail("--dsn and --queue-url are both needed (or --schema DIALECT to print the DDL)")
+    dsn = args.dsn
+
+    def say(line: dict[str, Any]) -> None:  # no line shows a secret of the DSN
+        print_line(json.loads(masked(json.dumps(line), dsn)))
+
+    def fail(message: str) -> int:
+        return _fail(masked(message, dsn))
+
     if not args.queue_url.startswith(("https://", "http://")):
-        return _fail(f"--queue-url {args.queue_url!r} is not a queue URL: pass the construct's queue.queue_url")
+        return fail(f"--queue-url {args.queue_url!r} is not a queue URL: pass the construct's queue.queue_url")
     if args.urgent_queue_url is not None and not args.urgent_queue_url.startswith(("https://", "http://")):
-        return _fail(f"--urgent-queue-url {args.urgent_queue_url!r} is not a queue URL: pass the construct's "
-                     "urgent_queue.queue_url")
+        return fail(f"--urgent-queue-url {args.urgent_queue_url!r} is not a queue URL: pass the construct's "
+                    "urgent_queue.queue_url")
     try:
         settings = RelaySettings(args.queue_url, args.table, args.batch_size, args.poll_interval,
                                  args.retention_days * 86_400, urgent_queue_url=args.urgent_queue_url,
                                  key_secret_arn=args.key_secret_arn)
         found = database(args.dsn)
     except (ValueError, DatabaseError) as error:
-        return _fail(str(error))
-    relay = OutboxRelay(found, settings, sqs=sqs)
+        return fail(str(error))
+    relay = OutboxRelay(found, settings, sqs=sqs, log=say)
     try:
-        return _run(relay, args.once)
+        return _run(relay, args.once, say, fail)
     finally:
         relay.close()
 
 
-def _run(relay: OutboxRelay, once: bool) -> int:
+def _run(relay: OutboxRelay, once: bool, say: Callable[[dict[str, Any]], None], fail: Callable[[str], int]
+         ) -> int:
     shown, table, dialect = relay.database.shown, relay.settings.table, relay.database.dialect.name
     try:
         relay.connection()
     except relay.database.errors as error:
-        return _fail(f"cannot reach the database {shown}: {first_line(error)}; check the host, port, user, password "
+        return fail(f"cannot reach the database {shown}: {first_line(error)}; check the host, port, user, password "
                      "and that the server is running")
     try:
         relay.check()
     except relay.database.errors as error:
-        return _fail(f"the outbox table {table!r} is missing or incomplete in {shown} ({first_line(error)}); create "
+        return fail(f"the outbox table {table!r} is missing or incomplete in {shown} ({first_line(error)}); create "
                      f"it with `{PROG} --schema {dialect}` (or sendonce_producer/sql/{dialect}.sql)")
+    try:
+        relay.check_queues()
+    except (QueueMissing, QueueUnreachable) as error:
+        return fail(f"{error}; pass the construct's queue.queue_url (and urgent_queue.queue_url), with "
+                    "credentials that may use it (nothing was sent: the rows stay pending)")
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())  # the batch in hand is finished, then the loop ends
-    print_line({"event": "started", "table": table, "dialect": dialect, "queue_url": relay.settings.queue_url})
+    say({"event": "started", "table": table, "dialect": dialect, "queue_url": relay.settings.queue_url})
     try:
         totals = relay.drain(stop) if once else relay.run(stop)
     except DatabaseUnavailable as error:
-        return _fail(f"the database {shown} failed: {error}; nothing was lost: the batch's rows stay pending")
+        return fail(f"the database {shown} failed: {error}; nothing was lost: the batch's rows stay pending")
     except QueueMissing as error:
-        return _fail(f"SQS has no queue at {relay.settings.queue_url} ({error}); pass the construct's queue.queue_url "
+        return fail(f"SQS has no queue at {relay.settings.queue_url} ({error}); pass the construct's queue.queue_url "
                      "(nothing was sent: the rows stay pending)")
-    print_line({"event": "stopped", **asdict(totals)})
+    say({"event": "stopped", **asdict(totals)})
     return 1 if once and _left_pending(relay) else 0
 
 

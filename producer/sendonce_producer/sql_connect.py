@@ -1,7 +1,11 @@
-"""The relay's database, from a DSN: ``postgresql://`` (psycopg 3), ``mysql://`` (PyMySQL) or ``sqlite:///path``.
+"""The relay's database, from a DSN: ``postgresql://`` (psycopg 3), ``mysql://`` (PyMySQL) or ``sqlite:///path``,
+and SQLAlchemy's ``dialect+driver://`` forms of those drivers (``postgresql+psycopg://``, ``mysql+pymysql://``,
+``sqlite+pysqlite:///``), as an application's settings hold them. A socket is ``?host=/path`` (PostgreSQL) or
+``?unix_socket=/path`` (MySQL).
 
 The drivers are the producer's extras (``sendonce-producer[postgresql]``, ``[mysql]``); sqlite3 is Python's own.
-Every error here says what to fix, for the console command's one error line.
+Every error here says what to fix, for the console command's one error line, and no line shows a secret of the
+DSN (:func:`masked`).
 """
 
 from __future__ import annotations
@@ -16,6 +20,11 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 from .sql_dialects import DIALECTS, Dialect
 
 SCHEMES = {"postgresql": "postgresql", "postgres": "postgresql", "mysql": "mysql", "sqlite": "sqlite"}
+# SQLAlchemy's driver names for the drivers the relay uses: a dialect+driver scheme naming another is refused.
+DRIVERS = {"postgresql": ("psycopg",), "mysql": ("pymysql",), "sqlite": ("pysqlite",)}
+# The DSN's query parameters that hold a secret (libpq's and the MySQL drivers' names).
+SECRET_PARAMETERS = ("password", "sslpassword", "passwd")
+MASK = "***"
 EXTRAS = {"postgresql": ("psycopg", "sendonce-producer[postgresql]"), "mysql": ("pymysql", "sendonce-producer[mysql]")}
 CONNECT_TIMEOUT_S = 10
 SQLITE_BUSY_TIMEOUT_S = 30  # a relay waits this long for SQLite's one writer (the app, or another relay)
@@ -39,11 +48,17 @@ class Database:
 
 def database(dsn: str) -> Database:
     """The database ``dsn`` names; ``DatabaseError`` for a scheme, a driver or a form it cannot be."""
-    parts = urlsplit(dsn)
-    name = SCHEMES.get(parts.scheme)
-    shown = _without_password(dsn)
+    shown = shown_dsn(dsn)
+    scheme, _, driver = urlsplit(dsn).scheme.partition("+")
+    name = SCHEMES.get(scheme)
     if name is None:
-        raise DatabaseError(f"--dsn {shown!r}: the scheme must be postgresql://, mysql:// or sqlite:///path")
+        raise DatabaseError(f"--dsn {shown!r}: the scheme must be postgresql://, mysql:// or sqlite:///path (or "
+                            "SQLAlchemy's postgresql+psycopg://, mysql+pymysql://, sqlite+pysqlite:///)")
+    if driver and driver not in DRIVERS[name]:
+        raise DatabaseError(f"--dsn {shown!r}: the relay connects with {', '.join(DRIVERS[name])} for {name}, not "
+                            f"{driver}: write {scheme}+{DRIVERS[name][0]}:// or {scheme}://")
+    dsn = scheme + dsn[len(urlsplit(dsn).scheme):]  # the driver's own form: without SQLAlchemy's +driver
+    parts = urlsplit(dsn)
     if name == "sqlite":
         return _sqlite(parts.path, parts.netloc, shown)
     module_name, extra = EXTRAS[name]
@@ -56,11 +71,51 @@ def database(dsn: str) -> Database:
     return _mysql(module, parts, shown)
 
 
-def _without_password(dsn: str) -> str:
-    parts = urlsplit(dsn)
-    if parts.password is None:
+def secrets_of(dsn: str) -> list[str]:
+    """Every secret ``dsn`` holds: its user part's password, its password-like parameters, and the passwords of a
+    libpq ``passfile`` it names (the file's lines, host:port:database:user:password)."""
+    try:
+        parts = urlsplit(dsn)
+        query = parse_qs(parts.query)
+        password = parts.password
+    except ValueError:  # a malformed DSN: mask what looks like a password after the user name
+        return []
+    found = [password, unquote(password)] if password else []
+    found += [value for name in SECRET_PARAMETERS for value in query.get(name, [])]
+    for passfile in query.get("passfile", []):
+        try:
+            lines = Path(passfile).expanduser().read_text(encoding="utf-8").splitlines()
+        except OSError:  # unreadable: the driver says so, and the file's content is not in any line
+            continue
+        found += [line.rsplit(":", 1)[-1] for line in lines if line.count(":") >= 4 and not line.startswith("#")]
+    return sorted({secret for secret in found if secret}, key=len, reverse=True)
+
+
+def shown_dsn(dsn: str) -> str:
+    """``dsn`` as a line may show it: the user part's password and every password-like parameter as ***."""
+    try:
+        parts = urlsplit(dsn)
+        password = parts.password
+    except ValueError:
+        return masked(dsn, dsn)
+    if password is None and not any(name in SECRET_PARAMETERS for name in parse_qs(parts.query)):
         return dsn
-    return dsn.replace(f":{parts.password}@", ":***@", 1)
+    netloc = parts.netloc
+    if password is not None:
+        user, _, host = netloc.rpartition("@")
+        netloc = f"{user.split(':', 1)[0]}:{MASK}@{host}"
+    query = "&".join(f"{name}={MASK}" if name in SECRET_PARAMETERS else f"{name}={value}"
+                     for name, value in (pair.split("=", 1) if "=" in pair else (pair, "")
+                                         for pair in parts.query.split("&") if pair))
+    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
+
+
+def masked(text: str, dsn: str) -> str:
+    """``text`` with every secret of ``dsn`` in it replaced by ***: the DSN itself as shown, or any line the relay
+    or its driver prints."""
+    for secret in secrets_of(dsn):
+        text = text.replace(secret, MASK).replace(quote(secret, safe=""), MASK)
+    return text
 
 
 def _postgresql(psycopg: Any, dsn: str, shown: str) -> Database:

@@ -1,8 +1,9 @@
 """The SQL outbox: record the intent to send in the same PostgreSQL, MySQL or SQLite transaction as the change
 causing it; ``sendonce-outbox-relay`` moves each committed row to the job queue.
 
-Plain DB-API 2.0: pass the cursor of the transaction your business write is in (psycopg 3, psycopg2, PyMySQL,
-sqlite3; with SQLAlchemy, the raw connection's cursor; with Django, ``django.db.connection.cursor()``).
+Pass what your business write goes through: a DB-API 2.0 cursor or connection (psycopg 3, psycopg2, PyMySQL,
+sqlite3; Django's ``django.db.connection``), or a SQLAlchemy ``Connection`` or ``Session``; the row joins that
+transaction.
 
     with connection.transaction():                      # psycopg 3
         cursor.execute("INSERT INTO orders ...")
@@ -16,7 +17,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from sendonce_contract.message import InvalidMessage, parse_job
@@ -37,15 +39,18 @@ def schema(dialect: str, table: str = DEFAULT_TABLE) -> str:
     return _ddl(dialect, table)
 
 
-def add(cursor: Any, job: EmailJob | Mapping[str, Any], *, table: str = DEFAULT_TABLE, group_id: str | None = None,
-        dialect: str | None = None) -> bool:
-    """Write ``job`` to the outbox in the cursor's transaction; True when it added the row, False when its key was
-    already there (the same order event applied twice), which never fails your business write.
+def add(transaction: Any, job: EmailJob | Mapping[str, Any], *, table: str = DEFAULT_TABLE,
+        group_id: str | None = None, dialect: str | None = None) -> bool:
+    """Write ``job`` to the outbox in ``transaction`` (a DB-API cursor or connection, or a SQLAlchemy
+    ``Connection`` or ``Session``); True when it added the row, False when its key was already there (the same
+    order event applied twice), which never fails your business write.
 
-    The job is checked against the consumer's contract first (``InvalidJob``, nothing written). Never commits and
-    never rolls back: the row exists exactly when your transaction commits. On PostgreSQL it also notifies the
-    relay, which PostgreSQL delivers only on commit. ``group_id`` is the FIFO message group (the first recipient
-    unless given), as for ``enqueue``. ``dialect`` only when the cursor's driver is not one of those above.
+    The job is checked against the consumer's contract first (``InvalidJob``), and ``transaction`` is one of those
+    kinds (``TypeError`` naming them): either way nothing is written. Never commits and never rolls back: the row
+    exists exactly when your transaction commits. On a connection it opens a cursor of its own and closes it. On
+    PostgreSQL it also notifies the relay, which PostgreSQL delivers only on commit. ``group_id`` is the FIFO
+    message group (the first recipient unless given), as for ``enqueue``. ``dialect`` only when the driver is not
+    one of those above.
     """
     body = _body(job)
     try:  # what is stored is what was validated: the body the consumer will parse, and the key it parsed
@@ -55,12 +60,55 @@ def add(cursor: Any, job: EmailJob | Mapping[str, Any], *, table: str = DEFAULT_
     if group_id is not None and not 1 <= len(group_id) <= MAX_GROUP_ID:
         raise InvalidJob(f"{key!r}: group_id must be 1 to {MAX_GROUP_ID} characters, as SQS takes it")
     check_table(table)
-    spoken = dialect_of(cursor, dialect)
-    parameters: list[Any] = [key, body, group_id, time.time_ns() // 1_000_000]
-    if spoken.name == "postgresql":
-        parameters.append(table)  # the channel the relay listens on
-    cursor.execute(spoken.insert(table), parameters)
-    return spoken.added(cursor)
+    with _cursor_of(transaction) as cursor:
+        spoken = dialect_of(cursor, dialect)
+        parameters: list[Any] = [key, body, group_id, time.time_ns() // 1_000_000]
+        if spoken.name == "postgresql":
+            parameters.append(table)  # the channel the relay listens on
+        cursor.execute(spoken.insert(table), parameters)
+        return spoken.added(cursor)
+
+
+ACCEPTED = ("a DB-API cursor or connection (psycopg, PyMySQL, sqlite3, Django's connection), or a SQLAlchemy "
+            "Connection or Session")
+
+
+@contextmanager
+def _cursor_of(transaction: Any) -> Iterator[Any]:
+    """A DB-API cursor in ``transaction``'s transaction: the cursor itself, or one opened here (and closed)."""
+    if type(transaction).__module__.split(".")[0] == "sqlalchemy":
+        transaction = _sqlalchemy_dbapi_connection(transaction)
+    if _is_cursor(transaction):
+        yield transaction
+        return
+    if not callable(getattr(transaction, "cursor", None)) or not callable(getattr(transaction, "commit", None)):
+        raise TypeError(f"add takes {ACCEPTED}, not a {type(transaction).__module__}."
+                        f"{type(transaction).__qualname__}")
+    cursor = transaction.cursor()
+    try:
+        yield cursor
+    finally:
+        cursor.close()
+
+
+def _sqlalchemy_dbapi_connection(transaction: Any) -> Any:
+    """The DB-API connection a SQLAlchemy ``Session`` (its transaction's, begun if none was) or ``Connection``
+    runs on; anything else of SQLAlchemy's (an ``Engine``: no transaction of yours) is refused."""
+    from sqlalchemy.engine import Connection
+    from sqlalchemy.orm import Session, scoped_session
+
+    if isinstance(transaction, Session | scoped_session):
+        transaction = transaction.connection()
+    if not isinstance(transaction, Connection):
+        raise TypeError(f"add takes {ACCEPTED}, not a {type(transaction).__module__}.{type(transaction).__qualname__}")
+    return transaction.connection  # the pool's proxy of the DB-API connection
+
+
+def _is_cursor(found: Any) -> bool:
+    """A DB-API cursor: it executes and counts rows, and opens no cursor of its own (a connection does, and
+    sqlite3's and psycopg's connections execute too)."""
+    return (callable(getattr(found, "execute", None)) and hasattr(found, "rowcount")
+            and not callable(getattr(found, "cursor", None)))
 
 
 def _body(job: Any) -> str:

@@ -162,6 +162,11 @@ class QueueMissing(Exception):
     was rolled back: its rows stay pending."""
 
 
+class QueueUnreachable(Exception):
+    """SQS cannot be asked about the queue with these credentials and this endpoint (none found, access denied, no
+    answer): a setting to fix before relaying anything."""
+
+
 # SQS's codes for a queue URL that names no queue (the JSON protocol's and the query protocol's).
 QUEUE_MISSING_CODES = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
 
@@ -224,6 +229,23 @@ class OutboxRelay:
             cursor.fetchall()
         finally:
             self._end(commit=False)
+
+    def check_queues(self) -> None:
+        """Ask SQS about the job queue (and the urgent one, when given) before relaying anything: ``QueueMissing``
+        when a URL names no queue, ``QueueUnreachable`` when SQS cannot be asked (credentials, access, endpoint),
+        each naming the URL. A queue that disappears later keeps its rows pending (``relay_batch``)."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        for url in filter(None, (self.settings.queue_url, self.settings.urgent_queue_url)):
+            try:
+                self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])
+            except ClientError as error:
+                code = str(error.response.get("Error", {}).get("Code", ""))
+                if code in QUEUE_MISSING_CODES:
+                    raise QueueMissing(f"SQS has no queue at {url} ({code})") from error
+                raise QueueUnreachable(f"SQS refused to describe the queue {url}: {code}: {_message(error)}") from error
+            except BotoCoreError as error:
+                raise QueueUnreachable(f"SQS could not be asked about the queue {url}: {error}") from error
 
     def close(self) -> None:
         self._ahead = None  # its connection closes below: the server rolls its claim back, nothing of it was sent
