@@ -69,3 +69,11 @@ def test_each_sdist_installs_into_a_fresh_virtualenv_and_imports(dist, distribut
                            text=True, check=True).stdout
     assert f"Version: {__version__}" in shown
     assert sys.prefix not in shown  # installed in the fresh virtualenv, not found in the project's
+
+
+def test_make_dist_needs_only_what_building_needs():
+    """No dev virtualenv and no Node.js: a checkout with Python and make builds every distribution."""
+    planned = subprocess.run(["make", "--no-print-directory", "--dry-run", "--always-make", "dist", "DIST=/nowhere"],
+                             cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    assert "npm" not in planned and ".venv/" not in planned and "-e " not in planned, planned
+    assert "pip install --quiet 'build>=1.2' 'hatchling>=1.25'" in planned
