@@ -35,6 +35,7 @@ from sendonce_runtime.lane_share import URGENT_WORK_ATTRIBUTES, UrgentLaneWatch
 from sendonce_runtime.outbox_relay import relay
 
 STACK = "Lanes"
+IDLE_STACK = "IdleLanes"  # the lending test's own pipeline
 # Bulk keeps a quarter of 8 recipients a second (1/s on each of its two instances) and borrows the urgent lane's
 # three quarters while the urgent queue is empty: 8/s in all, or 2/s without the loan.
 SEND_RATE, MAX_CONCURRENCY, URGENT_SHARE = 8, 2, 0.75
@@ -219,16 +220,21 @@ def test_one_key_on_both_lanes_and_jobs_on_the_wrong_lane_are_each_sent_once_and
     assert lanes.depth(lanes.dead_letter_queue) == lanes.depth(lanes.urgent_dead_letter_queue) == 0
 
 
-def test_bulk_borrows_the_urgent_share_while_the_urgent_queue_is_empty(lanes):
-    """24 bulk jobs alone: at bulk's own 2/s they would take over 10 s; with the urgent lane's share lent, 8/s.
-    Alone: once an earlier test's urgent messages (received, or delayed copies) are gone from the urgent queue, as
-    a bulk instance's watch counts them (a fresh instance lends from its first read that finds none)."""
-    lanes.purge()
-    sqs, deadline = boto3.client("sqs"), time.monotonic() + 60
-    while any(int(n) for n in sqs.get_queue_attributes(
-            QueueUrl=lanes.urgent_queue, AttributeNames=list(URGENT_WORK_ATTRIBUTES))["Attributes"].values()):
-        assert time.monotonic() < deadline, "an earlier test's urgent messages stayed in the urgent queue"
-        time.sleep(0.2)
+@pytest.fixture
+def idle_lanes(lanes: Lanes, tmp_path_factory: pytest.TempPathFactory) -> Lanes:
+    """A pipeline of its own, shaped as ``lanes``: its urgent queue has never held a message, whatever the module's
+    other tests left in theirs (in flight, or delayed copies)."""
+    return _deploy(IDLE_STACK, tmp_path_factory.mktemp("cdk.out"), lanes.environment, send_rate=SEND_RATE,
+                   max_concurrency=MAX_CONCURRENCY, urgent_share=URGENT_SHARE)
+
+
+def test_bulk_borrows_the_urgent_share_while_the_urgent_queue_is_empty(idle_lanes):
+    """24 bulk jobs alone: at bulk's own 2/s they would take over 10 s; with the urgent lane's share lent, 8/s (a
+    fresh instance lends from its watch's first read, which finds the urgent queue empty)."""
+    lanes = idle_lanes
+    sqs = boto3.client("sqs")
+    assert not any(int(n) for n in sqs.get_queue_attributes(
+        QueueUrl=lanes.urgent_queue, AttributeNames=list(URGENT_WORK_ATTRIBUTES))["Attributes"].values())
     start, keys = len(SEND_LOG.since(0)), [f"lend:{n}" for n in range(24)]
     failures = lanes.pipeline().enqueue_many([EmailJob(key, f"a@{SENDER_DOMAIN}", ["ada@example.org"],
                                                        subject=f"Receipt {key}", text="x") for key in keys])
