@@ -8,7 +8,7 @@ export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 # MkDocs Material's banner about its successor, printed at every build.
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup test test-release test-soak test-demo lint demo synth bench clean dist docs integ integ-snapshot test-compat mysql-server
+.PHONY: setup test test-stress test-release test-soak test-demo lint demo synth bench clean dist docs integ integ-snapshot test-compat mysql-server
 # Every distribution, each built from its own folder: `make dist` writes their wheels and sdists to $(DIST).
 DISTRIBUTIONS := contract producer .
 # make test's workers (pytest-xdist): the suite waits on its emulator and subprocesses about half the time. Tests stay
@@ -51,6 +51,11 @@ mysql-server:
 # Every distribution built and installed from its sdist, and the benchmark suite's quick run (CI runs these too).
 test-release: setup
 	$(PY) -m pytest -m release
+
+# make test ten times on a fresh clone of HEAD while two CPU-bound processes run beside it (RUNS=, LOAD= to change),
+# each run's log in build/stress/; not part of CI: about an hour on two cores.
+test-stress:
+	@bash tools/stress_test.sh
 
 # The fault bursts under never-resend too (DynamoDB and SQS answering late, during a burst: minutes).
 test-soak: setup
