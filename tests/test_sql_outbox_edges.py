@@ -151,3 +151,16 @@ def test_add_takes_a_cursor_a_connection_or_sqlalchemy_s_connection_or_session_a
     engine.dispose()
     assert sorted(row["dedupe_key"] for row in outbox_db.rows()) == [
         "order-1:receipt", "order-3:receipt", "order-4:receipt"]
+
+
+def test_the_relay_prints_the_schema_as_the_shipped_file_holds_it():
+    from importlib import resources
+
+    from sendonce_producer.sql_outbox import schema
+
+    for dialect in ("postgresql", "mysql", "sqlite"):
+        done = relay("--schema", dialect)
+        assert done.returncode == 0, done.stderr
+        shipped = resources.files("sendonce_producer").joinpath("sql", f"{dialect}.sql").read_text(encoding="utf-8")
+        assert done.stdout == shipped == schema(dialect)
+    assert "outbox_orders" in relay("--schema", "sqlite", "--table", "outbox_orders").stdout

@@ -17,7 +17,8 @@ from dataclasses import asdict
 from typing import Any, NoReturn
 
 from .sql_connect import DatabaseError, database, masked
-from .sql_dialects import DEFAULT_TABLE, DIALECTS, schema_statements
+from .sql_dialects import DEFAULT_TABLE, DIALECTS
+from .sql_outbox import schema
 from .sql_relay import (
     RETENTION_S,
     DatabaseUnavailable,
@@ -69,7 +70,7 @@ def main(argv: Sequence[str] | None = None, sqs: Any | None = None) -> int:
     args = parser().parse_args(argv)
     if args.schema:
         try:
-            print(";\n\n".join(schema_statements(args.schema, args.table)) + ";")
+            print(schema(args.schema, args.table), end="")  # the shipped file's text, its comments included
         except ValueError as error:
             return _fail(str(error))
         return 0
