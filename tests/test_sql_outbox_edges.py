@@ -76,6 +76,11 @@ def test_a_missing_or_unreachable_queue_is_one_line_at_start_even_with_nothing_p
     unreachable = {**os.environ, "AWS_ENDPOINT_URL": "http://127.0.0.1:1"}
     line = one_error_line(relay("--dsn", outbox_db.dsn, "--queue-url", real, "--once", env=unreachable))
     assert f"SQS could not be asked about the queue {real}" in line
+    # No region to sign for (a queue URL off AWS, nothing in the environment): the same one line, no traceback.
+    regionless = {name: value for name, value in os.environ.items() if name not in ("AWS_REGION", "AWS_DEFAULT_REGION")}
+    line = one_error_line(relay("--dsn", outbox_db.dsn, "--queue-url", real, "--once",
+                                env={**regionless, "AWS_CONFIG_FILE": os.devnull}))
+    assert f"SQS could not be asked about the queue {real}" in line and "region" in line
     assert messages(real) == [] and [row["state"] for row in outbox_db.rows()] == ["pending"]
     done = relay("--dsn", outbox_db.dsn, "--queue-url", real, "--once")  # the same relay, the queue there
     assert done.returncode == 0, done.stderr

@@ -200,7 +200,7 @@ class OutboxRelay:
                  log: Callable[[dict[str, Any]], None] = print_line, clock: Callable[[], float] = time.time) -> None:
         self.database = database
         self.settings = settings
-        self.sqs = sqs if sqs is not None else default_sqs(settings.queue_url)
+        self._sqs = sqs
         self.log = log
         self.clock = clock
         self.totals = Totals()
@@ -229,6 +229,14 @@ class OutboxRelay:
             cursor.fetchall()
         finally:
             self._end(commit=False)
+
+    @property
+    def sqs(self) -> Any:
+        """The SQS client, made at its first use (a missing region is then the queue check's one error, after the
+        database's)."""
+        if self._sqs is None:
+            self._sqs = default_sqs(self.settings.queue_url)
+        return self._sqs
 
     def check_queues(self) -> None:
         """Ask SQS about the job queue (and the urgent one, when given) before relaying anything: ``QueueMissing``
