@@ -89,14 +89,16 @@ def play(db: Any, url: str, prefix: str, plan: list[tuple[Any, ...]]) -> tuple[s
             _, index, commits, twice, relay_meanwhile = step
             key = f"{prefix}:{index}"
             connection = db.connect()
-            cursor = connection.cursor()
-            cursor.execute("INSERT INTO orders (id, customer) VALUES (%s, %s)", (uuid.uuid4().hex, key))
-            for _ in range(2 if twice else 1):
-                add(cursor, job(key))
-            if relay_meanwhile:  # an open transaction's row is invisible to the relay
-                world.relay_batch(0, None)
-            connection.commit() if commits else connection.rollback()
-            connection.close()
+            try:  # closed whatever happens: an open transaction would hold the next example's table reset
+                cursor = connection.cursor()
+                cursor.execute("INSERT INTO orders (id, customer) VALUES (%s, %s)", (uuid.uuid4().hex, key))
+                for _ in range(2 if twice else 1):
+                    add(cursor, job(key))
+                if relay_meanwhile:  # an open transaction's row is invisible to the relay
+                    world.relay_batch(0, None)
+                connection.commit() if commits else connection.rollback()
+            finally:
+                connection.close()
             (committed if commits else rolled_back).add(key)
         final = OutboxRelay(database(db.dsn), RelaySettings(url), log=lambda line: None)
         final.drain()

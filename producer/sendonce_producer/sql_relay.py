@@ -238,6 +238,10 @@ class OutboxRelay:
             self._sqs = default_sqs(self.settings.queue_url)
         return self._sqs
 
+    @sqs.setter
+    def sqs(self, client: Any) -> None:
+        self._sqs = client
+
     def check_queues(self) -> None:
         """Ask SQS about the job queue (and the urgent one, when given) before relaying anything: ``QueueMissing``
         when a URL names no queue, ``QueueUnreachable`` when SQS cannot be asked (credentials, access, endpoint),
