@@ -80,7 +80,7 @@ def test_a_missing_or_unreachable_queue_is_one_line_at_start_even_with_nothing_p
     regionless = {name: value for name, value in os.environ.items() if name not in ("AWS_REGION", "AWS_DEFAULT_REGION")}
     line = one_error_line(relay("--dsn", outbox_db.dsn, "--queue-url", real, "--once",
                                 env={**regionless, "AWS_CONFIG_FILE": os.devnull}))
-    assert f"SQS could not be asked about the queue {real}" in line and "region" in line
+    assert f"SQS could not be asked about the queue {real}" in line and "set AWS_REGION" in line
     assert messages(real) == [] and [row["state"] for row in outbox_db.rows()] == ["pending"]
     done = relay("--dsn", outbox_db.dsn, "--queue-url", real, "--once")  # the same relay, the queue there
     assert done.returncode == 0, done.stderr
@@ -120,10 +120,18 @@ def test_no_line_the_relay_prints_shows_a_secret_of_its_dsn(outbox_db, aws, tmp_
         f"{base}?sslpassword=param-secret-2&sslmode=disable": "sslpassword=***",
         f"{base}?passfile={passfile}": f"passfile={passfile}",
     }
+    host, port = base.split("@", 1)[1].split("/", 1)[0].split(":")
+    keywords = f"host={host} port={port} user=postgres password=keyword-secret-4 dbname={base.rsplit('/', 1)[1]}"
+    cases[keywords] = "password=***"  # libpq's keyword/value form: taken, and masked
     outbox_db.execute("DROP TABLE sendonce_outbox")
     for dsn, shown in cases.items():
         line = one_error_line(relay("--dsn", dsn, "--queue-url", url, "--once"))
         assert "secret" not in line and shown in line and "is missing or incomplete" in line, line
+    # Forms the relay refuses, or a driver fails on: the line names the fix and still shows no secret.
+    for dsn in ("u:refused-secret-5@127.0.0.1/db", "postgresql:u:refused-secret-6@h/db",
+                "postgresql://u:refused-secret-7@[::1/shop", "jdbc:postgresql://u:refused-secret-8@h/db"):
+        line = one_error_line(relay("--dsn", dsn, "--queue-url", url, "--once"))
+        assert "secret" not in line and ("--dsn" in line or "cannot reach the database" in line), line
     # A driver's own message can hold what the DSN held: every line is masked, the passfile's passwords included.
     dsn = f"{base}?passfile={passfile}&password=param-secret-1"
     assert masked(f"FATAL: passfile-secret-3 and param-secret-1 and {dsn}", dsn).count("secret") == 0

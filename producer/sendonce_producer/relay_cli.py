@@ -46,7 +46,7 @@ def parser() -> argparse.ArgumentParser:
     found.add_argument("--dsn", help="postgresql://user:password@host:5432/db (a socket: ?host=/run/postgresql), "
                                      "mysql://user:password@host:3306/db (?unix_socket=/path) or sqlite:///path/to.db; "
                                      "SQLAlchemy's postgresql+psycopg://, mysql+pymysql:// and sqlite+pysqlite:/// "
-                                     "too")
+                                     "and PostgreSQL's 'host=... dbname=...' too")
     found.add_argument("--queue-url", help="the job queue (the construct's queue.queue_url)")
     found.add_argument("--urgent-queue-url", help="the urgent lane's queue (the construct's urgent_queue.queue_url, "
                                               "with urgent_lane): urgent jobs go there")
@@ -119,8 +119,7 @@ def _run(relay: OutboxRelay, once: bool, say: Callable[[dict[str, Any]], None], 
     try:
         relay.check_queues()
     except (QueueMissing, QueueUnreachable) as error:
-        return fail(f"{error}; pass the construct's queue.queue_url (and urgent_queue.queue_url), with "
-                    "credentials that may use it (nothing was sent: the rows stay pending)")
+        return fail(f"{error} (nothing was sent)")
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())  # the batch in hand is finished, then the loop ends

@@ -1,6 +1,7 @@
 """The relay's database, from a DSN: ``postgresql://`` (psycopg 3), ``mysql://`` (PyMySQL) or ``sqlite:///path``,
 and SQLAlchemy's ``dialect+driver://`` forms of those drivers (``postgresql+psycopg://``, ``mysql+pymysql://``,
-``sqlite+pysqlite:///``), as an application's settings hold them. A socket is ``?host=/path`` (PostgreSQL) or
+``sqlite+pysqlite:///``), and libpq's keyword/value form (``host=db dbname=shop``), as an application's settings
+hold them. A socket is ``?host=/path`` (PostgreSQL) or
 ``?unix_socket=/path`` (MySQL).
 
 The drivers are the producer's extras (``sendonce-producer[postgresql]``, ``[mysql]``); sqlite3 is Python's own.
@@ -10,6 +11,7 @@ DSN (:func:`masked`).
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,9 +24,14 @@ from .sql_dialects import DIALECTS, Dialect
 SCHEMES = {"postgresql": "postgresql", "postgres": "postgresql", "mysql": "mysql", "sqlite": "sqlite"}
 # SQLAlchemy's driver names for the drivers the relay uses: a dialect+driver scheme naming another is refused.
 DRIVERS = {"postgresql": ("psycopg",), "mysql": ("pymysql",), "sqlite": ("pysqlite",)}
-# The DSN's query parameters that hold a secret (libpq's and the MySQL drivers' names).
-SECRET_PARAMETERS = ("password", "sslpassword", "passwd")
 MASK = "***"
+# Where a DSN holds a secret, in any of its forms: a user part's password (user:password@, malformed URLs
+# included), and the password-like parameters of a query or of libpq's keyword/value form (quoted or not).
+USER_PASSWORD = re.compile(r"[^\s:/@?&]+:([^\s@/]+)@")
+SECRET_PARAMETER = re.compile(r"\b(password|sslpassword|passwd)\s*=\s*(?:'([^']*)'|([^\s&;]+))")
+PASSFILE = re.compile(r"\b(passfile)\s*=\s*(?:'([^']*)'|([^\s&;]+))")
+# libpq's keyword/value form of a PostgreSQL DSN: "host=db dbname=shop user=app".
+KEYWORD_FORM = re.compile(r"^\s*[a-z_]+\s*=")
 EXTRAS = {"postgresql": ("psycopg", "sendonce-producer[postgresql]"), "mysql": ("pymysql", "sendonce-producer[mysql]")}
 CONNECT_TIMEOUT_S = 10
 SQLITE_BUSY_TIMEOUT_S = 30  # a relay waits this long for SQLite's one writer (the app, or another relay)
@@ -49,7 +56,14 @@ class Database:
 def database(dsn: str) -> Database:
     """The database ``dsn`` names; ``DatabaseError`` for a scheme, a driver or a form it cannot be."""
     shown = shown_dsn(dsn)
-    scheme, _, driver = urlsplit(dsn).scheme.partition("+")
+    if "://" not in dsn and KEYWORD_FORM.match(dsn):  # libpq's keyword/value form: host=... dbname=...
+        return _postgresql(_driver("postgresql", shown), dsn, shown)
+    try:
+        scheme, _, driver = urlsplit(dsn).scheme.partition("+")
+        urlsplit(dsn).port  # noqa: B018  (a port that is no number is refused here, with the fix)
+    except ValueError as error:
+        raise DatabaseError(f"--dsn {shown!r}: {error}; write it as postgresql://user:password@host:5432/db, "
+                            "mysql://user:password@host:3306/db or sqlite:///path") from None
     name = SCHEMES.get(scheme)
     if name is None:
         raise DatabaseError(f"--dsn {shown!r}: the scheme must be postgresql://, mysql:// or sqlite:///path (or "
@@ -61,58 +75,46 @@ def database(dsn: str) -> Database:
     parts = urlsplit(dsn)
     if name == "sqlite":
         return _sqlite(parts.path, parts.netloc, shown)
-    module_name, extra = EXTRAS[name]
-    try:
-        module = __import__(module_name)
-    except ImportError:
-        raise DatabaseError(f"--dsn {shown!r} needs the {module_name} driver: pip install '{extra}'") from None
+    module = _driver(name, shown)
     if name == "postgresql":
         return _postgresql(module, dsn, shown)
     return _mysql(module, parts, shown)
 
 
-def secrets_of(dsn: str) -> list[str]:
-    """Every secret ``dsn`` holds: its user part's password, its password-like parameters, and the passwords of a
-    libpq ``passfile`` it names (the file's lines, host:port:database:user:password)."""
+def _driver(name: str, shown: str) -> Any:
+    module_name, extra = EXTRAS[name]
     try:
-        parts = urlsplit(dsn)
-        query = parse_qs(parts.query)
-        password = parts.password
-    except ValueError:  # a malformed DSN: mask what looks like a password after the user name
-        return []
-    found = [password, unquote(password)] if password else []
-    found += [value for name in SECRET_PARAMETERS for value in query.get(name, [])]
-    for passfile in query.get("passfile", []):
+        return __import__(module_name)
+    except ImportError:
+        raise DatabaseError(f"--dsn {shown!r} needs the {module_name} driver: pip install '{extra}'") from None
+
+
+def secrets_of(dsn: str) -> list[str]:
+    """Every secret ``dsn`` holds, whatever its form (a URL, a malformed one, libpq's keyword/value form): the
+    password of a ``user:password@`` part, the password-like parameters, and the passwords of a libpq ``passfile``
+    it names (the file's lines, host:port:database:user:password)."""
+    found = [match.group(1) for match in USER_PASSWORD.finditer(dsn)]
+    found += [match.group(2) or match.group(3) for match in SECRET_PARAMETER.finditer(dsn)]
+    found += [unquote(secret) for secret in found]
+    for match in PASSFILE.finditer(dsn):
+        path = Path(unquote(match.group(2) or match.group(3))).expanduser()
         try:
-            lines = Path(passfile).expanduser().read_text(encoding="utf-8").splitlines()
-        except OSError:  # unreadable: the driver says so, and the file's content is not in any line
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError:  # unreadable: the driver says so, and the file's content is in no line
             continue
         found += [line.rsplit(":", 1)[-1] for line in lines if line.count(":") >= 4 and not line.startswith("#")]
     return sorted({secret for secret in found if secret}, key=len, reverse=True)
 
 
 def shown_dsn(dsn: str) -> str:
-    """``dsn`` as a line may show it: the user part's password and every password-like parameter as ***."""
-    try:
-        parts = urlsplit(dsn)
-        password = parts.password
-    except ValueError:
-        return masked(dsn, dsn)
-    if password is None and not any(name in SECRET_PARAMETERS for name in parse_qs(parts.query)):
-        return dsn
-    netloc = parts.netloc
-    if password is not None:
-        user, _, host = netloc.rpartition("@")
-        netloc = f"{user.split(':', 1)[0]}:{MASK}@{host}"
-    query = "&".join(f"{name}={MASK}" if name in SECRET_PARAMETERS else f"{name}={value}"
-                     for name, value in (pair.split("=", 1) if "=" in pair else (pair, "")
-                                         for pair in parts.query.split("&") if pair))
-    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
+    """``dsn`` as a line may show it: each secret's place written ***, the rest as given."""
+    shown = USER_PASSWORD.sub(lambda match: match.group(0).replace(match.group(1), MASK), dsn)
+    shown = SECRET_PARAMETER.sub(lambda match: f"{match.group(1)}={MASK}", shown)
+    return masked(shown, dsn)
 
 
 def masked(text: str, dsn: str) -> str:
-    """``text`` with every secret of ``dsn`` in it replaced by ***: the DSN itself as shown, or any line the relay
-    or its driver prints."""
+    """``text`` with every secret of ``dsn`` in it replaced by ***: any line the relay or its driver prints."""
     for secret in secrets_of(dsn):
         text = text.replace(secret, MASK).replace(quote(secret, safe=""), MASK)
     return text

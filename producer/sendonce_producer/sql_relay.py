@@ -246,7 +246,7 @@ class OutboxRelay:
         """Ask SQS about the job queue (and the urgent one, when given) before relaying anything: ``QueueMissing``
         when a URL names no queue, ``QueueUnreachable`` when SQS cannot be asked (credentials, access, endpoint),
         each naming the URL. A queue that disappears later keeps its rows pending (``relay_batch``)."""
-        from botocore.exceptions import BotoCoreError, ClientError
+        from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError, NoRegionError
 
         for url in filter(None, (self.settings.queue_url, self.settings.urgent_queue_url)):
             try:
@@ -254,10 +254,19 @@ class OutboxRelay:
             except ClientError as error:
                 code = str(error.response.get("Error", {}).get("Code", ""))
                 if code in QUEUE_MISSING_CODES:
-                    raise QueueMissing(f"SQS has no queue at {url} ({code})") from error
-                raise QueueUnreachable(f"SQS refused to describe the queue {url}: {code}: {_message(error)}") from error
+                    raise QueueMissing(f"SQS has no queue at {url} ({code}); pass the construct's queue.queue_url "
+                                       "(urgent_queue.queue_url for --urgent-queue-url)") from error
+                raise QueueUnreachable(f"SQS refused to describe the queue {url}: {code}: {_message(error)}; use "
+                                       "credentials that may use it (the construct's grant_enqueue)") from error
+            except NoRegionError as error:
+                raise QueueUnreachable(f"SQS could not be asked about the queue {url}: no AWS region; set "
+                                       "AWS_REGION (or AWS_DEFAULT_REGION) to the queue's region") from error
+            except NoCredentialsError as error:
+                raise QueueUnreachable(f"SQS could not be asked about the queue {url}: no AWS credentials; give the "
+                                       "relay a role, or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY") from error
             except BotoCoreError as error:
-                raise QueueUnreachable(f"SQS could not be asked about the queue {url}: {error}") from error
+                raise QueueUnreachable(f"SQS could not be asked about the queue {url}: {error}; check the URL, "
+                                       "AWS_ENDPOINT_URL if set, and the network") from error
 
     def close(self) -> None:
         self._ahead = None  # its connection closes below: the server rolls its claim back, nothing of it was sent
