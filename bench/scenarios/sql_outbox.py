@@ -32,7 +32,7 @@ from sendonce_local.databases.postgres import create_database, embedded_postgres
 from sendonce_producer import EmailJob
 from sendonce_producer.sql_connect import Database, database
 from sendonce_producer.sql_outbox import add, schema_statements
-from sendonce_producer.sql_relay import OutboxRelay, RelaySettings
+from sendonce_producer.sql_relay import OutboxRelay, RelaySettings, default_sqs
 
 WARM_JOBS = 10  # relayed first, not timed: the relay's connections opened, as a running relay has them
 LOAD_BATCH = 500  # jobs added per transaction when the backlog is loaded (not timed)
@@ -94,7 +94,9 @@ def _relay(db: Database, queue_url: str, endpoint: str, batch_size: int = RelayS
     saved = os.environ["AWS_ENDPOINT_URL"]
     os.environ["AWS_ENDPOINT_URL"] = endpoint
     try:
-        relay = OutboxRelay(db, RelaySettings(queue_url, batch_size=batch_size), log=lambda line: None)
+        # The relay's own default client, made while the endpoint is set (a relay makes it at its first use).
+        relay = OutboxRelay(db, RelaySettings(queue_url, batch_size=batch_size), sqs=default_sqs(queue_url),
+                            log=lambda line: None)
     finally:
         os.environ["AWS_ENDPOINT_URL"] = saved
     requests = [0]
