@@ -27,8 +27,8 @@ from sendonce_contract.deploy_config import sends_per_invocation
 from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S, DEFAULT_EVIDENCE_GRACE_S
 from sendonce_contract.sqs_limits import minimum_visibility_timeout_s
 
-from .lane_rates import LaneRates, carried_instances, split
-from .readings import read, read_seconds, seconds
+from .lane_rates import LaneRates, paced_instances, split
+from .readings import read, read_seconds
 from .rules import (
     RECOMMENDED_MAX_RECEIVE_COUNT,
     UNBATCHED_MAX_BATCH,
@@ -76,7 +76,7 @@ def batch_size(function_timeout: Duration, send_rate: float | None, max_concurre
     """10; with pacing, what one instance can send in one invocation at its share of the rate, at most 10
     (``sends_per_invocation``): a larger batch is received only for its tail to be put back, again and again."""
     rate = (read(max_send_rate_given) if max_send_rate_given is not None
-            else max_send_rate(send_rate, max_concurrency, function_timeout))
+            else max_send_rate(send_rate, max_concurrency))
     timeout_s = read_seconds(function_timeout)
     if rate is None or not (is_known(rate) and is_known(timeout_s)):
         return UNBATCHED_MAX_BATCH
@@ -96,15 +96,14 @@ def evidence_grace_period(ses_events: bool) -> Duration | None:
     return Duration.seconds(DEFAULT_EVIDENCE_GRACE_S) if ses_events else None
 
 
-def max_send_rate(send_rate: float | None, max_concurrency: int | None, function_timeout: Duration) -> float | None:
-    """Each instance's share of the pipeline's ``send_rate``, over the instances it keeps busy
-    (``paced_concurrency``)."""
-    rate, instances = read(send_rate), paced_concurrency(send_rate, max_concurrency, function_timeout)
+def max_send_rate(send_rate: float | None, max_concurrency: int | None) -> float | None:
+    """Each instance's share of the pipeline's ``send_rate``, over the instances that run (``paced_concurrency``)."""
+    rate, instances = read(send_rate), paced_concurrency(send_rate, max_concurrency)
     return rate / instances if is_known(rate) and instances is not None else None
 
 
 def lane_rates(urgent_lane: bool, send_rate: float | None, max_concurrency: int | None,
-               urgent_share: float | None, function_timeout: Duration) -> LaneRates | None:
+               urgent_share: float | None) -> LaneRates | None:
     """With ``urgent_lane``: each lane's concurrency and per-instance rates (``lane_rates``); rates None when the
     send rate, the concurrency or the share is a token or absent."""
     if not urgent_lane:
@@ -113,20 +112,18 @@ def lane_rates(urgent_lane: bool, send_rate: float | None, max_concurrency: int 
     # A cap that is a token caps both lanes as given, unpaced (a send rate needs a known cap).
     known_rate = rate if is_known(rate) and is_known(share) and is_known(instances) else None
     cap = int(instances) if is_known(instances) else max_concurrency
-    return split(known_rate, cap, share if is_known(share) and share is not None else 0.0,
-                 seconds(function_timeout))
+    return split(known_rate, cap, share if is_known(share) and share is not None else 0.0)
 
 
-def paced_concurrency(send_rate: float | None, max_concurrency: int | None,
-                      function_timeout: Duration) -> int | None:
-    """The job queue's event source's maximum concurrency: ``max_concurrency``, or fewer with ``send_rate``, as
-    many instances as the rate keeps busy with this function timeout (``lane_rates.carried_instances``; synth
-    warns, ``maxConcurrencyLoweredToThePace``); None without a cap; a cap that is a token, as given (a send rate
-    needs a known one: ``rules.check_send_rate``)."""
+def paced_concurrency(send_rate: float | None, max_concurrency: int | None) -> int | None:
+    """The job queue's event source's maximum concurrency: ``max_concurrency``, or fewer with ``send_rate``, so
+    each instance paces at one email a second or more (``lane_rates.paced_instances``; synth warns,
+    ``maxConcurrencyLoweredToThePace``); None without a cap; a cap that is a token, as given (a send rate needs a
+    known one: ``rules.check_send_rate``)."""
     rate, instances = read(send_rate), read(max_concurrency)
     if max_concurrency is None or not is_known(instances) or rate is None or not is_known(rate):
         return max_concurrency
-    return carried_instances(float(rate), int(max_concurrency), seconds(function_timeout))
+    return paced_instances(float(rate), int(max_concurrency))
 
 
 def outcome_events(existing_table: dynamodb.ITable | None) -> bool:

@@ -36,7 +36,6 @@ from .monitoring import PipelineMetrics, build_alarms, build_dashboard
 from .network import VpcEgressCheck
 from .outbox import Outbox
 from .outcome_events import OutcomeEvents
-from .pace_table import PACE_TABLE_ACTIONS, build_pace_table, takes_seats
 from .parts import Consumer, Evidence, Lane, Ledger, Monitoring, Queues
 from .props import PipelineProps, known, resolve_props, seconds
 from .queue_props import SendOnceEmailQueueProps
@@ -52,8 +51,6 @@ DEAD_LETTER_QUEUE_REASON = {
 }
 # The consumer's DynamoDB calls, and nothing more: the claim, the completion and the release.
 DEDUPE_TABLE_ACTIONS = ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
-# A paced consumer's one read besides: a record far from its send slot reads its key's record first (settled_key).
-PACED_DEDUPE_TABLE_READS = ("dynamodb:GetItem",)
 
 
 class SendOnceEmailQueue(Construct, PipelineMetrics):
@@ -94,7 +91,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         (at least 1).
     :param max_batching_window: how long the event source gathers a batch. Default: none.
     :param max_concurrency: cap on concurrent consumer invocations (2 to 1000), e.g. to stay under SES's rate; with
-        ``send_rate``, no more run than the rate keeps busy with ``function_timeout`` (synth warns). Default: none.
+        ``send_rate``, no more run than the rate in emails a second (synth warns). Default: none.
     :param parallelism: records of one batch handled at once by one invocation. Default: the batch size, at most 10.
     :param send_rate: recipients per second this pipeline may send, all its instances together (its share of the
         account's SES maximum send rate): the rate to give. Each instance paces at send_rate / max_concurrency (over
@@ -201,7 +198,6 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         bulk, urgent = self._lanes(resolved, queues, urgent_queues)
         ledger = self._build_ledger(resolved)
         self.table, self.key_secret, self._ledger = ledger.table, ledger.key_secret, ledger
-        self.pace_table = self._build_pace_table(resolved, (bulk, urgent) if urgent is not None else (bulk,))
         if resolved.vpc is not None:
             Aspects.of(self).add(VpcEgressCheck(self, resolved.vpc, resolved.vpc_subnets))
         expiry_days = resolved.attachments_expiry_days
@@ -213,13 +209,11 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         function_options = self._function_options(resolved, ledger)
         evidence = self._build_evidence(resolved, ledger, function_options)
         self.evidence, self.outcome_events = evidence.ses, evidence.outcome_events
-        consumer = self._build_consumer(resolved, bulk, ledger, evidence, self._attachments, function_options,
-                                        self.pace_table)
+        consumer = self._build_consumer(resolved, bulk, ledger, evidence, self._attachments, function_options)
         self.function, self.role, self.log_group = consumer.function, consumer.role, consumer.log_group
         self.event_source = consumer.event_source
         self.urgent_consumer = (
-            self._build_consumer(resolved, urgent, ledger, evidence, self._attachments, function_options,
-                                 self.pace_table)
+            self._build_consumer(resolved, urgent, ledger, evidence, self._attachments, function_options)
             if urgent is not None else None)
         self.urgent_function = self.urgent_consumer.function if self.urgent_consumer is not None else None
         self.outbox = self._build_outbox(resolved, queues, urgent_queues, function_options, ledger)
@@ -302,12 +296,6 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         key_secret = build_key_secret(self, props.encryption_key) if props.key_privacy else None
         return Ledger(table=table, data_keys=data_keys, key_secret=key_secret)
 
-    def _build_pace_table(self, props: PipelineProps, lanes: Sequence[Lane]) -> dynamodb.Table | None:
-        """The seats' table, when a lane takes seats (paced, more than one instance); None when none does."""
-        if not any(takes_seats(lane, props.reserved_concurrent_executions) for lane in lanes):
-            return None
-        return build_pace_table(self, props.encryption_key, props.removal_policy)
-
     def _function_options(self, props: PipelineProps, ledger: Ledger) -> FunctionOptions:
         return FunctionOptions(
             runtime=props.runtime, architecture=props.architecture, log_retention=props.log_retention,
@@ -336,20 +324,17 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         return Evidence(ses=ses_evidence, outcome_events=outcome_events, configuration_set_name=configuration_set_name)
 
     def _build_consumer(self, props: PipelineProps, lane: Lane, ledger: Ledger, evidence: Evidence,
-                        attachments: Attachments | None, function_options: FunctionOptions,
-                        pace_table: dynamodb.ITable | None) -> Consumer:
+                        attachments: Attachments | None, function_options: FunctionOptions) -> Consumer:
         """A lane's consumer: the job queue's (``Consumer``, as without lanes) or the urgent lane's
-        (``UrgentConsumer``): the same code and grants, its own queue, DLQ, concurrency, pace and batch size; the
-        pipeline's ``pace_table`` when this lane takes seats."""
+        (``UrgentConsumer``): the same code and grants, its own queue, DLQ, concurrency, pace and batch size."""
         urgent = lane.name == Priority.URGENT.value
-        seats = pace_table if takes_seats(lane, props.reserved_concurrent_executions) else None
         reserved = props.reserved_concurrent_executions
         if urgent and reserved is not None:  # its own reservation: bulk's never takes the urgent lane's instances
             reserved = lane.max_concurrency
         consumer = BundledFunction(
             self, ChildId.URGENT_CONSUMER if urgent else "Consumer", handler=HANDLER, timeout=props.function_timeout,
             memory_size=props.memory_size,
-            environment=self._consumer_environment(props, lane, ledger, evidence, attachments, seats),
+            environment=self._consumer_environment(props, lane, ledger, evidence, attachments),
             options=function_options, invoked_by="its SQS event source", reserved_concurrent_executions=reserved,
             description="sendonce consumer: sends each queued urgent email once" if urgent
             else "sendonce consumer: sends each queued email once",
@@ -370,10 +355,6 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
                         "SQS event sources take no on-failure destination; failed jobs go to the queue's redrive "
                         "DLQ.")
         ledger.table.grant(function, *DEDUPE_TABLE_ACTIONS)
-        if lane.max_send_rate is not None:
-            ledger.table.grant(function, *PACED_DEDUPE_TABLE_READS)
-        if seats is not None:  # its key is the pipeline's encryption_key, one of the data keys already granted
-            seats.grant(function, *PACE_TABLE_ACTIONS)
         lane.queues.dead_letter_queue.grant_send_messages(function)
         lane.queues.queue.grant_send_messages(function)  # a throttled job's delayed copy
         if lane.watched_queue is not None:  # whether the urgent lane has work: its share is lent while not
@@ -461,7 +442,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
                       description=output_description(self.pipeline_name, OutputPart.ATTACHMENTS))
 
     def _consumer_environment(self, props: PipelineProps, lane: Lane, ledger: Ledger, evidence: Evidence,
-                              attachments: Attachments | None, pace_table: dynamodb.ITable | None) -> dict[str, str]:
+                              attachments: Attachments | None) -> dict[str, str]:
         timeout_s = seconds(props.function_timeout)
         max_receive_count = known(props.max_receive_count)
         grace = props.evidence_grace_period if evidence.ses is not None else None
@@ -487,7 +468,6 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             # Only SES's events and the outcome events match on the tag.
             pipeline_tag=self.node.addr if grace is not None or outcome_bus is not None else None,
             attachments_bucket=attachments.bucket.bucket_name if attachments is not None else None,
-            pace_table=pace_table.table_name if pace_table is not None else None,
         ).to_env()
 
     def _grant_ses(self, props: PipelineProps, function: lambda_.IFunction, configuration_set_name: str | None) -> None:

@@ -6,8 +6,9 @@ Each of bulk's ``max_concurrency`` instances paces at ``bulk_instance_rate`` (it
 ``lent_instance_rate`` while the urgent lane is idle (``sendonce_runtime.lane_share``): the urgent lane's share,
 lent. The sums: urgent at most share x rate, bulk at most (1 - share) x rate while urgent has work, rate while not.
 
-A paced lane runs no more instances than its rate keeps busy with the function timeout (``carried_instances``):
-past that, each instance is handed jobs faster than its slots come and puts them back as delayed copies.
+A paced lane runs no more instances than its rate in emails a second (``paced_instances``), two at least (the event
+source's minimum): each instance's share is one email a second or more where the rate allows, so its bucket's one
+token is a second's worth, and no instance waits long between sends for jobs it was handed.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import NamedTuple
 
 from aws_cdk import Duration
 
-from sendonce_contract.deploy_config import longest_carried_gap_s, sends_per_invocation
+from sendonce_contract.deploy_config import sends_per_invocation
 
 from .readings import read, read_seconds
 from .rules import MIN_MAX_CONCURRENCY
@@ -47,28 +48,22 @@ def _lane_rate(instance_rate: float | None, instances: int | None) -> float | No
     return instance_rate * instances if instance_rate is not None and instances is not None else None
 
 
-def carried_instances(lane_rate: float, max_concurrency: int, function_timeout_s: float | None) -> int:
-    """How many of a paced lane's ``max_concurrency`` instances its rate keeps busy: each instance's gap between
-    sends (instances / rate) at most what its invocations carry (``longest_carried_gap_s``), two at least (the
-    event source's minimum); all of them when the function timeout is not known at synth."""
-    if function_timeout_s is None:
-        return max_concurrency
-    kept = math.floor(lane_rate * longest_carried_gap_s(function_timeout_s) + 1e-9)
-    return min(max_concurrency, max(MIN_MAX_CONCURRENCY, kept))
+def paced_instances(lane_rate: float, max_concurrency: int) -> int:
+    """How many of a paced lane's ``max_concurrency`` instances run: no more than its rate in emails a second, so
+    each paces at one a second or more, and two at least (the event source's minimum)."""
+    return min(max_concurrency, max(MIN_MAX_CONCURRENCY, math.floor(lane_rate + 1e-9)))
 
 
-def split(send_rate: float | None, max_concurrency: int | None, urgent_share: float,
-          function_timeout_s: float | None = None) -> LaneRates:
-    """The split of ``send_rate`` over bulk's ``max_concurrency`` instances (as many as its share keeps busy:
-    ``carried_instances``) and the urgent lane's own: as few urgent instances as carry its share at bulk's
-    per-instance pace or less (two at least, the event source's minimum, and no more than its share keeps busy);
-    without a send rate, the urgent lane has bulk's concurrency cap and neither lane is paced."""
+def split(send_rate: float | None, max_concurrency: int | None, urgent_share: float) -> LaneRates:
+    """The split of ``send_rate`` over bulk's ``max_concurrency`` instances (``paced_instances`` of them) and the
+    urgent lane's own: as few urgent instances as carry its share at bulk's per-instance pace or less, and no
+    more than its rate in emails a second (two at least, the event source's minimum); without a send rate, the
+    urgent lane has bulk's concurrency cap and neither lane is paced."""
     if send_rate is None or max_concurrency is None:
         return LaneRates(urgent_max_concurrency=max_concurrency, bulk_max_concurrency=max_concurrency)
     bulk_rate, urgent_rate = (1 - urgent_share) * send_rate, urgent_share * send_rate
-    bulk_instances = carried_instances(bulk_rate, max_concurrency, function_timeout_s)
-    urgent_instances = carried_instances(
-        urgent_rate, max(MIN_MAX_CONCURRENCY, math.ceil(max_concurrency * urgent_share)), function_timeout_s)
+    bulk_instances = paced_instances(bulk_rate, max_concurrency)
+    urgent_instances = paced_instances(urgent_rate, max(MIN_MAX_CONCURRENCY, math.ceil(max_concurrency * urgent_share)))
     return LaneRates(
         urgent_max_concurrency=urgent_instances,
         bulk_max_concurrency=bulk_instances,

@@ -211,10 +211,9 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             default=None,
             default_doc="none",
             doc="cap on concurrent consumer invocations (2 to 1000), e.g. to stay under SES's rate; with "
-            "``send_rate``, no more run than the rate keeps busy with ``function_timeout`` (synth warns).",
-            rule="2 to 1000; with `send_rate`, the event source runs at most as many instances as the rate keeps "
-            "busy with `function_timeout` (floor of rate x the timeout less its answer margin and 0.1 s, two at "
-            "least; docs: sending rate); known at synth with `send_rate`",
+            "``send_rate``, no more run than the rate in emails a second (synth warns).",
+            rule="2 to 1000; with `send_rate`, the event source runs at most floor(rate) instances, so each paces "
+            "at one email a second or more (two at least; docs: sending rate); known at synth with `send_rate`",
         )]
     parallelism: Annotated[
         int | None, Prop(

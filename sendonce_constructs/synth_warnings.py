@@ -5,7 +5,6 @@ looks at the subnets once the app is built (``network.VpcEgressCheck``)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -13,11 +12,8 @@ from typing import Any
 from aws_cdk import Validations
 from constructs import IConstruct
 
-from sendonce_contract.deploy_config import longest_carried_gap_s, woken_phase_span_s
-from sendonce_contract.priority import Priority
-
-from .props import PipelineProps, known, seconds
-from .rules import LAMBDA_MAX_TIMEOUT_S, MIN_MAX_CONCURRENCY
+from .props import PipelineProps, known
+from .rules import MIN_MAX_CONCURRENCY
 
 ID_PREFIX = "@sendonce/SendOnceEmailQueue:"
 
@@ -67,34 +63,10 @@ def _slow_instances(props: PipelineProps) -> Iterator[str]:
 def _idle_instances(props: PipelineProps) -> Iterator[str]:
     rates = props.lane_rates
     instances = rates.bulk_max_concurrency if rates is not None else props.paced_concurrency
-    send_rate, timeout_s = known(props.send_rate), seconds(props.function_timeout)
+    send_rate = known(props.send_rate)
     if (instances is not None and props.max_concurrency is not None and instances < props.max_concurrency
-            and send_rate is not None and timeout_s is not None):
-        yield _idle_instances_text(send_rate, props.max_concurrency, timeout_s, instances,
-                                   rates.bulk_rate if rates else None)
-
-
-def _long_gaps(props: PipelineProps) -> Iterator[str]:
-    timeout_s = seconds(props.function_timeout)
-    if timeout_s is None:
-        return
-    for lane, lane_rate, lane_instances, lane_per_instance in _lane_paces(props):
-        if 1 / lane_per_instance > longest_carried_gap_s(timeout_s) + 1e-9:
-            yield _long_gap_text(lane, lane_rate, lane_instances, lane_per_instance, known(props.send_rate),
-                                 timeout_s)
-
-
-def _lane_paces(props: PipelineProps) -> list[tuple[str, float | None, int | None, float]]:
-    """Each paced lane as it runs: (its name, "" without lanes; its own rate; its instances; each one's rate, a
-    bulk instance's without the loan)."""
-    rates = props.lane_rates
-    if rates is None:
-        per_instance = known(props.max_send_rate)
-        return [] if per_instance is None else [("", known(props.send_rate), props.paced_concurrency, per_instance)]
-    return [(lane.value, lane_rate, instances, per_instance) for lane, lane_rate, instances, per_instance in (
-        (Priority.BULK, rates.bulk_rate, rates.bulk_max_concurrency, rates.bulk_instance_rate),
-        (Priority.URGENT, rates.urgent_rate, rates.urgent_max_concurrency, rates.urgent_instance_rate),
-    ) if per_instance is not None]
+            and send_rate is not None):
+        yield _idle_instances_text(send_rate, props.max_concurrency, instances, rates.bulk_rate if rates else None)
 
 
 def _vpc_without_egress(subnets: Sequence[str]) -> str:
@@ -107,66 +79,29 @@ def _vpc_without_egress(subnets: Sequence[str]) -> str:
 
 
 def _slow_instances_text(send_rate: float | None, max_concurrency: int | None, per_instance: float) -> str:
-    """The warning for instances paced below one email a second (``max_concurrency`` above ``send_rate``, or a
-    ``max_send_rate`` below one): what it costs and the fix."""
-    cause = (f"max_concurrency ({max_concurrency}) is above send_rate ({send_rate:g}), so each instance the event "
-             f"source runs sends {per_instance:.3g} emails/s" if send_rate is not None and max_concurrency is not None
+    """The warning for instances paced below one email a second (a ``send_rate`` below the event source's two
+    instances at one a second, or a ``max_send_rate`` below one): what it costs and the fix."""
+    cause = (f"send_rate ({send_rate:g}) over the event source's minimum of {MIN_MAX_CONCURRENCY} instances is "
+             f"{per_instance:.3g} emails/s an instance" if send_rate is not None
              else f"max_send_rate ({per_instance:g}) is below one email a second an instance")
-    if send_rate is None:
-        fix = "raise max_send_rate to 1 or more with fewer instances"
-    elif send_rate >= MIN_MAX_CONCURRENCY:  # the event source's least instances, at 1/s each or more
-        fix = f"set max_concurrency to at most {math.floor(send_rate)}"
-    else:
-        fix = (f"a send_rate of {MIN_MAX_CONCURRENCY} or more (the event source runs {MIN_MAX_CONCURRENCY} "
-               "instances at least)")
-    return (f"{cause}: an instance's cadence after idling takes a random phase of up to "
-            f"{woken_phase_span_s(per_instance):.3g} s (its first send within what it may wait), so that instances "
-            "waking together spread over the pipeline's rate, and a paced pipeline sends no faster for more instances "
-            f"(under a backlog each instance's jobs cost more SQS requests; docs: sending rate); {fix}, or "
+    fix = ("raise max_send_rate to 1 or more with fewer instances" if send_rate is None
+           else f"a send_rate of {MIN_MAX_CONCURRENCY} or more")
+    return (f"{cause}: each instance's bucket still holds one token, so the instances may send together faster "
+            f"than the rate for a moment (SES throttles the excess, which goes back as a delayed copy), and a job "
+            f"may wait up to {1 / per_instance:.3g} s for its instance's next token (docs: sending rate); {fix}, or "
             "acknowledge this warning")
 
 
-def _idle_instances_text(send_rate: float, max_concurrency: int, function_timeout_s: float, instances: int,
-                           bulk_rate: float | None) -> str:
-    """The warning for a paced lane's event source run with fewer instances than ``max_concurrency``: more than
-    its rate (``bulk_rate`` with urgent_lane, else ``send_rate``) keeps busy with this function timeout
-    (``lane_rates.carried_instances``)."""
+def _idle_instances_text(send_rate: float, max_concurrency: int, instances: int, bulk_rate: float | None) -> str:
+    """The warning for a paced lane's event source run with fewer instances than ``max_concurrency``: no more
+    than its rate (``bulk_rate`` with urgent_lane, else ``send_rate``) in emails a second
+    (``lane_rates.paced_instances``)."""
     lane = (f"send_rate ({send_rate:g}/s)" if bulk_rate is None
             else f"the bulk lane's share of send_rate ({bulk_rate:g} of {send_rate:g}/s)")
-    gap_s = longest_carried_gap_s(function_timeout_s)
-    return (f"max_concurrency ({max_concurrency}) is more instances than {lane} keeps busy "
-            f"with a {function_timeout_s:g} s function_timeout: an instance's invocations carry at most "
-            f"{gap_s:.3g} s between its sends, and each of {max_concurrency} would be handed a job about every "
-            "invocation for fewer send slots, putting the rest back as delayed copies (SQS requests for no email; "
-            f"docs: sending rate); so its event source runs at most {instances} instances; set max_concurrency to "
-            f"at most {instances}, or raise function_timeout, or acknowledge this warning")
-
-
-def _long_gap_text(lane: str, lane_rate: float | None, instances: int | None, per_instance: float,
-                     send_rate: float | None, function_timeout_s: float) -> str:
-    """The warning for a lane (``lane``: "bulk", "urgent", or "" without lanes) whose instances, as they run,
-    each send less often than their invocations carry (``longest_carried_gap_s``): what sets their pace, and the
-    fixes."""
-    if not lane and send_rate is None:
-        pace = f"max_send_rate ({per_instance:g})"
-        fix = "give send_rate (the pipeline's rate) instead, and the construct runs as many instances as it keeps busy"
-    elif not lane:
-        pace = f"send_rate ({send_rate:g}/s) over the event source's minimum of two instances"
-        fix = "a higher send_rate"
-    else:
-        pace = (f"the {lane} lane's share of send_rate ({lane_rate:g} of {send_rate:g}/s) over its {instances} "
-                "instances")
-        fix = f"a higher send_rate or a {'larger' if lane == 'urgent' else 'smaller'} urgent_share"
-    gap_s = 1 / per_instance
-    timeout_s = next((t for t in range(1, LAMBDA_MAX_TIMEOUT_S + 1) if longest_carried_gap_s(t) >= gap_s - 1e-9),
-                     None)
-    timeout_fix = (f"a function_timeout of at least {timeout_s} s" if timeout_s is not None
-                   else "a higher rate (no function timeout carries it)")
-    return (f"{pace} is {per_instance:.3g} emails/s an instance, a send every {gap_s:.3g} s, longer than a "
-            f"{function_timeout_s:g} s function_timeout's invocations carry between an instance's sends "
-            f"({longest_carried_gap_s(function_timeout_s):.3g} s): under a backlog about every other job would go "
-            f"back as a delayed copy (SQS requests for no email; docs: sending rate); {fix}, or {timeout_fix}, or "
-            "acknowledge this warning")
+    return (f"max_concurrency ({max_concurrency}) is more instances than {lane} gives one email a second each: "
+            "an instance paced slower waits longer between sends, and a job received waits for its instance's "
+            f"token while others idle (docs: sending rate); so its event source runs at most {instances} "
+            f"instances; set max_concurrency to at most {instances}, or acknowledge this warning")
 
 
 LOW_MAX_RECEIVE_COUNT = SynthWarning("maxReceiveCountBelowFive", "`max_receive_count` below 5",
@@ -178,20 +113,15 @@ VPC_WITHOUT_EGRESS = SynthWarning("vpcSubnetsWithoutEgress",
                                   "functions in subnets with no route out, in a VPC with no endpoint",
                                   _vpc_without_egress_cases)
 SLOW_INSTANCES = SynthWarning("maxConcurrencyAboveSendRate",
-                              "`max_concurrency` above `send_rate` (or `max_send_rate` below 1): first sends after "
-                              "idling wait a random phase", _slow_instances)
+                              "each instance paced below one email a second (`send_rate` below 2, or "
+                              "`max_send_rate` below 1)", _slow_instances)
 IDLE_INSTANCES = SynthWarning("maxConcurrencyLoweredToThePace",
-                              "`max_concurrency` above what `send_rate` keeps busy with `function_timeout` (a gap "
-                              "between an instance's sends longer than its invocations carry): the event source "
-                              "runs fewer instances", _idle_instances)
-LONG_GAP = SynthWarning("sendGapLongerThanTheFunctionCarries",
-                        "a lane's instances, as they run, each send less often than a `function_timeout`'s "
-                        "invocations carry (`max_send_rate`, or the event source's minimum of two)", _long_gaps)
+                              "`max_concurrency` above what `send_rate` gives one email a second each: the event "
+                              "source runs fewer instances", _idle_instances)
 
 # Every warning, in the docs' order; those of the props, given by ``warn`` in this order.
-WARNINGS = (LOW_MAX_RECEIVE_COUNT, OUTCOME_EVENTS_SKIPPED, VPC_WITHOUT_EGRESS, SLOW_INSTANCES, IDLE_INSTANCES,
-            LONG_GAP)
-PROPS_WARNINGS = (SLOW_INSTANCES, IDLE_INSTANCES, LONG_GAP, LOW_MAX_RECEIVE_COUNT, OUTCOME_EVENTS_SKIPPED)
+WARNINGS = (LOW_MAX_RECEIVE_COUNT, OUTCOME_EVENTS_SKIPPED, VPC_WITHOUT_EGRESS, SLOW_INSTANCES, IDLE_INSTANCES)
+PROPS_WARNINGS = (SLOW_INSTANCES, IDLE_INSTANCES, LOW_MAX_RECEIVE_COUNT, OUTCOME_EVENTS_SKIPPED)
 
 
 def warn(scope: IConstruct, props: PipelineProps) -> None:

@@ -32,7 +32,7 @@ def test_standard_batch_runs_records_concurrently_and_reports_in_order():
     running, peak = [0], [0]
     lock, gate = threading.Lock(), threading.Barrier(5, timeout=10)
 
-    def process(record, turn):
+    def process(record):
         with lock:
             running[0] += 1
             peak[0] = max(peak[0], running[0])
@@ -50,7 +50,7 @@ def test_standard_batch_runs_records_concurrently_and_reports_in_order():
 def test_parallelism_one_runs_records_in_turn():
     order = []
 
-    def process(record, turn):
+    def process(record):
         order.append(record.message_id)
         return RecordResult(record.message_id, Outcome.SENT)
 

@@ -124,12 +124,12 @@ def test_consumer_gets_only_the_dynamodb_item_writes_it_makes():
     assert sorted(statement["Action"]) == ["dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]
 
 
-def test_a_paced_consumer_may_also_read_its_dedupe_table_items():
-    # A paced record far from its slot reads its key's record first, so a duplicate waits for no slot.
+def test_a_paced_consumer_gets_the_same_dedupe_table_writes_and_nothing_more():
+    # Pacing is a bucket in the instance's memory: it reads and writes nothing.
     pipeline, template = build(send_rate=5, max_concurrency=5)
     table_id = cdk.Stack.of(pipeline).get_logical_id(pipeline.table.node.default_child)
     dedupe = [s for s in policy_statements(template) if table_id in str(s["Resource"])]
-    assert actions_of(dedupe) == {"dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:GetItem"}
+    assert actions_of(dedupe) == {"dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}
     assert "dynamodb:Scan" not in str(policy_statements(template))
 
 
@@ -331,10 +331,12 @@ def test_logical_ids_are_pinned():
         "AWS::Lambda::Function": ["ReceiptsConsumer2A19002C", "ReceiptsOutcomeEventsPublisherF6800E42",
                                   "ReceiptsQuotaWatch682AFD25", "ReceiptsSesEvidenceRecorder8527EFB3"],
     }
-    # The pace table, with a send rate: renaming it would only restart its seats, but a deploy should not churn it.
-    _, paced = build(send_rate=5, max_concurrency=5)
-    assert sorted(paced.find_resources("AWS::DynamoDB::Table")) == ["ReceiptsDedupeTable97CEC35F",
-                                                                    "ReceiptsPaceTable4532A005"]
+    # A paced pipeline, with lanes too, has the dedupe table only: the pace table of 0.2 is gone (CHANGELOG), and
+    # its consumers touch no table but the ledger.
+    _, paced = build(send_rate=5, max_concurrency=5, urgent_lane=True)
+    assert sorted(paced.find_resources("AWS::DynamoDB::Table")) == ["ReceiptsDedupeTable97CEC35F"]
+    assert all("SENDONCE_PACE_TABLE" not in function["Properties"].get("Environment", {}).get("Variables", {})
+               for function in paced.find_resources("AWS::Lambda::Function").values())
     # The attachments bucket: renaming it would leave behind the objects jobs still name.
     _, with_bucket = build(attachments_bucket=True)
     assert sorted(with_bucket.find_resources("AWS::S3::Bucket")) == ["ReceiptsAttachmentsBucketEB0EC85B"]

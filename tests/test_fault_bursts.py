@@ -44,7 +44,7 @@ def deployed_like_the_construct(pipeline, policy: DeliveryPolicy) -> tuple[Funct
     environment = ConsumerConfig(
         table_name=pipeline.table_name, dead_letter_queue_url=pipeline.dead_letter_queue_url, queue_url=url,
         parallelism=derivations.parallelism(batch_size) or 1, max_receive_count=5, delivery=policy,
-        max_send_rate=derivations.max_send_rate(RATE, POLLERS, Duration.seconds(FUNCTION_TIMEOUT_S)),
+        max_send_rate=derivations.max_send_rate(RATE, POLLERS),
         time_budget=TimeBudget.for_function_timeout(FUNCTION_TIMEOUT_S), evidence_grace_ms=10_000,
         pipeline_tag=PIPELINE_TAG, configuration_set=CONFIGURATION_SET,
     ).to_env()

@@ -307,8 +307,8 @@ def test_bulk_s_watch_sees_the_urgent_lane_in_use_while_urgent_jobs_come_seconds
             enqueued_at.append(now)
         elif enqueued_at and WATCH_AFTER_S <= now - enqueued_at[-1] < WATCH_AFTER_S + 0.5:
             # A bulk instance reads at any time, not with the enqueue: a read right after it would find the job
-            # waiting either way. A second later the urgent instance has sent it (in its woken phase, at most 1 s
-            # at 0.5/s), and only a job kept in flight is still counted.
+            # waiting either way. A second later the urgent instance has sent it (at once, from a full bucket),
+            # and only a job kept in flight is still counted.
             busy_while_in_use.append(watch.busy())
         return len(emails_per_key(start)) == len(keys) and lanes.depth(lanes.urgent_queue) == 0
 

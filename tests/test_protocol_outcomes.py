@@ -283,8 +283,8 @@ def test_deadline_reached_mid_batch_stops_there(pipeline):
     context = FakeContext(clock, budget_ms=consumer.settings.budget.record_budget_ms + 500)
     original = consumer.processor.process
 
-    def slow_process(record, deadline, turn):
-        result = original(record, deadline, turn)
+    def slow_process(record, deadline):
+        result = original(record, deadline)
         clock.advance(1_000)  # each record takes a second of the invocation's time
         return result
 

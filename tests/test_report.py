@@ -237,7 +237,7 @@ def test_the_flood_fails_the_demo_when_a_key_is_doubled_lost_dead_lettered_or_se
        gap_s=st.sampled_from([1.0, 2.0]))
 def test_flood_arrivals_come_at_random_times_within_their_halves_alike_alone_and_in_the_flood(seed, arrivals, gap_s):
     """Each urgent job in the first half of its gap, each of the quiet tenant's in the second; seeded, so the
-    flood run's arrivals are the alone run's. Fixed times met the seats' wall-clock grids at one phase."""
+    flood run's arrivals are the alone run's. Fixed times would meet the instances' send cadences at one phase."""
     from sendonce_local.demo.scenarios.flood import QUIET, URGENT, FloodPlan, _schedule
 
     plan = FloodPlan(flood_s=0.2, arrivals=arrivals, gap_s=gap_s)

@@ -5,14 +5,12 @@ from __future__ import annotations
 import io
 import itertools
 import json
-import math
 
 import boto3
 import pytest
 from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
 from ses_fault_proxy import Fault
 
-from sendonce_contract.deploy_config import woken_phase_span_s
 from sendonce_runtime.outcome_log import OutcomeLog
 
 
@@ -154,7 +152,7 @@ def test_a_copy_in_flight_elsewhere_comes_back_in_seconds_without_spending_a_rec
 def test_a_paced_job_waits_its_turn_without_being_claimed(pipeline, jobs):
     consumer, log = consumer_for(pipeline, jobs, parallelism=1, max_send_rate=0.001)
     first, second = sqs_record(job("slow:1")), sqs_record(job("slow:2"))
-    # Two seconds to spare beyond what a send needs: a woken bucket this slow puts its first send anywhere in them.
+    # Two seconds to spare beyond what a send needs.
     budget_ms = consumer.processor._settings.budget.record_budget_ms + 2_000
     assert consumer.handle(event(first, second), FakeContext(FakeClock(), budget_ms=budget_ms)) == {
         "batchItemFailures": []}
@@ -169,15 +167,17 @@ def test_paced_jobs_come_back_spread_at_the_rate_not_all_at_once(pipeline, jobs)
     """Jobs that found no send slot come back one rate-interval apart, after those paced before them: a wave of
     them all back at once would cost each a receive and a copy again."""
     consumer, _ = consumer_for(pipeline, jobs, parallelism=1, max_send_rate=0.1)
+    [pace] = consumer.after_batch
+    pace._sleep = lambda _seconds: None  # the invocation's hold for the next token, not waited here
     records = [sqs_record(job(f"spread:{n}")) for n in range(4)]
     # Two seconds to spare beyond what a send needs: the burst's token, then none until 10 s later.
     budget_ms = consumer.processor._settings.budget.record_budget_ms + 2_000
     assert consumer.handle(event(*records), FakeContext(FakeClock(), budget_ms=budget_ms)) == {
         "batchItemFailures": []}
     delays = [c["DelaySeconds"] for c in delayed_copies(consumer, jobs)]
-    # The first turn is 10 s on, past the random phase a bucket below one a second keeps after waking (at most
-    # the span its rounding added); then one turn every 10 s, each told in whole seconds rounded up.
-    assert 10 <= delays[0] <= 10 + math.ceil(woken_phase_span_s(0.1))
+    # The first turn is 10 s on, when the bucket has its next token; then one turn every 10 s, each told in whole
+    # seconds rounded up.
+    assert 10 <= delays[0] <= 11
     assert len(delays) == 3 and all(9 <= later - earlier <= 11 for earlier, later in itertools.pairwise(delays))
     assert pipeline.emails_per_key() == {"spread:0": 1}
 

@@ -23,7 +23,7 @@ def _burst_consumer(send_rate: float, timeout_s: int = 30, pollers: int = BURST_
     """An emulator of its own with the burst's table, queue and DLQ (and the pace table where the construct makes
     one: its instances at most one email a second each, more than one of them), and the consumer as deployed with
     default props plus ``send_rate`` and ``max_concurrency`` = ``pollers``: as many instances as the construct runs
-    of them (those the rate keeps busy with this function timeout), each paced at send_rate over their number, one
+    of them (no more than the rate in emails a second, two at least), each paced at send_rate over their number, one
     poller per instance: (function, event source, emulator environment, DLQ url, the subjects SES accepted, the
     runners' log)."""
     from aws_cdk import Duration
@@ -35,7 +35,6 @@ def _burst_consumer(send_rate: float, timeout_s: int = 30, pollers: int = BURST_
     from sendonce_local.lambda_service.instances import FunctionSpec
     from sendonce_local.lambda_service.sqs_source import EventSourceSpec
     from sendonce_runtime.entry_points import HANDLER
-    from sendonce_testing.pace_table import pace_table_where_the_construct_makes_one
 
     with local_aws(pointed=True) as aws:
         sqs, dynamodb = boto3.client("sqs"), boto3.client("dynamodb")
@@ -50,14 +49,13 @@ def _burst_consumer(send_rate: float, timeout_s: int = 30, pollers: int = BURST_
             "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "5"})})
         boto3.client("sesv2").create_email_identity(EmailIdentity="example.com")
         function_timeout = Duration.seconds(timeout_s)
-        instances = derivations.paced_concurrency(send_rate, pollers, function_timeout)
-        per_instance = derivations.max_send_rate(send_rate, pollers, function_timeout)
+        instances = derivations.paced_concurrency(send_rate, pollers)
+        per_instance = derivations.max_send_rate(send_rate, pollers)
         assert instances is not None and per_instance is not None
-        pace_table = pace_table_where_the_construct_makes_one(dynamodb, "burst-pace", per_instance, instances)
         environment = ConsumerConfig(
             table_name="burst", dead_letter_queue_url=dlq["QueueUrl"], queue_url=queue["QueueUrl"],
             parallelism=10, max_send_rate=per_instance, max_receive_count=5,
-            time_budget=TimeBudget.for_function_timeout(timeout_s), pace_table=pace_table).to_env()
+            time_budget=TimeBudget.for_function_timeout(timeout_s)).to_env()
         function = FunctionSpec("burst-consumer", HANDLER, runtime_asset_dir(), environment, timeout_s=timeout_s)
         arn = sqs.get_queue_attributes(QueueUrl=queue["QueueUrl"], AttributeNames=["QueueArn"])[
             "Attributes"]["QueueArn"]

@@ -56,7 +56,6 @@ class Env:
     LENT_SEND_RATE = "SENDONCE_LENT_SEND_RATE"  # a bulk instance's share of the urgent lane's rate, while it idles
     SES_TENANTS = "SENDONCE_SES_TENANTS"  # a job's tenant is also SendEmail's TenantName
     TENANT_METRICS = "SENDONCE_TENANT_METRICS"  # the consumer's metrics also by Tenant
-    PACE_TABLE = "SENDONCE_PACE_TABLE"  # where a paced lane's instances take the seats that spread their phases
 
 
 # The most calls besides the send one record makes in a row: claim, release after a refusal, dead-letter send.
@@ -152,16 +151,6 @@ def answer_margin_ms(function_timeout_ms: float) -> float:
     return min(MAX_ANSWER_MARGIN_MS, function_timeout_ms * ANSWER_MARGIN_SHARE)
 
 
-def longest_carried_gap_s(function_timeout_s: float) -> float:
-    """The longest gap between one paced instance's sends that its invocations keep under a backlog, where Lambda
-    hands the instance its next job as soon as an invocation ends: an invocation holds back for the next slot
-    until its answer margin at the latest, and its successor's job should find that slot a receive's lead
-    (:data:`RECEIVE_LEAD_S`) away. A longer gap (more instances than the rate keeps busy) has each instance
-    handed jobs faster than its slots come, and put them back as delayed copies; the construct runs no more of a
-    paced lane's instances than keep to it (docs: sending rate). 2.75 s at 3 s, 4.65 s at 5 s, 28.9 s at 30 s."""
-    return function_timeout_s - answer_margin_ms(function_timeout_s * 1000) / 1000 - RECEIVE_LEAD_S
-
-
 def sends_per_invocation(rate_per_instance: float, function_timeout_s: float) -> int:
     """The one-recipient jobs an instance paced at ``rate_per_instance`` is handed in one invocation: as many as it
     sends in the hold (:data:`SEND_HOLD_S`), and no more than it can send in one invocation received
@@ -172,21 +161,6 @@ def sends_per_invocation(rate_per_instance: float, function_timeout_s: float) ->
     wait_s = planned_wait_s(function_timeout_s * 1000, budget.record_budget_ms) - RECEIVE_LEAD_S
     held = int(rate_per_instance * SEND_HOLD_S + 1e-9)  # at exactly n a hold, n jobs
     return max(1, min(held, int(1 + rate_per_instance * max(0.0, wait_s))))
-
-
-def takes_seats_at(fastest_rate_per_instance: float) -> bool:
-    """Whether an instance paced at most this fast takes a seat once busy: its bucket holds one token (one email a
-    second or less), one send a slot on its seat's grid. A faster one sends several times a second and keeps its
-    bucket's cadence (docs: sending rate)."""
-    return fastest_rate_per_instance <= 1.0
-
-
-def woken_phase_span_s(rate_per_instance: float, burst: float | None = None) -> float:
-    """How far past its wake an instance's first send may be put: the time its rate takes to give the token its
-    bucket holds beyond its burst (one second's worth of the rate unless given), as a bucket holds at least one.
-    Zero at one a second or more; 3 s at 0.25 a second (docs: sending rate)."""
-    held = max(1.0, burst if burst is not None else rate_per_instance)
-    return (held - (burst if burst is not None else rate_per_instance)) / rate_per_instance
 
 
 def _allowed_recipients(text: str) -> "AllowedRecipients":
@@ -247,9 +221,6 @@ class ConsumerConfig(NamedTuple):
     ses_tenants: Annotated[bool, Var(Env.SES_TENANTS, FLAG_WHEN_ON)] = False
     # The consumer's metrics are also written per tenant (a dimension value each).
     tenant_metrics: Annotated[bool, Var(Env.TENANT_METRICS, FLAG_WHEN_ON)] = False
-    # A paced lane of more than one instance: the table whose counter gives each busy instance its seat, so the
-    # instances' send slots fall evenly through each second (sendonce_runtime.pace_seats).
-    pace_table: Annotated[str | None, Var(Env.PACE_TABLE, TEXT)] = None
 
     @property
     def budget(self) -> TimeBudget:

@@ -133,16 +133,6 @@ class Ledger:
     RENDERING_ERROR = "renderingError"
 
 
-class PaceSeat:
-    """The pace table's item attributes: one item per lane, whose counter gives each of the lane's instances that
-    becomes busy a seat, the phase of its send slots (``sendonce_runtime.pace_seats``)."""
-
-    # The partition key: the lane's name; "bulk" without lanes, whose one queue is the bulk lane's (a key may
-    # not be empty).
-    LANE = "lane"
-    TAKEN = "seatsTaken"  # how many seats were ever given out on the lane; each instance takes the next one
-
-
 class SesEventType:
     """One kind of SES event the recorder takes as evidence: everything every part needs to know of it. (A plain
     class, not a NamedTuple: the consumer imports this at every cold start, and a NamedTuple costs more to build.)"""

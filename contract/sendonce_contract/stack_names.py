@@ -16,7 +16,6 @@ class ChildId:
     URGENT_DEAD_LETTER_QUEUE = "UrgentDeadLetterQueue"
     URGENT_CONSUMER = "UrgentConsumer"
     ATTACHMENTS_BUCKET = "AttachmentsBucket"  # with attachments_bucket=True
-    PACE_TABLE = "PaceTable"  # with send_rate and more than one instance a lane
 
 
 class OutputId:

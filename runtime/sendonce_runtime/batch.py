@@ -1,5 +1,4 @@
-"""Runs one batch's records: concurrently on standard queues, taking their send slots in record order
-(``send_order``), and in order within each FIFO message group."""
+"""Runs one batch's records: concurrently on standard queues, and in order within each FIFO message group."""
 
 from __future__ import annotations
 
@@ -9,37 +8,23 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TypeVar
 
 from .outcome import Outcome, RecordResult
-from .send_order import NO_TURN, BatchOrder, Turn
 from .sqs_record import SqsRecord
 
 T = TypeVar("T")
 R = TypeVar("R")
-ProcessRecord = Callable[[SqsRecord, Turn], RecordResult]
+ProcessRecord = Callable[[SqsRecord], RecordResult]
 
 
 def run_batch(
     records: Sequence[SqsRecord], process: ProcessRecord, parallelism: int, fifo: bool
 ) -> list[RecordResult]:
-    """Results in the order of ``records``. A failure in a FIFO group fails the rest of that group only. On a
-    standard queue each record is given its turn in the batch's order for send slots; it passes the turn on when
-    it is done at the latest."""
+    """Results in the order of ``records``. A failure in a FIFO group fails the rest of that group only."""
     if fifo:
         groups = _by_group(records)
         runs = _run_all(list(groups.values()), _group_runner(process), parallelism)
         by_id = {result.message_id: result for run in runs for result in run}
         return [by_id[record.message_id] for record in records]
-    if parallelism <= 1 or len(records) <= 1:
-        return [process(record, NO_TURN) for record in records]
-    order = BatchOrder(len(records))
-
-    def in_turn(index: int) -> RecordResult:
-        turn = order.turn(index)
-        try:
-            return process(records[index], turn)
-        finally:
-            turn.done()  # decided before pacing (or raised): the records after it need not wait for it
-
-    return _run_all(list(range(len(records))), in_turn, parallelism)
+    return _run_all(list(records), process, parallelism)
 
 
 _pools: dict[int, ThreadPoolExecutor] = {}
@@ -79,7 +64,7 @@ def _group_runner(process: ProcessRecord) -> Callable[[list[SqsRecord]], list[Re
                 results.append(RecordResult(record.message_id, Outcome.GROUP_BLOCKED,
                                             reason="an earlier message of its group failed"))
             else:
-                results.append(process(record, NO_TURN))
+                results.append(process(record))
         return results
 
     return run_group

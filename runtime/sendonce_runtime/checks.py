@@ -5,12 +5,15 @@ a check a deployment does not use is left out of the list when the handler wires
 A new check is one step here (or, for a check only some deployments use, in the module of what it uses, which
 only those import: :mod:`.send_rate`'s pacing, :mod:`.key_privacy`'s parsing, :mod:`.recipients_check` and
 :mod:`.fifo_check`), its place in the handler's list
-and, if it decides a new outcome, that outcome's row in :mod:`.outcome`.
+and, if it decides a new outcome, that outcome's row in :mod:`.outcome`. A check that also acts once its batch is
+done (pacing holds the invocation for its next token) is an :class:`AfterBatch` too, and the handler lists it
+there as well.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from sendonce_contract.message import ContractTooNew, InvalidMessage, ParsedJob, parse_job
 
@@ -18,25 +21,22 @@ from .aws_errors import LEDGER_ERRORS, describe, ledger_outcome
 from .clock import Clock, Deadline
 from .ledger import DedupeLedger
 from .outcome import OUTCOME_OF_REASON, Outcome, RecordResult, Redeliver, Refusal, Verdict
-from .send_order import NO_TURN, Turn
 from .sqs_record import SqsRecord
 
 
 class Delivery:
-    """One record on its way to a send: the message, its parsed job, the invocation's deadline and the record's
-    turn in its batch's order for send slots."""
+    """One record on its way to a send: the message, its parsed job and the invocation's deadline."""
 
-    __slots__ = ("deadline", "job", "record", "turn")
+    __slots__ = ("deadline", "job", "record")
 
-    def __init__(self, record: SqsRecord, job: ParsedJob, deadline: Deadline, turn: Turn = NO_TURN) -> None:
+    def __init__(self, record: SqsRecord, job: ParsedJob, deadline: Deadline) -> None:
         self.record = record
         self.job = job
         self.deadline = deadline
-        self.turn = turn
 
     def with_job(self, job: ParsedJob) -> Delivery:
         """The same delivery carrying ``job`` (a step that filled in what the job refers to, as its attachments)."""
-        return Delivery(self.record, job, self.deadline, self.turn)
+        return Delivery(self.record, job, self.deadline)
 
     def result(self, outcome: Outcome, reason: str) -> RecordResult:
         return RecordResult(self.record.message_id, outcome, self.job.dedupe_key, reason=reason)
@@ -48,6 +48,14 @@ class Delivery:
 
 Rest = Callable[[Delivery], Verdict]
 Check = Callable[[Delivery, Rest], Verdict]  # decides the result, or returns rest(delivery) to pass it on
+
+
+class AfterBatch(Protocol):
+    """A step the handler runs once a batch's records are decided, before the invocation answers."""
+
+    def after_batch(self, deadline: Deadline, results: Sequence[RecordResult]) -> float:
+        """Act on the batch's ``results``; the seconds the invocation was held."""
+        ...
 
 
 def chain(checks: Sequence[Check], last: Rest) -> Rest:

@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from sendonce_contract.schema import Metric
 
 from . import aws_clients
 from .batch import run_batch
-from .checks import AttachmentsBucket, CarriedSend, Check, OwnConfigurationSet, ParseJob, Schedule
+from .checks import AfterBatch, AttachmentsBucket, CarriedSend, Check, OwnConfigurationSet, ParseJob, Schedule
 from .clock import Clock, Deadline, LambdaContext, SystemClock
 from .dead_letter import DeadLetterQueue
 from .ledger import DedupeLedger
 from .outcome_log import OutcomeLog
 from .processor import RecordProcessor
 from .redelivery import Redelivery
-from .send_order import Turn
 from .ses_sender import SesSender
 from .settings import Settings
 from .shell import Once
@@ -25,8 +25,7 @@ from .sqs_record import SqsRecord
 if TYPE_CHECKING:
     from .dead_letter_events import DeadLetterEvents
     from .lane_share import UrgentThrottleRetry
-    from .pace_seats import PaceSeats
-    from .send_rate import SendRateLimiter
+    from .send_rate import Pace, PaceSends
 
 
 class Consumer:
@@ -39,6 +38,7 @@ class Consumer:
         redelivery: Redelivery,
         log: OutcomeLog | None = None,
         dead_letter_events: DeadLetterEvents | None = None,
+        after_batch: Sequence[AfterBatch] = (),
     ) -> None:
         self.settings = settings
         self.processor = processor
@@ -46,6 +46,7 @@ class Consumer:
                                      by_tenant=settings.tenant_metrics)
         self.redelivery = redelivery
         self.dead_letter_events = dead_letter_events
+        self.after_batch = tuple(after_batch)  # run once a batch's records are decided (pacing's hold)
 
     @classmethod
     def from_settings(cls, settings: Settings, clock: Clock | None = None, log: OutcomeLog | None = None) -> Consumer:
@@ -73,6 +74,7 @@ class Consumer:
         clock = clock or SystemClock()
         dead_letters = DeadLetterQueue(sqs, settings.dead_letter_queue_url, settings.fifo)
         ledger = DedupeLedger(dynamodb, settings.table_name, settings.dedupe_ttl_s, clock)
+        pacing = _pacing(settings, sqs)
         processor = RecordProcessor(
             settings,
             ledger,
@@ -80,21 +82,22 @@ class Consumer:
             dead_letters,
             clock,
             _parse(settings, secrets),
-            _checks(settings, ledger, clock, s3, sqs, dynamodb),
+            [*_checks(settings, ledger, clock, s3), *([pacing] if pacing is not None else [])],
             _throttle_retry(settings),
         )
         redelivery = Redelivery(sqs, settings.queue_url, settings.fifo, dead_letters, settings.max_receive_count,
                                 call_ms=settings.budget.ledger_call_ms)
-        return cls(settings, processor, redelivery, log, _dead_letter_events(settings, events, clock))
+        return cls(settings, processor, redelivery, log, _dead_letter_events(settings, events, clock),
+                   after_batch=[pacing] if pacing is not None else [])
 
     def handle(self, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         deadline = Deadline(context)
         records = [SqsRecord.from_event(r) for r in event.get("Records", [])]
 
-        def process(record: SqsRecord, turn: Turn) -> Any:
+        def process(record: SqsRecord) -> Any:
             started = time.perf_counter()
             self.redelivery.retire_superseded(record)
-            result = self.redelivery.settle(record, self.processor.process(record, deadline, turn), deadline)
+            result = self.redelivery.settle(record, self.processor.process(record, deadline), deadline)
             self.log.write(result, record.receive_count, (time.perf_counter() - started) * 1000)
             return result
 
@@ -103,17 +106,15 @@ class Consumer:
             unpublished = self.dead_letter_events.publish(results, deadline)
             if unpublished:
                 self.log.note("outcome_events_failed", Metric.OUTCOME_EVENTS_FAILED, unpublished)
-        for check in self.processor.checks:
-            hold_back = getattr(check, "hold_back", None)  # pacing: the next batch comes when it can be sent
-            if hold_back is not None:
-                hold_back(deadline, results)
+        for step in self.after_batch:
+            step.after_batch(deadline, results)
         return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in results if r.redeliver]}
 
 
-def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, s3: Any = None, sqs: Any = None,
-            dynamodb: Any = None) -> list[Check]:
-    """The checks between a job's parsing and its claim, in order; those this deployment does not use are left
-    out. The parts only some deployments use are imported by those only: a cold start compiles what it runs."""
+def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, s3: Any = None) -> list[Check]:
+    """The checks between a job's parsing and its pacing (the last check, ``_pacing``), in order; those this
+    deployment does not use are left out. The parts only some deployments use are imported by those only: a cold
+    start compiles what it runs."""
     checks: list[Check] = []
     if settings.allowed_recipients:
         from .recipients_check import RecipientsAllowed
@@ -133,31 +134,34 @@ def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, s3: Any = No
         from .attachment_reader import ReadAttachments
 
         checks.append(ReadAttachments(s3 if s3 is not None else aws_clients.s3(settings), settings.budget))
-    if settings.max_send_rate:
-        from sendonce_contract.priority import Priority
-
-        from .send_rate import PaceSends
-        from .settled_key import SettledKeys
-
-        checks.append(PaceSends(_limiter(settings, sqs), settings.budget.record_budget_ms,
-                                seats=_pace_seats(settings, dynamodb),
-                                settled=SettledKeys(ledger, settings.budget.ledger_call_ms),
-                                watched=settings.lane == Priority.URGENT.value))
     return checks
 
 
-def _limiter(settings: Settings, sqs: Any) -> SendRateLimiter:
-    """The instance's bucket; on the bulk lane of a pipeline with an urgent lane, one that borrows the urgent
-    lane's share while the urgent queue is empty (``lane_share``)."""
-    from .send_rate import SendRateLimiter
+def _pacing(settings: Settings, sqs: Any) -> PaceSends | None:
+    """With a send rate: the last check before the claim, and the hold after a batch (``send_rate``)."""
+    if not settings.max_send_rate:
+        return None
+    from sendonce_contract.priority import Priority
+
+    from .send_rate import PaceSends
+
+    return PaceSends(_pace(settings, sqs), settings.budget.record_budget_ms,
+                     hold_after_send=settings.lane == Priority.URGENT.value)
+
+
+def _pace(settings: Settings, sqs: Any) -> Pace:
+    """The instance's bucket; on the bulk lane of a pipeline with an urgent lane, also the urgent lane's share,
+    lent while the urgent queue is empty (``lane_share``)."""
+    from .send_rate import TokenBucket
 
     assert settings.max_send_rate
+    own = TokenBucket(settings.max_send_rate)
     if settings.lent_send_rate and settings.urgent_queue_url and sqs is not None:
-        from .lane_share import LendingLimiter, UrgentLaneWatch
+        from .lane_share import LendingBuckets, UrgentLaneWatch
 
         watch = UrgentLaneWatch(sqs, settings.urgent_queue_url)
-        return LendingLimiter(settings.max_send_rate, settings.lent_send_rate, watch.busy)
-    return SendRateLimiter(settings.max_send_rate)
+        return LendingBuckets(own, TokenBucket(settings.lent_send_rate, full=False), watch.busy)
+    return own
 
 
 def _throttle_retry(settings: Settings) -> UrgentThrottleRetry | None:
@@ -169,18 +173,6 @@ def _throttle_retry(settings: Settings) -> UrgentThrottleRetry | None:
     from .lane_share import UrgentThrottleRetry
 
     return UrgentThrottleRetry(settings.budget.record_budget_ms)
-
-
-def _pace_seats(settings: Settings, dynamodb: Any) -> PaceSeats | None:
-    """A lane of more than one instance: the pace table's seats, read with the ledger's client."""
-    if not settings.pace_table or dynamodb is None:
-        return None
-    from sendonce_contract.priority import Priority
-
-    from .pace_seats import PaceSeats
-
-    lane = settings.lane or Priority.BULK.value  # without lanes, the one queue is the bulk lane's
-    return PaceSeats(dynamodb, settings.pace_table, lane, settings.budget.ledger_call_ms)
 
 
 def _parse(settings: Settings, secrets: Any) -> ParseJob:

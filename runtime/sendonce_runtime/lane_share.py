@@ -1,10 +1,10 @@
 """The urgent lane's share of the send rate, and its loan to the bulk lane while the urgent lane is idle.
 
 With ``urgent_lane`` and a ``send_rate`` R, the urgent lane's consumer paces each of its instances at
-``urgent_share`` x R / its instances, always: bulk never takes that share. Each bulk instance paces at
-(1 - ``urgent_share``) x R / the instances the bulk lane runs (its event source's maximum concurrency, as the
-construct lowers it to the pace), plus ``urgent_share`` x R over those same instances, lent while the urgent queue
-holds no message (visible, in flight or delayed): then the bulk lane alone sends at R.
+``urgent_share`` x R / its instances, always: bulk never takes that share. Each bulk instance has two buckets
+(``send_rate.TokenBucket``): its own, at (1 - ``urgent_share``) x R / the instances the bulk lane runs, and the
+loan, at ``urgent_share`` x R over those same instances, taken from only while the urgent queue holds no message
+(visible, in flight or delayed): then the bulk lane alone sends at R.
 
 The urgent lane is watched where its work is: its queue's counts (one ``GetQueueAttributes`` per bulk instance at
 most once a second), so a bulk instance gives the share back when an urgent job is enqueued, before the urgent
@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .clock import Deadline
-from .send_rate import SendRateLimiter
+from .send_rate import Slot, TokenBucket
 from .ses_sender import Refused, SendOutcome
 
 WATCH_PERIOD_S = 1.0  # how long a bulk instance trusts what it last read of the urgent queue
@@ -103,19 +103,32 @@ class UrgentLaneWatch:
             return True
 
 
-class LendingLimiter(SendRateLimiter):
-    """A bulk instance's bucket: ``own_rate`` always, ``own_rate + lent_rate`` while ``urgent_busy()`` is False;
-    the rate is set again each time a send asks for a slot."""
+class LendingBuckets:
+    """A bulk instance's pace: its own bucket always, and the urgent lane's share lent as a second bucket, taken
+    from only while ``urgent_busy()`` is False. A send takes from whichever earns its tokens sooner (its own on a
+    tie); while the urgent lane is busy the lent bucket is kept empty, so a loan starts at its rate, never with a
+    burst on top of bulk's own."""
 
-    def __init__(self, own_rate: float, lent_rate: float, urgent_busy: Callable[[], bool],
-                 monotonic: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] | None = None,
-                 phase: Callable[[], float] | None = None, wall_offset: Callable[[], float] | None = None) -> None:
-        if lent_rate <= 0:
-            raise ValueError("the lent send rate must be positive")
-        super().__init__(own_rate, monotonic=monotonic, sleep=sleep, phase=phase, wall_offset=wall_offset)
-        self.own_rate, self.lent_rate = own_rate, lent_rate
+    def __init__(self, own: TokenBucket, lent: TokenBucket, urgent_busy: Callable[[], bool]) -> None:
+        self.own, self.lent = own, lent
         self._urgent_busy = urgent_busy
 
-    def acquire(self, max_wait_s: float, tokens: int = 1, reserved: Callable[[bool], None] | None = None) -> bool:
-        self.set_rate(self.own_rate if self._urgent_busy() else self.own_rate + self.lent_rate)
-        return super().acquire(max_wait_s, tokens, reserved)
+    def take(self, tokens: int, max_wait_s: float) -> Slot | None:
+        for bucket in sorted(self._usable(), key=lambda bucket: bucket.wait_for(tokens)):
+            slot = bucket.take(tokens, max_wait_s)
+            if slot is not None:
+                return slot
+        return None
+
+    def wait_for(self, tokens: int) -> float:
+        return min(bucket.wait_for(tokens) for bucket in self._usable())
+
+    def defer(self, tokens: int) -> float:
+        """A put-back job's turn, on bulk's own bucket: the loan may end before it comes back."""
+        return self.own.defer(tokens)
+
+    def _usable(self) -> tuple[TokenBucket, ...]:
+        if self._urgent_busy():
+            self.lent.drain()
+            return (self.own,)
+        return (self.own, self.lent)

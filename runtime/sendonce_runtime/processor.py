@@ -19,7 +19,6 @@ from .clock import Clock, Deadline
 from .dead_letter import DeadLetterQueue
 from .ledger import Claim, DedupeLedger
 from .outcome import Decided, Outcome, RecordResult, Redeliver, Refusal, UnrecordedSend, Verdict
-from .send_order import NO_TURN, Turn
 from .ses_sender import Accepted, Refused, SesSender
 from .settings import LEDGER_CALLS_PER_RECORD, Settings
 from .settled_key import key_conflict, settled_result
@@ -57,18 +56,17 @@ class RecordProcessor:
         self._throttle_retry = throttle_retry  # the urgent lane's: a throttled send is tried again in the invocation
         self._run_checks = chain(self.checks, self._claim_and_send)
 
-    def process(self, record: SqsRecord, deadline: Deadline, turn: Turn = NO_TURN) -> Decided:
-        """Never raises for one record's sake: anything unexpected is a redelivery, not a lost batch. ``turn`` is
-        the record's place in its batch's order for send slots."""
+    def process(self, record: SqsRecord, deadline: Deadline) -> Decided:
+        """Never raises for one record's sake: anything unexpected is a redelivery, not a lost batch."""
         try:
-            return self._dead_letter(record, self._process(record, deadline, turn))
+            return self._dead_letter(record, self._process(record, deadline))
         except LEDGER_ERRORS as error:
             return Redeliver(RecordResult(record.message_id, ledger_outcome(error), reason=describe(error)))
         except Exception as error:
             LOGGER.exception("unexpected error on message %s", record.message_id)
             return Redeliver(RecordResult(record.message_id, Outcome.INTERNAL_ERROR, reason=describe(error)))
 
-    def _process(self, record: SqsRecord, deadline: Deadline, turn: Turn) -> Verdict:
+    def _process(self, record: SqsRecord, deadline: Deadline) -> Verdict:
         if deadline.remaining_ms() < self._settings.budget.record_budget_ms:
             return Redeliver(RecordResult(record.message_id, Outcome.DEADLINE, reason="too little time left to send"))
         job = self.parse(record)
@@ -80,7 +78,7 @@ class RecordProcessor:
             LOGGER.warning("message %s carries its tenant's name as its MessageGroupId: give its producer or relay "
                            "the pipeline's key secret (key_secret_arn), so the group id is the tenant's digest",
                            record.message_id)
-        verdict = self._run_checks(Delivery(record, job, deadline, turn))
+        verdict = self._run_checks(Delivery(record, job, deadline))
         return verdict if tenant is None else _with_tenant(verdict, tenant)
 
     def _claim_and_send(self, delivery: Delivery) -> Verdict:

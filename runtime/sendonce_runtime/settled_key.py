@@ -1,7 +1,5 @@
 """A key whose record is settled (sent, its send unknown, or cancelled): the result every later delivery of it gets,
-decided from the record alone. The claim decides it when its write finds the record; a paced record whose send
-slot is far off decides it before waiting for one, from one read of the ledger (``send_rate``): a duplicate then
-neither holds its instance for the slot nor goes back as a delayed copy to find the key sent later.
+decided from the record alone, when the claim's write finds the record.
 """
 
 from __future__ import annotations
@@ -12,9 +10,6 @@ from sendonce_contract.message import ParsedJob
 from sendonce_contract.record import EmailRecord
 from sendonce_contract.schema import Status
 
-from .aws_errors import LEDGER_ERRORS, describe
-from .checks import Delivery
-from .ledger import DedupeLedger
 from .outcome import Outcome, RecordResult
 
 LOGGER = logging.getLogger("sendonce")
@@ -40,22 +35,3 @@ def settled_result(message_id: str, job: ParsedJob, existing: EmailRecord) -> Re
                             attempt=existing.attempts, reason=f"already {existing.status}",
                             key_conflict=key_conflict(job, existing))
     return None
-
-
-class SettledKeys:
-    """The ledger read before a long wait for a send slot (one try, the ledger call's timeouts)."""
-
-    def __init__(self, ledger: DedupeLedger, call_ms: int) -> None:
-        self._ledger = ledger
-        self.call_ms = call_ms  # how long a read may last: the client's connect and read timeouts
-
-    def result(self, delivery: Delivery) -> RecordResult | None:
-        """The delivery's result if its key is settled already; None if not, or if the ledger did not answer (the
-        record then waits for its slot as it would have, and the claim decides)."""
-        try:
-            existing = self._ledger.read(delivery.job.dedupe_key)
-        except LEDGER_ERRORS as error:
-            LOGGER.info("could not read %s before waiting for a send slot: %s", delivery.job.dedupe_key,
-                        describe(error))
-            return None
-        return None if existing is None else settled_result(delivery.record.message_id, delivery.job, existing)

@@ -19,10 +19,9 @@ What is played here, and how (an approximation, said openly in the docs' tenants
   are ever in flight, so this is the rule that acts locally;
 - the order: a receive takes the visible messages with quiet tenants' (and group-less ones) first, in the order
   they were sent, then noisy tenants', fewest in flight first; within a tenant, the order they were sent. The
-  receive returns them in that order, so a quiet tenant's message is the first record of the batch it is in
-  (the consumer's records take their send slots in record order: ``sendonce_runtime.send_order``). AWS says
-  which messages a receive favours, not where they sit in its answer; a batch's order matters to sendonce
-  only within one instance's batch of a second's sends.
+  receive returns them in that order, so a quiet tenant's message is the first record of the batch it is in.
+  AWS says which messages a receive favours, not where they sit in its answer; a paced batch holds one
+  instance's second of sends, so the order within it matters little to sendonce.
 
 Not played: SQS's distributed, approximate thresholds, and its 5 minutes of silence (the window here is shorter).
 FIFO queues are left alone: their groups mean order, not tenants.

@@ -183,9 +183,9 @@ def _schedule(plan: FloodPlan, rate: float, run: str, seed: int) -> list[tuple[f
         for tick, start in enumerate(range(0, total, per_tick)):
             steps.append((tick * TICK_S, [(f"flood:{seed}:{n}", "bulk") for n in range(start,
                                                                                       min(total, start + per_tick))]))
-    # Each arrival at a random time within its half of the gap: arrivals a fixed 2 s apart all met the instances'
-    # send slots (seats' grids, on the wall clock) at one phase, so a run's p95 was one draw of that phase, not a
-    # percentile of the waits jobs arriving at any time meet. Seeded, so alone and flood draw alike.
+    # Each arrival at a random time within its half of the gap: arrivals a fixed 2 s apart would all meet the
+    # instances' send cadences at one phase, so a run's p95 would be one draw of that phase, not a percentile of
+    # the waits jobs arriving at any time meet. Seeded, so alone and flood draw alike.
     draw = random.Random(seed).random
     for n in range(plan.arrivals):
         at = plan.lead_s + n * plan.gap_s
