@@ -57,7 +57,7 @@ def _slow_instances(props: PipelineProps) -> Iterator[str]:
     # The job queue's lane: bulk's share and instances with urgent_lane, the whole pipeline's without.
     per_instance = known(rates.bulk_instance_rate if rates is not None else props.max_send_rate)
     if per_instance is not None and per_instance < 1:
-        yield _slow_instances_text(known(props.send_rate), props.max_concurrency, per_instance)
+        yield _slow_instances_text(known(props.send_rate), per_instance)
 
 
 def _idle_instances(props: PipelineProps) -> Iterator[str]:
@@ -78,7 +78,7 @@ def _vpc_without_egress(subnets: Sequence[str]) -> str:
             "Secrets Manager interface endpoints), or acknowledge this warning if routes are made outside this app")
 
 
-def _slow_instances_text(send_rate: float | None, max_concurrency: int | None, per_instance: float) -> str:
+def _slow_instances_text(send_rate: float | None, per_instance: float) -> str:
     """The warning for instances paced below one email a second (a ``send_rate`` below the event source's two
     instances at one a second, or a ``max_send_rate`` below one): what it costs and the fix."""
     cause = (f"send_rate ({send_rate:g}) over the event source's minimum of {MIN_MAX_CONCURRENCY} instances is "

@@ -95,8 +95,7 @@ def test_put_back_jobs_get_turns_at_the_rate_after_the_tokens_taken_and_those_pu
 
 def test_a_drained_bucket_starts_at_its_rate_with_no_burst():
     clock = FakeTime()
-    bucket = TokenBucket(rate=1, full=False, monotonic=clock.monotonic)
-    assert bucket.wait_for(1) == 1.0
+    bucket = TokenBucket(rate=1, monotonic=clock.monotonic)
     clock.now += 30
     bucket.drain()
     assert bucket.wait_for(1) == 1.0

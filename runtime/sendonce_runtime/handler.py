@@ -75,6 +75,7 @@ class Consumer:
         dead_letters = DeadLetterQueue(sqs, settings.dead_letter_queue_url, settings.fifo)
         ledger = DedupeLedger(dynamodb, settings.table_name, settings.dedupe_ttl_s, clock)
         pacing = _pacing(settings, sqs)
+        paced = [pacing] if pacing is not None else []
         processor = RecordProcessor(
             settings,
             ledger,
@@ -82,13 +83,13 @@ class Consumer:
             dead_letters,
             clock,
             _parse(settings, secrets),
-            [*_checks(settings, ledger, clock, s3), *([pacing] if pacing is not None else [])],
+            [*_checks(settings, ledger, clock, s3), *paced],
             _throttle_retry(settings),
         )
         redelivery = Redelivery(sqs, settings.queue_url, settings.fifo, dead_letters, settings.max_receive_count,
                                 call_ms=settings.budget.ledger_call_ms)
         return cls(settings, processor, redelivery, log, _dead_letter_events(settings, events, clock),
-                   after_batch=[pacing] if pacing is not None else [])
+                   after_batch=paced)
 
     def handle(self, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         deadline = Deadline(context)
@@ -160,7 +161,7 @@ def _pace(settings: Settings, sqs: Any) -> Pace:
         from .lane_share import LendingBuckets, UrgentLaneWatch
 
         watch = UrgentLaneWatch(sqs, settings.urgent_queue_url)
-        return LendingBuckets(own, TokenBucket(settings.lent_send_rate, full=False), watch.busy)
+        return LendingBuckets(own, TokenBucket(settings.lent_send_rate), watch.busy)
     return own
 
 

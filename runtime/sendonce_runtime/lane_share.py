@@ -106,12 +106,13 @@ class UrgentLaneWatch:
 class LendingBuckets:
     """A bulk instance's pace: its own bucket always, and the urgent lane's share lent as a second bucket, taken
     from only while ``urgent_busy()`` is False. A send takes from whichever earns its tokens sooner (its own on a
-    tie); while the urgent lane is busy the lent bucket is kept empty, so a loan starts at its rate, never with a
-    burst on top of bulk's own."""
+    tie). Each loan starts with the lent bucket empty, so it comes at its rate, never with a burst on top of
+    bulk's own."""
 
     def __init__(self, own: TokenBucket, lent: TokenBucket, urgent_busy: Callable[[], bool]) -> None:
         self.own, self.lent = own, lent
         self._urgent_busy = urgent_busy
+        self._lending = False
 
     def take(self, tokens: int, max_wait_s: float) -> Slot | None:
         for bucket in sorted(self._usable(), key=lambda bucket: bucket.wait_for(tokens)):
@@ -129,6 +130,9 @@ class LendingBuckets:
 
     def _usable(self) -> tuple[TokenBucket, ...]:
         if self._urgent_busy():
-            self.lent.drain()
+            self._lending = False
             return (self.own,)
+        if not self._lending:  # a loan begins: what the lent bucket earned meanwhile is not bulk's to spend
+            self.lent.drain()
+            self._lending = True
         return (self.own, self.lent)

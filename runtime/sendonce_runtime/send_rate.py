@@ -50,14 +50,14 @@ class TokenBucket:
     into debt, so the sends after it queue behind it in the order they asked. A send for more recipients than the
     bucket holds waits for a full bucket and takes all of it and more."""
 
-    def __init__(self, rate: float, full: bool = True, monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, rate: float, monotonic: Callable[[], float] = time.monotonic) -> None:
         if rate <= 0:
             raise ValueError("the send rate must be positive")
         self.rate = rate
         self.capacity = max(1.0, rate)
         self._monotonic = monotonic
         self._lock = threading.Lock()
-        self._tokens = self.capacity if full else 0.0
+        self._tokens = self.capacity
         self._filled_at = monotonic()
         # Jobs put back get turns after every token taken and every job put back before them, at the rate, so
         # they come back spread, each when it can be sent, not all at once.
