@@ -11,9 +11,10 @@ export NO_MKDOCS_2_WARNING := 1
 .PHONY: setup test test-stress test-release test-soak test-demo lint demo synth bench clean dist docs integ integ-snapshot test-compat mysql-server
 # Every distribution, each built from its own folder: `make dist` writes their wheels and sdists to $(DIST).
 DISTRIBUTIONS := contract producer .
-# make test's workers (pytest-xdist): the suite waits on its emulator and subprocesses about half the time. Tests stay
-# on one worker by file, so a module's deploys run once; each worker has its own emulator, PostgreSQL and MySQL database.
-TEST_WORKERS ?= 2
+# make test's workers (pytest-xdist): on two cores the suite waits on its emulator and subprocesses a third of the
+# time with two workers, so a third fills it. Tests stay on one worker by file, so a module's deploys run once; each
+# worker has its own emulator, PostgreSQL and MySQL database.
+TEST_WORKERS ?= 3
 DIST ?= dist
 
 setup: $(VENV)/.installed node_modules/.installed
@@ -57,10 +58,11 @@ test-release: setup
 test-stress:
 	@bash tools/stress_test.sh
 
-# The fault bursts under never-resend too (DynamoDB and SQS answering late, during a burst: minutes).
+# The fault bursts under never-resend too (DynamoDB and SQS answering late, during a burst) and the urgent lane's
+# flood runs (their aims are BENCHMARKS 9d): minutes.
 test-soak: setup
 	$(PY) -m pytest -m soak
-	SENDONCE_EXAMPLES=4 $(PY) -m pytest tests/test_properties.py tests/test_evidence_properties.py tests/test_copy_bound.py
+	SENDONCE_EXAMPLES=8 $(PY) -m pytest tests/test_properties.py tests/test_evidence_properties.py tests/test_copy_bound.py
 
 # The demo end to end with a small workload and every assertion on its report (about five minutes; CI runs it).
 test-demo: setup

@@ -102,3 +102,9 @@ def outbox_db(request: pytest.FixtureRequest, tmp_path: Any) -> OutboxDatabase:
     found.reset()
     return found
 
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules marked slow (the local loop's deploys, the SQL outbox's three databases) first: make test's
+    workers take a file at a time in this order, and a long file taken last would run on alone."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

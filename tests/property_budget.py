@@ -1,7 +1,7 @@
 """How many plans the property tests that play against the emulator draw.
 
-Each plan costs real calls to the emulator, so `make test` draws a number that keeps it under ten minutes on two
-cores, and `make test-soak` draws ``SENDONCE_EXAMPLES`` times as many (four).
+Each plan costs real calls to the emulator, so `make test` draws a number that keeps pytest under five minutes on
+two cores, and `make test-soak` draws ``SENDONCE_EXAMPLES`` times as many (eight).
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ def world(pipeline, ses_faults, slow):
     return pipeline, ses_faults, slow
 
 
-@settings(max_examples=examples(6), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(4), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rounds=st.lists(st.lists(st.sets(st.sampled_from(FAULTS)), min_size=1, max_size=2), min_size=1,
                        max_size=5),
        budget_ms=st.sampled_from([3_000, 30_000]))

@@ -51,7 +51,7 @@ def play(pipeline, policy, plan, ses_events, everything: bool) -> tuple[str, dic
 
 @pytest.mark.parametrize("policy", list(DeliveryPolicy), ids=lambda p: p.value)
 def test_with_every_event_delivered_each_key_is_sent_once_or_under_never_resend_left_unknown(pipeline, policy):
-    @settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @settings(max_examples=examples(5), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(plan=steps)
     def check(plan):
         prefix, _ = play(pipeline, policy, plan, pipeline.ses_events(), everything=True)
@@ -68,7 +68,7 @@ def test_with_every_event_delivered_each_key_is_sent_once_or_under_never_resend_
 
 
 def test_with_send_events_lost_a_double_happens_only_inside_the_crash_window_and_is_detected(pipeline):
-    @settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @settings(max_examples=examples(5), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(plan=steps, seed=st.integers(0, 1000))
     def check(plan, seed):
         # Send events: half lost, the rest on time; every other event arrives only after the decisions.

@@ -229,8 +229,9 @@ def idle_lanes(lanes: Lanes, tmp_path_factory: pytest.TempPathFactory) -> Lanes:
 
 
 def test_bulk_borrows_the_urgent_share_while_the_urgent_queue_is_empty(idle_lanes):
-    """24 bulk jobs alone: at bulk's own 2/s they would take over 10 s; with the urgent lane's share lent, 8/s (a
-    fresh instance lends from its watch's first read, which finds the urgent queue empty)."""
+    """24 bulk jobs alone: with the urgent lane's share lent, 8/s (a fresh instance lends from its watch's first
+    read, which finds the urgent queue empty), about 3 s. The bound is not a clock race: at bulk's own 2/s, from
+    its instances' full buckets (a token each), no run could send them in less than 11 s, however fast the host."""
     lanes = idle_lanes
     sqs = boto3.client("sqs")
     assert not any(int(n) for n in sqs.get_queue_attributes(
@@ -242,9 +243,11 @@ def test_bulk_borrows_the_urgent_share_while_the_urgent_queue_is_empty(idle_lane
     lanes.run(until=lambda: len(emails_per_key(start)) == len(keys))
     times = sorted(sent_at(start).values())
     assert emails_per_key(start) == dict.fromkeys(keys, 1)
-    assert times[-1] - times[0] < 7, "bulk did not borrow the idle urgent lane's share"
+    fastest_unlent_s = (len(keys) - MAX_CONCURRENCY) / ((1 - URGENT_SHARE) * SEND_RATE)
+    assert times[-1] - times[0] < fastest_unlent_s, "bulk did not borrow the idle urgent lane's share"
 
 
+@pytest.mark.soak  # a flood timed against the emulator; its aim is BENCHMARKS 9d
 def test_urgent_jobs_keep_their_share_through_a_bulk_flood_which_gives_it_back(lanes):
     """A bulk flood sending at the whole rate (the loan), then a stream of urgent jobs: they go out at the urgent
     lane's own pace, ahead of the flood's backlog, and while they do, bulk keeps to its own share."""
@@ -283,6 +286,7 @@ def test_urgent_jobs_keep_their_share_through_a_bulk_flood_which_gives_it_back(l
         assert bulk_during <= own_rate * (urgent_done - since) + MAX_CONCURRENCY + 1, bulk_during
 
 
+@pytest.mark.soak  # a flood timed against the emulator; its aim is BENCHMARKS 9d
 def test_bulk_s_watch_sees_the_urgent_lane_in_use_while_urgent_jobs_come_seconds_apart(flood_lanes):
     """Bulk lends itself the urgent share once its watch, a read of the urgent queue a second at most, has found
     no urgent job waiting or in flight for 5 s. With a 30 s function an urgent job used to be deleted as soon as

@@ -50,7 +50,7 @@ def run(pipeline, policy, plan):
 
 @pytest.mark.parametrize("policy", list(DeliveryPolicy), ids=lambda p: p.value)
 def test_interleavings_keep_the_policy_promise(pipeline, policy):
-    @settings(max_examples=examples(16), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @settings(max_examples=examples(8), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(plan=steps)
     def check(plan):
         prefix, crashes = run(pipeline, policy, plan)

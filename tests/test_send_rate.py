@@ -17,7 +17,7 @@ from sendonce_contract.message import parse_job
 from sendonce_runtime.checks import Delivery
 from sendonce_runtime.clock import Deadline
 from sendonce_runtime.outcome import Outcome, RecordResult
-from sendonce_runtime.send_rate import PaceSends, TokenBucket
+from sendonce_runtime.send_rate import BUSY_SPELL_GAP_TOKENS, PaceSends, TokenBucket
 from sendonce_runtime.sqs_record import SqsRecord
 
 
@@ -247,12 +247,17 @@ def _sender(pace: PaceSends, deadline: Deadline):
     return send
 
 
+def _paced(bucket: TokenBucket, clock: FakeTime, phase_shift: float = 0.0, **options) -> PaceSends:
+    return PaceSends(bucket, token_interval_s=1 / bucket.rate, sleep=clock.sleep, monotonic=clock.monotonic,
+                     phase_shift=lambda: phase_shift, **{"record_budget_ms": 13_000, **options})
+
+
 def test_an_instance_that_waited_for_its_tokens_receives_its_next_batch_a_receive_s_lead_before_its_next_one():
     """A job it holds then waits no more than that lead; an instance whose send went at once holds nothing (the
     queue sets the pace)."""
     clock = FakeTime()
     bucket = TokenBucket(rate=1.0, monotonic=clock.monotonic)
-    pace = PaceSends(bucket, record_budget_ms=13_000, sleep=clock.sleep)
+    pace = _paced(bucket, clock)
     deadline = Deadline(_Remaining(clock, 30.0))
     send = _sender(pace, deadline)
 
@@ -263,6 +268,32 @@ def test_an_instance_that_waited_for_its_tokens_receives_its_next_batch_a_receiv
     assert bucket.wait_for(1) == pytest.approx(RECEIVE_LEAD_S)
 
 
+def test_the_first_hold_of_a_busy_spell_shifts_the_instance_s_phase_by_a_random_part_of_a_token_s_interval():
+    """Instances woken together by a flood would send at one phase for as long as it lasts; the first hold of each
+    busy spell is longer by a random part of the interval (the bucket, full meanwhile, earns nothing for it),
+    once: the next holds of the spell keep the new phase, and a spell ends after a few intervals with no hold."""
+    clock = FakeTime()
+    bucket = TokenBucket(rate=1.0, monotonic=clock.monotonic)
+    pace = _paced(bucket, clock, phase_shift=0.6)
+    deadline = Deadline(_Remaining(clock, 300.0))
+    send = _sender(pace, deadline)
+
+    def batch(key: str) -> float:
+        assert send(key) is Outcome.SENT
+        return pace.after_batch(deadline, [RecordResult(key, Outcome.SENT)])
+
+    assert batch("spell:0") == 0.0  # sent at once: not behind
+    assert batch("spell:1") == pytest.approx(1.0 - RECEIVE_LEAD_S + 0.6)  # waited: the spell begins, shifted
+    assert batch("spell:2") == 0.0  # its token came during the hold: sent at once
+    sent_at = clock.now
+    assert batch("spell:3") == pytest.approx(1.0 - RECEIVE_LEAD_S)  # behind again, the same spell: no shift
+    assert clock.now - sent_at == pytest.approx(1.0 + 1.0 - RECEIVE_LEAD_S)
+    assert clock.slept == [1.0, 1.0 - RECEIVE_LEAD_S + 0.6, 1.0, 1.0 - RECEIVE_LEAD_S]
+    clock.sleep(BUSY_SPELL_GAP_TOKENS * 1.0 + 1.0)  # no batch behind for longer than the gap: the spell ends
+    assert batch("spell:4") == 0.0
+    assert batch("spell:5") == pytest.approx(1.0 - RECEIVE_LEAD_S + 0.6)  # a new spell: shifted again
+
+
 @pytest.mark.parametrize(("rate", "budget_s", "held_s"), [
     (0.25, 3.0, 3.0 - answer_margin_ms(3000) / 1000),  # 4 s away: held to the answer margin, a near miss
     (0.01, 5.0, 0.0),  # 100 s away: beyond this invocation and the next, so not held at all
@@ -270,7 +301,7 @@ def test_an_instance_that_waited_for_its_tokens_receives_its_next_batch_a_receiv
 def test_a_hold_ends_in_time_for_the_invocation_to_answer_and_is_skipped_for_a_token_out_of_reach(
         rate, budget_s, held_s):
     clock = FakeTime()
-    pace = PaceSends(TokenBucket(rate=rate, monotonic=clock.monotonic), record_budget_ms=1_000, sleep=clock.sleep)
+    pace = _paced(TokenBucket(rate=rate, monotonic=clock.monotonic), clock, record_budget_ms=1_000)
     deadline = Deadline(_Remaining(clock, budget_s))
     send = _sender(pace, deadline)
     assert send("hold:a") is Outcome.SENT
@@ -292,7 +323,7 @@ def test_an_urgent_lane_s_send_at_once_stays_in_flight_until_its_next_token_is_a
     meanwhile would have waited for anyway."""
     clock = FakeTime()
     bucket = TokenBucket(rate=0.5, monotonic=clock.monotonic)
-    pace = PaceSends(bucket, record_budget_ms=13_000, sleep=clock.sleep, hold_after_send=urgent)
+    pace = _paced(bucket, clock, phase_shift=0.9, hold_after_send=urgent)  # not behind: no shift
     deadline = Deadline(_Remaining(clock, 30.0))
 
     assert _sender(pace, deadline)("urgent:lone", outcome) is outcome

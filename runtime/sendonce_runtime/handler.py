@@ -146,7 +146,7 @@ def _pacing(settings: Settings, sqs: Any) -> PaceSends | None:
 
     from .send_rate import PaceSends
 
-    return PaceSends(_pace(settings, sqs), settings.budget.record_budget_ms,
+    return PaceSends(_pace(settings, sqs), settings.budget.record_budget_ms, 1 / settings.max_send_rate,
                      hold_after_send=settings.lane == Priority.URGENT.value)
 
 

@@ -7,12 +7,15 @@ instance's bucket holds a second's worth of its share (one token at least) and f
 one token per recipient, as SES counts them. A record whose tokens come within what its invocation may still wait
 waits for them; one whose tokens come later is put back as a delayed copy due at its turn. After a batch that
 waited (the jobs come faster than the instance sends them), the invocation ends a receive's lead before its next
-token, so the event source's next batch arrives as it can be sent, not at once to be put back.
+token, so the event source's next batch arrives as it can be sent, not at once to be put back. The first such hold
+of a busy spell lasts a random part of a token's interval longer, once: instances woken together by a flood would
+otherwise send at one phase, and a quiet tenant's job would wait up to a whole interval for the next of them.
 """
 
 from __future__ import annotations
 
 import math
+import random
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -23,6 +26,10 @@ from sendonce_contract.deploy_config import RECEIVE_LEAD_S, answer_margin_ms
 from .checks import Delivery, Rest
 from .clock import Deadline
 from .outcome import Outcome, RecordResult, Redeliver, Verdict
+
+# A busy spell ends once no batch was behind for this many tokens' intervals: an instance that keeps up now and
+# then within a flood keeps its phase, where each new shift would lose it tokens again.
+BUSY_SPELL_GAP_TOKENS = 3
 
 
 class Slot(NamedTuple):
@@ -115,17 +122,21 @@ class PaceSends:
     send was made. Also an :class:`~.checks.AfterBatch` step: it holds the invocation for the next token once the
     instance is behind."""
 
-    def __init__(self, pace: Pace, record_budget_ms: int, sleep: Callable[[float], None] = time.sleep,
-                 hold_after_send: bool = False) -> None:
+    def __init__(self, pace: Pace, record_budget_ms: int, token_interval_s: float,
+                 sleep: Callable[[float], None] = time.sleep, hold_after_send: bool = False,
+                 monotonic: Callable[[], float] = time.monotonic,
+                 phase_shift: Callable[[], float] = random.random) -> None:
         self.pace = pace
         self._record_budget_ms = record_budget_ms
-        self._sleep = sleep
+        self._token_interval_s = token_interval_s  # at the instance's own share of the rate
+        self._sleep, self._monotonic, self._phase_shift = sleep, monotonic, phase_shift
         # The urgent lane's: its batch stays in flight until its next token, so bulk's watch of the urgent queue
         # (``lane_share``) sees the lane in use between urgent jobs seconds apart, and lends nothing meanwhile.
         self._hold_after_send = hold_after_send
         # A record of the batch under way waited for its tokens or was put back: the jobs come faster than this
         # instance sends them.
         self._behind = False
+        self._behind_at: float | None = None  # when a batch of this instance was last behind
 
     def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
         job = delivery.job
@@ -155,6 +166,9 @@ class PaceSends:
         if not (behind or (self._hold_after_send and sent)):
             return 0.0
         wait_s = self.pace.wait_for(1) - RECEIVE_LEAD_S
+        if behind and self._starts_busy_spell():
+            # Tokens the bucket cannot hold meanwhile are lost once, and with them the phase all instances woke at.
+            wait_s += self._phase_shift() * self._token_interval_s
         left_s = (deadline.remaining_ms() - answer_margin_ms(deadline.initial_ms)) / 1000
         if wait_s <= 0 or wait_s > left_s + deadline.initial_ms / 1000:
             # Nothing to wait for, or more than this invocation and the next could reach: the jobs wait as
@@ -163,6 +177,13 @@ class PaceSends:
         wait_s = min(wait_s, left_s)  # a near miss: held to the deadline, the next batch misses its token by less
         self._sleep(wait_s)
         return wait_s
+
+    def _starts_busy_spell(self) -> bool:
+        """Whether this batch is the first one behind after a few tokens' intervals with none."""
+        now = self._monotonic()
+        starts = self._behind_at is None or now - self._behind_at > BUSY_SPELL_GAP_TOKENS * self._token_interval_s
+        self._behind_at = now
+        return starts
 
     def _spare_s(self, delivery: Delivery) -> float:
         """How long the record may still wait for its tokens: what is left once its send is budgeted."""
