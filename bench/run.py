@@ -58,6 +58,7 @@ SECTIONS = {
         lifecycle.scheduled_costs(plan.scheduled_hours))),
     "floor": ("## 10. The consumer's own floor", lambda plan: render_floor(
         floor_run(plan.latency_batches, DELAYS_MS), DELAYS_MS, plan.latency_batches)),
+    "burst": ("## 9. A burst of", lambda plan: render_burst(burst_scenario(plan.burst_factor), plan.burst_factor)),
     "recipient-burst": ("## 9b. A burst of", lambda plan: render_recipient_burst(
         recipient_burst_scenario(plan.burst_factor), plan.burst_factor)),
     "pacing": (PACING_SECTION, lambda plan: render_pacing(pacing_scenario(
@@ -133,7 +134,7 @@ def run(plan: Plan, command: str) -> str:
     print("floor against a stub endpoint...", file=sys.stderr)
     floor = floor_run(plan.latency_batches, DELAYS_MS)
     print("burst...", file=sys.stderr)
-    burst = burst_scenario(plan.burst_factor)
+    burst = SECTIONS["burst"][1](plan)
     print("burst in recipients...", file=sys.stderr)
     recipients = recipient_burst_scenario(plan.burst_factor)
     print("burst at function timeouts...", file=sys.stderr)
@@ -150,7 +151,7 @@ def run(plan: Plan, command: str) -> str:
     attached = SECTIONS["attachments"][1](plan)
     return (render.render_opening(plan, command, calls, rates, cpus, ratios, imports, assets, synth, item)
             + render_latency(plan, latency, DELAYS_MS) + render_evidence(evidence)
-            + render_burst(burst, plan.burst_factor) + render_recipient_burst(recipients, plan.burst_factor) + pacing
+            + burst + render_recipient_burst(recipients, plan.burst_factor) + pacing
             + flood + render_floor(floor, DELAYS_MS, plan.latency_batches) + privacy + lifecycle_sections + sql_outbox
             + attached)
 
