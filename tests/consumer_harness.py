@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import boto3
+from botocore.config import Config
 
 from sendonce_runtime.aws_clients import ledger_config, ses_config
 from sendonce_runtime.handler import Consumer
@@ -29,6 +30,9 @@ __all__ = ["SENDER_DOMAIN", "FakeClock", "FakeContext", "Pipeline", "create_pipe
            "run_at_once", "sqs_record"]
 
 CONFIGURATION_SET = "sendonce-test-evidence"
+# The deployed consumer reads a DynamoDB or SQS answer for 0.8 s at most (its time budget): on a loaded host the
+# emulator takes longer now and then, and a test of something else would meet the consumer's late-answer path.
+EMULATOR_READ_TIMEOUT_S = 10.0
 PIPELINE_TAG = "test-pipeline"
 
 
@@ -51,18 +55,21 @@ class Pipeline:
         return base._replace(**overrides)
 
     def consumer(self, clock: Any = None, ses_endpoint: str | None = None, **overrides: Any) -> Consumer:
+        """The consumer as deployed, on the emulator; its calls besides SES's wait up to
+        :data:`EMULATOR_READ_TIMEOUT_S` for an answer (tests of late answers set their own clients)."""
         settings = self.settings(**overrides)
         endpoint = ses_endpoint or self.ses_endpoint
+        ledger = ledger_config(settings).merge(Config(read_timeout=EMULATOR_READ_TIMEOUT_S))
         return Consumer.from_clients(
             settings,
-            boto3.client("dynamodb", config=ledger_config(settings)),
+            boto3.client("dynamodb", config=ledger),
             boto3.client("sesv2", config=ses_config(settings), endpoint_url=endpoint),
-            boto3.client("sqs", config=ledger_config(settings)),
+            boto3.client("sqs", config=ledger),
             clock,
             OutcomeLog(io.StringIO()),
             events=boto3.client("events") if settings.outcome_bus else None,
-            secrets=boto3.client("secretsmanager", config=ledger_config(settings)) if settings.key_secret_id else None,
-            s3=boto3.client("s3", config=ledger_config(settings)) if settings.attachments_bucket else None,
+            secrets=boto3.client("secretsmanager", config=ledger) if settings.key_secret_id else None,
+            s3=boto3.client("s3", config=ledger) if settings.attachments_bucket else None,
         )
 
     def evidence_settings(self, grace_ms: int = 60_000, ses_events: bool = True, **overrides: Any) -> dict[str, Any]:
