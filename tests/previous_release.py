@@ -50,7 +50,10 @@ def unpack_previous_release(target: Path) -> Path:
     archive = subprocess.run(["git", "archive", "--format=tar", PREVIOUS_RELEASE, "contract", "runtime"],
                              cwd=REPOSITORY, capture_output=True, check=True).stdout
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(target, filter="data")
+        if hasattr(tarfile, "data_filter"):
+            tar.extractall(target, filter="data")
+        else:  # Python 3.11 before 3.11.4 has no extraction filters; the archive is this repository's own history
+            tar.extractall(target)
     return target
 
 
