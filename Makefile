@@ -8,7 +8,7 @@ export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION := 1
 # MkDocs Material's banner about its successor, printed at every build.
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: setup test test-stress test-release test-soak test-demo lint demo synth bench clean dist docs integ integ-snapshot test-compat mysql-server
+.PHONY: setup debian-packages test test-stress test-release test-soak test-demo lint demo synth bench clean dist docs integ integ-snapshot test-compat mysql-server
 # Every distribution, each built from its own folder: `make dist` writes their wheels and sdists to $(DIST).
 DISTRIBUTIONS := contract producer .
 # make test's workers (pytest-xdist): on two cores the suite waits on its emulator and subprocesses a third of the
@@ -42,9 +42,17 @@ MYSQL_TEST_SQL := CREATE USER IF NOT EXISTS 'sendonce'@'localhost' IDENTIFIED BY
 	CREATE USER IF NOT EXISTS 'sendonce'@'127.0.0.1' IDENTIFIED BY 'sendonce'; \
 	$(foreach db,$(MYSQL_TEST_DATABASES),CREATE DATABASE IF NOT EXISTS $(db); \
 	GRANT ALL ON $(db).* TO 'sendonce'@'localhost'; GRANT ALL ON $(db).* TO 'sendonce'@'127.0.0.1';)
+# Debian's packages the targets below need, installed (as root) when missing, in one apt run for those asked.
+MYSQL_PACKAGE := mariadb-server
+BROWSER_PACKAGE := chromium
+APT_INSTALL = missing=$$(for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	[ -z "$$missing" ] || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }
+# Both at once: CI installs them beside its first steps.
+debian-packages:
+	@$(call APT_INSTALL,$(MYSQL_PACKAGE) $(BROWSER_PACKAGE))
+
 mysql-server:
-	@command -v mariadbd >/dev/null || { apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mariadb-server >/dev/null; }
+	@$(call APT_INSTALL,$(MYSQL_PACKAGE))
 	@mariadb-admin ping >/dev/null 2>&1 || service mariadb start >/dev/null
 	@for i in $$(seq 60); do mariadb-admin ping >/dev/null 2>&1 && break; sleep 0.5; done; mariadb-admin ping
 	@mariadb -e "$(MYSQL_TEST_SQL)"
@@ -107,7 +115,7 @@ docs: setup
 # as SVG, search finds what it should; screenshots in $(DOCS_CHECK)/.
 DOCS_CHECK ?= build/docs-check
 docs-check: docs
-	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+	@$(call APT_INSTALL,$(BROWSER_PACKAGE))
 	DOCS_SITE=$(DOCS) DOCS_CHECK=$(DOCS_CHECK) $(PY) -m pytest -q -m browser tests/test_docs_site.py
 
 # Every generated table of the README and the site, the construct's docstring and the resolved props
