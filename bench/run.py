@@ -35,7 +35,7 @@ from render import (  # noqa: E402
     write_section,
 )
 from scenarios import attachments, lifecycle  # noqa: E402
-from scenarios.bursts import burst_scenario, pacing_scenario, recipient_burst_scenario  # noqa: E402
+from scenarios.bursts import burst_scenario, fault_burst_scenario, pacing_scenario, recipient_burst_scenario  # noqa: E402
 from scenarios.calls import count_calls  # noqa: E402
 from scenarios.cold_start import asset_sizes, cold_starts, synth_seconds  # noqa: E402
 from scenarios.evidence import evidence_costs  # noqa: E402
@@ -65,6 +65,8 @@ SECTIONS = {
         plan.pacing_factor, plan.pacing_repeats, plan.pacing_timeouts_s, plan.pacing_pollers), plan.pacing_factor)),
     "flood": (FLOOD_SECTION, lambda plan: render_flood(flood_scenario(
         plan.flood_timeouts_s, plan.flood_s, plan.flood_arrivals, plan.flood_gap_s, plan.flood_repeats))),
+    "fault-burst": (render.FAULT_BURST_SECTION, lambda plan: render.render_fault_burst(
+        fault_burst_scenario(plan.fault_factor, plan.fault_repeats), plan.fault_factor)),
     "attachments": (render.ATTACHMENTS_SECTION, lambda plan: render.render_attachments(
         attachments.attachment_costs(plan.attachment_emails, plan.attachment_s3_emails, plan.repeats),
         *attachments.default_pipeline())),
@@ -141,6 +143,8 @@ def run(plan: Plan, command: str) -> str:
     pacing = SECTIONS["pacing"][1](plan)
     print("urgent and quiet-tenant jobs through a flood...", file=sys.stderr)
     flood = SECTIONS["flood"][1](plan)
+    print("bursts through slow and throttled answers...", file=sys.stderr)
+    faults = SECTIONS["fault-burst"][1](plan)
     print("key privacy...", file=sys.stderr)
     privacy = render_key_privacy(key_privacy_costs(plan.privacy_emails, plan.repeats))
     print("outcome events and scheduled emails...", file=sys.stderr)
@@ -152,8 +156,8 @@ def run(plan: Plan, command: str) -> str:
     return (render.render_opening(plan, command, calls, rates, cpus, ratios, imports, assets, synth, item)
             + render_latency(plan, latency, DELAYS_MS) + render_evidence(evidence)
             + burst + render_recipient_burst(recipients, plan.burst_factor) + pacing
-            + flood + render_floor(floor, DELAYS_MS, plan.latency_batches) + privacy + lifecycle_sections + sql_outbox
-            + attached)
+            + flood + faults + render_floor(floor, DELAYS_MS, plan.latency_batches) + privacy + lifecycle_sections
+            + sql_outbox + attached)
 
 
 if __name__ == "__main__":

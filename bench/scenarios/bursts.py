@@ -110,3 +110,29 @@ def pacing_scenario(factor: int, repeats: int, timeouts_s: tuple[int, ...] = PAC
                         function, source, environment, dlq_url, subjects, PACING_RATE, int(factor * PACING_RATE),
                         seed=21 + repeat, log=log))
     return reports
+
+
+FAULT_TIMEOUT_S = 5  # the demo's function timeout
+FAULT_STRETCH_S = 6.0  # the demo's stretch of trouble
+
+
+def fault_burst_scenario(factor: int, repeats: int) -> dict[str, list[Any]]:
+    """9e. ``factor`` x R jobs at once through a stretch of DynamoDB throttling, and (its own emulator each run)
+    through a stretch of DynamoDB and SQS answers late past the consumer's read timeout, with invocations killed at
+    their deadline and half of them right after a delayed copy, as the demo's fault phase runs them: the fault
+    burst reports of each stretch, ``repeats`` of them (the queue's peak depth sampled outside the consumer)."""
+    from sendonce_contract.deploy_config import TimeBudget
+    from sendonce_local.demo.scenarios.fault_burst import dynamodb_throttling, late_answers, run_fault_burst
+
+    read_timeout_s = TimeBudget.for_function_timeout(FAULT_TIMEOUT_S).ledger_call_timeouts_s[1]
+    stretches = [dynamodb_throttling(FAULT_STRETCH_S),
+                 late_answers(FAULT_STRETCH_S, late_s=round(read_timeout_s + 0.1, 2))]
+    reports: dict[str, list[Any]] = {}
+    for repeat in range(repeats):
+        for n, stretch in enumerate(stretches):
+            with _burst_consumer(BURST_RATE, FAULT_TIMEOUT_S) as (function, source, environment, dlq_url, subjects,
+                                                                   log):
+                reports.setdefault(stretch.describe(), []).append(run_fault_burst(
+                    function, source, environment, dlq_url, "burst", subjects, BURST_RATE,
+                    int(factor * BURST_RATE), seed=31 + 2 * repeat + n, stretch=stretch, log=log, copy_kills=0.5))
+    return reports
