@@ -286,6 +286,84 @@ def render_fault_burst(reports: dict[str, list[Any]], factor: int) -> str:
     ])
 
 
+SES_STOPS_SECTION = "## 9f. A paused account: what each parked job costs"
+
+
+def render_ses_stops(costs: list[Any]) -> str:
+    """Requests per job per delivery (one cycle), measured, and per hour: the parked design's copies come back
+    every 15 minutes, the throttled design's on its doubling delay (copies in a pause's first hour, from the
+    consumer's own delays)."""
+    from scenarios.ses_stops import CYCLES
+
+    rows = []
+    for cost in costs:
+        sqs = sum(n for operation, n in cost.sqs.items() if operation != "GetQueueAttributes")  # ours: the ARN
+        per_copy = (cost.per_job_per_cycle(sqs), cost.per_job_per_cycle(cost.ses),
+                    cost.per_job_per_cycle(cost.dynamodb))
+        hourly = _copies_in_first_hour(cost.design)
+        breakdown = ", ".join(f"{operation} {cost.per_job_per_cycle(n):.2f}" for operation, n in sorted(
+            cost.sqs.items()) if operation != "GetQueueAttributes")
+        rows.append(f"| {cost.design} | {cost.batch_size} | {per_copy[0]:.2f} ({breakdown}) | {per_copy[1]:.3f} | "
+                    f"{per_copy[2]:.2f} | {hourly:.1f} | {per_copy[0] * hourly:.1f} | {per_copy[1] * hourly:.2f} | "
+                    f"{cost.dead_letters} |")
+    jobs = costs[0].jobs if costs else 0
+    parked = [cost for cost in costs if cost.design == "parked"]
+    met = all(cost.per_job_per_cycle(sum(n for op, n in cost.sqs.items() if op != "GetQueueAttributes")) <= 1
+              for cost in parked)
+    verdict = "met" if met else "not met"
+    return "\n".join([
+        SES_STOPS_SECTION,
+        "",
+        f"SES's account paused with SES's own call (`PutAccountSendingAttributes`) in an emulator of its own; {jobs} "
+        f"jobs delivered {CYCLES} times each, in batches of 1 and of 10 (the construct's batch size for a paced lane "
+        "and for an unpaced one), as Lambda's event source delivers them (a receive, the consumer, a delete of what "
+        "it acknowledged); the consumer's clock moves 15 minutes between deliveries. *parked* is this consumer: the "
+        "lane learns the pause from one refusal and parks each job (a 15-minute copy) without asking SES, asking "
+        "once a minute; *throttled* is the same consumer with the pause refused as a throttle, which is what it did "
+        "before (each delivery claims the key, asks SES and copies the job on a doubling delay, 2 s to 15 "
+        "minutes). Requests are counted by the emulator, on the job queue only. Per hour: the requests of one "
+        "delivery times the deliveries in a pause's first hour (parked: 4; throttled: the jittered doubling "
+        "delays, averaged; 5.3 an hour after the first 13 minutes). The lane's SES requests are its probes: here one "
+        "per delivery of the backlog, the clock moving 15 minutes at a time; with jobs arriving all the time, at "
+        "most one a minute, 60 an hour for the lane whatever its number of jobs. The copy's delete of its original "
+        "is 0.75 per delivery here because a job's first delivery has none: 1.00 from then on.",
+        "",
+        "| design | batch | SQS requests per job per delivery | SES | DynamoDB | deliveries in the first hour | "
+        "SQS requests per job in the first hour | SES requests per job in the first hour | in the DLQ |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+        f"Aim (issue 45): at most one SQS request per parked job per 15 minutes: **{verdict}**. A parked delivery "
+        "costs its copy, the hold that keeps its original out of sight until the copy arrives, the copy's delete of "
+        "its original, and its share of the receive and of Lambda's delete; the consumer makes the first three one "
+        "request per job, and batching them would bring a batch of b to 5 / b. What parking saves is SES and "
+        "DynamoDB: the lane asks SES once a minute whatever its number of jobs, where every delivery of every job "
+        "asked it before, and claimed and released the key.",
+        "",
+    ])
+
+
+def _copies_in_first_hour(design: str) -> float:
+    """Deliveries of one job in a pause's first hour: parked, one per 15 minutes; throttled, as the consumer's
+    jittered doubling delay spaces them (averaged over many jobs)."""
+    import random
+
+    from sendonce_runtime.outcome import Outcome
+    from sendonce_runtime.redelivery import Redelivery
+
+    if design == "parked":
+        return 3600 / 900
+    redelivery = Redelivery(None, None, False, None, None, rng=random.Random(45))  # type: ignore[arg-type]
+    runs, total = 2_000, 0
+    for _ in range(runs):
+        elapsed, postponements = 0, 0
+        while elapsed < 3600:
+            total += 1
+            elapsed += redelivery.postponement_s(Outcome.THROTTLED, postponements)
+            postponements += 1
+    return total / runs
+
+
 FLOOD_SECTION = "## 9d. An urgent job and a quiet tenant through a bulk flood"
 
 

@@ -43,6 +43,7 @@ from scenarios.flood import flood_scenario  # noqa: E402
 from scenarios.floor import floor_run  # noqa: E402
 from scenarios.key_privacy import key_privacy_costs  # noqa: E402
 from scenarios.latency import latency_run  # noqa: E402
+from scenarios.ses_stops import ses_stop_costs  # noqa: E402
 from scenarios.sql_outbox import sql_outbox_costs  # noqa: E402
 from scenarios.table_cost import sent_item  # noqa: E402
 from scenarios.throughput import throughput  # noqa: E402
@@ -67,6 +68,8 @@ SECTIONS = {
         plan.flood_timeouts_s, plan.flood_s, plan.flood_arrivals, plan.flood_gap_s, plan.flood_repeats))),
     "fault-burst": (render.FAULT_BURST_SECTION, lambda plan: render.render_fault_burst(
         fault_burst_scenario(plan.fault_factor, plan.fault_repeats), plan.fault_factor)),
+    "ses-stops": (render.SES_STOPS_SECTION, lambda plan: render.render_ses_stops(
+        ses_stop_costs(plan.stop_jobs))),
     "attachments": (render.ATTACHMENTS_SECTION, lambda plan: render.render_attachments(
         attachments.attachment_costs(plan.attachment_emails, plan.attachment_s3_emails, plan.repeats),
         *attachments.default_pipeline())),
@@ -145,6 +148,8 @@ def run(plan: Plan, command: str) -> str:
     flood = SECTIONS["flood"][1](plan)
     print("bursts through slow and throttled answers...", file=sys.stderr)
     faults = SECTIONS["fault-burst"][1](plan)
+    print("a paused account's parked jobs...", file=sys.stderr)
+    faults += SECTIONS["ses-stops"][1](plan)
     print("key privacy...", file=sys.stderr)
     privacy = render_key_privacy(key_privacy_costs(plan.privacy_emails, plan.repeats))
     print("outcome events and scheduled emails...", file=sys.stderr)

@@ -468,6 +468,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             # Only SES's events and the outcome events match on the tag.
             pipeline_tag=self.node.addr if grace is not None or outcome_bus is not None else None,
             attachments_bucket=attachments.bucket.bucket_name if attachments is not None else None,
+            sender_identity=props.sender if isinstance(props.sender, str) else props.sender.email_identity_name,
+            queue_retention_s=_whole_seconds(seconds(props.retention_period)),
         ).to_env()
 
     def _grant_ses(self, props: PipelineProps, function: lambda_.IFunction, configuration_set_name: str | None) -> None:
@@ -493,6 +495,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         sender_name = props.sender_name if isinstance(props.sender_name, str) else None
         patterns = ses_permissions.from_address_patterns(sender_name, props.from_addresses)
         function.add_to_role_policy(ses_permissions.send_statement(resources, patterns, props.allow_raw_messages))
+        if props.ses_tenants:  # a paused refusal of a tenant's job: is it the tenant's (docs: when SES stops)
+            function.add_to_role_policy(ses_permissions.tenant_status_statement(stack))
 
     @property
     def outbox_table(self) -> dynamodb.ITable | None:
@@ -600,6 +604,10 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         """The ARNs every SES tenant this pipeline sends for must have associated (CreateTenantResourceAssociation):
         the sender identity, the configuration set and the granted templates."""
         return self._tenant_resources
+
+
+def _whole_seconds(value: float | None) -> int | None:
+    return None if value is None else int(value)
 
 
 def _job_message_size(props: PipelineProps) -> int:

@@ -99,8 +99,14 @@ class PipelineMetrics:
         return self.metric(Metric.UNKNOWN_RECORDS, **options)
 
     def metric_quota_exhausted(self, **options: Any) -> cloudwatch.Metric:
-        """Sends refused because SES's 24-hour quota is used up: the jobs wait, delayed about ten minutes each."""
+        """Jobs parked because SES's 24-hour quota is used up (15 minutes a copy, while the lane asks SES once a
+        minute)."""
         return self.metric(Metric.QUOTA_EXHAUSTED, **options)
+
+    def metric_ses_stopped(self, **options: Any) -> cloudwatch.Metric:
+        """Jobs parked while SES stops sending: a paused account or tenant, the pipeline's setup refused, or the
+        daily quota (docs: when SES stops sending); with ``tenant_metrics``, per tenant too."""
+        return self.metric(Metric.SES_STOPPED, **options)
 
     def metric_paced(self, **options: Any) -> cloudwatch.Metric:
         """Jobs put back because send_rate left no send slot in the invocation."""
@@ -217,8 +223,15 @@ def build_alarms(
         ),
         Metric.QUOTA_EXHAUSTED: (
             pipeline.metric_quota_exhausted(period=one_minute), 1,
-            "SES's 24-hour sending quota is used up: jobs are waiting (delayed copies, about ten minutes each), none "
-            "is dead-lettered. Raise the quota with SES, or let the window pass.",
+            "SES's 24-hour sending quota is used up: jobs are parked (delayed copies, 15 minutes each) while the "
+            "pipeline asks SES once a minute; none is dead-lettered. Raise the quota with SES, or let the window pass.",
+        ),
+        Metric.SES_STOPPED: (
+            pipeline.metric_ses_stopped(period=one_minute), 1,
+            "SES stopped sending: the account or a tenant paused, the sender identity unverified, the configuration "
+            "set missing, or the daily quota. Jobs are parked (delayed copies, 15 minutes each) while the pipeline "
+            "asks SES once a minute; none is lost. The Email Sending Stopped outcome event and the consumer's log name "
+            "the reason; the operating page says what to do.",
         ),
         Metric.CONTRACT_TOO_NEW: (
             pipeline.metric_contract_too_new(period=one_minute), 1,

@@ -24,6 +24,11 @@ def any_tenant_arn(stack: Stack) -> str:
     return stack.format_arn(service="ses", resource="tenant/*")
 
 
+def tenant_status_statement(stack: Stack) -> iam.PolicyStatement:
+    """Read a tenant's sending status (GetTenant), which tells a paused tenant from a paused account."""
+    return iam.PolicyStatement(actions=["ses:GetTenant"], resources=[any_tenant_arn(stack)])
+
+
 def from_address_patterns(sender: str | None, from_addresses: Sequence[str] | None) -> list[str] | None:
     """What ``ses:FromAddress`` may be: the listed addresses, the address identity, or any address of the domain."""
     if from_addresses:

@@ -21,6 +21,7 @@ class Fault(enum.Enum):
     THROTTLE = "throttle"
     QUOTA = "quota"  # SES's 24-hour sending quota is used up
     SENDING_PAUSED = "sending_paused"
+    CONFIGURATION_SET_MISSING = "configuration_set_missing"  # SES's NotFoundException for the request's set
     REJECT = "reject"
     TEMPLATE_MISSING = "template_missing"
     SERVER_ERROR = "server_error"
@@ -31,10 +32,11 @@ class Fault(enum.Enum):
 
 _ERRORS = {
     Fault.THROTTLE: (429, "TooManyRequestsException", "Maximum sending rate exceeded."),
-    Fault.QUOTA: (400, "ThrottlingException", "Daily message quota exceeded."),
+    Fault.QUOTA: (400, "LimitExceededException", "Daily message quota exceeded."),
     Fault.SENDING_PAUSED: (400, "SendingPausedException", "Sending is paused for this account."),
     Fault.REJECT: (400, "MessageRejected", "Email address is on the suppression list."),
     Fault.TEMPLATE_MISSING: (404, "NotFoundException", "Template receipt-v2 does not exist."),
+    Fault.CONFIGURATION_SET_MISSING: (404, "NotFoundException", "Configuration set <name> does not exist."),
     Fault.SERVER_ERROR: (500, "InternalFailure", "The request processing has failed."),
 }
 

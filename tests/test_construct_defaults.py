@@ -92,6 +92,8 @@ def test_consumer_function_defaults():
         Env.PIPELINE_TAG: pipeline.node.addr,
         Env.OUTCOME_BUS: "default",
         Env.QUEUE_URL: {"Ref": "ReceiptsQueue4CA61331"},
+        Env.SENDER_IDENTITY: "example.com",  # SES refusing it as unverified is the pipeline's stop, not the job's
+        Env.QUEUE_RETENTION_S: str(4 * 86_400),  # a job parked this long goes to the DLQ (ses-paused)
     }
 
 

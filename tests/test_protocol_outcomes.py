@@ -164,14 +164,16 @@ def test_expired_record_counts_as_absent_though_ttl_has_not_deleted_it(pipeline)
 def test_retryable_refusal_releases_the_claim_and_retries_later(pipeline, ses_faults, fault):
     ses_faults.script(fault)
     record = sqs_record(job("receipt:20:u1"))
-    consumer = pipeline.consumer()
+    clock = FakeClock()
+    consumer = pipeline.consumer(clock)
 
     first = consumer.handle(event(record), FakeContext(FakeClock()))
     assert failed_ids(first) == {record["messageId"]}
     assert pipeline.ledger_item("receipt:20:u1") is None
     assert pipeline.emails_for("receipt:20:u1") == 0
 
-    second = consumer.handle(event(record), FakeContext(FakeClock()))
+    clock.advance(61_000)  # a pause is asked about again a minute on (test_ses_stops.py)
+    second = consumer.handle(event(record), FakeContext(clock))
     assert second == {"batchItemFailures": []}
     assert pipeline.emails_for("receipt:20:u1") == 1
 

@@ -77,19 +77,20 @@ def test_each_postponement_waits_longer_with_jitter_up_to_fifteen_minutes(pipeli
         delays = {redelivery.postponement_s(Outcome.THROTTLED, postponements) for _ in range(200)}
         assert max(delays) <= ceiling and min(delays) >= max(1, ceiling // 2)
         assert len(delays) > 1 or ceiling <= 2  # jittered
-    quota = {redelivery.postponement_s(Outcome.QUOTA_EXHAUSTED, 0) for _ in range(50)}
-    assert min(quota) >= 600 and max(quota) <= 900
+    # Parked while SES stops sending (the daily quota among its stops): SQS's longest delay, one copy each time.
+    assert {redelivery.postponement_s(outcome, n) for outcome in (Outcome.QUOTA_EXHAUSTED, Outcome.SES_STOPPED)
+            for n in range(5)} == {900}
 
 
-def test_an_exhausted_daily_quota_keeps_the_job_waiting_about_ten_minutes_visibly(pipeline, ses_faults, jobs):
+def test_an_exhausted_daily_quota_parks_the_job_for_fifteen_minutes_visibly(pipeline, ses_faults, jobs):
     ses_faults.script(Fault.QUOTA)
     consumer, log = consumer_for(pipeline, jobs)
     response = consumer.handle(event(sqs_record(job("receipt:q1:u1"))), FakeContext(FakeClock()))
     assert response == {"batchItemFailures": []}
     [copy] = delayed_copies(consumer, jobs)
-    assert 600 <= copy["DelaySeconds"] <= 900 and delayed_in_sqs(jobs) == 1
+    assert copy["DelaySeconds"] == 900 and delayed_in_sqs(jobs) == 1
     line = json.loads(log.getvalue())
-    assert line["outcome"] == "quota_exhausted" and line["QuotaExhausted"] == 1
+    assert line["outcome"] == "quota_exhausted" and line["QuotaExhausted"] == 1 and line["SesStopped"] == 1
     assert pipeline.dead_letters() == []
 
 

@@ -219,6 +219,15 @@ def _sample_ledger_item() -> dict[str, object]:
     return item
 
 
+def _sample_stop_item() -> dict[str, object]:
+    """A lane's SES stop, learned and over (one write makes both events here; a lane's writes make one each)."""
+    from sendonce_contract.schema import SesStopItem
+
+    return {SesStopItem.KEY: {"S": SesStopItem.key(None, "account")}, SesStopItem.KIND: {"S": "paused"},
+            SesStopItem.SCOPE: {"S": "account"}, SesStopItem.LANE: {"S": ""}, SesStopItem.REASON: {"S": "why"},
+            SesStopItem.STOPPED_AT: {"N": "1"}, SesStopItem.PROBE_AT: {"N": "2"}, SesStopItem.RESUMED_AT: {"N": "3"}}
+
+
 def outcome_events() -> str:
     """Each outcome event's detail fields, read off events the publisher's own functions build."""
     from sendonce_contract import outcome_events as events
@@ -232,6 +241,7 @@ def outcome_events() -> str:
         built.update({event.outcome: event for event in events.transitions(None, image, "Shop/Receipts")})
     dead = events.dead_lettered("k", "Shop/Receipts", "ses-refused", "why", "message-id", 1, "acme")
     built[dead.outcome] = dead
+    built.update({event.outcome: event for event in events.transitions(None, _sample_stop_item(), "Shop/Receipts")})
     missing = [outcome for outcome in events.OUTCOME_TYPES if outcome not in built]
     if missing:
         raise LookupError(f"no sample builds these outcome events: {missing}")

@@ -56,6 +56,8 @@ class Env:
     LENT_SEND_RATE = "SENDONCE_LENT_SEND_RATE"  # a bulk instance's share of the urgent lane's rate, while it idles
     SES_TENANTS = "SENDONCE_SES_TENANTS"  # a job's tenant is also SendEmail's TenantName
     TENANT_METRICS = "SENDONCE_TENANT_METRICS"  # the consumer's metrics also by Tenant
+    SENDER_IDENTITY = "SENDONCE_SENDER_IDENTITY"  # the pipeline's SES identity: a domain or an address
+    QUEUE_RETENTION_S = "SENDONCE_QUEUE_RETENTION_S"  # how long the job queue keeps a message
 
 
 # The most calls besides the send one record makes in a row: claim, release after a refusal, dead-letter send.
@@ -221,6 +223,10 @@ class ConsumerConfig(NamedTuple):
     ses_tenants: Annotated[bool, Var(Env.SES_TENANTS, FLAG_WHEN_ON)] = False
     # The consumer's metrics are also written per tenant (a dimension value each).
     tenant_metrics: Annotated[bool, Var(Env.TENANT_METRICS, FLAG_WHEN_ON)] = False
+    # The SES identity the grant names: SES refusing it as unverified is the pipeline's setup, not the job's.
+    sender_identity: Annotated[str | None, Var(Env.SENDER_IDENTITY, TEXT)] = None
+    # The job queue's retention: a job parked while SES stops sending is dead-lettered before a copy outlives it.
+    queue_retention_s: Annotated[int | None, Var(Env.QUEUE_RETENTION_S, INTEGER)] = None
 
     @property
     def budget(self) -> TimeBudget:

@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from .schema import DEDUPE_KEY, SES_EVENT_TYPES, Ledger, Status
+from .schema import DEDUPE_KEY, SES_EVENT_TYPES, Ledger, SesStopItem, Status
 
 SOURCE = "sendonce"
 Image = Mapping[str, Any]
@@ -31,10 +31,15 @@ CANCELLED = OutcomeType("cancelled", "Email Cancelled")
 # Not a ledger transition: the consumer publishes it when it moves a keyed job to the DLQ.
 DEAD_LETTERED = OutcomeType("dead-lettered", "Email Dead-Lettered")
 SENT_TWICE = OutcomeType("sent-twice", "Email Sent Twice")
+# Not an email's: a lane's SES stop (a paused account or tenant, the pipeline's setup refused, the daily quota),
+# from its stop item's writes (SesStopItem), and its end when SES accepted a send again.
+SENDING_STOPPED = OutcomeType("sending-stopped", "Email Sending Stopped")
+SENDING_RESUMED = OutcomeType("sending-resumed", "Email Sending Resumed")
 # One per SES outcome the recorder writes, named as SES's own EventBridge detail-types are, from the one table.
 SES_OUTCOMES = {event.name: OutcomeType(event.label.replace(" ", "-"), event.detail_type)
                 for event in SES_EVENT_TYPES if event.label is not None}
-OUTCOME_TYPES = (SENT, *SES_OUTCOMES.values(), UNKNOWN, SENT_TWICE, CANCELLED, DEAD_LETTERED)
+OUTCOME_TYPES = (SENT, *SES_OUTCOMES.values(), UNKNOWN, SENT_TWICE, CANCELLED, DEAD_LETTERED, SENDING_STOPPED,
+                 SENDING_RESUMED)
 BY_TRANSITION = {outcome.transition: outcome for outcome in OUTCOME_TYPES}
 
 
@@ -89,6 +94,8 @@ def transitions(old: Image | None, new: Image | None, pipeline: str) -> list[Out
     if not new or Ledger.KEY not in new:
         return []
     old = old or {}
+    if SesStopItem.KIND in new:
+        return _stop_transitions(old, new, pipeline)
     key = str(new[Ledger.KEY]["S"])
     status, was = _text(new, Ledger.STATUS), _text(old, Ledger.STATUS)
     ids = _ids(new)
@@ -121,4 +128,25 @@ def transitions(old: Image | None, new: Image | None, pipeline: str) -> list[Out
     new_ids = ids - _ids(old)
     if len(ids) >= 2 and new_ids:
         add(SENT_TWICE, _number(new, Ledger.EVIDENCE_AT), ",".join(sorted(ids)))
+    return found
+
+
+def _stop_transitions(old: Image, new: Image, pipeline: str) -> list[OutcomeEvent]:
+    """A lane's stop learned (a new ``stoppedAt``) or over (``resumedAt`` set): one event each, whose id is the
+    stop's, so a retried publish carries the same."""
+    stopped_at = _number(new, SesStopItem.STOPPED_AT)
+    detail = {"pipeline": pipeline, "lane": _text(new, SesStopItem.LANE) or None,
+              "scope": _text(new, SesStopItem.SCOPE), "kind": _text(new, SesStopItem.KIND),
+              "reason": _text(new, SesStopItem.REASON), "stoppedAt": stopped_at}
+    key = str(new[Ledger.KEY]["S"])
+    found = []
+    if stopped_at is not None and stopped_at != _number(old, SesStopItem.STOPPED_AT):
+        found.append(OutcomeEvent(SENDING_STOPPED, {
+            **detail, "transition": SENDING_STOPPED.transition, "at": stopped_at,
+            "eventId": event_id(key, SENDING_STOPPED.transition, str(stopped_at))}))
+    resumed_at = _number(new, SesStopItem.RESUMED_AT)
+    if resumed_at is not None and _number(old, SesStopItem.RESUMED_AT) is None:
+        found.append(OutcomeEvent(SENDING_RESUMED, {
+            **detail, "transition": SENDING_RESUMED.transition, "at": resumed_at,
+            "eventId": event_id(key, SENDING_RESUMED.transition, str(stopped_at))}))
     return found

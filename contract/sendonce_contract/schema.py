@@ -49,6 +49,7 @@ class Metric:
     AWAITING_EVIDENCE = "AwaitingEvidence"
     SES_THROTTLES = "SesThrottles"
     QUOTA_EXHAUSTED = "QuotaExhausted"
+    SES_STOPPED = "SesStopped"  # a job parked while SES stops the lane's sending (or its tenant's)
     PACED = "Paced"
     SCHEDULED = "Scheduled"
     CONTRACT_TOO_NEW = "ContractTooNew"
@@ -133,6 +134,29 @@ class Ledger:
     RENDERING_ERROR = "renderingError"
 
 
+class SesStopItem:
+    """A lane's record of an SES stop, in the dedupe table: one item per lane and scope (the account, or one
+    tenant), written by the consumer that learns the stop and read by the lane's other instances, so the lane asks
+    SES again at most once a minute whatever its number of instances. Its key starts with a space, which no job's
+    dedupe key may (:func:`sendonce_contract.message.check_key`), so it never meets a job's record; the outcome
+    stream publishes its stop and its resumption."""
+
+    KEY = Ledger.KEY
+    KEY_PREFIX = " ses-stop "  # then the lane ("jobs" without lanes) and the scope
+    KIND = "sesStop"  # paused, setup or quota
+    SCOPE = "stopScope"  # "account", or the tenant's name
+    LANE = "lane"
+    REASON = "reason"  # SES's refusal, addresses taken out
+    STOPPED_AT = "stoppedAt"  # epoch ms: when this stop was learned (a new one after a resumption)
+    PROBE_AT = "probeAt"  # epoch ms: when the lane may next ask SES
+    RESUMED_AT = "resumedAt"  # epoch ms: when SES accepted a send again
+    EXPIRES_AT = Ledger.EXPIRES_AT  # the table's TTL: a stop nobody probes for a week is gone
+
+    @classmethod
+    def key(cls, lane: str | None, scope: str) -> str:
+        return f"{cls.KEY_PREFIX}{lane or 'jobs'} {scope}"
+
+
 class SesEventType:
     """One kind of SES event the recorder takes as evidence: everything every part needs to know of it. (A plain
     class, not a NamedTuple: the consumer imports this at every cold start, and a NamedTuple costs more to build.)"""
@@ -211,13 +235,16 @@ class DeadLetter:
     # On a delayed copy: "owner ses-message-id" of a send SES accepted whose SENT record could not be written;
     # the copy writes it when DynamoDB answers again.
     UNRECORDED_SEND = "sendonce.unrecordedSend"
+    # On a delayed copy of a job parked while SES stops sending: when it was first parked (epoch ms), so a job
+    # parked as long as the queue keeps a message is dead-lettered rather than copied on for ever.
+    PARKED_SINCE = "sendonce.parkedSince"
 
 
 class ReasonCode(enum.StrEnum):
     """Why a message is in a dead-letter queue: what `sendonce dlq list` groups by and `redrive --reason` takes."""
 
     INVALID_MESSAGE = "invalid-message"  # the job breaks the message contract: fix the producer
-    SES_REFUSED = "ses-refused"  # SES refused the email for good (a bad address, an unverified sender)
+    SES_REFUSED = "ses-refused"  # SES refused the email for good (a bad address, a sender outside the identity)
     MAX_RECEIVES = "max-receives"  # the last receive the queue allows failed again
     MALFORMED_EVENT = "malformed-event"  # the recorder could not read an SES event
     RECIPIENT_NOT_ALLOWED = "recipient-not-allowed"  # a recipient outside the stage's allowed_recipients: not sent
@@ -228,6 +255,7 @@ class ReasonCode(enum.StrEnum):
     ATTACHMENT_MISSING = "attachment-missing"  # an s3 attachment's object does not exist
     ATTACHMENT_BUCKET_REFUSED = "attachment-bucket-refused"  # an s3 attachment outside the pipeline's bucket
     HEADER_REFUSED = "header-refused"  # a header SES or sendonce sets, or one-click unsubscribe without its URL
+    SES_PAUSED = "ses-paused"  # parked while SES stopped sending, as long as the queue keeps a message: redrive later
     # A message with none of our attributes: SQS moved it itself when maxReceiveCount was reached.
     REDRIVEN_BY_SQS = "redrive: maxReceiveCount reached"
 

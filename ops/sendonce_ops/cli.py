@@ -30,6 +30,7 @@ from .key_lookup import ledger_key
 from .latency import LatencyProbe, describe
 from .ledger_view import LedgerView, StateChanged
 from .locate import LocateError, Pipeline, locate
+from .tenants import lane_stops, tenant_statuses
 from .usage import OneLineParser
 
 
@@ -87,6 +88,9 @@ def _parser() -> argparse.ArgumentParser:
     redrive.add_argument("--limit", type=int, help="at most this many")
     redrive.add_argument("--force", action="store_true", help="also redrive jobs dead-lettered longer ago than "
                          "dedupe_ttl, whose key may be forgotten (each may be sent again)")
+    _pipeline_options(commands.add_parser(
+        "tenants", help="each SES tenant's sending status as SES reports it (aggregate, customer-managed, "
+        "SES-managed with its cause), and the stops the pipeline's lanes learned (with a table)"), defaults=False)
     latency = _pipeline_options(commands.add_parser(
         "latency", help="measure SES's event latency in this account: send probe emails to SES's mailbox simulator "
         "through the pipeline, report p50/p99 from send to event"), defaults=False)
@@ -165,6 +169,8 @@ def _run(args: argparse.Namespace, pipeline: Pipeline) -> int:
         return _doubles(args, LedgerView(boto3.client("dynamodb"), pipeline.need("table")))
     if args.command == "cancel":
         return _cancel(args, pipeline.need("table"))
+    if args.command == "tenants":
+        return _tenants(args, pipeline)
     if args.command == "latency":
         probe = LatencyProbe(boto3.client("sqs"), boto3.client("dynamodb"), pipeline.need("queue"),
                              pipeline.need("table"))
@@ -209,6 +215,22 @@ def _run(args: argparse.Namespace, pipeline: Pipeline) -> int:
                  f"({pipeline.dedupe_ttl_s} s): their key may be forgotten, so each could be sent again; check them, "
                  "then --force\n" + _table(["message id", "key", "reason", "days in DLQ"], rows))
     _say(args, asdict(result), text + (f"\n{result.note}" if result.note else ""))
+    return 0
+
+
+def _tenants(args: argparse.Namespace, pipeline: Pipeline) -> int:
+    statuses = tenant_statuses(boto3.client("sesv2"))
+    stops = lane_stops(boto3.client("dynamodb"), pipeline.table) if pipeline.table else []
+    rows = [[t.tenant, t.aggregate, t.customer_managed, t.ses_managed, t.ses_cause or "-"] for t in statuses]
+    text = (_table(["SES tenant", "sending", "customer-managed", "SES-managed", "SES's cause"], rows) if rows
+            else "no SES tenants in this account and region")
+    if stops:
+        stop_rows = [[s.lane, s.scope, s.kind, _when(s.stopped_at_ms),
+                      "stopped" if s.resumed_at_ms is None else f"resumed {_when(s.resumed_at_ms)}", s.reason[:60]]
+                     for s in stops]
+        text += "\n\nstops this pipeline learned:\n" + _table(
+            ["lane", "scope", "kind", "since", "now", "SES's refusal"], stop_rows)
+    _say(args, {"tenants": [asdict(t) for t in statuses], "stops": [asdict(s) for s in stops]}, text)
     return 0
 
 

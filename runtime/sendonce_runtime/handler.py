@@ -18,6 +18,7 @@ from .outcome_log import OutcomeLog
 from .processor import RecordProcessor
 from .redelivery import Redelivery
 from .ses_sender import SesSender
+from .ses_stops import SesStops, StopBoard
 from .settings import Settings
 from .shell import Once
 from .sqs_record import SqsRecord
@@ -76,18 +77,23 @@ class Consumer:
         ledger = DedupeLedger(dynamodb, settings.table_name, settings.dedupe_ttl_s, clock)
         pacing = _pacing(settings, sqs)
         paced = [pacing] if pacing is not None else []
+        parse = _parse(settings, secrets)
+        stops = SesStops(StopBoard(dynamodb, settings.table_name, settings.lane, clock), clock, parse.tenant)
         processor = RecordProcessor(
             settings,
             ledger,
-            SesSender(ses, settings.configuration_set, settings.pipeline_tag, settings.ses_tenants),
+            SesSender(ses, settings.configuration_set, settings.pipeline_tag, settings.ses_tenants,
+                      settings.sender_identity),
             dead_letters,
             clock,
-            _parse(settings, secrets),
-            [*_checks(settings, ledger, clock, s3), *paced],
+            parse,
+            [*_checks(settings, ledger, clock, s3, stops), *paced],
             _throttle_retry(settings),
+            stops,
         )
         redelivery = Redelivery(sqs, settings.queue_url, settings.fifo, dead_letters, settings.max_receive_count,
-                                call_ms=settings.budget.ledger_call_ms)
+                                call_ms=settings.budget.ledger_call_ms, clock=clock,
+                                retention_s=settings.queue_retention_s)
         return cls(settings, processor, redelivery, log, _dead_letter_events(settings, events, clock),
                    after_batch=paced)
 
@@ -112,7 +118,8 @@ class Consumer:
         return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in results if r.redeliver]}
 
 
-def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, s3: Any = None) -> list[Check]:
+def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, s3: Any = None,
+            stops: SesStops | None = None) -> list[Check]:
     """The checks between a job's parsing and its pacing (the last check, ``_pacing``), in order; those this
     deployment does not use are left out. The parts only some deployments use are imported by those only: a cold
     start compiles what it runs."""
@@ -131,6 +138,8 @@ def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, s3: Any = No
         checks.append(Schedule(clock, settings.dedupe_ttl_s))
     checks.append(AttachmentsBucket(settings.attachments_bucket))
     checks.append(CarriedSend(ledger))
+    if stops is not None:  # after a carried completion is written; before an attachment is read for nothing
+        checks.append(stops)
     if settings.attachments_bucket:
         from .attachment_reader import ReadAttachments
 

@@ -59,7 +59,7 @@ class UrgentThrottleRetry:
         """``send_once``'s outcome, tried again after each throttle while the patience and the deadline allow
         (SES took nothing: the claim is still the record's, and nothing was sent)."""
         outcome, waited_s = send_once(), 0.0
-        while isinstance(outcome, Refused) and outcome.retryable and not outcome.quota:
+        while isinstance(outcome, Refused) and outcome.retryable and outcome.stop is None:
             waited_s += self._pause_s
             if waited_s > self._patience_s + 1e-9 or deadline.remaining_ms() - self._pause_s * 1000 < \
                     self._record_budget_ms:

@@ -36,6 +36,8 @@ class Outcome(enum.Enum):
     AWAITING_EVIDENCE = "awaiting_evidence"
     THROTTLED = "throttled"
     QUOTA_EXHAUSTED = "quota_exhausted"
+    SES_STOPPED = "ses_stopped"
+    SES_STOPPED_TOO_LONG = "ses_stopped_too_long"
     PACED = "paced"
     SCHEDULED = "scheduled"
     CONTRACT_TOO_NEW = "contract_too_new"
@@ -63,7 +65,7 @@ class Wait:
     """How long a postponed job waits before its delayed copy comes back (the redelivery holds the figures)."""
 
     DOUBLING = "doubling"  # jittered, doubling with each postponement: a refusal to back off from
-    QUOTA = "quota"  # about ten minutes, as SES advises for its daily quota
+    PARKED = "parked"  # SQS's 15 minutes a copy, while SES stops the lane's sending (one copy each time)
     DEPLOY = "deploy"  # about five minutes, the time a deploy of the upgraded consumer takes
     TURN = "turn"  # one to three seconds, or longer when the send rate says its turn comes later
     LEASE = "lease"  # a few seconds, at most until the other worker's lease ends
@@ -161,6 +163,10 @@ MEANINGS: Mapping[Outcome, Meaning] = MappingProxyType({
     Outcome.ATTACHMENT_BUCKET_REFUSED: Meaning(
         acknowledged=True, metrics=(Metric.POISON_MESSAGES,), dead_letter=ReasonCode.ATTACHMENT_BUCKET_REFUSED,
         postponed=None, grows=False, spends_send_slot=False, summary=Tally.DEAD_LETTERED),
+    # Parked while SES stopped sending for as long as the job queue keeps a message: into the DLQ, never lost.
+    Outcome.SES_STOPPED_TOO_LONG: Meaning(
+        acknowledged=True, metrics=(Metric.SES_STOPPED,), dead_letter=ReasonCode.SES_PAUSED, postponed=None,
+        grows=False, spends_send_slot=False, summary=Tally.DEAD_LETTERED),
     Outcome.HEADER_REFUSED: Meaning(
         acknowledged=True, metrics=(Metric.POISON_MESSAGES,), dead_letter=ReasonCode.HEADER_REFUSED,
         postponed=None, grows=False, spends_send_slot=False, summary=Tally.DEAD_LETTERED),
@@ -176,10 +182,15 @@ MEANINGS: Mapping[Outcome, Meaning] = MappingProxyType({
     Outcome.THROTTLED: Meaning(
         acknowledged=False, metrics=(Metric.SES_THROTTLES,), dead_letter=None, postponed=Wait.DOUBLING, grows=True,
         spends_send_slot=True, summary=Tally.HANDED_BACK),
-    # SES's daily quota: the job waits about ten minutes.
+    # SES's daily quota: the job is parked as for any stop of SES's (below), while the lane asks SES once a minute.
     Outcome.QUOTA_EXHAUSTED: Meaning(
-        acknowledged=False, metrics=(Metric.SES_THROTTLES, Metric.QUOTA_EXHAUSTED), dead_letter=None,
-        postponed=Wait.QUOTA, grows=True, spends_send_slot=True, summary=Tally.HANDED_BACK),
+        acknowledged=False, metrics=(Metric.SES_STOPPED, Metric.QUOTA_EXHAUSTED), dead_letter=None,
+        postponed=Wait.PARKED, grows=False, spends_send_slot=False, summary=Tally.HANDED_BACK),
+    # SES stopped the lane's sending (a paused account or tenant, the pipeline's setup refused): the job is parked
+    # as a delayed copy, SQS's longest delay, without asking SES, while the lane asks SES once a minute.
+    Outcome.SES_STOPPED: Meaning(
+        acknowledged=False, metrics=(Metric.SES_STOPPED,), dead_letter=None, postponed=Wait.PARKED, grows=False,
+        spends_send_slot=False, summary=Tally.HANDED_BACK),
     # The pipeline's send rate left no send slot in this invocation: not claimed, back shortly.
     Outcome.PACED: Meaning(
         acknowledged=False, metrics=(Metric.PACED,), dead_letter=None, postponed=Wait.TURN, grows=False,

@@ -26,6 +26,7 @@ from .sqs_record import SqsRecord
 
 if TYPE_CHECKING:
     from .lane_share import UrgentThrottleRetry
+    from .ses_stops import SesStops
 
 LOGGER = logging.getLogger("sendonce")
 # A lost race re-reads the state through the next conditional write; more rounds than this means churn.
@@ -45,6 +46,7 @@ class RecordProcessor:
         parse: ParseJob | None = None,
         checks: Sequence[Check] = (),
         throttle_retry: UrgentThrottleRetry | None = None,
+        stops: SesStops | None = None,
     ) -> None:
         self._settings = settings
         self._ledger = ledger
@@ -54,6 +56,7 @@ class RecordProcessor:
         self.parse = parse or ParseJob()
         self.checks = tuple(checks)
         self._throttle_retry = throttle_retry  # the urgent lane's: a throttled send is tried again in the invocation
+        self._stops = stops  # told what SES said of each send: a stop learned, or sending again
         self._run_checks = chain(self.checks, self._claim_and_send)
 
     def process(self, record: SqsRecord, deadline: Deadline) -> Decided:
@@ -189,6 +192,8 @@ class RecordProcessor:
             outcome = self._sender.send(job)
         else:
             outcome = self._throttle_retry.send(lambda: self._sender.send(job), deadline)
+        if self._stops is not None:
+            self._stops.heard(outcome, job, deadline)
         if isinstance(outcome, Accepted):
             recorded = self._complete(key, owner, outcome.ses_message_id, deadline)
             if recorded:
@@ -200,9 +205,8 @@ class RecordProcessor:
         if isinstance(outcome, Refused):
             unsent = self._release(key, owner, attempt)
             if outcome.retryable:
-                kind = Outcome.QUOTA_EXHAUSTED if outcome.quota else Outcome.THROTTLED
-                return Redeliver(RecordResult(record.message_id, kind, key, attempt=attempt, reason=outcome.reason),
-                                 unsent_claim=unsent)
+                return Redeliver(RecordResult(record.message_id, _refused_outcome(outcome), key, attempt=attempt,
+                                              reason=outcome.reason), unsent_claim=unsent)
             return Refusal(RecordResult(record.message_id, Outcome.REFUSED, key, attempt=attempt,
                                         reason=outcome.reason))
         # Ambiguous: the record stays IN_FLIGHT; when its lease expires, the delivery policy decides.
@@ -249,6 +253,13 @@ class RecordProcessor:
             return result
         return Redeliver(RecordResult(record.message_id, Outcome.DEAD_LETTER_FAILED, result.dedupe_key,
                                       attempt=result.attempt, reason=f"could not move to the DLQ ({result.reason})"))
+
+
+def _refused_outcome(refused: Refused) -> Outcome:
+    """A refusal a later delivery may get past: SES's daily quota or another stop of SES's (parked), or a throttle."""
+    if refused.stop is None:
+        return Outcome.THROTTLED
+    return Outcome.QUOTA_EXHAUSTED if refused.quota else Outcome.SES_STOPPED
 
 
 def _with_tenant(verdict: Verdict, tenant: str) -> Verdict:

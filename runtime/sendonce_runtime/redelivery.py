@@ -12,7 +12,9 @@ reason, never silently, when that budget is spent.
 - Another worker holds the key (a copy of the job in flight elsewhere): the same, after a few seconds (at most until
   that worker's lease ends), by when it has usually finished and this copy is a duplicate. On a FIFO queue the
   message becomes visible again when the lease ends.
-- SES's daily quota exhausted: the same, delayed about ten minutes, as SES's documentation advises.
+- SES stopped sending (a paused account or tenant, the pipeline's setup refused, the daily quota): the same,
+  parked for SQS's longest delay, 15 minutes, each time, while the lane asks SES again once a minute
+  (:mod:`.ses_stops`); a job parked as long as the queue keeps a message is dead-lettered as ``ses-paused``.
 - A job whose ``sendAt`` is ahead: a delayed copy for the time left, at most SQS's 15 minutes a copy, as often as
   it takes; nothing is claimed meanwhile, so the key can still be cancelled.
 - A job of a newer contract version than this consumer knows (a producer upgraded before its consumer): the same,
@@ -45,17 +47,17 @@ from sendonce_contract.schema import DeadLetter
 from sendonce_contract.sqs_limits import SQS_MAX_DELAY_S, SQS_MAX_VISIBILITY_S, VISIBLE_AFTER_TIMEOUTS
 
 from .aws_errors import never_sent
-from .clock import Deadline
+from .clock import Clock, Deadline, SystemClock
 from .dead_letter import DeadLetterQueue
 from .outcome import DEAD_LETTER_REASONS, Decided, Outcome, RecordResult, Redeliver, UnrecordedSend, Wait
 from .sqs_record import SqsRecord
 
 THROTTLE_BASE_DELAY_S = 2.0
-QUOTA_DELAY_S = 600.0  # "wait for an interval of up to 10 minutes" (SES, errors related to sending quotas)
 CONTRACT_TOO_NEW_DELAY_S = 300.0  # about the time a deploy of the upgraded consumer takes
 # Our attributes on a copy, replaced (never inherited) each time a copy is made.
 OURS = frozenset({DeadLetter.POSTPONEMENTS, DeadLetter.SUPERSEDES, DeadLetter.UNSENT_CLAIM,
-                  DeadLetter.UNRECORDED_SEND})
+                  DeadLetter.UNRECORDED_SEND, DeadLetter.PARKED_SINCE})
+NUMBERS = frozenset({DeadLetter.POSTPONEMENTS, DeadLetter.PARKED_SINCE})
 # An original stays out of sight this long past its copy's delay, for the copy to be received and delete it.
 # Short, because an invocation killed after the hold and before the copy leaves the job waiting this long.
 HOLD_S = 60
@@ -83,6 +85,8 @@ class Redelivery:
         max_receive_count: int | None,
         rng: random.Random | None = None,
         call_ms: int = 0,
+        clock: Clock | None = None,
+        retention_s: int | None = None,
     ) -> None:
         self._client = client
         self._queue_url = queue_url
@@ -91,6 +95,8 @@ class Redelivery:
         self._max_receive_count = max_receive_count
         self._random = rng or random.Random()
         self._call_ms = call_ms  # the longest one SQS call can take (its connect and read timeouts)
+        self._clock = clock or SystemClock()
+        self._retention_s = retention_s  # the job queue's: how long a parked job may stay parked
 
     def retire_superseded(self, record: SqsRecord) -> None:
         """A copy deletes the message it replaces, in case that one's acknowledgement was lost. Never raises."""
@@ -111,8 +117,11 @@ class Redelivery:
             delay_s = _within_own_wait(meaning.postponed, self.postponement_s(result.outcome, record.postponements),
                                        retry_after_s)
             counted = record.postponements + meaning.grows
+            parked_since = self._parked_since(record, meaning.postponed)
+            if parked_since is not None and self._parked_too_long(parked_since, delay_s):
+                return self._dead_letter_parked(record, result, parked_since)
             if self._can_copy(deadline):
-                copied = self._replace_by_copy(record, decided, delay_s, counted, deadline)
+                copied = self._replace_by_copy(record, decided, delay_s, counted, deadline, parked_since)
                 if copied is not None:
                     return copied
             retry_after_s = retry_after_s or delay_s
@@ -123,13 +132,37 @@ class Redelivery:
             self._change_visibility(record, retry_after_s)
         return result
 
+    def _parked_since(self, record: SqsRecord, wait: str) -> int | None:
+        """When a parked job was first parked (epoch ms): carried by its copies, now for its first parking."""
+        if wait != Wait.PARKED:
+            return None
+        return record.parked_since or self._clock.now_ms()
+
+    def _parked_too_long(self, parked_since: int, delay_s: int) -> bool:
+        """Whether another copy would keep the job parked past the queue's retention: the time its user chose to
+        let a job wait."""
+        if self._retention_s is None:
+            return False
+        return self._clock.now_ms() + delay_s * 1000 >= parked_since + self._retention_s * 1000
+
+    def _dead_letter_parked(self, record: SqsRecord, result: RecordResult, parked_since: int) -> RecordResult:
+        hours = (self._clock.now_ms() - parked_since) / 3_600_000
+        reason = (f"parked {hours:.1f} h while SES stopped sending, as long as the job queue keeps a message "
+                  f"({self._retention_s} s): {result.reason or result.outcome.value}; redrive once SES sends again")
+        stopped = result._replace(outcome=Outcome.SES_STOPPED_TOO_LONG, reason=reason)
+        code = DEAD_LETTER_REASONS[Outcome.SES_STOPPED_TOO_LONG]
+        if self._dead_letters.send(record, code, reason, result.dedupe_key):
+            return stopped
+        return result  # not moved: it stays parked (a copy next time), never lost
+
     def _can_copy(self, deadline: Deadline | None) -> bool:
         # The protocol's calls must fit before the deadline, so no deadline kill lands between them.
         room = deadline is None or deadline.remaining_ms() >= COPY_CALLS * self._call_ms
         return not self._fifo and self._queue_url is not None and room
 
     def _replace_by_copy(
-        self, record: SqsRecord, redeliver: Redeliver, delay_s: int, postponements: int, deadline: Deadline | None
+        self, record: SqsRecord, redeliver: Redeliver, delay_s: int, postponements: int, deadline: Deadline | None,
+        parked_since: int | None = None,
     ) -> RecordResult | None:
         """The original replaced by a delayed copy; None if no copy was made (the caller falls back to the
         original's visibility), or the original kept out of sight if the copy's answer was lost."""
@@ -140,7 +173,8 @@ class Redelivery:
                 return None  # the original could come back before the copy deletes it: no copy
             held = True
         result = redeliver.result
-        answer = self._send_copy(record, delay_s, postponements, redeliver.unsent_claim, redeliver.unrecorded_send)
+        answer = self._send_copy(record, delay_s, postponements, redeliver.unsent_claim, redeliver.unrecorded_send,
+                                 parked_since)
         if answer is Answer.DONE:
             return result._replace(postponed_s=delay_s)
         if answer is Answer.REFUSED:
@@ -179,8 +213,8 @@ class Redelivery:
         """The delay of ``outcome``'s wait: full jitter over a doubling delay, so a burst's throttled jobs spread out
         instead of coming back at once; the fixed waits jittered too."""
         wait = outcome.meaning.postponed
-        if wait == Wait.QUOTA:
-            return int(QUOTA_DELAY_S * (1 + 0.5 * self._random.random()))
+        if wait == Wait.PARKED:
+            return SQS_MAX_DELAY_S  # the fewest copies: one per job per 15 minutes
         if wait == Wait.DEPLOY:
             return int(CONTRACT_TOO_NEW_DELAY_S * (1 + 0.5 * self._random.random()))
         if wait == Wait.TURN:
@@ -191,7 +225,7 @@ class Redelivery:
         return max(1, int(ceiling * (0.5 + 0.5 * self._random.random())))
 
     def _send_copy(self, record: SqsRecord, delay_s: int, postponements: int, unsent_claim: str | None,
-                   unrecorded_send: tuple[str, str] | None) -> Answer:
+                   unrecorded_send: tuple[str, str] | None, parked_since: int | None = None) -> Answer:
         if self._queue_url is None:
             return Answer.REFUSED
         attributes = {name: {"DataType": kind, "StringValue": value}
@@ -199,8 +233,9 @@ class Redelivery:
         ours = {DeadLetter.POSTPONEMENTS: str(postponements), DeadLetter.SUPERSEDES: record.receipt_handle,
                 # Tokens carried in and not taken over yet still name claims nobody sent under.
                 DeadLetter.UNSENT_CLAIM: unsent_claim or " ".join(record.unsent_claims[-2:]),
-                DeadLetter.UNRECORDED_SEND: " ".join(unrecorded_send or ())}
-        attributes.update({name: {"DataType": "Number" if name == DeadLetter.POSTPONEMENTS else "String",
+                DeadLetter.UNRECORDED_SEND: " ".join(unrecorded_send or ()),
+                DeadLetter.PARKED_SINCE: "" if parked_since is None else str(parked_since)}
+        attributes.update({name: {"DataType": "Number" if name in NUMBERS else "String",
                                   "StringValue": value} for name, value in ours.items() if value})
         request: dict[str, Any] = {"QueueUrl": self._queue_url, "MessageBody": record.body,
                                    "DelaySeconds": min(delay_s, SQS_MAX_DELAY_S), "MessageAttributes": attributes}

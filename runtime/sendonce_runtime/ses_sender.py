@@ -23,21 +23,35 @@ from sendonce_contract.message import ParsedJob, RawContent, SimpleContent, Temp
 
 # SES's throttling error for the 24-hour quota, as its documentation words it (the rate's is "Maximum sending rate").
 QUOTA_MESSAGE = "Daily message quota exceeded"
-# Refusals that a later delivery may get past: rate, quota and pause errors, and stale credentials.
+# Refusals that a later delivery may get past: rate and quota errors, and stale credentials.
 RETRYABLE_CODES = frozenset(
     {
         "TooManyRequestsException",
         "ThrottlingException",
         "Throttling",
         "LimitExceededException",
-        "SendingPausedException",
-        "AccountSendingPausedException",
         "ExpiredTokenException",
         "RequestExpired",
     }
 )
 
 
+class Stop:
+    """What kind of stop a refusal names: not the job's fault, and the same for every job of its scope until SES
+    sends again (docs: when SES stops sending)."""
+
+    PAUSED = "paused"  # SES paused the account's (or a tenant's) sending
+    SETUP = "setup"  # the pipeline's setup: its identity unverified, its configuration set gone, sending disabled
+    QUOTA = "quota"  # the account's 24-hour quota is used up
+
+
+# SES's codes for a paused sender (SESv2's, and SESv1's for an account or a configuration set).
+PAUSED_CODES = frozenset({"SendingPausedException", "AccountSendingPausedException",
+                          "ConfigurationSetSendingPausedException"})
+# Refusals that name the pipeline's setup whatever the job: the account's sending disabled for good until an
+# appeal, the MAIL FROM domain unverified, sending unauthorised for the role (a grant removed).
+SETUP_CODES = frozenset({"AccountSuspendedException", "MailFromDomainNotVerifiedException",
+                         "ConfigurationSetDoesNotExist", "ConfigurationSetDoesNotExistException"})
 # What SES answered. Plain classes, not NamedTuples: each NamedTuple costs a cold start a tenth of a millisecond to
 # build, and these are only told apart by type.
 
@@ -51,13 +65,20 @@ class Accepted:
 class Refused:
     """SES answered no, so nothing was sent."""
 
-    __slots__ = ("code", "quota", "reason", "retryable")
+    __slots__ = ("code", "reason", "retryable", "stop", "stopped_tenant")
 
-    def __init__(self, retryable: bool, code: str, reason: str, quota: bool = False) -> None:
+    def __init__(self, retryable: bool, code: str, reason: str, stop: str | None = None,
+                 stopped_tenant: str | None = None) -> None:
         self.retryable = retryable
         self.code = code
         self.reason = reason
-        self.quota = quota  # SES's 24-hour quota is used up: worth trying again only minutes later
+        self.stop = stop  # a Stop kind: SES refuses every job of the scope alike until it sends again
+        self.stopped_tenant = stopped_tenant  # the stop is this SES tenant's only (GetTenant says it is DISABLED)
+
+    @property
+    def quota(self) -> bool:
+        """SES's 24-hour quota is used up."""
+        return self.stop == Stop.QUOTA
 
 
 class Ambiguous:
@@ -145,19 +166,28 @@ def _attachment(attachment: Any) -> dict[str, Any]:
 class SesSender:
     def __init__(
         self, client: Any, default_configuration_set: str | None = None, pipeline_tag: str | None = None,
-        tenants: bool = False,
+        tenants: bool = False, sender_identity: str | None = None,
     ) -> None:
         self._client = client
         self._default_configuration_set = default_configuration_set
         self._pipeline_tag = pipeline_tag
         self._tenants = tenants
+        self._sender_identity = sender_identity
 
     def send(self, job: ParsedJob) -> SendOutcome:
         try:
             request = build_request(job, self._default_configuration_set, self._pipeline_tag, self._tenants)
             response = self._client.send_email(**request)
         except ClientError as error:
-            return classify_client_error(error)
+            outcome = classify_client_error(error, job.from_address.address, self._sender_identity)
+            if not isinstance(outcome, Refused) or outcome.stop is None:
+                return outcome
+            if outcome.stop == Stop.SETUP and _names_its_own_set(job, self._default_configuration_set, outcome):
+                return Refused(retryable=False, code=outcome.code, reason=outcome.reason)  # the job's own set
+            tenant = request.get("TenantName")
+            if outcome.stop == Stop.PAUSED and tenant is not None:
+                outcome.stopped_tenant = tenant if self.tenant_disabled(tenant) else None
+            return outcome
         except (ConnectTimeoutError, EndpointConnectionError) as error:
             return Refused(retryable=True, code=type(error).__name__, reason=str(error))
         except ParamValidationError as error:
@@ -166,15 +196,65 @@ class SesSender:
             return Ambiguous(reason=f"{type(error).__name__}: {error}")
         return Accepted(ses_message_id=str(response["MessageId"]))
 
+    def tenant_disabled(self, tenant: str) -> bool:
+        """Whether SES reports ``tenant``'s sending DISABLED (GetTenant's SendingStatus, the aggregate of its
+        reputation entity's customer-managed and SES-managed status). SES's API reference names no error of its
+        own for a disabled tenant's send, so a paused refusal of a tenant's job is asked about once: if SES cannot
+        say, the pause is taken for the tenant's, so no other tenant waits for it."""
+        try:
+            status = self._client.get_tenant(TenantName=tenant).get("Tenant", {}).get("SendingStatus")
+        except (ClientError, BotoCoreError):
+            return True
+        return bool(status == "DISABLED")
 
-def classify_client_error(error: ClientError) -> SendOutcome:
+
+def classify_client_error(
+    error: ClientError, from_address: str | None = None, sender_identity: str | None = None
+) -> SendOutcome:
     details = error.response.get("Error", {})
     code = str(details.get("Code", "Unknown"))
+    message = str(details.get("Message", ""))
     # SES's messages can name the addresses refused: this reason goes to the DLQ and the log, so they are taken out.
-    reason = redact_addresses(f"{code}: {details.get('Message', '')}".strip())
+    reason = redact_addresses(f"{code}: {message}".strip())
     status = int(error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0))
+    stop = stop_of(code, message, from_address, sender_identity)
+    if stop is not None:
+        return Refused(retryable=True, code=code, reason=reason, stop=stop)
     if code in RETRYABLE_CODES or status == 429:
-        return Refused(retryable=True, code=code, reason=reason, quota=QUOTA_MESSAGE in reason)
+        return Refused(retryable=True, code=code, reason=reason)
     if status >= 500 or status == 0:
         return Ambiguous(reason=reason)
     return Refused(retryable=False, code=code, reason=reason)
+
+
+def stop_of(code: str, message: str, from_address: str | None, sender_identity: str | None) -> str | None:
+    """The :class:`Stop` a refusal names, or None when it is the job's own (or a throttle)."""
+    if code in PAUSED_CODES:
+        return Stop.PAUSED
+    if code in SETUP_CODES:
+        return Stop.SETUP
+    if QUOTA_MESSAGE.lower() in message.lower():
+        return Stop.QUOTA
+    lowered = message.lower()
+    if code == "NotFoundException" and "configuration set" in lowered:
+        return Stop.SETUP
+    if code == "MessageRejected" and "not verified" in lowered and _names_the_sender(
+            lowered, from_address, sender_identity):
+        return Stop.SETUP
+    return None
+
+
+def _names_its_own_set(job: ParsedJob, default_configuration_set: str | None, refused: Refused) -> bool:
+    """A missing configuration set the job named itself, not the pipeline's: the job's fault."""
+    return (refused.code == "NotFoundException" and job.configuration_set is not None
+            and job.configuration_set != default_configuration_set)
+
+
+def _names_the_sender(message: str, from_address: str | None, sender_identity: str | None) -> bool:
+    """Whether an "unverified" refusal names the pipeline's own identity (its address, or an address of its
+    domain as the From), rather than a recipient (SES's sandbox) or a From outside the identity (the job's)."""
+    if not sender_identity or not from_address:
+        return False
+    identity, sender = sender_identity.lower(), from_address.lower()
+    ours = sender == identity or sender.rpartition("@")[2] == identity
+    return ours and (sender in message or identity in message)

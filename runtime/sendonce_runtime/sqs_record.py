@@ -36,6 +36,12 @@ class SqsRecord(NamedTuple):
         return (parts[0], parts[1]) if len(parts) == 2 else None
 
     @property
+    def parked_since(self) -> int | None:
+        """When this job was first parked while SES stopped sending (epoch ms), carried by its copies."""
+        value = self._attribute(DeadLetter.PARKED_SINCE) or ""
+        return int(value) if value.isdigit() else None
+
+    @property
     def supersedes(self) -> str | None:
         """The receipt handle of the message this delayed copy replaces."""
         return self._attribute(DeadLetter.SUPERSEDES)

@@ -1,8 +1,9 @@
 """Every patch the emulator puts on moto (5.2), in the order it installs them: what each patches, and why.
 
 This is the one place that says why each exists; the modules that hold them say how. Each ``install`` is idempotent
-(:func:`.wrap.wrap_once`): several emulators started in one process patch moto once. Two patches wrap one method
-(SESv2 SendEmail): the last installed runs first, so SES's sending rate refuses a send before SES's logs record it.
+(:func:`.wrap.wrap_once`): several emulators started in one process patch moto once. Three patches wrap one method
+(SESv2 SendEmail): the last installed runs first, so SES's stops (account paused, tenant disabled, daily quota)
+refuse a send before SES's sending rate counts it, and the sending rate refuses one before SES's logs record it.
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from .service_patches import (
     make_sqs_message_moves_atomic,
     match_no_event_to_scheduled_rules,
 )
+from .ses_account import play_ses_account, serve_ses_account_control
 from .ses_limits import limit_ses_sends
 from .ses_publisher import record_ses_sends
+from .ses_tenants import play_ses_tenants, serve_ses_reputation_control
 from .sqs_fair_queues import play_sqs_fair_queues
 
 
@@ -78,6 +81,26 @@ PATCHES = (
           "moto's SES has no sending rate: a load scenario gives it one, refusing the excess with SES's own "
           "throttling error",
           limit_ses_sends),
+    Patch("SESV2Response (GetAccount, PutAccountSendingAttributes added; SendEmail checked before the sending "
+          "rate: the account, the tenant the send names (.ses_tenants), the daily quota)",
+          "moto's SES has no account, no tenants and no daily quota: SendEmail never stops. SES refuses a send "
+          "while the account's sending is paused or its tenant is disabled (SendingPausedException) and past the "
+          "daily quota (LimitExceededException); the state is a moto backend's, so moto's reset forgets it",
+          play_ses_account),
+    Patch("SESV2Response (CreateTenant, GetTenant, ListTenants, DeleteTenant and the tenants' reputation entities "
+          "added: .ses_tenants, moved out of the account's patch above, whose SendEmail check asks it whether a "
+          "tenant is disabled)",
+          "moto's SES has no tenants: SES's tenant is DISABLED when its customer-managed or its SES-managed status "
+          "is, and then SES refuses its sends (the patch above); the tenants are a moto backend's, so moto's reset "
+          "forgets them",
+          play_ses_tenants),
+    Patch("moto's API application (POST /moto-api/sendonce/ses-account added)",
+          "SES has no API for the daily quota, raised through support: a test sets it here",
+          serve_ses_account_control),
+    Patch("moto's API application (POST /moto-api/sendonce/ses-reputation added: .ses_tenants, moved out of the "
+          "account's control above, which served both)",
+          "SES has no API for its own reputation status of a tenant, set on its findings: a test sets it here",
+          serve_ses_reputation_control),
     Patch("BaseResponse.call_action (counted)",
           "a scenario reports AWS calls per email, counted by the emulator rather than by the consumer, and SQS's "
           "by queue (a burst's pacing cost is its job queue's, apart from the evidence queue's)",

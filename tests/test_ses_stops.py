@@ -1,0 +1,311 @@
+"""When SES stops sending (a paused account, a refusal that names the pipeline's setup, the daily quota), a lane
+learns it from one refusal, parks each job as a delayed copy without asking SES or spending a receive, asks SES
+again once a minute whatever its number of instances, and sends every job once when SES sends again (docs: when
+SES stops sending). Through the emulator over HTTP: the job queue is SQS's, the refusals SES's (its own for an
+unverified identity; scripted by the fault proxy for the others), the emails counted in the emulator's SES."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import boto3
+import pytest
+from consumer_harness import SENDER_DOMAIN, FakeClock, FakeContext, event, job
+from ses_fault_proxy import Fault
+from slow_aws import Jobs
+
+from sendonce_contract.outcome_events import SENDING_RESUMED, SENDING_STOPPED, transitions
+from sendonce_contract.schema import DeadLetter, SesStopItem
+from sendonce_runtime.outcome_log import OutcomeLog
+from sendonce_runtime.ses_stops import PROBE_EVERY_MS
+
+MINUTE_MS = PROBE_EVERY_MS + 1_000
+
+
+def stopped_consumer(pipeline, jobs: Jobs, clock: FakeClock, **overrides):
+    """The consumer as deployed, its parked copies visible at once (the delay itself, 15 minutes, is held in
+    test_throttling.py), its log lines kept."""
+    consumer = pipeline.consumer(clock, queue_url=jobs.url, max_receive_count=5, sender_identity=SENDER_DOMAIN,
+                                 **overrides)
+    consumer.redelivery.postponement_s = lambda outcome, postponements: 0
+    log = io.StringIO()
+    consumer.log = OutcomeLog(log, pipeline="Shop/Receipts")
+    return consumer, log
+
+
+def deliver(consumer, jobs: Jobs, clock: FakeClock) -> list[dict]:
+    """One batch as Lambda's event source delivers it: received, handled, acknowledged; the log lines it wrote."""
+    records = jobs.receive()
+    assert records, "a batch was due"
+    before = len(consumer.log._stream.getvalue().splitlines())
+    jobs.acknowledge(consumer.handle(event(*records), FakeContext(clock)), *records)
+    return [json.loads(line) for line in consumer.log._stream.getvalue().splitlines()[before:]]
+
+
+def stop_item(pipeline, scope: str = "account") -> dict:
+    key = SesStopItem.key(None, scope)
+    return boto3.client("dynamodb").get_item(TableName=pipeline.table_name,
+                                             Key={SesStopItem.KEY: {"S": key}}).get("Item", {})
+
+
+def test_a_paused_account_is_learned_once_asked_once_a_minute_and_every_job_sent_once(pipeline, ses_faults, aws):
+    jobs, clock = Jobs("paused"), FakeClock()
+    consumer, _ = stopped_consumer(pipeline, jobs, clock)
+    keys = [f"receipt:p{n}:u1" for n in range(6)]
+    for key in keys:
+        jobs.enqueue(job(key))
+    ses_faults.script(Fault.SENDING_PAUSED, Fault.SENDING_PAUSED)  # the first send, then the first minute's probe
+
+    lines = deliver(consumer, jobs, clock)
+    assert [line["outcome"] for line in lines] == ["ses_stopped"] * 6
+    assert all(line["SesStopped"] == 1 and line["postponedSeconds"] >= 0 for line in lines)
+    assert ses_faults.send_requests == 1  # learned from one refusal: the other five never asked SES
+    item = stop_item(pipeline)
+    assert item[SesStopItem.KIND]["S"] == "paused" and SesStopItem.RESUMED_AT not in item
+    assert "SendingPausedException" in item[SesStopItem.REASON]["S"]
+
+    assert [line["outcome"] for line in deliver(consumer, jobs, clock)] == ["ses_stopped"] * 6  # the copies
+    assert ses_faults.send_requests == 1 and jobs.depth() == 6  # one message per job: copies replace them
+
+    clock.advance(MINUTE_MS)  # a minute on, one job asks SES, which is still paused
+    assert [line["outcome"] for line in deliver(consumer, jobs, clock)] == ["ses_stopped"] * 6
+    assert ses_faults.send_requests == 2
+
+    clock.advance(MINUTE_MS)  # SES sends again: the probe is accepted and the lane sends
+    assert sorted(line["outcome"] for line in deliver(consumer, jobs, clock)) == ["sent"] * 6
+    assert {key: pipeline.emails_for(key) for key in keys} == dict.fromkeys(keys, 1)
+    assert SesStopItem.RESUMED_AT in stop_item(pipeline)
+    assert pipeline.dead_letters() == [] and jobs.depth() == 0
+
+
+def test_a_lanes_instances_ask_ses_once_a_minute_between_them(pipeline, ses_faults):
+    jobs, clock = Jobs("two-instances"), FakeClock()
+    first, _ = stopped_consumer(pipeline, jobs, clock)
+    second, _ = stopped_consumer(pipeline, jobs, clock)
+    for n in range(4):
+        jobs.enqueue(job(f"receipt:i{n}:u1"))
+    ses_faults.script(*[Fault.SENDING_PAUSED] * 3)  # each instance's first send, and the first minute's probe
+    deliver(first, jobs, clock)
+    deliver(second, jobs, clock)  # it learns from its own refusal, and takes the lane's probe time
+    assert ses_faults.send_requests == 2
+
+    clock.advance(MINUTE_MS)
+    deliver(first, jobs, clock)  # this one's turn: one probe
+    deliver(second, jobs, clock)  # the lane asked this minute already: every job parked
+    assert ses_faults.send_requests == 3
+
+    clock.advance(MINUTE_MS)  # SES sends again
+    sent = [line["outcome"] for line in deliver(first, jobs, clock)]
+    assert sent.count("sent") == 4 and pipeline.dead_letters() == []
+
+
+def test_an_instance_killed_while_parked_leaves_one_message_per_job_and_sends_each_once(pipeline, ses_faults):
+    jobs, clock = Jobs("killed-parked"), FakeClock()
+    consumer, _ = stopped_consumer(pipeline, jobs, clock)
+    keys = [f"receipt:k{n}:u1" for n in range(3)]
+    for key in keys:
+        jobs.enqueue(job(key))
+    ses_faults.script(Fault.SENDING_PAUSED)
+    records = jobs.receive()
+    consumer.handle(event(*records), FakeContext(clock))  # killed before Lambda acknowledged the batch
+    assert jobs.depth() <= 2 * len(keys)
+    deliver(consumer, jobs, clock)  # the copies arrive: each deletes its original
+    assert jobs.depth() == len(keys)
+
+    clock.advance(MINUTE_MS)
+    while jobs.depth():
+        deliver(consumer, jobs, clock)
+    assert {key: pipeline.emails_for(key) for key in keys} == dict.fromkeys(keys, 1)
+    assert pipeline.dead_letters() == []
+
+
+def test_a_lapsed_sender_identity_parks_every_job_instead_of_dead_lettering_them(pipeline, ses_faults):
+    jobs, clock = Jobs("lapsed"), FakeClock()
+    consumer, _ = stopped_consumer(pipeline, jobs, clock)
+    ses = boto3.client("sesv2")
+    ses.delete_email_identity(EmailIdentity=SENDER_DOMAIN)  # its verification lapsed: SES refuses its From
+    keys = [f"receipt:v{n}:u1" for n in range(3)]
+    for key in keys:
+        jobs.enqueue(job(key))
+    lines = deliver(consumer, jobs, clock)
+    assert [line["outcome"] for line in lines] == ["ses_stopped"] * 3 and pipeline.dead_letters() == []
+    assert "not verified" in lines[0]["reason"] and ses_faults.send_requests == 1
+    assert stop_item(pipeline)[SesStopItem.KIND]["S"] == "setup"
+
+    ses.create_email_identity(EmailIdentity=SENDER_DOMAIN)  # verified again
+    clock.advance(MINUTE_MS)
+    assert sorted(line["outcome"] for line in deliver(consumer, jobs, clock)) == ["sent"] * 3
+    assert pipeline.dead_letters() == []
+
+
+def test_a_from_outside_the_pipelines_identity_is_the_jobs_fault_and_stops_nothing(pipeline, ses_faults):
+    jobs, clock = Jobs("outsider"), FakeClock()
+    consumer, _ = stopped_consumer(pipeline, jobs, clock)
+    jobs.enqueue(job("receipt:o1:u1", **{"from": "Billing <billing@unverified-shop.example>"}))
+    jobs.enqueue(job("receipt:o2:u1"))
+    lines = deliver(consumer, jobs, clock)
+    assert sorted(line["outcome"] for line in lines) == ["refused", "sent"]
+    [dead] = pipeline.dead_letters()
+    assert dead["MessageAttributes"][DeadLetter.REASON_CODE]["StringValue"] == "ses-refused"
+    assert stop_item(pipeline) == {}
+
+
+@pytest.mark.parametrize(("own_set", "outcome"), [(None, "ses_stopped"), ("marketing", "refused")],
+                         ids=["the-pipelines-set", "the-jobs-own-set"])
+def test_a_missing_configuration_set_stops_the_lane_only_when_it_is_the_pipelines(
+        pipeline, ses_faults, own_set, outcome):
+    jobs, clock = Jobs("missing-set"), FakeClock()
+    consumer, _ = stopped_consumer(pipeline, jobs, clock, configuration_set="receipts")
+    jobs.enqueue(job("receipt:c1:u1", **({"configurationSet": own_set} if own_set else {})))
+    ses_faults.script(Fault.CONFIGURATION_SET_MISSING)
+    [line] = deliver(consumer, jobs, clock)
+    assert line["outcome"] == outcome
+    assert len(pipeline.dead_letters()) == (outcome == "refused")
+
+
+def test_the_daily_quota_parks_the_lane_and_sends_when_the_window_frees_it(pipeline, ses_faults):
+    jobs, clock = Jobs("quota"), FakeClock()
+    consumer, _ = stopped_consumer(pipeline, jobs, clock)
+    for n in range(3):
+        jobs.enqueue(job(f"receipt:q{n}:u1"))
+    ses_faults.script(Fault.QUOTA)
+    lines = deliver(consumer, jobs, clock)
+    assert [line["outcome"] for line in lines] == ["quota_exhausted"] * 3 and ses_faults.send_requests == 1
+    assert stop_item(pipeline)[SesStopItem.KIND]["S"] == "quota"
+    clock.advance(MINUTE_MS)
+    assert sorted(line["outcome"] for line in deliver(consumer, jobs, clock)) == ["sent"] * 3
+
+
+def test_a_job_parked_as_long_as_the_queue_keeps_a_message_is_dead_lettered_as_ses_paused(pipeline, ses_faults):
+    jobs, clock = Jobs("too-long"), FakeClock()
+    consumer, _ = stopped_consumer(pipeline, jobs, clock, queue_retention_s=3_600)
+    jobs.enqueue(job("receipt:l1:u1"))
+    ses_faults.script(*[Fault.SENDING_PAUSED] * 10)
+    [line] = deliver(consumer, jobs, clock)
+    assert line["outcome"] == "ses_stopped" and pipeline.dead_letters() == []
+    [copy] = jobs.receive()
+    parked_since = int(copy["messageAttributes"][DeadLetter.PARKED_SINCE]["stringValue"])
+    assert parked_since == clock.now  # carried by each copy from the first parking
+    # 46 minutes on, another 15-minute copy would outlive the queue's retention: into the DLQ with its reason.
+    clock.advance(46 * 60_000)
+    consumer.redelivery.postponement_s = lambda outcome, postponements: 900  # the real wait, counted in the bound
+    jobs.acknowledge(consumer.handle(event(copy), FakeContext(clock)), copy)
+    [dead] = pipeline.dead_letters()
+    attributes = dead["MessageAttributes"]
+    assert attributes[DeadLetter.REASON_CODE]["StringValue"] == "ses-paused"
+    assert "redrive once SES sends again" in attributes[DeadLetter.REASON]["StringValue"]
+    assert jobs.depth() == 0 and pipeline.emails_for("receipt:l1:u1") == 0
+
+
+def test_a_stop_and_its_end_are_outcome_events_with_the_stops_id():
+    key = {SesStopItem.KEY: {"S": SesStopItem.key("bulk", "tenant/acme")}}
+    stopped = {**key, SesStopItem.KIND: {"S": "paused"}, SesStopItem.SCOPE: {"S": "tenant/acme"},
+               SesStopItem.LANE: {"S": "bulk"}, SesStopItem.REASON: {"S": "SendingPausedException: paused"},
+               SesStopItem.STOPPED_AT: {"N": "1000"}, SesStopItem.PROBE_AT: {"N": "61000"}}
+    [event_] = transitions(None, stopped, "Shop/Receipts")
+    assert event_.outcome is SENDING_STOPPED
+    assert {k: event_.detail[k] for k in ("scope", "kind", "lane", "at")} == {
+        "scope": "tenant/acme", "kind": "paused", "lane": "bulk", "at": 1000}
+    probed = {**stopped, SesStopItem.PROBE_AT: {"N": "121000"}}
+    assert transitions(stopped, probed, "Shop/Receipts") == []  # a probe refused again is no new event
+    resumed = {**probed, SesStopItem.RESUMED_AT: {"N": "130000"}}
+    [end] = transitions(probed, resumed, "Shop/Receipts")
+    assert end.outcome is SENDING_RESUMED and end.detail["at"] == 130000
+    assert transitions(probed, resumed, "Shop/Receipts")[0].detail["eventId"] == end.detail["eventId"]
+
+
+def test_the_emulators_paused_account_is_waited_out_and_every_job_sent_once(pipeline, ses_faults, aws):
+    jobs, clock = Jobs("account-paused"), FakeClock()
+    consumer, _ = stopped_consumer(pipeline, jobs, clock)
+    ses = boto3.client("sesv2")
+    ses.put_account_sending_attributes(SendingEnabled=False)  # as SES does when it pauses an account
+    keys = [f"receipt:a{n}:u1" for n in range(4)]
+    for key in keys:
+        jobs.enqueue(job(key))
+    assert [line["outcome"] for line in deliver(consumer, jobs, clock)] == ["ses_stopped"] * 4
+    ses.put_account_sending_attributes(SendingEnabled=True)  # the pause ends while the jobs are parked
+    clock.advance(MINUTE_MS)
+    assert sorted(line["outcome"] for line in deliver(consumer, jobs, clock)) == ["sent"] * 4
+    assert {key: pipeline.emails_for(key) for key in keys} == dict.fromkeys(keys, 1)
+    assert ses_faults.send_requests == 5 and pipeline.dead_letters() == []
+
+
+def test_a_disabled_tenant_parks_only_its_own_jobs_while_the_others_send(pipeline, ses_faults, aws):
+    jobs, clock = Jobs("tenant-paused"), FakeClock()
+    consumer, _ = stopped_consumer(pipeline, jobs, clock, ses_tenants=True)
+    ses = boto3.client("sesv2")
+    arn = ses.create_tenant(TenantName="acme")["TenantArn"]
+    ses.create_tenant(TenantName="globex")
+    ses.update_reputation_entity_customer_managed_status(
+        ReputationEntityType="RESOURCE", ReputationEntityReference=arn, SendingStatus="DISABLED")
+    for n in range(3):
+        jobs.enqueue(job(f"receipt:acme{n}:u1", tenant="acme"))
+        jobs.enqueue(job(f"receipt:globex{n}:u1", tenant="globex"))
+    lines = deliver(consumer, jobs, clock)
+    by_tenant = {(line["tenant"], line["outcome"]) for line in lines}
+    assert by_tenant == {("acme", "ses_stopped"), ("globex", "sent")}
+    assert ses_faults.send_requests == 4  # acme's first job, and globex's three
+    assert stop_item(pipeline, "tenant/acme")[SesStopItem.KIND]["S"] == "paused" and stop_item(pipeline) == {}
+
+    ses.update_reputation_entity_customer_managed_status(
+        ReputationEntityType="RESOURCE", ReputationEntityReference=arn, SendingStatus="REINSTATED")
+    clock.advance(MINUTE_MS)
+    assert [line["outcome"] for line in deliver(consumer, jobs, clock)] == ["sent"] * 3
+    assert all(pipeline.emails_for(f"receipt:{t}{n}:u1") == 1 for t in ("acme", "globex") for n in range(3))
+    assert [send["tenantName"] for send in aws.ses_sends()].count("acme") == 3
+
+
+def test_sendonce_tenants_lists_each_tenants_status_as_ses_reports_it_and_the_lanes_stops(
+        pipeline, ses_faults, capsys):
+    from sendonce_ops.cli import main as sendonce
+
+    ses = boto3.client("sesv2")
+    arn = ses.create_tenant(TenantName="acme")["TenantArn"]
+    ses.create_tenant(TenantName="globex")
+    ses.update_reputation_entity_customer_managed_status(
+        ReputationEntityType="RESOURCE", ReputationEntityReference=arn, SendingStatus="DISABLED")
+    jobs, clock = Jobs("tenants-command"), FakeClock()
+    consumer, _ = stopped_consumer(pipeline, jobs, clock, ses_tenants=True)
+    jobs.enqueue(job("receipt:t1:u1", tenant="acme"))
+    deliver(consumer, jobs, clock)
+
+    assert sendonce(["--table", pipeline.table_name, "tenants"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^acme\s+DISABLED\s+DISABLED\s+ENABLED\s+-$", out, re.M)
+    assert re.search(r"^globex\s+ENABLED\s+ENABLED\s+ENABLED\s+-$", out, re.M)
+    assert re.search(r"^jobs\s+tenant/acme\s+paused\s+.* UTC\s+stopped\s+SendingPausedException", out, re.M)
+    assert sendonce(["--table", pipeline.table_name, "--json", "tenants"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [t["tenant"] for t in listed["tenants"]] == ["acme", "globex"]
+    assert [(s["scope"], s["resumed_at_ms"]) for s in listed["stops"]] == [("tenant/acme", None)]
+
+
+def test_a_stop_learned_while_dynamodb_throttles_the_lanes_record_still_parks_and_loses_nothing(
+        pipeline, ses_faults, slow):
+    from slow_aws import consumer as slow_consumer
+
+    from sendonce_local.emulator.slow_services import Rule
+
+    jobs, clock = Jobs("board-throttled"), FakeClock()
+    consumer, log = slow_consumer(pipeline, slow, jobs, clock, sender_identity=SENDER_DOMAIN)
+    consumer.redelivery.postponement_s = lambda outcome, postponements: 0
+    keys = [f"receipt:b{n}:u1" for n in range(3)]
+    for key in keys:
+        jobs.enqueue(job(key))
+    ses_faults.script(Fault.SENDING_PAUSED)
+    slow.fault(Rule("dynamodb", "UpdateItem", "ProvisionedThroughputExceededException"))  # the stop item's writes
+    records = jobs.receive()
+    jobs.acknowledge(consumer.handle(event(*records), FakeContext(clock)), *records)
+    slow.clear()
+    outcomes = [json.loads(line)["outcome"] for line in log.getvalue().splitlines()]
+    assert outcomes == ["ses_stopped"] * 3 and ses_faults.send_requests == 1  # learned all the same
+    assert stop_item(pipeline) == {}  # the lane's record was not written: this instance keeps its own minute
+
+    clock.advance(MINUTE_MS)
+    while jobs.depth():
+        batch = jobs.receive()
+        jobs.acknowledge(consumer.handle(event(*batch), FakeContext(clock)), *batch)
+    assert {key: pipeline.emails_for(key) for key in keys} == dict.fromkeys(keys, 1)
+    assert pipeline.dead_letters() == []
