@@ -224,7 +224,8 @@ def build_alarms(
         Metric.QUOTA_EXHAUSTED: (
             pipeline.metric_quota_exhausted(period=one_minute), 1,
             "SES's 24-hour sending quota is used up: jobs are parked (delayed copies, 15 minutes each) while the "
-            "pipeline asks SES once a minute; none is dead-lettered. Raise the quota with SES, or let the window pass.",
+            "pipeline asks SES once a minute; none is dead-lettered while the queue keeps it. Raise the quota with "
+            "SES, or let the window pass.",
         ),
         Metric.SES_STOPPED: (
             pipeline.metric_ses_stopped(period=one_minute), 1,

@@ -45,7 +45,7 @@ def deliver(consumer, jobs: Jobs, clock: FakeClock) -> list[dict]:
 
 
 def stop_item(pipeline, scope: str = "account") -> dict:
-    key = SesStopItem.key(None, scope)
+    key = SesStopItem.key(None, None, scope)
     return boto3.client("dynamodb").get_item(TableName=pipeline.table_name,
                                              Key={SesStopItem.KEY: {"S": key}}).get("Item", {})
 
@@ -178,7 +178,8 @@ def test_the_daily_quota_parks_the_lane_and_sends_when_the_window_frees_it(pipel
     assert sorted(line["outcome"] for line in deliver(consumer, jobs, clock)) == ["sent"] * 3
 
 
-def test_a_job_parked_as_long_as_the_queue_keeps_a_message_is_dead_lettered_as_ses_paused(pipeline, ses_faults):
+def test_a_job_waits_no_longer_than_the_queue_keeps_a_message_then_is_dead_lettered_as_ses_paused(
+        pipeline, ses_faults):
     jobs, clock = Jobs("too-long"), FakeClock()
     consumer, _ = stopped_consumer(pipeline, jobs, clock, queue_retention_s=3_600)
     jobs.enqueue(job("receipt:l1:u1"))
@@ -186,21 +187,28 @@ def test_a_job_parked_as_long_as_the_queue_keeps_a_message_is_dead_lettered_as_s
     [line] = deliver(consumer, jobs, clock)
     assert line["outcome"] == "ses_stopped" and pipeline.dead_letters() == []
     [copy] = jobs.receive()
-    parked_since = int(copy["messageAttributes"][DeadLetter.PARKED_SINCE]["stringValue"])
-    assert parked_since == clock.now  # carried by each copy from the first parking
-    # 46 minutes on, another 15-minute copy would outlive the queue's retention: into the DLQ with its reason.
+    queued_at = int(copy["messageAttributes"][DeadLetter.PARKED_SINCE]["stringValue"])
+    assert abs(queued_at - clock.now) < 60_000  # the message's own SentTimestamp, carried by each copy
+    consumer.redelivery.postponement_s = lambda outcome, postponements: 900  # the real wait
+    # 46 minutes on, a 15-minute copy would outlive the queue's retention: the last one is shorter.
     clock.advance(46 * 60_000)
-    consumer.redelivery.postponement_s = lambda outcome, postponements: 900  # the real wait, counted in the bound
-    jobs.acknowledge(consumer.handle(event(copy), FakeContext(clock)), copy)
+    before = len(consumer.log._stream.getvalue().splitlines())
+    consumer.handle(event(copy), FakeContext(clock))
+    [line] = [json.loads(text) for text in consumer.log._stream.getvalue().splitlines()[before:]]
+    left_s = (queued_at + 3_600_000 - clock.now) // 1000
+    assert line["outcome"] == "ses_stopped" and line["postponedSeconds"] == left_s - 60
+    # With a minute of retention left, no copy: into the DLQ with its reason.
+    clock.advance((left_s - 30) * 1000)
+    consumer.handle(event(copy), FakeContext(clock))
     [dead] = pipeline.dead_letters()
     attributes = dead["MessageAttributes"]
     assert attributes[DeadLetter.REASON_CODE]["StringValue"] == "ses-paused"
     assert "redrive once SES sends again" in attributes[DeadLetter.REASON]["StringValue"]
-    assert jobs.depth() == 0 and pipeline.emails_for("receipt:l1:u1") == 0
+    assert pipeline.emails_for("receipt:l1:u1") == 0
 
 
 def test_a_stop_and_its_end_are_outcome_events_with_the_stops_id():
-    key = {SesStopItem.KEY: {"S": SesStopItem.key("bulk", "tenant/acme")}}
+    key = {SesStopItem.KEY: {"S": SesStopItem.key("Shop/Receipts", "bulk", "tenant/acme")}}
     stopped = {**key, SesStopItem.KIND: {"S": "paused"}, SesStopItem.SCOPE: {"S": "tenant/acme"},
                SesStopItem.LANE: {"S": "bulk"}, SesStopItem.REASON: {"S": "SendingPausedException: paused"},
                SesStopItem.STOPPED_AT: {"N": "1000"}, SesStopItem.PROBE_AT: {"N": "61000"}}
@@ -309,3 +317,31 @@ def test_a_stop_learned_while_dynamodb_throttles_the_lanes_record_still_parks_an
         jobs.acknowledge(consumer.handle(event(*batch), FakeContext(clock)), *batch)
     assert {key: pipeline.emails_for(key) for key in keys} == dict.fromkeys(keys, 1)
     assert pipeline.dead_letters() == []
+
+
+UNVERIFIED = "Email address is not verified. The following identities failed the check in region US-EAST-1: "
+
+
+@pytest.mark.parametrize(("code", "message", "sender", "stop"), [
+    ("SendingPausedException", "The message can't be sent because the account's ability to send email is currently "
+     "paused.", "shop@example.com", "paused"),
+    ("AccountSuspendedException", "permanently restricted", "shop@example.com", "setup"),
+    ("MessageRejected", UNVERIFIED + "shop@example.com", "shop@example.com", "setup"),
+    ("MessageRejected", UNVERIFIED + "example.com", "shop@example.com", "setup"),
+    ("MessageRejected", "Email address not verified Shop <shop@example.com>", "shop@example.com", "setup"),  # moto's
+    # SES's sandbox refusing a recipient, even one of the sender's own domain: the job's.
+    ("MessageRejected", UNVERIFIED + "customer@example.com", "shop@example.com", None),
+    ("MessageRejected", UNVERIFIED + "customer@mail.example.com, x@notexample.com", "shop@example.com", None),
+    ("MessageRejected", UNVERIFIED + "billing@other.example", "billing@other.example", None),  # outside the identity
+    ("NotFoundException", "Configuration set receipts does not exist.", "shop@example.com", "setup"),
+    ("NotFoundException", "Template receipt-v2 does not exist.", "shop@example.com", None),
+    ("LimitExceededException", "Daily message quota exceeded.", "shop@example.com", "quota"),
+    ("Throttling", "Daily message quota exceeded.", "shop@example.com", "quota"),
+    ("TooManyRequestsException", "Maximum sending rate exceeded.", "shop@example.com", None),
+], ids=lambda value: value if isinstance(value, str) and len(value) < 30 else None)
+def test_a_refusal_is_the_lanes_stop_only_when_it_names_the_account_or_the_pipelines_setup(
+        code, message, sender, stop):
+    from sendonce_runtime.ses_sender import stop_of
+
+    assert stop_of(code, message, sender, "example.com") == stop
+

@@ -223,7 +223,8 @@ def _sample_stop_item() -> dict[str, object]:
     """A lane's SES stop, learned and over (one write makes both events here; a lane's writes make one each)."""
     from sendonce_contract.schema import SesStopItem
 
-    return {SesStopItem.KEY: {"S": SesStopItem.key(None, "account")}, SesStopItem.KIND: {"S": "paused"},
+    return {SesStopItem.KEY: {"S": SesStopItem.key("Shop/Receipts", None, "account")},
+            SesStopItem.KIND: {"S": "paused"},
             SesStopItem.SCOPE: {"S": "account"}, SesStopItem.LANE: {"S": ""}, SesStopItem.REASON: {"S": "why"},
             SesStopItem.STOPPED_AT: {"N": "1"}, SesStopItem.PROBE_AT: {"N": "2"}, SesStopItem.RESUMED_AT: {"N": "3"}}
 

@@ -142,7 +142,7 @@ class SesStopItem:
     stream publishes its stop and its resumption."""
 
     KEY = Ledger.KEY
-    KEY_PREFIX = " ses-stop "  # then the lane ("jobs" without lanes) and the scope
+    KEY_PREFIX = " ses-stop "  # then the pipeline, the lane ("jobs" without lanes) and the scope
     KIND = "sesStop"  # paused, setup or quota
     SCOPE = "stopScope"  # "account", or the tenant's name
     LANE = "lane"
@@ -153,8 +153,9 @@ class SesStopItem:
     EXPIRES_AT = Ledger.EXPIRES_AT  # the table's TTL: a stop nobody probes for a week is gone
 
     @classmethod
-    def key(cls, lane: str | None, scope: str) -> str:
-        return f"{cls.KEY_PREFIX}{lane or 'jobs'} {scope}"
+    def key(cls, pipeline: str | None, lane: str | None, scope: str) -> str:
+        """One per pipeline (pipelines may share a table), lane and scope."""
+        return f"{cls.KEY_PREFIX}{pipeline or '-'} {lane or 'jobs'} {scope}"
 
 
 class SesEventType:
@@ -235,8 +236,8 @@ class DeadLetter:
     # On a delayed copy: "owner ses-message-id" of a send SES accepted whose SENT record could not be written;
     # the copy writes it when DynamoDB answers again.
     UNRECORDED_SEND = "sendonce.unrecordedSend"
-    # On a delayed copy of a job parked while SES stops sending: when it was first parked (epoch ms), so a job
-    # parked as long as the queue keeps a message is dead-lettered rather than copied on for ever.
+    # On a delayed copy of a job parked while SES stops sending: when its message was queued, as its first parking
+    # found it (epoch ms), so a job waits no longer than the queue keeps a message, then is dead-lettered.
     PARKED_SINCE = "sendonce.parkedSince"
 
 

@@ -78,12 +78,16 @@ class Consumer:
         pacing = _pacing(settings, sqs)
         paced = [pacing] if pacing is not None else []
         parse = _parse(settings, secrets)
-        stops = SesStops(StopBoard(dynamodb, settings.table_name, settings.lane, clock), clock, parse.tenant)
+        sender = SesSender(ses, settings.configuration_set, settings.pipeline_tag, settings.ses_tenants,
+                           settings.sender_identity)
+        ses_call_ms = int((settings.budget.ses_connect_timeout_s + settings.budget.ses_read_timeout_s) * 1000)
+        stops = SesStops(StopBoard(dynamodb, settings.table_name, settings.pipeline_name, settings.lane, clock),
+                         clock, parse.tenant, sender.tenant_disabled if settings.ses_tenants else None,
+                         ses_call_ms + settings.budget.ledger_call_ms)
         processor = RecordProcessor(
             settings,
             ledger,
-            SesSender(ses, settings.configuration_set, settings.pipeline_tag, settings.ses_tenants,
-                      settings.sender_identity),
+            sender,
             dead_letters,
             clock,
             parse,

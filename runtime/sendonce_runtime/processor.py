@@ -19,7 +19,7 @@ from .clock import Clock, Deadline
 from .dead_letter import DeadLetterQueue
 from .ledger import Claim, DedupeLedger
 from .outcome import Decided, Outcome, RecordResult, Redeliver, Refusal, UnrecordedSend, Verdict
-from .ses_sender import Accepted, Refused, SesSender
+from .ses_sender import Accepted, Refused, SendOutcome, SesSender
 from .settings import LEDGER_CALLS_PER_RECORD, Settings
 from .settled_key import key_conflict, settled_result
 from .sqs_record import SqsRecord
@@ -192,10 +192,9 @@ class RecordProcessor:
             outcome = self._sender.send(job)
         else:
             outcome = self._throttle_retry.send(lambda: self._sender.send(job), deadline)
-        if self._stops is not None:
-            self._stops.heard(outcome, job, deadline)
         if isinstance(outcome, Accepted):
             recorded = self._complete(key, owner, outcome.ses_message_id, deadline)
+            self._heard(outcome, job, deadline)
             if recorded:
                 return RecordResult(record.message_id, Outcome.SENT, key, ses_message_id=outcome.ses_message_id,
                                     attempt=attempt)
@@ -204,6 +203,7 @@ class RecordProcessor:
                 attempt=attempt, reason="SES accepted; the SENT record could not be written yet"), owner)
         if isinstance(outcome, Refused):
             unsent = self._release(key, owner, attempt)
+            self._heard(outcome, job, deadline)
             if outcome.retryable:
                 return Redeliver(RecordResult(record.message_id, _refused_outcome(outcome), key, attempt=attempt,
                                               reason=outcome.reason), unsent_claim=unsent)
@@ -212,6 +212,11 @@ class RecordProcessor:
         # Ambiguous: the record stays IN_FLIGHT; when its lease expires, the delivery policy decides.
         return Redeliver(RecordResult(record.message_id, Outcome.AMBIGUOUS, key, attempt=attempt,
                                       reason=outcome.reason))
+
+    def _heard(self, outcome: SendOutcome, job: ParsedJob, deadline: Deadline) -> None:
+        """Tell the stops what SES said, once the claim is settled: their calls never widen the crash window."""
+        if self._stops is not None:
+            self._stops.heard(outcome, job, deadline)
 
     def _abandon(self, key: str, owner: str, deadline: Deadline) -> None:
         """Best effort: delete a first claim of ours that may have been written (never a takeover's record)."""

@@ -58,6 +58,8 @@ CONTRACT_TOO_NEW_DELAY_S = 300.0  # about the time a deploy of the upgraded cons
 OURS = frozenset({DeadLetter.POSTPONEMENTS, DeadLetter.SUPERSEDES, DeadLetter.UNSENT_CLAIM,
                   DeadLetter.UNRECORDED_SEND, DeadLetter.PARKED_SINCE})
 NUMBERS = frozenset({DeadLetter.POSTPONEMENTS, DeadLetter.PARKED_SINCE})
+# A parked job goes to the DLQ with this much of the queue's retention left, not a copy that could outlive it.
+PARKED_MARGIN_S = 60
 # An original stays out of sight this long past its copy's delay, for the copy to be received and delete it.
 # Short, because an invocation killed after the hold and before the copy leaves the job waiting this long.
 HOLD_S = 60
@@ -118,8 +120,11 @@ class Redelivery:
                                        retry_after_s)
             counted = record.postponements + meaning.grows
             parked_since = self._parked_since(record, meaning.postponed)
-            if parked_since is not None and self._parked_too_long(parked_since, delay_s):
-                return self._dead_letter_parked(record, result, parked_since)
+            left_s = None if parked_since is None else self._retention_left_s(parked_since)
+            if parked_since is not None and left_s is not None:
+                if left_s <= PARKED_MARGIN_S:
+                    return self._dead_letter_parked(record, result, parked_since)
+                delay_s = min(delay_s, left_s - PARKED_MARGIN_S)  # the last copy comes back while it may
             if self._can_copy(deadline):
                 copied = self._replace_by_copy(record, decided, delay_s, counted, deadline, parked_since)
                 if copied is not None:
@@ -133,21 +138,21 @@ class Redelivery:
         return result
 
     def _parked_since(self, record: SqsRecord, wait: str) -> int | None:
-        """When a parked job was first parked (epoch ms): carried by its copies, now for its first parking."""
+        """When a parked job's message was queued (epoch ms), as its first parking found it: carried by its
+        copies, so the job waits no longer in all than the queue keeps a message, which dedupe_ttl covers."""
         if wait != Wait.PARKED:
             return None
-        return record.parked_since or self._clock.now_ms()
+        return record.parked_since or record.sent_at_ms or self._clock.now_ms()
 
-    def _parked_too_long(self, parked_since: int, delay_s: int) -> bool:
-        """Whether another copy would keep the job parked past the queue's retention: the time its user chose to
-        let a job wait."""
+    def _retention_left_s(self, parked_since: int) -> int | None:
+        """How long the queue's retention still lets the job wait, from its first queueing (None: no bound)."""
         if self._retention_s is None:
-            return False
-        return self._clock.now_ms() + delay_s * 1000 >= parked_since + self._retention_s * 1000
+            return None
+        return (parked_since + self._retention_s * 1000 - self._clock.now_ms()) // 1000
 
     def _dead_letter_parked(self, record: SqsRecord, result: RecordResult, parked_since: int) -> RecordResult:
         hours = (self._clock.now_ms() - parked_since) / 3_600_000
-        reason = (f"parked {hours:.1f} h while SES stopped sending, as long as the job queue keeps a message "
+        reason = (f"waited {hours:.1f} h, parked while SES stopped sending, as long as the job queue keeps a message "
                   f"({self._retention_s} s): {result.reason or result.outcome.value}; redrive once SES sends again")
         stopped = result._replace(outcome=Outcome.SES_STOPPED_TOO_LONG, reason=reason)
         code = DEAD_LETTER_REASONS[Outcome.SES_STOPPED_TOO_LONG]

@@ -7,6 +7,7 @@ opened, is definite; anything that broke after the request may have left is ambi
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from botocore.exceptions import (
@@ -52,6 +53,9 @@ PAUSED_CODES = frozenset({"SendingPausedException", "AccountSendingPausedExcepti
 # appeal, the MAIL FROM domain unverified, sending unauthorised for the role (a grant removed).
 SETUP_CODES = frozenset({"AccountSuspendedException", "MailFromDomainNotVerifiedException",
                          "ConfigurationSetDoesNotExist", "ConfigurationSetDoesNotExistException"})
+# The stops a job's own configuration set (not the pipeline's) can name: the job's fault, not the lane's.
+OWN_SET_CODES = frozenset({"NotFoundException", "ConfigurationSetDoesNotExist", "ConfigurationSetDoesNotExistException",
+                           "ConfigurationSetSendingPausedException"})
 # What SES answered. Plain classes, not NamedTuples: each NamedTuple costs a cold start a tenth of a millisecond to
 # build, and these are only told apart by type.
 
@@ -182,11 +186,8 @@ class SesSender:
             outcome = classify_client_error(error, job.from_address.address, self._sender_identity)
             if not isinstance(outcome, Refused) or outcome.stop is None:
                 return outcome
-            if outcome.stop == Stop.SETUP and _names_its_own_set(job, self._default_configuration_set, outcome):
+            if _names_its_own_set(job, self._default_configuration_set, outcome):
                 return Refused(retryable=False, code=outcome.code, reason=outcome.reason)  # the job's own set
-            tenant = request.get("TenantName")
-            if outcome.stop == Stop.PAUSED and tenant is not None:
-                outcome.stopped_tenant = tenant if self.tenant_disabled(tenant) else None
             return outcome
         except (ConnectTimeoutError, EndpointConnectionError) as error:
             return Refused(retryable=True, code=type(error).__name__, reason=str(error))
@@ -196,15 +197,15 @@ class SesSender:
             return Ambiguous(reason=f"{type(error).__name__}: {error}")
         return Accepted(ses_message_id=str(response["MessageId"]))
 
-    def tenant_disabled(self, tenant: str) -> bool:
+    def tenant_disabled(self, tenant: str) -> bool | None:
         """Whether SES reports ``tenant``'s sending DISABLED (GetTenant's SendingStatus, the aggregate of its
-        reputation entity's customer-managed and SES-managed status). SES's API reference names no error of its
-        own for a disabled tenant's send, so a paused refusal of a tenant's job is asked about once: if SES cannot
-        say, the pause is taken for the tenant's, so no other tenant waits for it."""
+        reputation entity's customer-managed and SES-managed status); None when SES cannot say. SES's API
+        reference names no error of its own for a disabled tenant's send, so a paused refusal of a tenant's job is
+        asked about (:mod:`.ses_stops`, after the claim is released)."""
         try:
             status = self._client.get_tenant(TenantName=tenant).get("Tenant", {}).get("SendingStatus")
         except (ClientError, BotoCoreError):
-            return True
+            return None
         return bool(status == "DISABLED")
 
 
@@ -245,16 +246,19 @@ def stop_of(code: str, message: str, from_address: str | None, sender_identity: 
 
 
 def _names_its_own_set(job: ParsedJob, default_configuration_set: str | None, refused: Refused) -> bool:
-    """A missing configuration set the job named itself, not the pipeline's: the job's fault."""
-    return (refused.code == "NotFoundException" and job.configuration_set is not None
+    """A configuration set the job named itself, not the pipeline's, missing or paused: the job's fault."""
+    return (refused.stop is not None and refused.code in OWN_SET_CODES and job.configuration_set is not None
             and job.configuration_set != default_configuration_set)
 
 
 def _names_the_sender(message: str, from_address: str | None, sender_identity: str | None) -> bool:
-    """Whether an "unverified" refusal names the pipeline's own identity (its address, or an address of its
-    domain as the From), rather than a recipient (SES's sandbox) or a From outside the identity (the job's)."""
+    """Whether an "unverified" refusal names the pipeline's own identity: one of the identities SES lists is the
+    From address (an address of the identity's domain, or the address identity) or the identity itself. A
+    recipient SES's sandbox refuses, even one of the same domain, or a From outside the identity is the job's."""
     if not sender_identity or not from_address:
         return False
     identity, sender = sender_identity.lower(), from_address.lower()
-    ours = sender == identity or sender.rpartition("@")[2] == identity
-    return ours and (sender in message or identity in message)
+    if sender != identity and sender.rpartition("@")[2] != identity:
+        return False
+    listed = {word.strip(".,;:'\"()") for word in re.split(r"[\s<>,]+", message)}
+    return sender in listed or identity in listed

@@ -29,7 +29,7 @@ from .outcome import Outcome, Redeliver, Verdict
 from .ses_sender import Accepted, Refused, SendOutcome, Stop
 
 PROBE_EVERY_MS = 60_000  # the lane asks SES again at most this often while it is stopped
-STOP_ITEM_TTL_S = 7 * 86_400  # a stop item nobody has probed for a week is gone
+STOP_ITEM_TTL_S = 7 * 86_400  # a stop item nobody has written for a week (a lane without jobs) is gone
 ACCOUNT = "account"  # the scope of a stop of every job of the lane; a tenant's is "tenant/<name>"
 
 
@@ -51,90 +51,91 @@ class StopBoard:
     """The lane's stops in the dedupe table, shared by its instances. Every call is one conditional write; a
     failed call costs only a probe that comes sooner (each instance then asks SES on its own minute)."""
 
-    def __init__(self, client: Any, table: str, lane: str | None, clock: Clock) -> None:
+    def __init__(self, client: Any, table: str, pipeline: str | None, lane: str | None, clock: Clock) -> None:
         self._client = client
         self._table = table
+        self._pipeline = pipeline
         self._lane = lane
         self._clock = clock
 
     def stopped(self, scope: str, kind: str, reason: str) -> int:
-        """Record that SES refused a send of ``scope`` (a new stop, or a probe refused): when the lane may ask
-        again. A stop another instance recorded keeps its probe time."""
+        """Record that SES refused a send of ``scope`` (a new stop, or a probe refused, whose kind and reason may
+        have changed): when the lane may ask again. A stop the lane knows keeps its probe time."""
         now = self._clock.now_ms()
-        probe_at = now + PROBE_EVERY_MS
-        values = {":kind": _s(kind), ":reason": _s(reason), ":probe": _n(probe_at), ":now": _n(now),
-                  ":expires": _n(now // 1000 + STOP_ITEM_TTL_S)}
-        live = f"attribute_exists({SesStopItem.STOPPED_AT}) AND attribute_not_exists({SesStopItem.RESUMED_AT})"
+        values = {":kind": _s(kind), ":reason": _s(reason), ":expires": _n(now // 1000 + STOP_ITEM_TTL_S)}
         try:
-            # A stop the lane knows: this refusal was its probe's, so the next probe is a minute on.
-            self._write(scope, f"SET {SesStopItem.KIND} = :kind, {SesStopItem.REASON} = :reason, "
-                        f"{SesStopItem.PROBE_AT} = :probe, {SesStopItem.EXPIRES_AT} = :expires",
-                        f"{live} AND {SesStopItem.PROBE_AT} <= :now", values)
-            return probe_at
+            item = self._write(scope, f"SET {SesStopItem.KIND} = :kind, {SesStopItem.REASON} = :reason, "
+                               f"{SesStopItem.EXPIRES_AT} = :expires", LIVE, values)
+            return int(item[SesStopItem.PROBE_AT]["N"])
         except ClientError as error:
-            old = _old_item(error)
-            if old is not None and _live(old):
-                return int(old[SesStopItem.PROBE_AT]["N"])  # the lane's probe time stands
             if not _conditional(error):
                 raise
         # A new stop, or one after a resumption: the stream publishes it.
-        values.update({":scope": _s(scope), ":lane": _s(self._lane or "")})
+        values.update({":probe": _n(now + PROBE_EVERY_MS), ":now": _n(now), ":scope": _s(scope),
+                       ":lane": _s(self._lane or "")})
         try:
             self._write(scope, f"SET {SesStopItem.KIND} = :kind, {SesStopItem.REASON} = :reason, "
                         f"{SesStopItem.PROBE_AT} = :probe, {SesStopItem.EXPIRES_AT} = :expires, "
                         f"{SesStopItem.STOPPED_AT} = :now, {SesStopItem.SCOPE} = :scope, "
                         f"{SesStopItem.LANE} = :lane REMOVE {SesStopItem.RESUMED_AT}",
-                        f"NOT ({live})", values)
+                        f"NOT ({LIVE})", values)
         except ClientError as error:
             old = _old_item(error)
             if old is not None and _live(old):
                 return int(old[SesStopItem.PROBE_AT]["N"])  # another instance recorded it first
             raise
-        return probe_at
+        return now + PROBE_EVERY_MS
 
     def take_probe(self, scope: str) -> tuple[bool, int | None]:
-        """Whether this instance asks SES now (it moved the lane's probe time a minute on); else the lane's probe
-        time, or None when the stop is over (another instance saw SES send)."""
+        """Whether this instance asks SES now (it moved the lane's probe time a minute on), and the lane's next
+        probe time; (False, None) once the stop is over (another instance saw SES send). A stop the table no
+        longer holds (a write that failed, or a week unprobed) is probed on this instance's own minute."""
         now = self._clock.now_ms()
         try:
-            self._write(scope, f"SET {SesStopItem.PROBE_AT} = :probe",
-                        f"attribute_exists({SesStopItem.STOPPED_AT}) AND attribute_not_exists("
-                        f"{SesStopItem.RESUMED_AT}) AND {SesStopItem.PROBE_AT} <= :now",
-                        {":probe": _n(now + PROBE_EVERY_MS), ":now": _n(now)})
+            self._write(scope, f"SET {SesStopItem.PROBE_AT} = :probe, {SesStopItem.EXPIRES_AT} = :expires",
+                        f"{LIVE} AND {SesStopItem.PROBE_AT} <= :now",
+                        {":probe": _n(now + PROBE_EVERY_MS), ":now": _n(now),
+                         ":expires": _n(now // 1000 + STOP_ITEM_TTL_S)})
             return True, now + PROBE_EVERY_MS
         except ClientError as error:
             if not _conditional(error):
                 raise
             old = _old_item(error)
-            if old is None or not _live(old):
+            if old is None:
+                return True, now + PROBE_EVERY_MS
+            if not _live(old):
                 return False, None
             return False, int(old[SesStopItem.PROBE_AT]["N"])
 
     def resumed(self, scope: str) -> None:
         """SES accepted a send of ``scope``: the stop is over (the stream publishes it)."""
         try:
-            self._write(scope, f"SET {SesStopItem.RESUMED_AT} = :now",
-                        f"attribute_exists({SesStopItem.STOPPED_AT}) AND attribute_not_exists("
-                        f"{SesStopItem.RESUMED_AT})", {":now": _n(self._clock.now_ms())})
+            self._write(scope, f"SET {SesStopItem.RESUMED_AT} = :now", LIVE, {":now": _n(self._clock.now_ms())})
         except ClientError as error:
             if not _conditional(error):
                 raise
 
-    def _write(self, scope: str, update: str, condition: str, values: dict[str, Any]) -> None:
-        self._client.update_item(
-            TableName=self._table, Key={SesStopItem.KEY: _s(SesStopItem.key(self._lane, scope))},
+    def _write(self, scope: str, update: str, condition: str, values: dict[str, Any]) -> dict[str, Any]:
+        response = self._client.update_item(
+            TableName=self._table, Key={SesStopItem.KEY: _s(SesStopItem.key(self._pipeline, self._lane, scope))},
             UpdateExpression=update, ConditionExpression=condition, ExpressionAttributeValues=values,
-            ReturnValuesOnConditionCheckFailure="ALL_OLD")
+            ReturnValues="ALL_NEW", ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        return dict(response.get("Attributes", {}))
 
 
 class SesStops:
-    """The check that parks the jobs of a scope SES stopped, and the listener told what SES said of each send."""
+    """The check that parks the jobs of a scope SES stopped, and the listener told what SES said of each send
+    once the record's claim is settled (so these calls never widen a send's crash window)."""
 
     def __init__(self, board: StopBoard | None, clock: Clock,
-                 tenant_label: Callable[[ParsedJob], str | None] | None = None) -> None:
+                 tenant_label: Callable[[ParsedJob], str | None] | None = None,
+                 tenant_disabled: Callable[[str], bool | None] | None = None, ask_budget_ms: int = 0) -> None:
         self._board = board
         self._clock = clock
         self._label = tenant_label or (lambda job: job.tenant)  # as logs name it (its digest, private keys)
+        self._tenant_disabled = tenant_disabled  # with ses_tenants: SES's GetTenant
+        self._ask_budget_ms = ask_budget_ms  # the time left a GetTenant needs (its connect and read timeouts)
+        self._asked: dict[str, tuple[bool, int]] = {}  # tenant -> (disabled, until when the answer stands)
         self._stops: dict[str, _Stop] = {}
         self._lock = threading.Lock()  # a batch's records run on several threads
 
@@ -151,17 +152,41 @@ class SesStops:
     def heard(self, outcome: SendOutcome, job: ParsedJob, deadline: Deadline | None = None) -> None:
         """What SES said of a send: a stop to learn, or a send accepted that ends the stops of its scopes."""
         if isinstance(outcome, Refused) and outcome.stop is not None:
+            tenant = job.tenant if outcome.stop == Stop.PAUSED and self._tenants_pause(job, deadline) else None
+            label = self._label(job) if tenant is not None else None
             scope, board_scope = ACCOUNT, ACCOUNT
-            tenant = outcome.stopped_tenant
             if tenant is not None:
-                scope, board_scope = tenant_scope(tenant), tenant_scope(self._label(job) or tenant)
-            self._learn(scope, board_scope, outcome.stop, outcome.reason)
+                scope, board_scope = tenant_scope(tenant), tenant_scope(label or tenant)
+            # SES's reason with the tenant as the logs name it (its digest under key_privacy).
+            reason = outcome.reason if not job.tenant or label in (None, job.tenant) else outcome.reason.replace(
+                job.tenant, str(label))
+            self._learn(scope, board_scope, outcome.stop, reason)
         elif isinstance(outcome, Accepted) and self._stops:
             for scope in self._scopes(job):
                 self._resume(scope)
 
+    def _tenants_pause(self, job: ParsedJob, deadline: Deadline | None) -> bool:
+        """Whether a paused refusal of ``job`` is its tenant's: GetTenant says DISABLED, or SES cannot say (so no
+        other tenant waits for it); asked at most once a minute a tenant, and only with time for the call."""
+        if self._tenant_disabled is None or job.tenant is None:
+            return False
+        now = self._clock.now_ms()
+        with self._lock:
+            asked = self._asked.get(job.tenant)
+        if asked is not None and now < asked[1]:
+            return asked[0]
+        if deadline is not None and deadline.remaining_ms() < self._ask_budget_ms:
+            return True
+        disabled = self._tenant_disabled(job.tenant)
+        answer = True if disabled is None else disabled
+        with self._lock:
+            self._asked[job.tenant] = (answer, now + PROBE_EVERY_MS)
+        return answer
+
     def _scopes(self, job: ParsedJob) -> list[str]:
-        return [ACCOUNT] + ([tenant_scope(job.tenant)] if job.tenant is not None else [])
+        """The scopes a job belongs to, its tenant's first: a job of a stopped tenant waits for its tenant's probe
+        and never takes the account's, which SES would refuse for the tenant's sake."""
+        return ([tenant_scope(job.tenant)] if job.tenant is not None else []) + [ACCOUNT]
 
     def _stopped_scope(self, job: ParsedJob) -> str | None:
         if not self._stops:
@@ -197,6 +222,9 @@ class SesStops:
             with contextlib.suppress(ClientError, BotoCoreError):  # else this instance keeps its own minute
                 probe_at = self._board.stopped(board_scope, kind, reason)
         with self._lock:
+            known = self._stops.get(scope)
+            # A probe this instance just took keeps its minute, whatever the lane's time the board returns.
+            probe_at = max(probe_at, known.probe_at_ms) if known is not None else probe_at
             self._stops[scope] = _Stop(kind, reason, probe_at, board_scope)
 
     def _resume(self, scope: str) -> None:
@@ -210,6 +238,9 @@ class SesStops:
     @staticmethod
     def _describe(scope: str) -> str:
         return "the account's sending" if scope == ACCOUNT else "this tenant's sending"
+
+
+LIVE = f"attribute_exists({SesStopItem.STOPPED_AT}) AND attribute_not_exists({SesStopItem.RESUMED_AT})"
 
 
 def _live(item: dict[str, Any]) -> bool:

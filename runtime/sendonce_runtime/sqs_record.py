@@ -15,6 +15,7 @@ class SqsRecord(NamedTuple):
     event_source_arn: str
     receipt_handle: str = ""
     message_attributes: tuple[tuple[str, str, str], ...] = ()  # (name, data type, string value)
+    sent_at_ms: int | None = None  # when SQS took this message (its SentTimestamp; a copy's is the copy's)
 
     @property
     def postponements(self) -> int:
@@ -56,6 +57,7 @@ class SqsRecord(NamedTuple):
             message_group_id=attributes.get("MessageGroupId"),
             event_source_arn=str(record.get("eventSourceARN", "")),
             receipt_handle=str(record.get("receiptHandle", "")),
+            sent_at_ms=int(sent) if str(sent := attributes.get("SentTimestamp", "")).isdigit() else None,
             message_attributes=tuple(
                 (name, str(value.get("dataType", "String")), str(value["stringValue"]))
                 for name, value in (record.get("messageAttributes") or {}).items()
