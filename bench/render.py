@@ -258,8 +258,7 @@ def render_fault_burst(reports: dict[str, list[Any]], factor: int) -> str:
     for stretch, runs in reports.items():
         depth = Spread([run.peak_depth / run.jobs for run in runs])
         drain = Spread([run.drain_s for run in runs])
-        safe = all(run.drained and not run.keys_sent_twice and not run.keys_lost and not run.dead_letters
-                   and not run.unknown_never_seen for run in runs)
+        safe = all(run.guarantee_held for run in runs)
         met = max(depth.values) <= DEPTH_AIM
         rows.append(f"| {stretch} | {runs[0].jobs} | {depth.show(2)} | {drain.show(1)} | "
                     f"{sum(run.dead_letters for run in runs)} | {'yes' if safe else 'NO'} | "

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import signal
-import subprocess
-import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -19,6 +16,7 @@ import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
+from serve_process import served
 
 from sendonce_local.emulator.ses_account import ACCOUNT_CONTROL_PATH
 from sendonce_local.emulator.ses_limits import SES_RATE
@@ -236,23 +234,9 @@ def test_motos_own_reset_forgets_the_pause_the_quota_the_count_and_the_tenants(a
 
 @pytest.fixture
 def emulator_process(tmp_path: Path) -> Iterator[dict[str, str]]:
-    """`sendonce-local serve` in its own process (as tests/test_local_loop.py starts it): the exports it prints."""
-    with (tmp_path / "stderr.txt").open("w") as err:
-        process = subprocess.Popen([str(Path(sys.executable).parent / "sendonce-local"), "serve"],
-                                   stdout=subprocess.PIPE, stderr=err, text=True)
-    exports: dict[str, str] = {}
-    assert process.stdout is not None
-    for line in process.stdout:
-        if line.startswith("export "):
-            name, _, value = line[len("export "):].strip().partition("=")
-            exports[name] = value
-        if "runs until" in line:
-            break
-    try:
+    """`sendonce-local serve` in its own process, as a user starts it: the exports it prints."""
+    with served(tmp_path / "stderr.txt") as (_, exports):
         yield exports
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=30)
 
 
 def test_an_emulator_in_its_own_process_pauses_resumes_and_resets_over_http(emulator_process):

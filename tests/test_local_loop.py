@@ -23,6 +23,7 @@ from typing import Any
 
 import boto3
 import pytest
+from serve_process import served
 
 from sendonce_contract.deploy_config import Env
 
@@ -77,23 +78,9 @@ class Emulator:
 @pytest.fixture(scope="module")
 def serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Emulator]:
     stderr = tmp_path_factory.mktemp("serve") / "stderr.txt"
-    with stderr.open("w") as err:
-        process = subprocess.Popen([str(BIN / "sendonce-local"), "serve"], stdout=subprocess.PIPE, stderr=err,
-                                   text=True)
     # run's stream positions, kept apart from the user's own (see sendonce_local.lambda_service.checkpoints)
-    environment: dict[str, str] = {"XDG_STATE_HOME": str(stderr.with_name("state"))}
-    assert process.stdout is not None
-    for line in process.stdout:
-        if line.startswith("export "):
-            name, _, value = line[len("export "):].strip().partition("=")
-            environment[name] = value
-        if "runs until" in line:
-            break
-    try:
+    with served(stderr, {"XDG_STATE_HOME": str(stderr.with_name("state"))}) as (process, environment):
         yield Emulator(process, environment, stderr)
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")
