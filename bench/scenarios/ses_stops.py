@@ -74,9 +74,14 @@ def _run(design: str, batch_size: int, jobs: int) -> StopCosts:
         for n in range(jobs):
             sqs.send_message(QueueUrl=queue, MessageBody=json.dumps(job(f"receipt:s{n}:u1")))
         before, queues_before = REQUESTS.snapshot(), REQUESTS.queue_snapshot()
-        for _ in range(CYCLES):
-            clock.advance(CYCLE_MS)
-            _deliver_generation(sqs, queue, consumer, clock, jobs, batch_size, FakeContext)
+        try:
+            for _ in range(CYCLES):
+                clock.advance(CYCLE_MS)
+                _deliver_generation(sqs, queue, consumer, clock, jobs, batch_size, FakeContext)
+        finally:
+            # The emulator's state outlives this section in the process: the sections after it must find SES
+            # sending (one that kept the state found every job parked, and waited for ever).
+            ses.put_account_sending_attributes(SendingEnabled=True)
         counts, by_queue = REQUESTS.snapshot() - before, REQUESTS.queue_snapshot() - queues_before
         name = queue_name(queue)
         sqs_counts = Counter({operation: n for (q, operation), n in by_queue.items() if q == name})
@@ -114,13 +119,16 @@ def _deliver_generation(sqs: Any, queue: str, consumer: Any, clock: Any, jobs: i
 
     arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     source = EventSourceSpec(queue, arn)
-    handled = 0
+    handled, empty_receives = 0, 0
     while handled < jobs:
+        if empty_receives > 30:  # a second's long poll each: the generation is gone, not late
+            raise RuntimeError(f"only {handled} of {jobs} jobs came back in this delivery")
         messages = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=min(batch_size, jobs - handled),
                                        WaitTimeSeconds=1, VisibilityTimeout=180, MessageSystemAttributeNames=["All"],
                                        MessageAttributeNames=["All"]).get("Messages", [])
         records = [lambda_record(m, source, "us-east-1") for m in messages]
         if not records:
+            empty_receives += 1
             continue
         response = consumer.handle({"Records": records}, context(clock, budget_ms=3_000))
         failed = {item["itemIdentifier"] for item in response["batchItemFailures"]}
