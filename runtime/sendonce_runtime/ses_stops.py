@@ -23,8 +23,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 from sendonce_contract.message import ParsedJob
 from sendonce_contract.schema import SesStopItem
 
+from .aws_errors import error_code
 from .checks import Delivery, Rest
 from .clock import Clock, Deadline
+from .ledger import CONDITION_FAILED
 from .outcome import Outcome, Redeliver, Verdict
 from .ses_sender import Accepted, Refused, SendOutcome, Stop
 
@@ -254,7 +256,7 @@ def _old_item(error: ClientError) -> dict[str, Any] | None:
 
 
 def _conditional(error: ClientError) -> bool:
-    return str(error.response.get("Error", {}).get("Code", "")) == "ConditionalCheckFailedException"
+    return error_code(error) == CONDITION_FAILED
 
 
 def _s(value: str) -> dict[str, str]:
