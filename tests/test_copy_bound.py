@@ -28,7 +28,7 @@ from sendonce_local.emulator.slow_services import LATE, Rule
 COPY_ANSWER_LOST = "copy answer lost"  # SendMessage carried out, its answer late past the read timeout
 ACK_LOST = "killed before the acknowledgement"  # the invocation dies after the copy: Lambda deletes nothing
 HOLD_ANSWER_LOST = "visibility answer lost"  # ChangeMessageVisibility carried out, answered late
-DELETE_ANSWER_LOST = "copy's delete answer lost"  # the copy's DeleteMessage of its original, answered late
+DELETE_ANSWER_LOST = "copy's delete answer lost"  # the copy's delete of its original (a batch's), answered late
 # SES accepts, the SENT record's write is carried out but its answer lost: a copy carries the completion, and its
 # original is held as any copied original is (a kill before the acknowledgement must not bring it back first).
 COMPLETION_ANSWER_LOST = "completion's answer lost"
@@ -59,7 +59,7 @@ def test_a_waiting_job_never_has_more_than_two_messages_and_is_sent_once(world, 
         for record, faults in zip(records, itertools.cycle(faults_by_message)):
             rules = [Rule("sqs", "SendMessage", LATE)] * (COPY_ANSWER_LOST in faults)
             rules += [Rule("sqs", "ChangeMessageVisibility", LATE)] * (HOLD_ANSWER_LOST in faults)
-            rules += [Rule("sqs", "DeleteMessage", LATE)] * (DELETE_ANSWER_LOST in faults)
+            rules += [Rule("sqs", "DeleteMessageBatch", LATE)] * (DELETE_ANSWER_LOST in faults)
             rules += [Rule("dynamodb", "UpdateItem", LATE)] * (COMPLETION_ANSWER_LOST in faults)
             slow.fault(*rules)
             if COMPLETION_ANSWER_LOST not in faults and pipeline.emails_for(key) == 0:

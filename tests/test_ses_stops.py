@@ -6,18 +6,25 @@ unverified identity; scripted by the fault proxy for the others), the emails cou
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import re
+import time
+from collections import Counter
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from consumer_harness import SENDER_DOMAIN, FakeClock, FakeContext, event, job
 from ses_fault_proxy import Fault
 from slow_aws import Jobs
+from slow_aws import consumer as slow_consumer
 
+from sendonce_contract.deploy_config import TimeBudget
 from sendonce_contract.outcome_events import SENDING_RESUMED, SENDING_STOPPED, transitions
 from sendonce_contract.schema import DeadLetter, SesStopItem
+from sendonce_local.emulator.slow_services import LATE, Rule
 from sendonce_runtime.outcome_log import OutcomeLog
 from sendonce_runtime.ses_stops import PROBE_EVERY_MS
 
@@ -35,12 +42,13 @@ def stopped_consumer(pipeline, jobs: Jobs, clock: FakeClock, **overrides):
     return consumer, log
 
 
-def deliver(consumer, jobs: Jobs, clock: FakeClock) -> list[dict]:
+def deliver(consumer, jobs: Jobs, clock: FakeClock, budget_ms: int | None = None) -> list[dict]:
     """One batch as Lambda's event source delivers it: received, handled, acknowledged; the log lines it wrote."""
     records = jobs.receive()
     assert records, "a batch was due"
     before = len(consumer.log._stream.getvalue().splitlines())
-    jobs.acknowledge(consumer.handle(event(*records), FakeContext(clock)), *records)
+    context = FakeContext(clock) if budget_ms is None else FakeContext(clock, budget_ms=budget_ms)
+    jobs.acknowledge(consumer.handle(event(*records), context), *records)
     return [json.loads(line) for line in consumer.log._stream.getvalue().splitlines()[before:]]
 
 
@@ -119,6 +127,84 @@ def test_an_instance_killed_while_parked_leaves_one_message_per_job_and_sends_ea
         deliver(consumer, jobs, clock)
     assert {key: pipeline.emails_for(key) for key in keys} == dict.fromkeys(keys, 1)
     assert pipeline.dead_letters() == []
+
+
+def sqs_requests(consumer) -> Counter[str]:
+    """The consumer's own SQS requests from now on, by operation (its client's, as botocore makes them)."""
+    counted: Counter[str] = Counter()
+    consumer.redelivery._client.meta.events.register(
+        "before-call.sqs", lambda model, **_: counted.update([model.name]))
+    return counted
+
+
+def test_a_batchs_parked_jobs_are_copied_together_one_request_per_call_for_ten_jobs(pipeline, ses_faults):
+    jobs, clock = Jobs("parked-together"), FakeClock()
+    # A 3 s function: its originals' visibility ends before their copies come, so the copies hold them.
+    consumer, _ = stopped_consumer(pipeline, jobs, clock, time_budget=TimeBudget.for_function_timeout(3))
+    keys = [f"receipt:b{n}:u1" for n in range(10)]
+    for key in keys:
+        jobs.enqueue(job(key))
+    ses_faults.script(Fault.SENDING_PAUSED)
+    counted = sqs_requests(consumer)
+    three_s = 3_000
+    assert [line["outcome"] for line in deliver(consumer, jobs, clock, three_s)] == ["ses_stopped"] * 10
+    # The originals held until their copies can have deleted them, and the copies: one request each for the ten.
+    assert counted == Counter({"ChangeMessageVisibilityBatch": 1, "SendMessageBatch": 1})
+    counted.clear()
+    assert [line["outcome"] for line in deliver(consumer, jobs, clock, three_s)] == ["ses_stopped"] * 10
+    # The copies' delete of their originals too, once for the batch.
+    assert counted == Counter({"DeleteMessageBatch": 1, "ChangeMessageVisibilityBatch": 1, "SendMessageBatch": 1})
+    assert jobs.depth() == 10 and ses_faults.send_requests == 1
+
+    clock.advance(MINUTE_MS)
+    assert sorted(line["outcome"] for line in deliver(consumer, jobs, clock)) == ["sent"] * 10
+    assert {key: pipeline.emails_for(key) for key in keys} == dict.fromkeys(keys, 1)
+    assert jobs.depth() == 0 and pipeline.dead_letters() == []
+
+
+KILLED = "killed before the acknowledgement"
+PARKED_FAULTS = {"copies' answer lost": [Rule("sqs", "SendMessageBatch", LATE)],
+                 "holds' answer lost": [Rule("sqs", "ChangeMessageVisibilityBatch", LATE)],
+                 "deletes' answer lost": [Rule("sqs", "DeleteMessageBatch", LATE)],
+                 "copies refused": [Rule("sqs", "SendMessageBatch", "RequestThrottled")],
+                 KILLED: []}
+
+
+@pytest.mark.parametrize("fault", list(PARKED_FAULTS))
+def test_parked_copies_made_together_leave_one_message_per_job_through_lost_answers_and_kills(
+        pipeline, ses_faults, slow, fault):
+    jobs, clock = Jobs(f"parked-{list(PARKED_FAULTS).index(fault)}"), FakeClock()
+    consumer, _ = slow_consumer(pipeline, slow, jobs, clock, sender_identity=SENDER_DOMAIN)
+    consumer.redelivery.postponement_s = lambda outcome, postponements: 0
+    keys = [f"receipt:l{n}:u1" for n in range(4)]
+    for key in keys:
+        jobs.enqueue(job(key))
+    ses_faults.script(Fault.SENDING_PAUSED)
+    received = []
+    for delivery in range(2):  # the originals, then their copies (which delete the originals)
+        slow.fault(*PARKED_FAULTS[fault])
+        records = jobs.receive()
+        response = consumer.handle(event(*records), FakeContext(clock, budget_ms=3_000))  # sized for 3 s: held
+        slow.clear()
+        received += records
+        if fault != KILLED:
+            jobs.acknowledge(response, *records)
+        assert jobs.depth() <= 2 * len(keys), (fault, delivery, jobs.depth())
+    assert ses_faults.send_requests == 1  # learned once: no parked job asked SES
+    assert slow.hits or not PARKED_FAULTS[fault]  # the fault met the batch calls
+    # SES sends again a minute on; the messages held out of sight come back (as their timeouts would end).
+    clock.advance(MINUTE_MS)
+    for record in received:
+        with contextlib.suppress(ClientError):  # deleted by its copy since
+            jobs.sqs.change_message_visibility(QueueUrl=jobs.url, ReceiptHandle=record["receiptHandle"],
+                                               VisibilityTimeout=0)
+    bound = time.monotonic() + 60
+    while jobs.depth() and time.monotonic() < bound:
+        records = jobs.receive(wait_s=3)
+        if records:
+            jobs.acknowledge(consumer.handle(event(*records), FakeContext(clock)), *records)
+    assert {key: pipeline.emails_for(key) for key in keys} == dict.fromkeys(keys, 1)
+    assert jobs.depth() == 0 and pipeline.dead_letters() == []
 
 
 def test_a_lapsed_sender_identity_parks_every_job_instead_of_dead_lettering_them(pipeline, ses_faults):

@@ -21,14 +21,17 @@ def jobs(aws, pipeline) -> str:
 
 
 def delayed_copies(consumer, queue_url: str) -> list[dict]:
-    """What the consumer sent back to its job queue, as it asked SQS, and checked against SQS's own count."""
-    return [params for params in consumer.sent if params["QueueUrl"] == queue_url]
+    """What the consumer sent back to its job queue, as it asked SQS (each copy, alone or a batch's entry), and
+    checked against SQS's own count."""
+    return [{"QueueUrl": params["QueueUrl"], **entry} for params in consumer.sent if params["QueueUrl"] == queue_url
+            for entry in params.get("Entries", [params])]
 
 
 def watch_sends(consumer):
     consumer.sent = []
-    consumer.redelivery._client.meta.events.register(
-        "before-parameter-build.sqs.SendMessage", lambda params, **_: consumer.sent.append(dict(params)))
+    for operation in ("SendMessage", "SendMessageBatch"):  # a batch's parked jobs are copied together
+        consumer.redelivery._client.meta.events.register(
+            f"before-parameter-build.sqs.{operation}", lambda params, **_: consumer.sent.append(dict(params)))
     return consumer
 
 

@@ -33,7 +33,7 @@ class StopCosts:
         return count / self.jobs / self.cycles
 
 
-def ses_stop_costs(jobs: int = STOP_JOBS, batch_sizes: tuple[int, ...] = (1, 10)) -> list[StopCosts]:
+def ses_stop_costs(jobs: int = STOP_JOBS, batch_sizes: tuple[int, ...] = (1, 5, 10)) -> list[StopCosts]:
     """Each design at each batch size: ``jobs`` jobs delivered ``CYCLES`` times while SES's account is paused, a
     cycle 15 minutes on the consumer's clock (the parked copies' delay; the throttled design's copies come back as
     its doubling delay says, which the report turns into copies an hour)."""

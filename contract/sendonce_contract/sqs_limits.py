@@ -1,10 +1,14 @@
-"""SQS's limits and the visibility rule built on them, which synth enforces and the runtime counts on: defined here
-once, so the construct's rules and the consumer's redelivery cannot disagree on a figure.
+"""SQS's limits and the rules built on them (the visibility timeout synth enforces and the runtime counts on; the
+batches SQS takes whole): defined here once, so the construct's rules, the producer and the consumer's redelivery
+cannot disagree on a figure.
 """
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Iterable, Iterator
+from typing import Any, Final, TypeVar
+
+_Entry = TypeVar("_Entry")
 
 SQS_MAX_VISIBILITY_S: Final = 43_200  # 12 hours, the longest visibility timeout
 SQS_MAX_DELAY_S: Final = 900  # 15 minutes, the longest DelaySeconds of a message
@@ -31,3 +35,28 @@ VISIBLE_AFTER_TIMEOUTS: Final = VISIBILITY_FACTOR - 1
 def minimum_visibility_timeout_s(function_timeout_s: float, max_batching_window_s: float) -> float:
     """The shortest visibility timeout synth allows: ``VISIBILITY_FACTOR`` function timeouts, plus the window."""
     return VISIBILITY_FACTOR * function_timeout_s + max_batching_window_s
+
+
+def message_bytes(request: dict[str, Any]) -> int:
+    """The size SQS counts for a SendMessage request or batch entry: its body, and its message attributes' names,
+    types and values (0 for an entry that carries no message)."""
+    attributes = request.get("MessageAttributes") or {}
+    return len(request.get("MessageBody", "").encode("utf-8")) + sum(
+        len(name.encode("utf-8")) + len(str(value.get("DataType", "")).encode("utf-8"))
+        + len(str(value.get("StringValue", "")).encode("utf-8")) for name, value in attributes.items())
+
+
+def batches(items: Iterable[tuple[_Entry, dict[str, Any]]]) -> Iterator[list[tuple[_Entry, dict[str, Any]]]]:
+    """``(item, SendMessage request)`` pairs in batches SQS takes: at most ten entries and at most
+    ``SQS_MAX_BATCH_BYTES`` of messages each (an entry larger than that goes alone)."""
+    batch: list[tuple[_Entry, dict[str, Any]]] = []
+    size = 0
+    for item, request in items:
+        length = message_bytes(request)
+        if batch and (len(batch) == SQS_MAX_BATCH_ENTRIES or size + length > SQS_MAX_BATCH_BYTES):
+            yield batch
+            batch, size = [], 0
+        batch.append((item, request))
+        size += length
+    if batch:
+        yield batch

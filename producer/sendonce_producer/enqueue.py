@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from sendonce_contract.fifo import SEND_AT_ON_FIFO, fifo_message_ids
+from sendonce_contract.sqs_limits import batches
 from sendonce_contract.tenant import tenant_group_id
 
 from .attachment_store import AttachmentStore
 from .job import EmailJob, InvalidJob
-from .message_size import batches, check_message_size
+from .message_size import check_message_size
 from .private_keys import digester
 
 RETRIES = 3

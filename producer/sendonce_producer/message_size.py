@@ -1,6 +1,6 @@
-"""How large a message and a batch may be: a job's message checked against its queue's maximum message size
+"""How large a message may be: a job's message checked against its queue's maximum message size
 before it is sent, so a job too large is refused in the producer, naming its size, the limit and the fix, rather
-than by SQS later; and jobs grouped into SendMessageBatch calls that SQS takes whole.
+than by SQS later.
 
 The limit is the one the pipeline was deployed with (the construct's ``max_message_size_bytes``): given by the
 caller, or read from the queue itself (``MaximumMessageSize``; ``grant_enqueue`` grants the read). A limit read is
@@ -11,19 +11,12 @@ redeploy that raised the limit never refuses a job the queue now takes.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator
-from typing import Any, TypeVar
+from typing import Any
 
-from sendonce_contract.sqs_limits import (
-    SQS_MAX_BATCH_BYTES,
-    SQS_MAX_BATCH_ENTRIES,
-    SQS_MAX_MESSAGE_BYTES,
-    SQS_MIN_MESSAGE_BYTES,
-)
+from sendonce_contract.sqs_limits import SQS_MAX_MESSAGE_BYTES, SQS_MIN_MESSAGE_BYTES, message_bytes
 
 from .job import EmailJob, InvalidJob
 
-T = TypeVar("T")
 _read_limits: dict[str, int] = {}  # queue URL -> its MaximumMessageSize, as last read
 _lock = threading.Lock()
 
@@ -35,11 +28,6 @@ class JobTooLarge(InvalidJob):
         super().__init__(reason)
         self.size_bytes = size_bytes
         self.limit_bytes = limit_bytes
-
-
-def message_bytes(request: dict[str, Any]) -> int:
-    """The size SQS counts for a SendMessage request: its body (the producer sends no message attributes)."""
-    return len(request["MessageBody"].encode("utf-8"))
 
 
 def check_message_size(job: EmailJob, request: dict[str, Any], queue_url: str, sqs: Any, limit: int | None,
@@ -87,19 +75,3 @@ def _fix(job: EmailJob, limit: int, store: bool) -> str:
     return ("Send its files through the pipeline's attachments bucket (the construct's attachments_bucket; "
             "Pipeline(attachments_bucket=...) or enqueue(..., attachments=AttachmentStore(bucket))), so each is "
             f"uploaded and the job carries a reference{larger}")
-
-
-def batches(items: Iterable[tuple[T, dict[str, Any]]]) -> Iterator[list[tuple[T, dict[str, Any]]]]:
-    """``(item, SendMessage request)`` pairs in batches SQS takes: at most ten entries and at most
-    ``SQS_MAX_BATCH_BYTES`` of bodies each (an entry larger than that goes alone)."""
-    batch: list[tuple[T, dict[str, Any]]] = []
-    size = 0
-    for item, request in items:
-        length = message_bytes(request)
-        if batch and (len(batch) == SQS_MAX_BATCH_ENTRIES or size + length > SQS_MAX_BATCH_BYTES):
-            yield batch
-            batch, size = [], 0
-        batch.append((item, request))
-        size += length
-    if batch:
-        yield batch

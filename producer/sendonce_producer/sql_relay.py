@@ -33,10 +33,9 @@ from sendonce_contract.fifo import SEND_AT_ON_FIFO, fifo_message_ids
 from sendonce_contract.message import ContractTooNew, InvalidMessage, parse_job
 from sendonce_contract.priority import priority_of, queue_for
 from sendonce_contract.schema import DEDUPE_KEY
-from sendonce_contract.sqs_limits import SQS_MAX_BATCH_ENTRIES
+from sendonce_contract.sqs_limits import SQS_MAX_BATCH_ENTRIES, batches
 from sendonce_contract.tenant import body_tenant, tenant_group_id
 
-from .message_size import batches
 from .private_keys import digester
 from .sql_connect import Database
 from .sql_dialects import DEFAULT_TABLE, check_table

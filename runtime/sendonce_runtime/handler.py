@@ -14,6 +14,7 @@ from .checks import AfterBatch, AttachmentsBucket, CarriedSend, Check, OwnConfig
 from .clock import Clock, Deadline, LambdaContext, SystemClock
 from .dead_letter import DeadLetterQueue
 from .ledger import DedupeLedger
+from .outcome import RecordResult, Redeliver
 from .outcome_log import OutcomeLog
 from .processor import RecordProcessor
 from .redelivery import Redelivery
@@ -105,14 +106,22 @@ class Consumer:
         deadline = Deadline(context)
         records = [SqsRecord.from_event(r) for r in event.get("Records", [])]
 
+        parked: list[tuple[SqsRecord, Redeliver, float]] = []
+
         def process(record: SqsRecord) -> Any:
             started = time.perf_counter()
-            self.redelivery.retire_superseded(record)
-            result = self.redelivery.settle(record, self.processor.process(record, deadline), deadline)
+            decided = self.processor.process(record, deadline)
+            if isinstance(decided, Redeliver) and self.redelivery.parks_with_its_batch(decided):
+                parked.append((record, decided, started))  # copied with the batch's other parked jobs, below
+                return decided.result
+            result = self.redelivery.settle(record, decided, deadline)
             self.log.write(result, record.receive_count, (time.perf_counter() - started) * 1000)
             return result
 
+        self.redelivery.retire_superseded(records)
         results = run_batch(records, process, self.settings.parallelism, self.settings.fifo)
+        if parked:
+            results = self._park(parked, results, deadline)
         if self.dead_letter_events is not None:
             unpublished = self.dead_letter_events.publish(results, deadline)
             if unpublished:
@@ -120,6 +129,17 @@ class Consumer:
         for step in self.after_batch:
             step.after_batch(deadline, results)
         return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in results if r.redeliver]}
+
+
+    def _park(self, parked: list[tuple[SqsRecord, Redeliver, float]], results: list[RecordResult],
+              deadline: Deadline) -> list[RecordResult]:
+        """The batch's parked jobs copied together (a fraction of a request each), their results in the batch's."""
+        settled = self.redelivery.park([(record, decided) for record, decided, _ in parked], deadline)
+        by_id: dict[str, RecordResult] = {}
+        for (record, _, started), result in zip(parked, settled, strict=True):
+            self.log.write(result, record.receive_count, (time.perf_counter() - started) * 1000)
+            by_id[record.message_id] = result
+        return [by_id.get(result.message_id, result) for result in results]
 
 
 def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, s3: Any = None,

@@ -47,7 +47,8 @@ class Context:
 # Fault kinds: the AWS call each one watches, and what happens at its N-th call in an invocation.
 KILL_BEFORE = {"before_claim": "PutItem", "before_send": "SendEmail"}  # the process dies before the call
 KILL_AFTER = {"after_send": "SendEmail", "after_sent": "UpdateItem",  # ... or right after it returned
-              "after_copy": "SendMessage"}  # a delayed copy sent, the original not yet acknowledged
+              # a delayed copy sent, the original not yet acknowledged (a batch's parked jobs: their copies)
+              "after_copy": ("SendMessage", "SendMessageBatch")}
 # SES's answer goes wrong and the worker lives: "lost_answer" and "accepted_then_server_error" after SES
 # accepted the email, "server_error" without sending it.
 BROKEN_ANSWERS = {"lost_answer": True, "accepted_then_server_error": True, "server_error": False}
@@ -74,7 +75,7 @@ class _Faults:
                 return None
             kind: str = self.plan["kill"]
             watched = {**KILL_BEFORE, **KILL_AFTER}.get(kind, "SendEmail")
-            if operation_name != watched:
+            if operation_name not in ((watched,) if isinstance(watched, str) else watched):
                 return None
             self.calls += 1
             if self.calls != self.plan["nth"]:
