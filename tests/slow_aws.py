@@ -43,11 +43,11 @@ class Jobs:
     def enqueue(self, body: dict[str, Any]) -> None:
         self.sqs.send_message(QueueUrl=self.url, MessageBody=json.dumps(body))
 
-    def receive(self, wait_s: float = 10) -> list[dict[str, Any]]:
+    def receive(self, wait_s: float = 10, batch_size: int = 10) -> list[dict[str, Any]]:
         """The next visible messages as Lambda records, polled with a bound (delayed copies take seconds)."""
         bound = time.monotonic() + wait_s
         while time.monotonic() < bound:
-            messages = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=10, WaitTimeSeconds=1,
+            messages = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=batch_size, WaitTimeSeconds=1,
                                                 VisibilityTimeout=18, MessageSystemAttributeNames=["All"],
                                                 MessageAttributeNames=["All"]).get("Messages", [])
             if messages:

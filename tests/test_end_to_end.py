@@ -23,6 +23,8 @@ KEYS, SEED, ORDERS = 30, 7, 4
 BURST_KEYS = 25  # a small version of the load scenario: five times the demo's SES rate of 5 emails/s
 FAULT_BURST_KEYS = 10  # each of the two bursts through DynamoDB and SQS trouble
 FLOOD_S, FLOOD_ARRIVALS = 0.4, 4  # 80 bulk jobs at 40 x 5 emails/s; four urgent jobs and four quiet-tenant jobs
+# SES stops: a tenant's sending disabled for 15 s through a flood as large, then the account's paused for 15 s.
+STOPS_PAUSE_S = 15
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +34,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory):
     lines: list[str] = []
     report = run_demo(DemoOptions(project_dir=ROOT, out_dir=out, keys=KEYS, orders=ORDERS, fault_probability=0.2,
                                   seed=SEED, burst_keys=BURST_KEYS, fault_burst_keys=FAULT_BURST_KEYS,
-                                  fault_stretch_s=5, flood_s=FLOOD_S, flood_arrivals=FLOOD_ARRIVALS),
+                                  fault_stretch_s=5, flood_s=FLOOD_S, flood_arrivals=FLOOD_ARRIVALS,
+                                  stops_pause_s=STOPS_PAUSE_S, stops_flood_s=FLOOD_S, stops_arrivals=FLOOD_ARRIVALS),
                      say=lines.append)
     return report, out, "\n".join(lines)
 
@@ -104,8 +107,26 @@ def test_urgent_jobs_and_a_quiet_tenant_s_go_through_a_bulk_flood_each_once_and_
     for who in ("urgent", "quiet"):
         assert [len(flood.waits_s[who][run]) for run in ("alone", "flood")] == [FLOOD_ARRIVALS, FLOOD_ARRIVALS]
         assert all(wait > 0 for run in ("alone", "flood") for wait in flood.waits_s[who][run])
-    assert "[9/10] the flood: tenant northwind's 80 bulk jobs at 40 x SES's 5 emails/s" in output
+    assert "[9/11] the flood: tenant northwind's 80 bulk jobs at 40 x SES's 5 emails/s" in output
     assert json.loads((out / "report.json").read_text())["flood"]["times_s"]["urgent"]["flood"]["p95"] > 0
+
+
+def test_a_tenants_stop_and_the_accounts_lose_nothing_and_hold_the_other_tenant_back_in_nothing(demo):
+    """One tenant's sending disabled while its jobs flood the bulk lane, then the account's paused: every key once
+    (counted from the emulator's SES), none in a DLQ, the other tenant's waits as alone, and SES asked little."""
+    report, out, output = demo
+    stops = report.phases["ses_stops"]
+    assert stops is not None and stops.ok, stops.lines() if stops else output
+    assert (stops.flood_tenant, stops.quiet_tenant) == ("northwind", "contoso") and stops.flood_jobs == 80
+    # The flood, the quiet tenant's arrivals alone, through the tenant's stop and the account's, and urgent jobs.
+    assert stops.emails_per_key == {1: stops.flood_jobs + 4 * FLOOD_ARRIVALS}
+    assert stops.dead_letters == 0 and stops.keys_lost == [] and stops.keys_sent_twice == []
+    assert [len(stops.waits_s[run]) for run in ("alone", "tenant_stopped")] == [FLOOD_ARRIVALS, FLOOD_ARRIVALS]
+    # Parked, not asked: each lane learns each stop from one refusal and asks once a minute (plus SES's throttling
+    # of the flood once the tenant sends again), far from a request per job per redelivery.
+    assert stops.ses_requests - stops.sends < stops.flood_jobs
+    assert "SQS's delays over 5 s as 5 s for this phase" in output
+    assert json.loads((out / "report.json").read_text())["ses_stops"]["ok"] is True
 
 
 def test_with_send_events_lost_the_only_doubles_are_detected_and_inside_the_crash_window(demo):

@@ -42,9 +42,9 @@ def stopped_consumer(pipeline, jobs: Jobs, clock: FakeClock, **overrides):
     return consumer, log
 
 
-def deliver(consumer, jobs: Jobs, clock: FakeClock, budget_ms: int | None = None) -> list[dict]:
+def deliver(consumer, jobs: Jobs, clock: FakeClock, budget_ms: int | None = None, batch_size: int = 10) -> list[dict]:
     """One batch as Lambda's event source delivers it: received, handled, acknowledged; the log lines it wrote."""
-    records = jobs.receive()
+    records = jobs.receive(batch_size=batch_size)
     assert records, "a batch was due"
     before = len(consumer.log._stream.getvalue().splitlines())
     context = FakeContext(clock) if budget_ms is None else FakeContext(clock, budget_ms=budget_ms)
@@ -168,6 +168,33 @@ PARKED_FAULTS = {"copies' answer lost": [Rule("sqs", "SendMessageBatch", LATE)],
                  "deletes' answer lost": [Rule("sqs", "DeleteMessageBatch", LATE)],
                  "copies refused": [Rule("sqs", "SendMessageBatch", "RequestThrottled")],
                  KILLED: []}
+
+
+def test_a_lane_with_batches_of_one_tops_them_up_to_ten_while_the_account_is_stopped(pipeline, ses_faults):
+    """A lane paced at one email a second an instance has batches of one: while the account's sending is stopped,
+    an invocation takes the rest of ten from the queue itself and parks them together."""
+    jobs, clock = Jobs("topped-up"), FakeClock()
+    consumer, _ = stopped_consumer(pipeline, jobs, clock, time_budget=TimeBudget.for_function_timeout(3))
+    keys = [f"receipt:t{n}:u1" for n in range(11)]
+    for key in keys:
+        jobs.enqueue(job(key))
+    ses_faults.script(Fault.SENDING_PAUSED)
+    assert [line["outcome"] for line in deliver(consumer, jobs, clock, 3_000, batch_size=1)] == ["ses_stopped"]
+    counted = sqs_requests(consumer)
+    lines = deliver(consumer, jobs, clock, 3_000, batch_size=1)  # one record handed over, nine taken
+    assert [line["outcome"] for line in lines] == ["ses_stopped"] * 10
+    # Its receive, the originals' holds, the copies, and the delete of the nine it took (and of a copy's original,
+    # if the first job's copy was among them): five requests at most for ten parked jobs, where one at a time
+    # would make thirty.
+    assert counted["ReceiveMessage"] == 1 and counted["SendMessageBatch"] == 1 and sum(counted.values()) <= 5
+    assert jobs.depth() == len(keys) and ses_faults.send_requests == 1  # one message per job: nothing doubled
+
+    clock.advance(MINUTE_MS)  # SES sends again: the probe is accepted and the lane sends, one batch at a time
+    bound = time.monotonic() + 60
+    while jobs.depth() and time.monotonic() < bound:
+        deliver(consumer, jobs, clock, 3_000, batch_size=1)
+    assert {key: pipeline.emails_for(key) for key in keys} == dict.fromkeys(keys, 1)
+    assert jobs.depth() == 0 and pipeline.dead_letters() == []
 
 
 @pytest.mark.parametrize("fault", list(PARKED_FAULTS))
@@ -342,6 +369,9 @@ def test_a_disabled_tenant_parks_only_its_own_jobs_while_the_others_send(pipelin
     assert by_tenant == {("acme", "ses_stopped"), ("globex", "sent")}
     assert ses_faults.send_requests == 4  # acme's first job, and globex's three
     assert stop_item(pipeline, "tenant/acme")[SesStopItem.KIND]["S"] == "paused" and stop_item(pipeline) == {}
+    counted = sqs_requests(consumer)
+    assert [line["outcome"] for line in deliver(consumer, jobs, clock, batch_size=1)] == ["ses_stopped"]
+    assert counted["ReceiveMessage"] == 0  # a tenant's stop takes no other job ahead of its turn
 
     ses.update_reputation_entity_customer_managed_status(
         ReputationEntityType="RESOURCE", ReputationEntityReference=arn, SendingStatus="REINSTATED")

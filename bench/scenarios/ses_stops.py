@@ -61,11 +61,11 @@ def _run(design: str, batch_size: int, jobs: int) -> StopCosts:
         ses.put_account_sending_attributes(SendingEnabled=False)
         settings = Settings(table_name="stops", dead_letter_queue_url=dlq, queue_url=queue, max_receive_count=5,
                             sender_identity=SENDER_DOMAIN, time_budget=TimeBudget.for_function_timeout(3))
-        clock = FakeClock()
+        clock, log = FakeClock(), io.StringIO()
         consumer = Consumer.from_clients(settings, boto3.client("dynamodb", config=ledger_config(settings)),
                                          boto3.client("sesv2", config=ses_config(settings)),
                                          boto3.client("sqs", config=ledger_config(settings)), clock,
-                                         OutcomeLog(io.StringIO()))
+                                         OutcomeLog(log))
         # Copies at once, so a cycle is one generation of them; a 3 s function's context, so each copy holds its
         # original as a 15-minute delay would (6 x 3 s of visibility is shorter than the delay).
         consumer.redelivery.postponement_s = lambda outcome, postponements: 0
@@ -77,7 +77,7 @@ def _run(design: str, batch_size: int, jobs: int) -> StopCosts:
         try:
             for _ in range(CYCLES):
                 clock.advance(CYCLE_MS)
-                _deliver_generation(sqs, queue, consumer, clock, jobs, batch_size, FakeContext)
+                _deliver_generation(sqs, queue, consumer, log, clock, jobs, batch_size, FakeContext)
         finally:
             # The emulator's state outlives this section in the process: the sections after it must find SES
             # sending (one that kept the state found every job parked, and waited for ever).
@@ -112,9 +112,11 @@ def _as_before(consumer: Any) -> None:
     processor._sender.send = throttled
 
 
-def _deliver_generation(sqs: Any, queue: str, consumer: Any, clock: Any, jobs: int, batch_size: int,
-                        context: Any) -> None:
-    """Every job once, in batches as Lambda's event source receives them (older messages first: one generation)."""
+def _deliver_generation(sqs: Any, queue: str, consumer: Any, log: io.StringIO, clock: Any, jobs: int,
+                        batch_size: int, context: Any) -> None:
+    """Every job once, in batches as Lambda's event source receives them (older messages first: one generation).
+    Counted by the consumer's log lines, one a record: while the account's sending is stopped, an invocation handed
+    fewer than ten takes the rest from the queue itself."""
     from sendonce_local.lambda_service.sqs_source import EventSourceSpec, lambda_record
 
     arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
@@ -130,10 +132,11 @@ def _deliver_generation(sqs: Any, queue: str, consumer: Any, clock: Any, jobs: i
         if not records:
             empty_receives += 1
             continue
+        logged = log.getvalue().count("\n")
         response = consumer.handle({"Records": records}, context(clock, budget_ms=3_000))
         failed = {item["itemIdentifier"] for item in response["batchItemFailures"]}
         done = [{"Id": str(i), "ReceiptHandle": r["receiptHandle"]} for i, r in enumerate(records)
                 if r["messageId"] not in failed]
         if done:
             sqs.delete_message_batch(QueueUrl=queue, Entries=done)
-        handled += len(records)
+        handled += log.getvalue().count("\n") - logged

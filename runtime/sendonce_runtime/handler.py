@@ -23,6 +23,7 @@ from .ses_stops import SesStops, StopBoard
 from .settings import Settings
 from .shell import Once
 from .sqs_record import SqsRecord
+from .top_up import TopUp
 
 if TYPE_CHECKING:
     from .dead_letter_events import DeadLetterEvents
@@ -41,6 +42,7 @@ class Consumer:
         log: OutcomeLog | None = None,
         dead_letter_events: DeadLetterEvents | None = None,
         after_batch: Sequence[AfterBatch] = (),
+        top_up: TopUp | None = None,
     ) -> None:
         self.settings = settings
         self.processor = processor
@@ -49,6 +51,7 @@ class Consumer:
         self.redelivery = redelivery
         self.dead_letter_events = dead_letter_events
         self.after_batch = tuple(after_batch)  # run once a batch's records are decided (pacing's hold)
+        self.top_up = top_up  # a small batch topped up to ten from the queue while the account's sending is stopped
 
     @classmethod
     def from_settings(cls, settings: Settings, clock: Clock | None = None, log: OutcomeLog | None = None) -> Consumer:
@@ -99,8 +102,11 @@ class Consumer:
         redelivery = Redelivery(sqs, settings.queue_url, settings.fifo, dead_letters, settings.max_receive_count,
                                 call_ms=settings.budget.ledger_call_ms, clock=clock,
                                 retention_s=settings.queue_retention_s)
+        top_up = None
+        if settings.queue_url and not settings.fifo and sqs is not None:
+            top_up = TopUp(sqs, settings.queue_url, stops.account_stopped, settings.budget.ledger_call_ms)
         return cls(settings, processor, redelivery, log, _dead_letter_events(settings, events, clock),
-                   after_batch=paced)
+                   after_batch=paced, top_up=top_up)
 
     def handle(self, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         deadline = Deadline(context)
@@ -118,17 +124,20 @@ class Consumer:
             self.log.write(result, record.receive_count, (time.perf_counter() - started) * 1000)
             return result
 
-        self.redelivery.retire_superseded(records)
-        results = run_batch(records, process, self.settings.parallelism, self.settings.fifo)
+        taken = self.top_up.take(records, deadline) if self.top_up is not None else []
+        self.redelivery.retire_superseded([*records, *taken])
+        results = run_batch([*records, *taken], process, self.settings.parallelism, self.settings.fifo)
         if parked:
             results = self._park(parked, results, deadline)
+        if taken and self.top_up is not None:
+            self.top_up.acknowledge(taken, results[len(records):])
         if self.dead_letter_events is not None:
             unpublished = self.dead_letter_events.publish(results, deadline)
             if unpublished:
                 self.log.note("outcome_events_failed", Metric.OUTCOME_EVENTS_FAILED, unpublished)
         for step in self.after_batch:
             step.after_batch(deadline, results)
-        return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in results if r.redeliver]}
+        return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in results[:len(records)] if r.redeliver]}
 
 
     def _park(self, parked: list[tuple[SqsRecord, Redeliver, float]], results: list[RecordResult],

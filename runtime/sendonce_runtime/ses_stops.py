@@ -151,6 +151,11 @@ class SesStops:
         outcome = Outcome.QUOTA_EXHAUSTED if stop.kind == Stop.QUOTA else Outcome.SES_STOPPED
         return Redeliver(delivery.result(outcome, f"parked: SES stopped {self._describe(scope)} ({stop.reason})"))
 
+    def account_stopped(self) -> bool:
+        """Whether this instance knows the lane's whole sending stopped (the account's scope)."""
+        with self._lock:
+            return ACCOUNT in self._stops
+
     def heard(self, outcome: SendOutcome, job: ParsedJob, deadline: Deadline | None = None) -> None:
         """What SES said of a send: a stop to learn, or a send accepted that ends the stops of its scopes."""
         if isinstance(outcome, Refused) and outcome.stop is not None:

@@ -64,3 +64,15 @@ class SqsRecord(NamedTuple):
                 if isinstance(value, dict) and value.get("stringValue") is not None
             ),
         )
+
+    @classmethod
+    def from_message(cls, message: dict[str, Any], event_source_arn: str) -> SqsRecord:
+        """A message the consumer received itself (``ReceiveMessage``'s shape), as Lambda would have handed it."""
+        attributes = message.get("Attributes") or {}
+        return cls.from_event({
+            "messageId": message["MessageId"], "receiptHandle": message["ReceiptHandle"],
+            "body": message.get("Body", ""), "attributes": attributes, "eventSourceARN": event_source_arn,
+            "messageAttributes": {name: {"dataType": value.get("DataType", "String"),
+                                         "stringValue": value.get("StringValue")}
+                                  for name, value in (message.get("MessageAttributes") or {}).items()},
+        })

@@ -26,6 +26,7 @@ QUICK_KEYS = 40
 QUICK_FAULT_BURST_KEYS = 0  # the quick run skips the fault bursts: make test and the full demo run them
 QUICK_FLOOD_S, QUICK_FLOOD_ARRIVALS = 0.4, 4  # the quick run's flood: 80 bulk jobs at the demo's rate
 QUICK_PHASE_FAULTS = 0.0  # the quick run's residual, outbox and attachments phases: their forced kills only
+QUICK_STOPS_PAUSE_S = 0.0  # the quick run skips SES's stops (a minute's probe each): make test and the full demo run it
 # What the demo deploys and runs, found in a checkout of this repository.
 DEMO_PROJECT_FILES = ("cdk.json", "examples/app.py")
 
@@ -126,7 +127,8 @@ def _demo(args: argparse.Namespace) -> int:
                           flood_s=QUICK_FLOOD_S if args.quick else DemoOptions.flood_s,
                           flood_arrivals=QUICK_FLOOD_ARRIVALS if args.quick else DemoOptions.flood_arrivals,
                           phase_fault_probability=QUICK_PHASE_FAULTS if args.quick else
-                          DemoOptions.phase_fault_probability)
+                          DemoOptions.phase_fault_probability,
+                          stops_pause_s=QUICK_STOPS_PAUSE_S if args.quick else DemoOptions.stops_pause_s)
     check_demo_can_run(options.project_dir.resolve())
     report = run_demo(options, say=lambda line: print(line, flush=True))
     return 0 if report.ok else 1

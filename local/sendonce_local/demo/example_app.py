@@ -112,8 +112,14 @@ def _output(cloudformation: Any, stack: str, output_id: str) -> str | None:
 
 def emulator_gaps(table_name: str, configuration_sets: list[str], ses_tenants: tuple[str, ...] = ()) -> list[str]:
     """Do by API what the emulator's CloudFormation skips and loading the stack did not, and say what both did."""
-    tenants = [f"moto has no SES tenants: its CloudFormation skips the stack's ({', '.join(ses_tenants)}), and its SES "
-               "accepts any TenantName, which the emulator's log of sends keeps"] if ses_tenants else []
+    ses = boto3.client("sesv2")
+    known = {tenant["TenantName"] for tenant in ses.list_tenants().get("Tenants", [])} if ses_tenants else set()
+    for tenant in ses_tenants:
+        if tenant not in known:
+            ses.create_tenant(TenantName=tenant)
+    tenants = [f"moto's CloudFormation skips the stack's SES tenants: they were made by API ({', '.join(ses_tenants)}) "
+               "in the emulator's SES, which plays tenants and their sending status; the emulator's log of sends "
+               "keeps each send's TenantName"] if ses_tenants else []
     return [*tenants,
         apply_ttl(table_name),
         "point-in-time recovery and the queues' TLS-only policies are in the template but not modelled by moto",

@@ -39,12 +39,18 @@ class DemoOptions:
     flood_s: float = 1.5
     flood_arrivals: int = 20  # a p95 of 20 is the second slowest (of 12 it was the slowest, one stray wait)
     flood_gap_s: float = 2.0
+    # SES stops: one tenant's sending disabled for stops_pause_s while its bulk jobs flood in for stops_flood_s
+    # (at 40 x SES's rate) and stops_arrivals of a quiet tenant's arrive; then the account's paused as long while
+    # as many urgent jobs and quiet-tenant jobs arrive. 0: not in this run (the quick run).
+    stops_pause_s: float = 60.0
+    stops_flood_s: float = 1.5
+    stops_arrivals: int = 20
     # The SQL outbox and attachments phases kill their first two invocations that send, and this share of the
     # rest; each killed job waits out its 30 s visibility timeout, once more each time it is killed again. At 0
     # (the quick run) the residual phase, too, kills its forced invocations only.
     phase_fault_probability: float = 0.3
     bound_s: float = 900  # the most any one phase may take
-    budget_s: float = 540  # the most all phases together may take (deploying comes before): the demo is bounded
+    budget_s: float = 840  # the most all phases together may take (deploying comes before): the demo is bounded
     deadline: float | None = None  # monotonic seconds: set from budget_s once deployed
 
     def bound(self) -> float:

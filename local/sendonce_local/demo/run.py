@@ -88,7 +88,7 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
         report.too_slow = too_slow or machine_too_slow(deployed.consumer.source.queue_url)
         report.phases = phases
         paths = write_outputs(report, out)
-        say(f"{step(10)} done in {time.monotonic() - started:.0f} s; report: {', '.join(str(p) for p in paths)}; "
+        say(f"{step(11)} done in {time.monotonic() - started:.0f} s; report: {', '.join(str(p) for p in paths)}; "
             f"consumer and recorder log: {consumer_log_path}")
         say(render_text(report))
     return report

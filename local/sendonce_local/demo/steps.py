@@ -1,6 +1,6 @@
 """The demo's numbered steps, as its output labels them: "[3/10]"."""
 
-STEPS = 10  # the emulator, the deploy, its parts, SES's events, then each numbered phase, and the report
+STEPS = 11  # the emulator, the deploy, its parts, SES's events, then each numbered phase, and the report
 
 
 def step(number: int) -> str:

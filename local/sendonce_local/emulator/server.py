@@ -74,6 +74,16 @@ class LocalAws:
         forget_receives()
         SES_RATE.limit(None)
 
+    def control(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST ``body`` to one of the emulator's own controls (``/moto-api/sendonce/...``) and return its answer;
+        a refusal raises ``urllib.error.HTTPError``."""
+        import json
+
+        request = urllib.request.Request(f"{self.endpoint}{path}", data=json.dumps(body).encode(), method="POST",
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return dict(json.loads(response.read()))
+
     def sent_emails(self) -> list[Any]:
         """What the emulator's SES accepted: moto's Message and RawMessage objects, in order."""
         from moto.ses.models import ses_backends

@@ -1,0 +1,246 @@
+"""When SES stops sending, mid-flood: one tenant's sending is disabled (as SES's reputation findings disable it, the
+emulator's reputation control) for a stretch while its bulk jobs flood the queue at 40 x SES's rate and a second,
+quiet tenant's jobs arrive; as that stretch ends, the account's sending is paused (``PutAccountSendingAttributes``)
+for as long while urgent jobs and more of the quiet tenant's arrive. Both lanes' consumers run as deployed: each
+lane learns each stop from one refusal, parks the stopped jobs, asks SES once a minute, and sends when SES sends.
+
+Counted from the emulator's log of sends over HTTP, never from the consumer's output. The guarantee: every key once,
+none in either lane's DLQ, and the quiet tenant's time to SES while the other tenant is stopped within twice its
+time alone (or within a second of it: at a p95 under a second the host's scheduling is the difference). Reported
+beside it: the SES requests the stops cost (learning each stop, then asking once a minute), from the emulator's
+request counts.
+
+The emulator plays SQS's delays longer than a few seconds as that (:mod:`..emulator.sqs_delays`), for this phase
+only, and the output says so: a parked job comes back after SQS's 15 minutes a copy, which would outlast the demo.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import IO, Any
+
+import boto3
+
+from sendonce_contract.priority import DEFAULT_PRIORITY, Priority
+from sendonce_producer import EmailJob
+
+from ...emulator.request_counts import REQUESTS
+from ...emulator.server import LocalAws
+from ...emulator.ses_limits import SES_RATE
+from ...emulator.ses_tenants import DISABLED, ENABLED, REPUTATION_CONTROL_PATH
+from ...emulator.sqs_delays import DELAYS_CONTROL_PATH
+from ...lambda_service.stack_runners import StackRunners
+from ..phase import PhaseReport
+from ..workload import SENDER, keys_by_emails
+from .burst_drain import queue_depth
+from .flood import FLOOD_FACTOR, TICK_S, WAIT_AIM, Lanes, percentile
+
+SUBJECT_PREFIX = "SES stops phase: "
+WAIT_SLACK_S = 1.0  # the quiet tenant's p95 may also be within this much of alone
+CAUSE = "played by the demo: a reputation finding on this tenant"
+QUIET, URGENT, FLOOD = "quiet", "urgent", "flood"
+
+
+@dataclass(frozen=True)
+class StopsPlan:
+    pause_s: float  # how long each stop lasts: the tenant's, then the account's
+    flood_s: float  # the stopped tenant's jobs arrive for this long at FLOOD_FACTOR x SES's rate
+    arrivals: int  # the quiet tenant's jobs through each stop and alone; urgent jobs through the account's stop
+    longest_delay_s: int = 5  # SQS's delays over this, played as this
+
+    def flood_jobs(self, rate: float) -> int:
+        return round(FLOOD_FACTOR * rate * self.flood_s)
+
+
+@dataclass
+class SesStopsReport(PhaseReport):
+    rate: float
+    pause_s: float
+    flood_jobs: int
+    arrivals: int
+    flood_tenant: str
+    quiet_tenant: str
+    emails_per_key: dict[int, int]
+    keys_sent_twice: list[str]
+    keys_lost: list[str]
+    dead_letters: int  # both lanes' DLQs, what the phase added
+    waits_s: dict[str, list[float]]  # the quiet tenant's times to SES: "alone" and "tenant_stopped"
+    ses_requests: int  # SendEmail requests the emulator answered during the phase, refusals included
+    sends: int  # emails it accepted
+    resumed_s: float  # from the account's pause ending until every job was sent
+    longest_delay_s: int
+    drained: bool = True
+
+    @property
+    def quiet_wait_held(self) -> bool:
+        alone, stopped = self.p("alone"), self.p("tenant_stopped")
+        return stopped <= max(WAIT_AIM * alone, alone + WAIT_SLACK_S)
+
+    @property
+    def ok(self) -> bool:
+        return (self.drained and not self.keys_sent_twice and not self.keys_lost and self.dead_letters == 0
+                and self.quiet_wait_held)
+
+    def p(self, run: str, q: float = 0.95) -> float:
+        return percentile(self.waits_s.get(run, []), q)
+
+    def failure(self) -> str:
+        found = [f"{len(self.keys_sent_twice)} keys sent twice" if self.keys_sent_twice else "",
+                 f"{len(self.keys_lost)} keys not sent" if self.keys_lost else "",
+                 f"{self.dead_letters} jobs in the DLQs" if self.dead_letters else "",
+                 "" if self.drained else "not drained within its bound",
+                 "" if self.quiet_wait_held else (
+                     f"tenant {self.quiet_tenant}'s p95 time to SES {self.p('tenant_stopped'):.2f} s while "
+                     f"{self.flood_tenant} was stopped, against {self.p('alone'):.2f} s alone")]
+        return "SES stops: " + ", ".join(problem for problem in found if problem)
+
+    def summary(self) -> str:
+        return (f"SES stops: {sum(self.emails_per_key.values())} keys each once through a tenant's and the "
+                f"account's stop, none in the DLQs, tenant {self.quiet_tenant} unhindered")
+
+    def as_dict(self) -> dict[str, Any]:
+        data = {**asdict(self), "ok": self.ok}
+        data["waits_s"] = {run: [round(s, 3) for s in waits] for run, waits in self.waits_s.items()}
+        return data
+
+    def lines(self) -> list[str]:
+        return [
+            f"  SES stops: tenant {self.flood_tenant}'s sending disabled for {self.pause_s:g} s while its "
+            f"{self.flood_jobs} bulk jobs arrive at {FLOOD_FACTOR} x SES's {self.rate:g} emails/s and {self.arrivals} "
+            f"of tenant {self.quiet_tenant}'s arrive; then the account's sending paused for {self.pause_s:g} s while "
+            f"{self.arrivals} urgent jobs and {self.arrivals} more of {self.quiet_tenant}'s arrive; SQS's delays over "
+            f"{self.longest_delay_s} s played as {self.longest_delay_s} s (a parked job's 15 minutes)",
+            f"    emails per key: {self.emails_per_key}; sent twice {len(self.keys_sent_twice)}; lost "
+            f"{len(self.keys_lost)}; in the DLQs {self.dead_letters}; every job sent {self.resumed_s:.0f} s after "
+            "the account's pause ended",
+            f"    tenant {self.quiet_tenant}'s time to SES while {self.flood_tenant} was stopped: p50 "
+            f"{self.p('tenant_stopped', 0.5):.2f} s, p95 {self.p('tenant_stopped'):.2f} s; alone p50 "
+            f"{self.p('alone', 0.5):.2f} s, p95 {self.p('alone'):.2f} s (held to at most {WAIT_AIM:g}x alone, or "
+            f"{WAIT_SLACK_S:g} s more)",
+            f"    SES asked {self.ses_requests} times for {self.sends} emails: {self.ses_requests - self.sends} "
+            "refusals (each lane learning each stop once, then asking once a minute, and SES's rate throttling the "
+            "flood once it could send)",
+        ]
+
+
+@dataclass
+class _Jobs:
+    """The phase's jobs: who each key is, its tenant, and when it was enqueued (epoch seconds)."""
+
+    who: dict[str, str] = field(default_factory=dict)
+    tenant: dict[str, str | None] = field(default_factory=dict)
+    enqueued_at: dict[str, float] = field(default_factory=dict)
+
+
+def _arrivals(prefix: str, whos: tuple[str, ...], count: int, span_s: float, seed: int) -> list[tuple[float, str, str]]:
+    """``count`` arrivals of each of ``whos`` at random times through ``span_s`` (seeded: alone and stopped draw
+    alike), as (offset, key, who)."""
+    draw, gap = random.Random(seed).random, span_s / max(1, count)
+    return sorted((n * gap + draw() * gap, f"{who}:{prefix}:{seed}:{n}", who) for n in range(count) for who in whos)
+
+
+def _enqueue(lanes: Lanes, jobs: _Jobs, schedule: list[tuple[float, str, str]], tenants: dict[str, str | None]) -> None:
+    """Each arrival at its time (a schedule, not a wait for a result); those due at one time in one request."""
+    pipeline, started = lanes.pipeline(), time.time()
+    for offset, due in itertools.groupby(schedule, key=lambda arrival: arrival[0]):
+        time.sleep(max(0.0, started + offset - time.time()))
+        batch = [(key, who) for _, key, who in due]
+        for key, who in batch:
+            jobs.who[key], jobs.tenant[key], jobs.enqueued_at[key] = who, tenants[who], time.time()
+        failures = pipeline.enqueue_many([
+            EmailJob(key, SENDER, [f"{key.replace(':', '-')}@example.org"], subject=SUBJECT_PREFIX + key,
+                     text="Sent once, whoever SES stopped.", tenant=tenants[who],
+                     priority=Priority.URGENT if who == URGENT else DEFAULT_PRIORITY) for key, who in batch])
+        if failures:
+            raise RuntimeError(f"the emulator refused jobs: {failures}")
+
+
+def _flood(rate: float, plan: StopsPlan, seed: int) -> list[tuple[float, str, str]]:
+    per_tick = max(1, round(FLOOD_FACTOR * rate * TICK_S))
+    return [(n // per_tick * TICK_S, f"{FLOOD}:{seed}:{n}", FLOOD) for n in range(plan.flood_jobs(rate))]
+
+
+def _sent_by_key(ses_sends: Callable[[int], list[dict[str, Any]]], since: int) -> dict[str, list[dict[str, Any]]]:
+    by_key: dict[str, list[dict[str, Any]]] = {}
+    for send in ses_sends(since):
+        if str(send["subject"]).startswith(SUBJECT_PREFIX):
+            by_key.setdefault(str(send["subject"]).removeprefix(SUBJECT_PREFIX), []).append(send)
+    return by_key
+
+
+def _wait_sent(aws: LocalAws, lanes: Lanes, since: int, keys: set[str], bound: float) -> bool:
+    """Poll the send log (over HTTP) until every key of ``keys`` was sent and both queues are empty, or ``bound``
+    (monotonic seconds) passes."""
+    sqs = boto3.client("sqs")
+    while True:
+        sent = _sent_by_key(aws.ses_sends, since)
+        if keys <= set(sent) and all(queue_depth(sqs, q.source.queue_url) == 0 for q in (lanes.bulk, lanes.urgent)):
+            return True
+        if time.monotonic() > bound:
+            return False
+        time.sleep(0.25)
+
+
+def _set_tenant(aws: LocalAws, tenant: str, status: str) -> None:
+    aws.control(REPUTATION_CONTROL_PATH, {"tenantName": tenant, "status": status, "cause": CAUSE})
+
+
+def run_ses_stops(lanes: Lanes, aws: LocalAws, rate: float, plan: StopsPlan, seed: int, log: IO[str] | None = None,
+                  bound_s: float = 300) -> SesStopsReport:
+    """The quiet tenant's arrivals alone, then through the other tenant's stop (with its flood), then through the
+    account's stop with urgent arrivals; both lanes' consumers running throughout while SES accepts ``rate``
+    emails a second."""
+    sqs, ses = boto3.client("sqs"), boto3.client("sesv2")
+    dead_before = sum(queue_depth(sqs, url) for url in lanes.dead_letter_queues)
+    tenants: dict[str, str | None] = {FLOOD: lanes.flood_tenant, QUIET: lanes.quiet_tenant, URGENT: None}
+    jobs, since, bound = _Jobs(), len(aws.ses_sends(0)), time.monotonic() + bound_s
+    requests_before = REQUESTS.snapshot()
+    drained, resumed_s, alone_keys = True, 0.0, set()
+    SES_RATE.limit(rate)
+    aws.control(DELAYS_CONTROL_PATH, {"longestDelayS": plan.longest_delay_s})
+    runners = StackRunners(aws.environment, log).start([lanes.bulk, lanes.urgent], [])
+    try:
+        _enqueue(lanes, jobs, _arrivals("alone", (QUIET,), plan.arrivals, plan.pause_s, seed), tenants)
+        alone_keys = set(jobs.who)
+        drained = _wait_sent(aws, lanes, since, alone_keys, bound)
+        stopped_at = time.time()
+        _set_tenant(aws, lanes.flood_tenant, DISABLED)
+        _enqueue(lanes, jobs, sorted(_flood(rate, plan, seed) + _arrivals("stopped", (QUIET,), plan.arrivals,
+                                                                           plan.pause_s, seed)), tenants)
+        time.sleep(max(0.0, stopped_at + plan.pause_s - time.time()))  # the stop's end, by the schedule
+        _set_tenant(aws, lanes.flood_tenant, ENABLED)
+        paused_at = time.time()
+        ses.put_account_sending_attributes(SendingEnabled=False)
+        _enqueue(lanes, jobs, _arrivals("paused", (QUIET, URGENT), plan.arrivals, plan.pause_s, seed + 1), tenants)
+        time.sleep(max(0.0, paused_at + plan.pause_s - time.time()))
+        ses.put_account_sending_attributes(SendingEnabled=True)
+        resumed_at = time.time()
+        drained = _wait_sent(aws, lanes, since, set(jobs.who), bound) and drained
+        sent = _sent_by_key(aws.ses_sends, since)
+        resumed_s = max((s["acceptedAt"] for sends in sent.values() for s in sends), default=resumed_at) - resumed_at
+    finally:
+        ses.put_account_sending_attributes(SendingEnabled=True)
+        _set_tenant(aws, lanes.flood_tenant, ENABLED)
+        aws.control(DELAYS_CONTROL_PATH, {"longestDelayS": None})
+        runners.stop()
+        SES_RATE.limit(None)
+    requests = REQUESTS.snapshot() - requests_before
+    per_key = Counter({key: len(sent.get(key, [])) for key in jobs.who})
+    waits: dict[str, list[float]] = {"alone": [], "tenant_stopped": []}
+    for key, who in jobs.who.items():
+        if who == QUIET and sent.get(key) and ":paused:" not in key:
+            waits["alone" if key in alone_keys else "tenant_stopped"].append(
+                sent[key][0]["acceptedAt"] - jobs.enqueued_at[key])
+    return SesStopsReport(
+        rate=rate, pause_s=plan.pause_s, flood_jobs=plan.flood_jobs(rate), arrivals=plan.arrivals,
+        flood_tenant=lanes.flood_tenant, quiet_tenant=lanes.quiet_tenant, emails_per_key=keys_by_emails(per_key),
+        keys_sent_twice=sorted(k for k, n in per_key.items() if n > 1),
+        keys_lost=sorted(k for k, n in per_key.items() if n == 0),
+        dead_letters=sum(queue_depth(sqs, url) for url in lanes.dead_letter_queues) - dead_before,
+        waits_s=waits, ses_requests=requests["sesv2", "SendEmail"], sends=sum(per_key.values()),
+        resumed_s=resumed_s, longest_delay_s=plan.longest_delay_s, drained=drained)
