@@ -63,6 +63,16 @@ class SesFaultProxy(ForwardingProxy):
         with self._lock:
             self._faults.extend(faults)
 
+    def pending(self) -> int:
+        """Scripted faults not met yet."""
+        with self._lock:
+            return len(self._faults)
+
+    def clear(self) -> None:
+        """Drop the scripted faults not met yet: from now on, calls pass."""
+        with self._lock:
+            self._faults.clear()
+
     def _next_fault(self) -> Fault:
         with self._lock:
             self.send_requests += 1

@@ -15,7 +15,7 @@ import itertools
 
 import pytest
 from botocore.exceptions import ClientError
-from consumer_harness import FakeClock, FakeContext, event, job
+from consumer_harness import SENDER_DOMAIN, FakeClock, FakeContext, event, job
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from property_budget import examples
@@ -23,6 +23,7 @@ from ses_fault_proxy import Fault
 from slow_aws import Jobs, consumer
 
 from sendonce_local.emulator.slow_services import LATE, Rule
+from sendonce_runtime.ses_stops import PROBE_EVERY_MS
 
 # What can go wrong around one delivery of a waiting job (SES throttles it, so it waits again).
 COPY_ANSWER_LOST = "copy answer lost"  # SendMessage carried out, its answer late past the read timeout
@@ -44,26 +45,32 @@ def world(pipeline, ses_faults, slow):
 @settings(max_examples=examples(4), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rounds=st.lists(st.lists(st.sets(st.sampled_from(FAULTS)), min_size=1, max_size=2), min_size=1,
                        max_size=5),
-       budget_ms=st.sampled_from([3_000, 30_000]))
-def test_a_waiting_job_never_has_more_than_two_messages_and_is_sent_once(world, rounds, budget_ms):
+       budget_ms=st.sampled_from([3_000, 30_000]),
+       # Why it waits: SES throttles it (a copy of its own), or SES stopped the account's sending (the lane parks
+       # it, its copy made with its batch's, SES asked again a minute on).
+       refusal=st.sampled_from([Fault.THROTTLE, Fault.SENDING_PAUSED]))
+def test_a_waiting_job_never_has_more_than_two_messages_and_is_sent_once(world, rounds, budget_ms, refusal):
     pipeline, ses_faults, slow = world
     n = next(_examples)
     jobs = Jobs(f"bound-{n}")
     key = f"receipt:bound{n}:u1"
-    built, _ = consumer(pipeline, slow, jobs, FakeClock())
+    clock = FakeClock()
+    built, _ = consumer(pipeline, slow, jobs, clock, sender_identity=SENDER_DOMAIN)
     built.redelivery.postponement_s = lambda outcome, postponements: 0  # copies visible at once: no waiting
     jobs.enqueue(job(key))
     unacknowledged = []
     for faults_by_message in rounds:
         records = jobs.receive(wait_s=3)
         for record, faults in zip(records, itertools.cycle(faults_by_message)):
-            rules = [Rule("sqs", "SendMessage", LATE)] * (COPY_ANSWER_LOST in faults)
-            rules += [Rule("sqs", "ChangeMessageVisibility", LATE)] * (HOLD_ANSWER_LOST in faults)
+            # A parked job's calls are its batch's (the batch forms of each).
+            rules = [Rule("sqs", op, LATE) for op in ("SendMessage", "SendMessageBatch")] * (COPY_ANSWER_LOST in faults)
+            rules += [Rule("sqs", op, LATE) for op in ("ChangeMessageVisibility", "ChangeMessageVisibilityBatch")
+                      ] * (HOLD_ANSWER_LOST in faults)
             rules += [Rule("sqs", "DeleteMessageBatch", LATE)] * (DELETE_ANSWER_LOST in faults)
             rules += [Rule("dynamodb", "UpdateItem", LATE)] * (COMPLETION_ANSWER_LOST in faults)
             slow.fault(*rules)
-            if COMPLETION_ANSWER_LOST not in faults and pipeline.emails_for(key) == 0:
-                ses_faults.script(Fault.THROTTLE)  # it waits again (once sent, SES is not asked again)
+            if COMPLETION_ANSWER_LOST not in faults and pipeline.emails_for(key) == 0 and not ses_faults.pending():
+                ses_faults.script(refusal)  # it waits again (once sent, or parked, SES is not asked)
             response = built.handle(event(record), FakeContext(FakeClock(), budget_ms=budget_ms))
             slow.clear()
             if ACK_LOST not in faults:
@@ -74,6 +81,8 @@ def test_a_waiting_job_never_has_more_than_two_messages_and_is_sent_once(world, 
     # The faults end, and the visibility timeouts of the messages left unacknowledged with them (one that was done
     # and has no copy to delete it comes back to be acknowledged as a duplicate): the job is sent once and nothing
     # is left behind.
+    ses_faults.clear()  # SES sends again, and a minute on the lane asks it whether it does
+    clock.advance(PROBE_EVERY_MS + 1_000)
     for record in unacknowledged:
         with contextlib.suppress(ClientError):  # deleted by its copy since
             jobs.sqs.change_message_visibility(QueueUrl=jobs.url, ReceiptHandle=record["receiptHandle"],

@@ -125,7 +125,7 @@ def test_a_tenants_stop_and_the_accounts_lose_nothing_and_hold_the_other_tenant_
     # Parked, not asked: each lane learns each stop from one refusal and asks once a minute (plus SES's throttling
     # of the flood once the tenant sends again), far from a request per job per redelivery.
     assert stops.ses_requests - stops.sends < stops.flood_jobs
-    assert "SQS's delays over 5 s as 5 s for this phase" in output
+    assert "SQS's delays over 20 s as 20 s for this phase" in output
     assert json.loads((out / "report.json").read_text())["ses_stops"]["ok"] is True
 
 

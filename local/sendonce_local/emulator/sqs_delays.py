@@ -2,7 +2,7 @@
 longest becomes visible after that longest instead.
 
 Why: while SES stops sending, the consumer parks each job for SQS's longest delay, 15 minutes a copy, which a
-demo cannot wait out. The demo's SES-stops phase sets a longest delay of a few seconds for its run and unsets it
+demo cannot wait out. The demo's SES-stops phase sets a longest delay of 20 s for its run and unsets it
 after, and says so in its output: the jobs then come back as they would, only sooner. Everything else of SQS is
 as before, and the consumer asks for the delays it always does (the request counts show the calls unchanged).
 

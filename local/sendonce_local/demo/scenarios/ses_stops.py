@@ -10,7 +10,7 @@ time alone (or within a second of it: at a p95 under a second the host's schedul
 beside it: the SES requests the stops cost (learning each stop, then asking once a minute), from the emulator's
 request counts.
 
-The emulator plays SQS's delays longer than a few seconds as that (:mod:`..emulator.sqs_delays`), for this phase
+The emulator plays SQS's delays longer than 20 s as 20 s (:mod:`..emulator.sqs_delays`), for this phase
 only, and the output says so: a parked job comes back after SQS's 15 minutes a copy, which would outlast the demo.
 """
 
@@ -51,7 +51,7 @@ class StopsPlan:
     pause_s: float  # how long each stop lasts: the tenant's, then the account's
     flood_s: float  # the stopped tenant's jobs arrive for this long at FLOOD_FACTOR x SES's rate
     arrivals: int  # the quiet tenant's jobs through each stop and alone; urgent jobs through the account's stop
-    longest_delay_s: int = 5  # SQS's delays over this, played as this
+    longest_delay_s: int = 20  # SQS's delays over this, played as this: a parked job comes back this soon
 
     def flood_jobs(self, rate: float) -> int:
         return round(FLOOD_FACTOR * rate * self.flood_s)
