@@ -128,9 +128,9 @@ class Consumer:
         self.redelivery.retire_superseded([*records, *taken])
         results = run_batch([*records, *taken], process, self.settings.parallelism, self.settings.fifo)
         if parked:
-            results = self._park(parked, results, deadline)
+            results = self._park(parked, [*records, *taken], results, deadline)
         if taken and self.top_up is not None:
-            self.top_up.acknowledge(taken, results[len(records):])
+            self.top_up.acknowledge(taken, results[len(records):], deadline)
         if self.dead_letter_events is not None:
             unpublished = self.dead_letter_events.publish(results, deadline)
             if unpublished:
@@ -140,15 +140,16 @@ class Consumer:
         return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in results[:len(records)] if r.redeliver]}
 
 
-    def _park(self, parked: list[tuple[SqsRecord, Redeliver, float]], results: list[RecordResult],
-              deadline: Deadline) -> list[RecordResult]:
-        """The batch's parked jobs copied together (a fraction of a request each), their results in the batch's."""
+    def _park(self, parked: list[tuple[SqsRecord, Redeliver, float]], records: list[SqsRecord],
+              results: list[RecordResult], deadline: Deadline) -> list[RecordResult]:
+        """The batch's parked jobs copied together (a fraction of a request each), their results in the batch's:
+        matched by record, not message id, which SQS may deliver twice in one batch."""
         settled = self.redelivery.park([(record, decided) for record, decided, _ in parked], deadline)
-        by_id: dict[str, RecordResult] = {}
+        by_record: dict[int, RecordResult] = {}
         for (record, _, started), result in zip(parked, settled, strict=True):
             self.log.write(result, record.receive_count, (time.perf_counter() - started) * 1000)
-            by_id[record.message_id] = result
-        return [by_id.get(result.message_id, result) for result in results]
+            by_record[id(record)] = result
+        return [by_record.get(id(record), result) for record, result in zip(records, results, strict=True)]
 
 
 def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, s3: Any = None,

@@ -37,17 +37,13 @@ so the original is kept out of sight, not copied again, and never dead-lettered 
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from sendonce_contract.schema import DeadLetter
-from sendonce_contract.sqs_limits import (
-    SQS_MAX_BATCH_ENTRIES,
-    SQS_MAX_DELAY_S,
-    SQS_MAX_VISIBILITY_S,
-    VISIBLE_AFTER_TIMEOUTS,
-)
+from sendonce_contract.sqs_limits import SQS_MAX_DELAY_S, SQS_MAX_VISIBILITY_S, VISIBLE_AFTER_TIMEOUTS, batches
 
 from .clock import Clock, Deadline, SystemClock
 from .dead_letter import DeadLetterQueue
@@ -72,6 +68,9 @@ HOLD_MARGIN_S = 30
 UNRECORDED_DELAY_CAP_S = 10
 # SQS calls the copy protocol makes at most: extend the original's invisibility, send the copy.
 COPY_CALLS = 2
+# A batch's parked copies, per batch SQS takes whole: the holds, the copies, the holds of copies whose answer was lost.
+PARK_CALLS = 3
+CALLS_AFTER_PARKING = 1  # a topped-up batch's delete of what it took (``top_up``)
 
 
 class _Copy(NamedTuple):
@@ -152,8 +151,7 @@ class Redelivery:
             elif copy is not None:
                 copies[n] = copy
         if copies:
-            results.update(self._replace_by_copies(dict(list(copies.items())[:self._copies_that_fit(deadline)]),
-                                                   deadline))
+            results.update(self._replace_by_copies(self._copies_that_fit(copies, deadline), deadline))
         for n, (record, redeliver) in enumerate(parked):
             if n not in results:
                 results[n] = self._without_copy(record, redeliver, copies.get(n), deadline)
@@ -216,11 +214,20 @@ class Redelivery:
         room = deadline is None or deadline.remaining_ms() >= COPY_CALLS * self._call_ms
         return not self._fifo and self._queue_url is not None and room
 
-    def _copies_that_fit(self, deadline: Deadline | None) -> int:
-        """How many copies ``park`` can make before the deadline: the protocol's calls, one request per ten."""
+    def _copies_that_fit(self, copies: dict[int, _Copy], deadline: Deadline | None) -> dict[int, _Copy]:
+        """The copies ``park`` can make before the deadline, in order: for each batch of them SQS takes whole, the
+        hold, the copy and the hold of copies whose answer was lost; and one call left after them (a topped-up
+        batch's delete). The rest come back by their visibility."""
         if deadline is None or self._call_ms <= 0:
-            return 2 ** 31
-        return deadline.remaining_ms() // (COPY_CALLS * self._call_ms) * SQS_MAX_BATCH_ENTRIES
+            return copies
+        chunks = max(0, deadline.remaining_ms() // self._call_ms - CALLS_AFTER_PARKING) // PARK_CALLS
+        fitting: dict[int, _Copy] = {}
+        requests = ((n, self._copy_request(copy.record, copy.delay_s, copy.postponements, copy.redeliver.unsent_claim,
+                                           copy.redeliver.unrecorded_send, copy.parked_since))
+                    for n, copy in copies.items())
+        for chunk in itertools.islice(batches(requests), chunks):
+            fitting.update({n: copies[n] for n, _ in chunk})
+        return fitting
 
     def _replace_by_copy(self, copy: _Copy, deadline: Deadline | None) -> RecordResult | None:
         """The original replaced by a delayed copy; None if no copy was made (the caller falls back to the
@@ -246,8 +253,8 @@ class Redelivery:
     def _replace_by_copies(self, copies: dict[int, _Copy], deadline: Deadline | None) -> dict[int, RecordResult]:
         """``_replace_by_copy`` for many, each call one request per ten: the results of those replaced or kept out
         of sight (an index left out: no copy made)."""
-        needing_hold = {n: copy for n, copy in copies.items()
-                        if copy.record.receipt_handle and self._needs_hold(copy.delay_s, deadline)}
+        needing_hold = {n: copy for n, copy in copies.items() if copy.record.receipt_handle and (
+            copy.record.taken or self._needs_hold(copy.delay_s, deadline))}
         holds = self._change_visibilities(needing_hold)
         held = {n for n, answer in holds.items() if answer is not Answer.REFUSED}
         # An original whose hold was refused could come back before its copy deletes it: no copy.

@@ -23,11 +23,13 @@ from sendonce_contract.sqs_limits import SQS_MAX_BATCH_ENTRIES
 
 from .clock import Deadline
 from .outcome import RecordResult
+from .redelivery import CALLS_AFTER_PARKING, PARK_CALLS
 from .sqs_answers import call_batched
 from .sqs_record import SqsRecord
 
-# A top-up's calls (the receive, the delete of what was done) and the parked jobs' own, before the deadline.
-TOP_UP_CALLS = 6
+# The calls a topped-up batch makes before its deadline: the receive, its parked jobs' (ten, one batch SQS takes
+# whole, at the least), and the delete of what was done.
+TOP_UP_CALLS = 1 + PARK_CALLS + CALLS_AFTER_PARKING
 
 
 class TopUp:
@@ -44,17 +46,21 @@ class TopUp:
         if wanted <= 0 or not batch or not self._stopped() or deadline.remaining_ms() < TOP_UP_CALLS * self._call_ms:
             return []
         try:
+            # Out of sight only for the rest of the invocation, not the queue's visibility timeout: a taken copy
+            # whose receive answer was lost, or whose invocation dies, comes back before the original it replaces
+            # (held for a minute past the copy's delay), so it never outlives it. A taken record's copy holds it.
             messages = self._client.receive_message(
                 QueueUrl=self._queue_url, MaxNumberOfMessages=wanted, WaitTimeSeconds=0,
+                VisibilityTimeout=-(-deadline.remaining_ms() // 1000) + 1,
                 MessageSystemAttributeNames=["All"], MessageAttributeNames=["All"]).get("Messages", [])
         except (ClientError, BotoCoreError):
             return []  # the batch goes on as handed over
         return [SqsRecord.from_message(message, batch[0].event_source_arn) for message in messages]
 
-    def acknowledge(self, taken: Sequence[SqsRecord], results: Sequence[RecordResult]) -> None:
-        """Delete the taken messages that are done, as Lambda deletes its batch's. Never raises: one left behind
-        comes back and is acknowledged as the duplicate it is."""
+    def acknowledge(self, taken: Sequence[SqsRecord], results: Sequence[RecordResult], deadline: Deadline) -> None:
+        """Delete the taken messages that are done, as Lambda deletes its batch's, with time for the call. Never
+        raises: one left behind is deleted by its copy, or comes back and is acknowledged as the duplicate it is."""
         entries = {str(n): {"ReceiptHandle": record.receipt_handle}
                    for n, (record, result) in enumerate(zip(taken, results, strict=True)) if not result.redeliver}
-        if entries:
+        if entries and deadline.remaining_ms() >= self._call_ms:
             call_batched(self._client.delete_message_batch, self._queue_url, entries)

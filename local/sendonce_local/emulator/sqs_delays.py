@@ -19,6 +19,8 @@ from typing import Any
 
 from moto.core.base_backend import BackendDict, BaseBackend
 
+from sendonce_contract.sqs_limits import SQS_MAX_DELAY_S
+
 from .ses_api import ControlRefused, control, serve_control
 from .wrap import wrap_once
 
@@ -41,7 +43,8 @@ def _shortened(send_message: Callable[..., Any]) -> Callable[..., Any]:
     def send(self: Any, queue_name: str, message_body: str, message_attributes: Any = None,
              delay_seconds: int | None = None, *args: Any, **kwargs: Any) -> Any:
         longest = sqs_delays_backends[self.account_id][self.region_name].longest_delay_s
-        if longest is not None and delay_seconds is not None and int(delay_seconds) > longest:
+        # A delay SQS refuses (over 15 minutes) is left for moto to refuse.
+        if longest is not None and delay_seconds is not None and longest < int(delay_seconds) <= SQS_MAX_DELAY_S:
             delay_seconds = longest
         return send_message(self, queue_name, message_body, message_attributes, delay_seconds, *args, **kwargs)
 

@@ -16,6 +16,7 @@ only, and the output says so: a parked job comes back after SQS's 15 minutes a c
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import random
 import time
@@ -173,13 +174,22 @@ def _sent_by_key(ses_sends: Callable[[int], list[dict[str, Any]]], since: int) -
     return by_key
 
 
-def _wait_sent(aws: LocalAws, lanes: Lanes, since: int, keys: set[str], bound: float) -> bool:
-    """Poll the send log (over HTTP) until every key of ``keys`` was sent and both queues are empty, or ``bound``
-    (monotonic seconds) passes."""
+def _every_message(sqs: Any, queue_url: str) -> int:
+    """Messages in the queue: visible, in flight and delayed (a parked job's copy waits delayed)."""
+    attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=[
+        "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
+        "ApproximateNumberOfMessagesDelayed"])["Attributes"]
+    return sum(int(value) for value in attributes.values())
+
+
+def _wait_sent(aws: LocalAws, lanes: Lanes, since: int, keys: set[str], bound: float, settled: bool = True) -> bool:
+    """Poll the send log (over HTTP) until every key of ``keys`` was sent and, if ``settled``, both queues hold no
+    message, delayed copies included; or until ``bound`` (monotonic seconds) passes."""
     sqs = boto3.client("sqs")
     while True:
         sent = _sent_by_key(aws.ses_sends, since)
-        if keys <= set(sent) and all(queue_depth(sqs, q.source.queue_url) == 0 for q in (lanes.bulk, lanes.urgent)):
+        if keys <= set(sent) and (not settled or all(
+                _every_message(sqs, q.source.queue_url) == 0 for q in (lanes.bulk, lanes.urgent))):
             return True
         if time.monotonic() > bound:
             return False
@@ -200,11 +210,12 @@ def run_ses_stops(lanes: Lanes, aws: LocalAws, rate: float, plan: StopsPlan, see
     tenants: dict[str, str | None] = {FLOOD: lanes.flood_tenant, QUIET: lanes.quiet_tenant, URGENT: None}
     jobs, since, bound = _Jobs(), len(aws.ses_sends(0)), time.monotonic() + bound_s
     requests_before = REQUESTS.snapshot()
-    drained, resumed_s, alone_keys = True, 0.0, set()
-    SES_RATE.limit(rate)
-    aws.control(DELAYS_CONTROL_PATH, {"longestDelayS": plan.longest_delay_s})
-    runners = StackRunners(aws.environment, log).start([lanes.bulk, lanes.urgent], [])
+    drained, resumed_s, alone_keys, sent = True, 0.0, set(), {}
+    runners: StackRunners | None = None
     try:
+        SES_RATE.limit(rate)
+        aws.control(DELAYS_CONTROL_PATH, {"longestDelayS": plan.longest_delay_s})
+        runners = StackRunners(aws.environment, log).start([lanes.bulk, lanes.urgent], [])
         _enqueue(lanes, jobs, _arrivals("alone", (QUIET,), plan.arrivals, plan.pause_s, seed), tenants)
         alone_keys = set(jobs.who)
         drained = _wait_sent(aws, lanes, since, alone_keys, bound)
@@ -214,6 +225,10 @@ def run_ses_stops(lanes: Lanes, aws: LocalAws, rate: float, plan: StopsPlan, see
                                                                            plan.pause_s, seed)), tenants)
         time.sleep(max(0.0, stopped_at + plan.pause_s - time.time()))  # the stop's end, by the schedule
         _set_tenant(aws, lanes.flood_tenant, ENABLED)
+        # The quiet tenant's jobs of the tenant's stop sent before the account's begins, so none of their waits
+        # is the account's.
+        quiet = {key for key, who in jobs.who.items() if who == QUIET}
+        drained = _wait_sent(aws, lanes, since, quiet, bound, settled=False) and drained
         paused_at = time.time()
         ses.put_account_sending_attributes(SendingEnabled=False)
         _enqueue(lanes, jobs, _arrivals("paused", (QUIET, URGENT), plan.arrivals, plan.pause_s, seed + 1), tenants)
@@ -224,11 +239,14 @@ def run_ses_stops(lanes: Lanes, aws: LocalAws, rate: float, plan: StopsPlan, see
         sent = _sent_by_key(aws.ses_sends, since)
         resumed_s = max((s["acceptedAt"] for sends in sent.values() for s in sends), default=resumed_at) - resumed_at
     finally:
-        ses.put_account_sending_attributes(SendingEnabled=True)
-        _set_tenant(aws, lanes.flood_tenant, ENABLED)
-        aws.control(DELAYS_CONTROL_PATH, {"longestDelayS": None})
-        runners.stop()
-        SES_RATE.limit(None)
+        # Each undone alone, so one that fails leaves none of the others for the phases after this one.
+        for undo in (lambda: ses.put_account_sending_attributes(SendingEnabled=True),
+                     lambda: _set_tenant(aws, lanes.flood_tenant, ENABLED),
+                     lambda: aws.control(DELAYS_CONTROL_PATH, {"longestDelayS": None}),
+                     lambda: runners.stop() if runners is not None else None,
+                     lambda: SES_RATE.limit(None)):
+            with contextlib.suppress(Exception):  # the phase's own error, if any, is the one to see
+                undo()
     requests = REQUESTS.snapshot() - requests_before
     per_key = Counter({key: len(sent.get(key, [])) for key in jobs.who})
     waits: dict[str, list[float]] = {"alone": [], "tenant_stopped": []}
