@@ -117,7 +117,7 @@ class SesStopsReport(PhaseReport):
             f"{self.arrivals} urgent jobs and {self.arrivals} more of {self.quiet_tenant}'s arrive; SQS's delays over "
             f"{self.longest_delay_s} s played as {self.longest_delay_s} s (a parked job's 15 minutes)",
             f"    emails per key: {self.emails_per_key}; sent twice {len(self.keys_sent_twice)}; lost "
-            f"{len(self.keys_lost)}; in the DLQs {self.dead_letters}; every job sent {self.resumed_s:.0f} s after "
+            f"{len(self.keys_lost)}; in the DLQs {self.dead_letters}; the last job sent {self.resumed_s:.0f} s after "
             "the account's pause ended",
             f"    tenant {self.quiet_tenant}'s time to SES while {self.flood_tenant} was stopped: p50 "
             f"{self.p('tenant_stopped', 0.5):.2f} s, p95 {self.p('tenant_stopped'):.2f} s; alone p50 "
