@@ -137,14 +137,20 @@ def sqs_requests(consumer) -> Counter[str]:
     return counted
 
 
-def test_a_batchs_parked_jobs_are_copied_together_one_request_per_call_for_ten_jobs(pipeline, ses_faults):
-    jobs, clock = Jobs("parked-together"), FakeClock()
-    # A 3 s function: its originals' visibility ends before their copies come, so the copies hold them.
+def paused_three_second_lane(pipeline, ses_faults, queue: str, tag: str, count: int):
+    """``count`` jobs on a lane whose next send SES refuses as paused, its consumer sized for a 3 s function (its
+    originals' visibility ends before their copies come, so the copies hold them): (jobs, clock, consumer, keys)."""
+    jobs, clock = Jobs(queue), FakeClock()
     consumer, _ = stopped_consumer(pipeline, jobs, clock, time_budget=TimeBudget.for_function_timeout(3))
-    keys = [f"receipt:b{n}:u1" for n in range(10)]
+    keys = [f"receipt:{tag}{n}:u1" for n in range(count)]
     for key in keys:
         jobs.enqueue(job(key))
     ses_faults.script(Fault.SENDING_PAUSED)
+    return jobs, clock, consumer, keys
+
+
+def test_a_batchs_parked_jobs_are_copied_together_one_request_per_call_for_ten_jobs(pipeline, ses_faults):
+    jobs, clock, consumer, keys = paused_three_second_lane(pipeline, ses_faults, "parked-together", "b", 10)
     counted = sqs_requests(consumer)
     three_s = 3_000
     assert [line["outcome"] for line in deliver(consumer, jobs, clock, three_s)] == ["ses_stopped"] * 10
@@ -176,12 +182,7 @@ PARKED_FAULTS = {"copies' answer lost": [Rule("sqs", "SendMessageBatch", LATE)],
 def test_a_lane_with_batches_of_one_tops_them_up_to_ten_while_the_account_is_stopped(pipeline, ses_faults):
     """A lane paced at one email a second an instance has batches of one: while the account's sending is stopped,
     an invocation takes the rest of ten from the queue itself and parks them together."""
-    jobs, clock = Jobs("topped-up"), FakeClock()
-    consumer, _ = stopped_consumer(pipeline, jobs, clock, time_budget=TimeBudget.for_function_timeout(3))
-    keys = [f"receipt:t{n}:u1" for n in range(11)]
-    for key in keys:
-        jobs.enqueue(job(key))
-    ses_faults.script(Fault.SENDING_PAUSED)
+    jobs, clock, consumer, keys = paused_three_second_lane(pipeline, ses_faults, "topped-up", "t", 11)
     assert [line["outcome"] for line in deliver(consumer, jobs, clock, 3_000, batch_size=1)] == ["ses_stopped"]
     counted = sqs_requests(consumer)
     lines = deliver(consumer, jobs, clock, 3_000, batch_size=1)  # one record handed over, nine taken

@@ -139,7 +139,6 @@ class Consumer:
             step.after_batch(deadline, results)
         return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in results[:len(records)] if r.redeliver]}
 
-
     def _park(self, parked: list[tuple[SqsRecord, Redeliver, float]], records: list[SqsRecord],
               results: list[RecordResult], deadline: Deadline) -> list[RecordResult]:
         """The batch's parked jobs copied together (a fraction of a request each), their results in the batch's:

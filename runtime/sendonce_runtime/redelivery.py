@@ -150,8 +150,12 @@ class Redelivery:
                 results[n] = copy
             elif copy is not None:
                 copies[n] = copy
-        if copies:
-            results.update(self._replace_by_copies(self._copies_that_fit(copies, deadline), deadline))
+        requests = {n: self._copy_request(copy.record, copy.delay_s, copy.postponements,
+                                          copy.redeliver.unsent_claim, copy.redeliver.unrecorded_send,
+                                          copy.parked_since) for n, copy in copies.items()}
+        fitting = self._copies_that_fit(requests, deadline)
+        if fitting:
+            results.update(self._replace_by_copies({n: copies[n] for n in fitting}, requests, deadline))
         for n, (record, redeliver) in enumerate(parked):
             if n not in results:
                 results[n] = self._without_copy(record, redeliver, copies.get(n), deadline)
@@ -214,20 +218,14 @@ class Redelivery:
         room = deadline is None or deadline.remaining_ms() >= COPY_CALLS * self._call_ms
         return not self._fifo and self._queue_url is not None and room
 
-    def _copies_that_fit(self, copies: dict[int, _Copy], deadline: Deadline | None) -> dict[int, _Copy]:
+    def _copies_that_fit(self, requests: dict[int, dict[str, Any]], deadline: Deadline | None) -> list[int]:
         """The copies ``park`` can make before the deadline, in order: for each batch of them SQS takes whole, the
         hold, the copy and the hold of copies whose answer was lost; and one call left after them (a topped-up
         batch's delete). The rest come back by their visibility."""
         if deadline is None or self._call_ms <= 0:
-            return copies
+            return list(requests)
         chunks = max(0, deadline.remaining_ms() // self._call_ms - CALLS_AFTER_PARKING) // PARK_CALLS
-        fitting: dict[int, _Copy] = {}
-        requests = ((n, self._copy_request(copy.record, copy.delay_s, copy.postponements, copy.redeliver.unsent_claim,
-                                           copy.redeliver.unrecorded_send, copy.parked_since))
-                    for n, copy in copies.items())
-        for chunk in itertools.islice(batches(requests), chunks):
-            fitting.update({n: copies[n] for n, _ in chunk})
-        return fitting
+        return [n for chunk in itertools.islice(batches(requests.items()), chunks) for n, _ in chunk]
 
     def _replace_by_copy(self, copy: _Copy, deadline: Deadline | None) -> RecordResult | None:
         """The original replaced by a delayed copy; None if no copy was made (the caller falls back to the
@@ -250,19 +248,18 @@ class Redelivery:
             self._change_visibility(record, copy.delay_s + HOLD_S)
         return _copy_answer_lost(result)
 
-    def _replace_by_copies(self, copies: dict[int, _Copy], deadline: Deadline | None) -> dict[int, RecordResult]:
-        """``_replace_by_copy`` for many, each call one request per ten: the results of those replaced or kept out
-        of sight (an index left out: no copy made)."""
+    def _replace_by_copies(self, copies: dict[int, _Copy], requests: dict[int, dict[str, Any]],
+                           deadline: Deadline | None) -> dict[int, RecordResult]:
+        """``_replace_by_copy`` for many (their copies' ``requests`` by index), each call one request per ten: the
+        results of those replaced or kept out of sight (an index left out: no copy made)."""
         needing_hold = {n: copy for n, copy in copies.items() if copy.record.receipt_handle and (
             copy.record.taken or self._needs_hold(copy.delay_s, deadline))}
         holds = self._change_visibilities(needing_hold)
         held = {n for n, answer in holds.items() if answer is not Answer.REFUSED}
         # An original whose hold was refused could come back before its copy deletes it: no copy.
         to_copy = {n: copy for n, copy in copies.items() if n in held or n not in needing_hold}
-        requests = {str(n): self._copy_request(copy.record, copy.delay_s, copy.postponements,
-                                               copy.redeliver.unsent_claim, copy.redeliver.unrecorded_send,
-                                               copy.parked_since) for n, copy in to_copy.items()}
-        answers = call_batched(self._client.send_message_batch, str(self._queue_url), requests) if requests else {}
+        entries = {str(n): requests[n] for n in to_copy}
+        answers = call_batched(self._client.send_message_batch, str(self._queue_url), entries) if entries else {}
         results: dict[int, RecordResult] = {}
         unheld_lost: dict[int, _Copy] = {}
         for n, copy in to_copy.items():
@@ -280,7 +277,7 @@ class Redelivery:
     def _change_visibilities(self, copies: dict[int, _Copy]) -> dict[int, Answer]:
         """Each copy's original kept out of sight until its copy can have deleted it."""
         entries = {str(n): {"ReceiptHandle": copy.record.receipt_handle,
-                            "VisibilityTimeout": max(1, min(copy.delay_s + HOLD_S, SQS_MAX_VISIBILITY_S))}
+                            "VisibilityTimeout": _visibility_s(copy.delay_s + HOLD_S)}
                    for n, copy in copies.items() if copy.record.receipt_handle}
         if not entries or self._queue_url is None:
             return {}
@@ -359,7 +356,7 @@ class Redelivery:
         if self._queue_url is None or not record.receipt_handle:
             return Answer.REFUSED
         return call(self._client.change_message_visibility, QueueUrl=self._queue_url,
-                    ReceiptHandle=record.receipt_handle, VisibilityTimeout=max(1, min(seconds, SQS_MAX_VISIBILITY_S)))
+                    ReceiptHandle=record.receipt_handle, VisibilityTimeout=_visibility_s(seconds))
 
     def _give_up(self, record: SqsRecord, result: RecordResult) -> RecordResult:
         reason = (f"received {record.receive_count} times, the queue's max_receive_count; the last attempt was "
@@ -368,6 +365,11 @@ class Redelivery:
         if self._dead_letters.send(record, code, reason, result.dedupe_key):
             return result._replace(outcome=Outcome.RECEIVES_EXHAUSTED, reason=reason)
         return result
+
+
+def _visibility_s(seconds: int) -> int:
+    """A visibility timeout SQS takes: 1 s to 12 hours."""
+    return max(1, min(seconds, SQS_MAX_VISIBILITY_S))
 
 
 def _copy_answer_lost(result: RecordResult) -> RecordResult:

@@ -14,17 +14,25 @@ def is_phase_email(sent: Any) -> bool:
     return str(getattr(sent, "subject", "")).startswith(SUBJECT_PREFIX)
 
 
+def two_lanes(context: PhaseContext, phase: str) -> Lanes | None:
+    """The deployed app's two lanes and its first two SES tenants; None, said, when it has not both."""
+    deployed = context.deployed
+    if deployed.urgent_consumer is None or len(deployed.ses_tenants) < 2:
+        context.say(f"{phase}: not in this run ({deployed.consumer.function.name} needs urgent_lane and two SES "
+                    "tenants, add_ses_tenant)")
+        return None
+    return Lanes(deployed.consumer, deployed.urgent_consumer, *deployed.ses_tenants[:2])
+
+
 def flood_phase(context: PhaseContext) -> FloodReport | None:
-    options, aws, deployed, log, say = context.options, context.aws, context.deployed, context.log, context.say
+    options, aws, log, say = context.options, context.aws, context.log, context.say
     label = step(9)
     if options.flood_s <= 0 or options.flood_arrivals <= 0:
         say(f"{label} the flood: not in this run")
         return None
-    if deployed.urgent_consumer is None or len(deployed.ses_tenants) < 2:
-        say(f"{label} the flood: not in this run ({deployed.consumer.function.name} needs urgent_lane and two SES "
-            "tenants, add_ses_tenant)")
+    lanes = two_lanes(context, f"{label} the flood")
+    if lanes is None:
         return None
-    lanes = Lanes(deployed.consumer, deployed.urgent_consumer, *deployed.ses_tenants[:2])
     plan = FloodPlan(options.flood_s, options.flood_arrivals, options.flood_gap_s)
     rate = options.burst_rate
     say(f"{label} the flood: tenant {lanes.flood_tenant}'s {plan.flood_jobs(rate)} bulk jobs at {FLOOD_FACTOR} x "

@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..phase import PhaseContext
-from ..scenarios.flood import Lanes
 from ..scenarios.ses_stops import SUBJECT_PREFIX, SesStopsReport, StopsPlan, run_ses_stops
 from ..steps import step
+from .flood import two_lanes
 
 
 def is_phase_email(sent: Any) -> bool:
@@ -17,16 +17,14 @@ def is_phase_email(sent: Any) -> bool:
 
 
 def ses_stops_phase(context: PhaseContext) -> SesStopsReport | None:
-    options, aws, deployed, say = context.options, context.aws, context.deployed, context.say
+    options, aws, say = context.options, context.aws, context.say
     label = step(10)
     if options.stops_pause_s <= 0:
         say(f"{label} SES stops: not in this run (the full demo and make test run it)")
         return None
-    if deployed.urgent_consumer is None or len(deployed.ses_tenants) < 2:
-        say(f"{label} SES stops: not in this run ({deployed.consumer.function.name} needs urgent_lane and two SES "
-            "tenants, add_ses_tenant)")
+    lanes = two_lanes(context, f"{label} SES stops")
+    if lanes is None:
         return None
-    lanes = Lanes(deployed.consumer, deployed.urgent_consumer, *deployed.ses_tenants[:2])
     plan = StopsPlan(options.stops_pause_s, options.stops_flood_s, options.stops_arrivals)
     say(f"{label} SES stops: tenant {lanes.flood_tenant}'s sending disabled for {plan.pause_s:g} s (the emulator's "
         f"SES reputation control, as SES's findings disable a tenant) while its {plan.flood_jobs(options.burst_rate)} "

@@ -210,11 +210,13 @@ def _enqueue(lanes: Lanes, plan: FloodPlan, rate: float, run: str, seed: int) ->
     return jobs, started
 
 
-def _sends_of(ses_sends: Callable[[int], list[dict[str, Any]]], since: int) -> dict[str, list[dict[str, Any]]]:
+def sends_by_key(ses_sends: Callable[[int], list[dict[str, Any]]], since: int,
+                 prefix: str = SUBJECT_PREFIX) -> dict[str, list[dict[str, Any]]]:
+    """The emulator's sends since ``since`` whose subject starts with ``prefix``, by the key the subject names."""
     by_key: dict[str, list[dict[str, Any]]] = {}
     for send in ses_sends(since):
-        if str(send["subject"]).startswith(SUBJECT_PREFIX):
-            by_key.setdefault(str(send["subject"]).removeprefix(SUBJECT_PREFIX), []).append(send)
+        if str(send["subject"]).startswith(prefix):
+            by_key.setdefault(str(send["subject"]).removeprefix(prefix), []).append(send)
     return by_key
 
 
@@ -223,7 +225,7 @@ def _wait_sent(lanes: Lanes, ses_sends: Callable[[int], list[dict[str, Any]]], s
     """Poll the send log (over HTTP) until every key of ``keys`` was sent and both queues are empty, or the bound."""
     sqs, deadline = boto3.client("sqs"), time.monotonic() + bound_s
     while True:
-        sent = _sends_of(ses_sends, since)
+        sent = sends_by_key(ses_sends, since)
         if keys <= set(sent) and all(queue_depth(sqs, q.source.queue_url) == 0 for q in (lanes.bulk, lanes.urgent)):
             return sent, True
         if time.monotonic() > deadline:

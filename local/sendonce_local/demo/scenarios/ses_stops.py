@@ -21,7 +21,6 @@ import itertools
 import random
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
@@ -39,7 +38,7 @@ from ...lambda_service.stack_runners import StackRunners
 from ..phase import PhaseReport
 from ..workload import SENDER, keys_by_emails
 from .burst_drain import queue_depth
-from .flood import FLOOD_FACTOR, TICK_S, WAIT_AIM, Lanes, percentile
+from .flood import FLOOD_FACTOR, TICK_S, WAIT_AIM, Lanes, percentile, sends_by_key
 
 SUBJECT_PREFIX = "SES stops phase: "
 WAIT_SLACK_S = 1.0  # the quiet tenant's p95 may also be within this much of alone
@@ -166,14 +165,6 @@ def _flood(rate: float, plan: StopsPlan, seed: int) -> list[tuple[float, str, st
     return [(n // per_tick * TICK_S, f"{FLOOD}:{seed}:{n}", FLOOD) for n in range(plan.flood_jobs(rate))]
 
 
-def _sent_by_key(ses_sends: Callable[[int], list[dict[str, Any]]], since: int) -> dict[str, list[dict[str, Any]]]:
-    by_key: dict[str, list[dict[str, Any]]] = {}
-    for send in ses_sends(since):
-        if str(send["subject"]).startswith(SUBJECT_PREFIX):
-            by_key.setdefault(str(send["subject"]).removeprefix(SUBJECT_PREFIX), []).append(send)
-    return by_key
-
-
 def _every_message(sqs: Any, queue_url: str) -> int:
     """Messages in the queue: visible, in flight and delayed (a parked job's copy waits delayed)."""
     attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=[
@@ -187,7 +178,7 @@ def _wait_sent(aws: LocalAws, lanes: Lanes, since: int, keys: set[str], bound: f
     message, delayed copies included; or until ``bound`` (monotonic seconds) passes."""
     sqs = boto3.client("sqs")
     while True:
-        sent = _sent_by_key(aws.ses_sends, since)
+        sent = sends_by_key(aws.ses_sends, since, SUBJECT_PREFIX)
         if keys <= set(sent) and (not settled or all(
                 _every_message(sqs, q.source.queue_url) == 0 for q in (lanes.bulk, lanes.urgent))):
             return True
@@ -236,7 +227,7 @@ def run_ses_stops(lanes: Lanes, aws: LocalAws, rate: float, plan: StopsPlan, see
         ses.put_account_sending_attributes(SendingEnabled=True)
         resumed_at = time.time()
         drained = _wait_sent(aws, lanes, since, set(jobs.who), bound) and drained
-        sent = _sent_by_key(aws.ses_sends, since)
+        sent = sends_by_key(aws.ses_sends, since, SUBJECT_PREFIX)
         resumed_s = max((s["acceptedAt"] for sends in sent.values() for s in sends), default=resumed_at) - resumed_at
     finally:
         # Each undone alone, so one that fails leaves none of the others for the phases after this one.
