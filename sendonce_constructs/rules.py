@@ -21,6 +21,14 @@ from dataclasses import dataclass
 from typing import NamedTuple, ParamSpec, TypeVar
 
 from sendonce_contract.allowed_recipients import AllowedRecipients, InvalidEntry, parse_entries
+from sendonce_contract.job_lifetime import (
+    DAY_S,
+    DEAD_LETTER_RETENTION_S,
+    OUTBOX_STREAM_RETENTION_S,
+    job_lifetime_s,
+    job_lifetime_terms,
+)
+from sendonce_contract.job_lifetime import seconds_text as _s
 from sendonce_contract.message import SES_NAME
 from sendonce_contract.schema import Ledger
 from sendonce_contract.sqs_limits import (
@@ -115,18 +123,9 @@ def _bytes(size: float) -> str:
     return f"{size:.0f}" if float(size).is_integer() else f"{size:g}"
 
 
-def _s(seconds: float) -> str:
-    # Whole seconds in full ("1641600 s", never "1.6416e+06 s"); fractions as they are.
-    return f"{seconds:.0f} s" if float(seconds).is_integer() else f"{seconds:g} s"
-
-
-OUTBOX_STREAM_RETENTION_S = 86_400
-DEAD_LETTER_RETENTION_S = SQS_MAX_RETENTION_S
 EVIDENCE_MIN_GRACE_S = 10
 EVIDENCE_MIN_RECEIVES = 3  # delivered when the worker died, then to wait for SES's events, then to decide
 DEFAULT_QUOTA_ALARM_PERCENT = 80.0  # of SES's 24-hour quota: time to ask SES for more before jobs wait
-ATTACHMENT_MARGIN_S = 86_400
-ATTACHMENT_DAY_S = 86_400
 MAX_PACE_PER_INSTANCE = 200  # emails a second one consumer instance can send (ten parallel sends of ~50 ms)
 
 
@@ -136,30 +135,14 @@ def outbox_minimum_dedupe_ttl_s(retention_period_s: float) -> float:
     return OUTBOX_STREAM_RETENTION_S + retention_period_s + DEAD_LETTER_RETENTION_S
 
 
-def attachment_lifetime_terms(retention_period_s: float, dedupe_ttl_s: float, fifo: bool,
-                              outbox: bool) -> list[tuple[str, float]]:
-    """How long after its attachments are uploaded a job can still be sent, term by term (a label and seconds): the
-    attachments bucket's objects must outlive their sum. The producer uploads before it enqueues."""
-    terms = [("the outbox stream's 1 day", float(OUTBOX_STREAM_RETENTION_S))] if outbox else []
-    terms.append((f"retention_period ({_s(retention_period_s)}) before its first receive", retention_period_s))
-    if not fifo:  # sendAt is refused on FIFO queues
-        terms += [(f"sendAt up to dedupe_ttl ({_s(dedupe_ttl_s)}) ahead of that receive", dedupe_ttl_s),
-                  (f"retention_period ({_s(retention_period_s)}) for the copy due at sendAt", retention_period_s)]
-    terms += [(f"the DLQ's {_s(DEAD_LETTER_RETENTION_S)} (14 days)", float(DEAD_LETTER_RETENTION_S)),
-              (f"retention_period ({_s(retention_period_s)}) after a redrive", retention_period_s),
-              (f"a margin of {_s(ATTACHMENT_MARGIN_S)} (SES's 24-hour quota window, which a job may wait out as "
-               "delayed copies)", float(ATTACHMENT_MARGIN_S))]
-    return terms
-
-
 def attachment_lifetime_days(retention_period_s: float, dedupe_ttl_s: float, fifo: bool, outbox: bool) -> int:
-    """The terms' sum in whole days, rounded up: the days an attachment must be kept (S3 expires by the day)."""
-    total_s = sum(seconds for _, seconds in attachment_lifetime_terms(retention_period_s, dedupe_ttl_s, fifo, outbox))
-    return -(-int(total_s) // ATTACHMENT_DAY_S)
+    """How long an attachment must be kept: as long as its job can still reach a worker (``job_lifetime_terms``,
+    the producer uploads before it enqueues), in whole days rounded up (S3 expires by the day)."""
+    return -(-int(job_lifetime_s(retention_period_s, dedupe_ttl_s, fifo, outbox)) // DAY_S)
 
 
 def attachment_lifetime_text(retention_period_s: float, dedupe_ttl_s: float, fifo: bool, outbox: bool) -> str:
-    terms = attachment_lifetime_terms(retention_period_s, dedupe_ttl_s, fifo, outbox)
+    terms = job_lifetime_terms(retention_period_s, dedupe_ttl_s, fifo, outbox)
     return " + ".join(label for label, _ in terms)
 
 

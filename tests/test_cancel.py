@@ -5,9 +5,11 @@ from __future__ import annotations
 import io
 import json
 import uuid
+from datetime import UTC, datetime
 
 import aws_cdk as cdk
 import boto3
+import pytest
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Template
 from consumer_harness import FakeClock, FakeContext, event, job, run_at_once, sqs_record
@@ -20,13 +22,19 @@ from sendonce_ops.cli import main as sendonce
 from sendonce_producer import Pipeline, cancel, status
 from sendonce_runtime.outcome_log import OutcomeLog
 
+DAY_MS = 86_400_000
 
-def deliver(pipeline, key: str, clock=None) -> dict:
+
+def deliver(pipeline, key: str, clock=None, body=None, **settings) -> dict:
     clock = clock or FakeClock()
-    consumer = pipeline.consumer(clock)
+    consumer = pipeline.consumer(clock, **settings)
     consumer.log = OutcomeLog(log := io.StringIO(), pipeline="Test/Receipts")
-    consumer.handle(event(sqs_record(job(key))), FakeContext(clock))
+    consumer.handle(event(sqs_record(body or job(key))), FakeContext(clock))
     return json.loads(log.getvalue().splitlines()[-1])
+
+
+def iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat().replace("+00:00", "Z")
 
 
 def test_a_key_cancelled_before_any_delivery_is_never_sent_and_every_copy_is_acknowledged(pipeline):
@@ -52,6 +60,46 @@ def test_a_cancel_while_a_worker_holds_the_key_is_too_late(pipeline):
     ledger.claim("k:busy", "worker", FakeClock().now_ms() + 60_000, "hash")
     late = Pipeline(queue_url="unused", table_name=pipeline.table_name).cancel("k:busy")
     assert not late.cancelled and late.record.state is Status.IN_FLIGHT and "may be sending" in late.explanation
+
+
+def test_a_job_scheduled_past_the_producers_old_lifetime_stays_cancelled_with_an_outbox_dedupe_ttl(pipeline):
+    """With ``outbox=True`` the pipeline's dedupe_ttl is 19 days, so it takes a sendAt 10 days ahead: a cancel as the
+    docs show it (no lifetime passed, by the producer or by ``sendonce cancel``) must hold until the job is due."""
+    clock = FakeClock()
+    for key, cancel_it in (("k:ten-days-producer", lambda key: cancel(pipeline.table_name, key).cancelled),
+                           ("k:ten-days-operator",
+                            lambda key: sendonce(["--table", pipeline.table_name, "cancel", key]) == 0)):
+        body = job(key, sendAt=iso(clock.now_ms() + 10 * DAY_MS))
+        assert deliver(pipeline, key, clock, body, dedupe_ttl_s=19 * 86_400)["outcome"] == "scheduled"
+        assert cancel_it(key)
+    clock.advance(10 * DAY_MS + 60_000)
+    for key in ("k:ten-days-producer", "k:ten-days-operator"):
+        body = job(key, sendAt=iso(clock.now_ms() - 60_000))
+        assert deliver(pipeline, key, clock, body, dedupe_ttl_s=19 * 86_400)["outcome"] == "cancelled"
+        assert pipeline.emails_for(key) == 0
+
+
+def test_a_job_that_reaches_a_worker_after_a_backlog_stays_cancelled(pipeline):
+    """With the defaults, a job due in just under a week that a backlog (or an SES stop) holds past the week is met
+    by its cancel, however late it comes within the queue's retention and a redrive."""
+    clock = FakeClock()
+    body = job("k:backlogged", sendAt=iso(clock.now_ms() + 7 * DAY_MS - 60_000))
+    assert deliver(pipeline, "k:backlogged", clock, body)["outcome"] == "scheduled"
+    assert cancel(pipeline.table_name, "k:backlogged").cancelled
+    clock.advance(7 * DAY_MS + 14 * DAY_MS + 14 * DAY_MS)  # due, then the queue's longest retention, a DLQ's, waited
+    assert deliver(pipeline, "k:backlogged", clock, body)["outcome"] == "cancelled"
+    assert pipeline.emails_for("k:backlogged") == 0
+
+
+def test_cancel_takes_no_lifetime_and_the_old_arguments_are_ignored_with_a_warning(pipeline, capsys):
+    with pytest.warns(DeprecationWarning, match="ignored"):
+        assert cancel(pipeline.table_name, "k:old-arg", dedupe_ttl_s=60).cancelled
+    with pytest.warns(DeprecationWarning, match="ignored"):
+        Pipeline(queue_url="unused", table_name=pipeline.table_name, dedupe_ttl_s=60)
+    assert sendonce(["--table", pipeline.table_name, "cancel", "k:old-flag", "--dedupe-ttl-days", "1"]) == 0
+    assert "--dedupe-ttl-days is no longer needed" in capsys.readouterr().err
+    item = pipeline.ledger_item("k:old-flag")
+    assert int(item["expiresAt"]["N"]) - int(item["cancelledAt"]["N"]) // 1000 == 88 * 86_400
 
 
 def test_cancelling_twice_reports_cancelled_both_times(pipeline):

@@ -97,7 +97,7 @@ def test_a_send_at_beyond_dedupe_ttl_is_dead_lettered_with_the_reason(pipeline, 
     [dead] = pipeline.dead_letters()
     attributes = dead["MessageAttributes"]
     assert attributes["sendonce.reasonCode"]["StringValue"] == "invalid-message"
-    assert "dedupe_ttl (7 days)" in attributes["sendonce.reason"]["StringValue"]
+    assert "at most 7 days ahead (its dedupe_ttl" in attributes["sendonce.reason"]["StringValue"]
 
 
 def test_a_time_in_the_past_sends_now(pipeline, jobs):

@@ -21,9 +21,9 @@ from botocore.exceptions import (
     NoRegionError,
 )
 
-from sendonce_contract.cancellation import refused, tombstone_request, written
+from sendonce_contract.cancellation import CANCEL_LASTS, refused, tombstone_request, written
 from sendonce_contract.priority import Priority
-from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S, ReasonCode, Status
+from sendonce_contract.schema import ReasonCode, Status
 
 from .dead_letters import DeadLetters
 from .key_lookup import ledger_key
@@ -67,8 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     cancel = _pipeline_options(commands.add_parser("cancel", help="take back a key's email before any worker claims "
                                                    "it"), defaults=False)
     cancel.add_argument("key")
-    cancel.add_argument("--dedupe-ttl-days", type=float, default=DEFAULT_DEDUPE_TTL_S / 86_400,
-                        help="how long it stays cancelled: the pipeline's dedupe_ttl (default %(default)g days)")
+    # Deprecated: a cancel outlives every copy of its job whatever the pipeline's dedupe_ttl; still taken, and said so.
+    cancel.add_argument("--dedupe-ttl-days", type=float, default=None, help=argparse.SUPPRESS)
     resolve = _pipeline_options(commands.add_parser("resolve", help="decide an UNKNOWN (or dead IN_FLIGHT) record"),
                                 defaults=False)
     decision = resolve.add_mutually_exclusive_group(required=True)
@@ -288,9 +288,11 @@ def _status(args: argparse.Namespace, view: LedgerView, pipeline: Pipeline) -> i
 
 
 def _cancel(args: argparse.Namespace, table: str) -> int:
+    if args.dedupe_ttl_days is not None:
+        print(f"sendonce: --dedupe-ttl-days is no longer needed and is ignored: {CANCEL_LASTS}", file=sys.stderr)
     outcome = None
     while outcome is None:
-        request = tombstone_request(table, args.key, time.time_ns() // 1_000_000, int(args.dedupe_ttl_days * 86_400))
+        request = tombstone_request(table, args.key, time.time_ns() // 1_000_000)
         try:
             boto3.client("dynamodb").put_item(**request)
             outcome = written(request)

@@ -3,33 +3,36 @@
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any
 
 from botocore.exceptions import ClientError
 
-from sendonce_contract.cancellation import Cancellation, refused, tombstone_request, written
-from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S
+from sendonce_contract.cancellation import CANCEL_LASTS, Cancellation, refused, tombstone_request, written
 
 from .private_keys import ledger_key
 
 __all__ = ["Cancellation", "cancel"]
 
 
-def cancel(table_name: str, key: str, *, dedupe_ttl_s: int = DEFAULT_DEDUPE_TTL_S, key_secret_arn: str | None = None,
-           dynamodb: Any | None = None, secretsmanager: Any | None = None) -> Cancellation:
+def cancel(table_name: str, key: str, *, key_secret_arn: str | None = None, dynamodb: Any | None = None,
+           secretsmanager: Any | None = None, dedupe_ttl_s: int | None = None) -> Cancellation:
     """Cancel the email of ``key``: ``cancelled`` says whether it was in time, ``explanation`` says it in words.
 
-    Pass the pipeline's ``dedupe_ttl`` in seconds if you changed it: the key stays cancelled that long, as long as
-    a copy of its job may still arrive. Cancelling a cancelled key reports it cancelled. Grant the caller with
-    ``SendOnceEmailQueue.grant_cancel(role)``. With the pipeline's ``key_privacy``, pass its ``key_secret`` ARN.
+    A cancelled key stays cancelled longer than any copy of its job can still arrive (88 days), whatever the
+    pipeline's ``dedupe_ttl`` and the job's ``sendAt``. Cancelling a cancelled key reports it cancelled. Grant the
+    caller with ``SendOnceEmailQueue.grant_cancel(role)``. With the pipeline's ``key_privacy``, pass its
+    ``key_secret`` ARN. ``dedupe_ttl_s`` is deprecated and ignored.
     """
+    if dedupe_ttl_s is not None:
+        warnings.warn(f"cancel(dedupe_ttl_s=...) is ignored: {CANCEL_LASTS}", DeprecationWarning, stacklevel=2)
     key = ledger_key(key, key_secret_arn, secretsmanager)
     if dynamodb is None:
         import boto3
 
         dynamodb = boto3.client("dynamodb")
     while True:
-        request = tombstone_request(table_name, key, time.time_ns() // 1_000_000, dedupe_ttl_s)
+        request = tombstone_request(table_name, key, time.time_ns() // 1_000_000)
         try:
             dynamodb.put_item(**request)
         except ClientError as error:

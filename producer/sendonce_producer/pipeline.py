@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sendonce_contract.cancellation import CANCEL_LASTS
 from sendonce_contract.priority import queue_for
 from sendonce_contract.record import EmailRecord
-from sendonce_contract.schema import DEFAULT_DEDUPE_TTL_S
 from sendonce_contract.tenant import tenant_label
 
 from .attachment_store import DEFAULT_INLINE_LIMIT_BYTES, AttachmentStore
@@ -23,8 +24,7 @@ from .status import status
 @dataclass(frozen=True)
 class Pipeline:
     """The names come from the construct (``queue.queue_url``, ``table.table_name``, ``outbox_table.table_name``,
-    passed to the application as environment) or from ``sendonce info``; ``dedupe_ttl_s`` is the construct's
-    ``dedupe_ttl`` if you changed it (how long a cancelled key stays cancelled); ``key_secret_arn`` is its
+    passed to the application as environment) or from ``sendonce info``; ``key_secret_arn`` is its
     ``key_secret`` with ``key_privacy``; ``urgent_queue_url`` is its ``urgent_queue.queue_url`` with
     ``urgent_lane``: a job with ``priority="urgent"`` goes there (to ``queue_url`` without one);
     ``attachments_bucket`` is its ``attachments_bucket``'s name: files larger than ``attachment_inline_limit_bytes``
@@ -34,7 +34,7 @@ class Pipeline:
     queue_url: str
     table_name: str
     outbox_table_name: str | None = None
-    dedupe_ttl_s: int = DEFAULT_DEDUPE_TTL_S
+    dedupe_ttl_s: int | None = None  # deprecated and ignored: a cancel outlives its job whatever the dedupe_ttl
     key_secret_arn: str | None = None  # the construct's key_secret, with key_privacy
     urgent_queue_url: str | None = None  # the construct's urgent_queue, with urgent_lane
     sqs: Any | None = None
@@ -43,6 +43,10 @@ class Pipeline:
     attachment_inline_limit_bytes: int = DEFAULT_INLINE_LIMIT_BYTES
     s3: Any | None = None
     max_message_size_bytes: int | None = None  # the construct's, when set; else each queue's own is read
+
+    def __post_init__(self) -> None:
+        if self.dedupe_ttl_s is not None:
+            warnings.warn(f"Pipeline(dedupe_ttl_s=...) is ignored: {CANCEL_LASTS}", DeprecationWarning, stacklevel=3)
 
     @property
     def attachment_store(self) -> AttachmentStore | None:
@@ -82,8 +86,7 @@ class Pipeline:
         return status(self.table_name, key, key_secret_arn=self.key_secret_arn, dynamodb=self.dynamodb)
 
     def cancel(self, key: str) -> Cancellation:
-        return cancel(self.table_name, key, dedupe_ttl_s=self.dedupe_ttl_s, key_secret_arn=self.key_secret_arn,
-                      dynamodb=self.dynamodb)
+        return cancel(self.table_name, key, key_secret_arn=self.key_secret_arn, dynamodb=self.dynamodb)
 
     def outbox_put(self, job: EmailJob, *, group_id: str | None = None, fail_if_exists: bool = False) -> dict[str, Any]:
         if self.outbox_table_name is None:

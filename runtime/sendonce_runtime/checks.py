@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from sendonce_contract.job_lifetime import MAX_SEND_AT_AHEAD_S, send_at_horizon_s
 from sendonce_contract.message import ContractTooNew, InvalidMessage, ParsedJob, parse_job
 
 from .aws_errors import LEDGER_ERRORS, describe, ledger_outcome
@@ -120,11 +121,11 @@ class OwnConfigurationSet:
 
 class Schedule:
     """Not claimed before its time: a job whose sendAt is ahead waits as delayed copies, so its key stays free
-    to cancel; one further ahead than the ledger remembers a key is refused."""
+    to cancel; one further ahead than the pipeline takes (its dedupe_ttl, at most 30 days) is refused."""
 
     def __init__(self, clock: Clock, dedupe_ttl_s: int) -> None:
         self._clock = clock
-        self._dedupe_ttl_s = dedupe_ttl_s
+        self._horizon_s = send_at_horizon_s(dedupe_ttl_s)
 
     def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
         send_at_ms = delivery.job.send_at_ms
@@ -132,12 +133,12 @@ class Schedule:
         if send_at_ms is None or send_at_ms <= now_ms:
             return rest(delivery)
         wait_ms = send_at_ms - now_ms
-        if wait_ms > self._dedupe_ttl_s * 1000:
+        if wait_ms > self._horizon_s * 1000:
             return delivery.refuse(
                 Outcome.INVALID_MESSAGE,
-                f"sendAt is {wait_ms / 86_400_000:.1f} days ahead; this pipeline remembers a key (and a cancel) "
-                f"for dedupe_ttl ({self._dedupe_ttl_s / 86_400:g} days): schedule at most that far ahead, "
-                "or raise dedupe_ttl")
+                f"sendAt is {wait_ms / 86_400_000:.1f} days ahead; this pipeline schedules at most "
+                f"{self._horizon_s / 86_400:g} days ahead (its dedupe_ttl, at most "
+                f"{MAX_SEND_AT_AHEAD_S // 86_400} days): schedule nearer, or raise dedupe_ttl")
         return Redeliver(delivery.result(Outcome.SCHEDULED, "waiting for its sendAt"),
                          retry_after_s=-(-wait_ms // 1000))
 
