@@ -465,3 +465,24 @@ def test_a_refusal_is_the_lanes_stop_only_when_it_names_the_account_or_the_pipel
 
     assert stop_of(code, message, sender, "example.com") == stop
 
+
+
+def test_a_parked_job_keeps_its_first_queueing_time_through_a_wait_that_is_not_a_parking(pipeline, ses_faults):
+    """Parked, then throttled when the lane asks SES again, then parked again: the job's retention clock runs from
+    its first queueing through every copy, so it never waits longer in all than the queue keeps a message."""
+    jobs, clock = Jobs("parked-throttled"), FakeClock()
+    consumer, _ = stopped_consumer(pipeline, jobs, clock)
+    jobs.enqueue(job("receipt:pt:u1"))
+    ses_faults.script(Fault.SENDING_PAUSED)
+    assert [line["outcome"] for line in deliver(consumer, jobs, clock)] == ["ses_stopped"]
+    [parked] = jobs.receive()
+    queued_at = parked["messageAttributes"][DeadLetter.PARKED_SINCE]["stringValue"]
+    clock.advance(MINUTE_MS)  # the lane's turn to ask SES again: the job asks, and SES throttles it
+    ses_faults.script(Fault.THROTTLE, Fault.SENDING_PAUSED)
+    jobs.acknowledge(consumer.handle(event(parked), FakeContext(clock)), parked)
+    [throttled] = jobs.receive()
+    assert throttled["messageAttributes"][DeadLetter.PARKED_SINCE]["stringValue"] == queued_at
+    clock.advance(MINUTE_MS)
+    jobs.acknowledge(consumer.handle(event(throttled), FakeContext(clock)), throttled)
+    [parked_again] = jobs.receive()
+    assert parked_again["messageAttributes"][DeadLetter.PARKED_SINCE]["stringValue"] == queued_at

@@ -191,3 +191,54 @@ def test_when_the_copy_cannot_be_sent_the_original_is_redelivered_instead(pipeli
     consumer, _ = consumer_for(pipeline, jobs + "-missing")
     record = sqs_record(job("receipt:t2:u1"))
     assert failed_ids(consumer.handle(event(record), FakeContext(FakeClock()))) == {record["messageId"]}
+
+
+def test_on_a_fifo_queue_a_long_throttle_backs_off_and_never_dead_letters_the_job(aws, fifo_pipeline):
+    """SES throttles a FIFO job through more receives than its queue allows: each wait grows (2 s toward 15
+    minutes, by its receives, as a standard queue's copies do), and on the last receive the job moves to the back of
+    its message group instead of into the DLQ; it is sent once when SES takes it. The test plays SQS's time: each
+    visibility the consumer asks for is recorded and the message made visible at once."""
+    from ses_fault_proxy import SesFaultProxy
+
+    from sendonce_local.lambda_service.sqs_source import EventSourceSpec, lambda_record
+
+    throttles = 9
+    proxy = SesFaultProxy(aws.endpoint).start()
+    fifo_pipeline.ses_endpoint = proxy.endpoint
+    sqs = boto3.client("sqs")
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=fifo_pipeline.dead_letter_queue_url,
+                                       AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    jobs = sqs.create_queue(QueueName="jobs.fifo", Attributes={
+        "FifoQueue": "true", "VisibilityTimeout": "180",
+        "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "5"})})["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=jobs, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sqs.send_message(QueueUrl=jobs, MessageBody=json.dumps(job("receipt:fifo-long:u1")), MessageGroupId="ada",
+                     MessageDeduplicationId="1")
+    consumer = watch_sends(fifo_pipeline.consumer(queue_url=jobs, max_receive_count=5, fifo=True))
+    waits: list[int] = []
+
+    def played(params, **_):  # SQS's wait, recorded and played at once
+        waits.append(params["VisibilityTimeout"])
+        params["VisibilityTimeout"] = 0
+
+    consumer.redelivery._client.meta.events.register("provide-client-params.sqs.ChangeMessageVisibility", played)
+    try:
+        proxy.script(*[Fault.THROTTLE] * throttles)
+        for _ in range(throttles + 1):
+            messages = sqs.receive_message(QueueUrl=jobs, WaitTimeSeconds=5, MessageSystemAttributeNames=["All"],
+                                           MessageAttributeNames=["All"]).get("Messages", [])
+            assert len(messages) == 1, "the job left its queue"
+            record = lambda_record(messages[0], EventSourceSpec(jobs, arn), "us-east-1")
+            response = consumer.handle(event(record), FakeContext(FakeClock()))
+            if not failed_ids(response):
+                sqs.delete_message(QueueUrl=jobs, ReceiptHandle=record["receiptHandle"])
+    finally:
+        proxy.stop()
+    assert fifo_pipeline.emails_for("receipt:fifo-long:u1") == 1
+    assert fifo_pipeline.dead_letters() == []
+    # Four waits by visibility, growing; then the fifth receive's wait moved it to the back of its group, where its
+    # waits go on growing from there.
+    assert all(later >= earlier / 2 for earlier, later in itertools.pairwise(waits))
+    assert max(waits[:4]) >= 8 and max(waits) >= 60
+    [requeued] = delayed_copies(consumer, jobs)
+    assert requeued["MessageGroupId"] == "ada" and "DelaySeconds" not in requeued

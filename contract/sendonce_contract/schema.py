@@ -241,6 +241,11 @@ class DeadLetter:
     PARKED_SINCE = "sendonce.parkedSince"
 
 
+# The most unsent-claim tokens one copy carries (each 32 characters): one per delivery in a row whose ledger call
+# went unanswered, which the next delivery may take over; more than this in a row is an outage, not a race.
+UNSENT_CLAIMS_CARRIED = 8
+
+
 class ReasonCode(enum.StrEnum):
     """Why a message is in a dead-letter queue: what `sendonce dlq list` groups by and `redrive --reason` takes."""
 

@@ -22,7 +22,7 @@ from .outcome import Decided, Outcome, RecordResult, Redeliver, Refusal, Unrecor
 from .ses_sender import Accepted, Refused, SendOutcome, SesSender
 from .settings import LEDGER_CALLS_PER_RECORD, Settings
 from .settled_key import key_conflict, settled_result
-from .sqs_record import SqsRecord
+from .sqs_record import SqsRecord, carried_claims
 
 if TYPE_CHECKING:
     from .lane_share import UrgentThrottleRetry
@@ -117,8 +117,8 @@ class RecordProcessor:
             # Take it back if DynamoDB lets us (a late answer is usually a write carried out), so no other copy
             # of the job takes it for a dead worker's; and tell our own copy which claim it may take over.
             self._abandon(job.dedupe_key, owner, deadline)
-            # A token carried in and not yet taken over still names a claim nobody sent under: pass both on.
-            unsent = " ".join([*record.unsent_claims[-1:], owner])
+            # Tokens carried in and not yet taken over still name claims nobody sent under: pass them on with ours.
+            unsent = carried_claims([*record.unsent_claims, owner])
             return Redeliver(RecordResult(record.message_id, ledger_outcome(error), job.dedupe_key,
                                           reason=describe(error)), unsent_claim=unsent)
         return Redeliver(RecordResult(record.message_id, Outcome.CONTENDED, job.dedupe_key,

@@ -6,7 +6,8 @@ reason, never silently, when that budget is spent.
 - Throttled by SES: on a standard queue a copy of the job is sent with a short, jittered, growing delay and the
   original acknowledged, so throttling never pushes a job toward the DLQ (the copy starts with a fresh receive
   count; the ledger makes a duplicate copy harmless). On a FIFO queue, where a copy would lose its place in the
-  group, the message becomes visible again after the same delay.
+  group, the message becomes visible again after the same delay, growing with each receive; on the last receive
+  the queue allows, it moves to the back of its group as a copy instead of into the DLQ.
 - No send slot left in this invocation (the pipeline's own pacing): the same, after one to three seconds, without
   growing: the job was not refused, it only waits its turn.
 - Another worker holds the key (a copy of the job in flight elsewhere): the same, after a few seconds (at most until
@@ -49,7 +50,7 @@ from .clock import Clock, Deadline, SystemClock
 from .dead_letter import DeadLetterQueue
 from .outcome import DEAD_LETTER_REASONS, Decided, Outcome, RecordResult, Redeliver, UnrecordedSend, Wait
 from .sqs_answers import Answer, call, call_batched
-from .sqs_record import SqsRecord
+from .sqs_record import SqsRecord, carried_claims
 
 THROTTLE_BASE_DELAY_S = 2.0
 CONTRACT_TOO_NEW_DELAY_S = 300.0  # about the time a deploy of the upgraded consumer takes
@@ -167,7 +168,8 @@ class Redelivery:
         result, meaning = redeliver.result, redeliver.result.outcome.meaning
         if meaning.postponed is None:
             return None
-        delay_s = _within_own_wait(meaning.postponed, self.postponement_s(result.outcome, record.postponements),
+        postponements = self._postponements(record)
+        delay_s = _within_own_wait(meaning.postponed, self.postponement_s(result.outcome, postponements),
                                    redeliver.retry_after_s)
         parked_since = self._parked_since(record, meaning.postponed)
         left_s = None if parked_since is None else self._retention_left_s(parked_since)
@@ -175,7 +177,12 @@ class Redelivery:
             if left_s <= PARKED_MARGIN_S:
                 return self._dead_letter_parked(record, result, parked_since)
             delay_s = min(delay_s, left_s - PARKED_MARGIN_S)  # the last copy comes back while it may
-        return _Copy(record, redeliver, delay_s, record.postponements + meaning.grows, parked_since)
+        return _Copy(record, redeliver, delay_s, postponements + meaning.grows, parked_since)
+
+    def _postponements(self, record: SqsRecord) -> int:
+        """How many times the job has waited: its copies count them; on a FIFO queue, where it waits by its
+        visibility, so does each receive, so its wait grows there too."""
+        return record.postponements + (record.receive_count - 1 if self._fifo else 0)
 
     def _without_copy(self, record: SqsRecord, redeliver: Redeliver, copy: _Copy | None,
                       deadline: Deadline | None) -> RecordResult:
@@ -184,6 +191,10 @@ class Redelivery:
         result = redeliver.result
         retry_after_s = redeliver.retry_after_s or (copy.delay_s if copy is not None else None)
         if self._max_receive_count is not None and record.receive_count >= self._max_receive_count:
+            if copy is not None and self._fifo:  # a wait, not a failure: never the DLQ for it
+                requeued = self._requeue_at_group_tail(copy)
+                if requeued is not None:
+                    return requeued
             return self._give_up(record, result)
         # Only with time for the call: a kill at the deadline would lose the batch's acknowledgements.
         if retry_after_s is not None and (deadline is None or deadline.remaining_ms() >= self._call_ms):
@@ -191,10 +202,11 @@ class Redelivery:
         return result
 
     def _parked_since(self, record: SqsRecord, wait: str) -> int | None:
-        """When a parked job's message was queued (epoch ms), as its first parking found it: carried by its
-        copies, so the job waits no longer in all than the queue keeps a message, which dedupe_ttl covers."""
+        """When a parked job's message was queued (epoch ms), as its first parking found it: carried by every copy
+        after it, whatever the copy waits for, so the job waits no longer in all than the queue keeps a message,
+        which dedupe_ttl covers."""
         if wait != Wait.PARKED:
-            return None
+            return record.parked_since
         return record.parked_since or record.sent_at_ms or self._clock.now_ms()
 
     def _retention_left_s(self, parked_since: int) -> int | None:
@@ -232,7 +244,7 @@ class Redelivery:
         original's visibility), or the original kept out of sight if the copy's answer was lost."""
         record, result = copy.record, copy.redeliver.result
         held = False
-        if record.receipt_handle and self._needs_hold(copy.delay_s, deadline):
+        if record.receipt_handle and (record.taken or self._needs_hold(copy.delay_s, deadline)):
             hold = self._change_visibility(record, copy.delay_s + HOLD_S)
             if hold is Answer.REFUSED:
                 return None  # the original could come back before the copy deletes it: no copy
@@ -301,7 +313,7 @@ class Redelivery:
             return result
         delay_s = min(UNRECORDED_DELAY_CAP_S, self.postponement_s(Outcome.LEDGER_UNAVAILABLE, record.postponements))
         carried = (send.owner, result.ses_message_id)
-        if record.receipt_handle and self._needs_hold(delay_s, deadline):
+        if record.receipt_handle and (record.taken or self._needs_hold(delay_s, deadline)):
             # Held as any copied original is, should the acknowledgement be lost (the invocation killed after the
             # copy): the completion is carried either way, so a refused hold does not stop the copy.
             self._change_visibility(record, delay_s + HOLD_S)
@@ -340,8 +352,9 @@ class Redelivery:
                       for name, kind, value in record.message_attributes if name not in OURS}
         ours = {DeadLetter.POSTPONEMENTS: str(postponements), DeadLetter.SUPERSEDES: record.receipt_handle,
                 # Tokens carried in and not taken over yet still name claims nobody sent under.
-                DeadLetter.UNSENT_CLAIM: unsent_claim or " ".join(record.unsent_claims[-2:]),
-                DeadLetter.UNRECORDED_SEND: " ".join(unrecorded_send or ()),
+                DeadLetter.UNSENT_CLAIM: unsent_claim or carried_claims(record.unsent_claims),
+                # A completion carried in and not written yet (the job waited before its turn to write it).
+                DeadLetter.UNRECORDED_SEND: " ".join(unrecorded_send or record.unrecorded_send or ()),
                 DeadLetter.PARKED_SINCE: "" if parked_since is None else str(parked_since)}
         attributes.update({name: {"DataType": "Number" if name in NUMBERS else "String",
                                   "StringValue": value} for name, value in ours.items() if value})
@@ -350,6 +363,19 @@ class Redelivery:
         if record.message_group_id:  # a standard queue's tenant (SQS fair queues): the copy stays the tenant's
             request["MessageGroupId"] = record.message_group_id
         return request
+
+    def _requeue_at_group_tail(self, copy: _Copy) -> RecordResult | None:
+        """A FIFO job that waited through the receives its queue allows, sent again at the back of its message group
+        (FIFO takes no per-message delay; its deduplication id makes a second try of this copy a no-op): its group's
+        later jobs go first, and it never reaches the DLQ for waiting. None if SQS surely did not take it."""
+        request = self._copy_request(copy.record, 0, copy.postponements, copy.redeliver.unsent_claim,
+                                     copy.redeliver.unrecorded_send, copy.parked_since)
+        del request["DelaySeconds"]
+        request["MessageDeduplicationId"] = f"{copy.record.message_id}-requeued"
+        answer = call(self._client.send_message, QueueUrl=self._queue_url, **request)
+        if answer is Answer.DONE:
+            return copy.redeliver.result._replace(postponed_s=0)
+        return None  # lost or refused: the DLQ with its reason, where a redrive finds it (a second copy is harmless)
 
     def _change_visibility(self, record: SqsRecord, seconds: int) -> Answer:
         # A failure here costs only time: the message comes back after its visibility timeout anyway.

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from sendonce_contract.schema import DeadLetter
+from sendonce_contract.schema import UNSENT_CLAIMS_CARRIED, DeadLetter
 
 
 class SqsRecord(NamedTuple):
@@ -80,3 +81,10 @@ class SqsRecord(NamedTuple):
                                          "stringValue": value.get("StringValue")}
                                   for name, value in (message.get("MessageAttributes") or {}).items()},
         })._replace(taken=True)
+
+
+def carried_claims(tokens: Sequence[str]) -> str:
+    """The unsent-claim tokens a copy carries on: each distinct, the newest ``UNSENT_CLAIMS_CARRIED`` of them (a
+    token dropped names a claim a later delivery takes for a dead worker's: only ever late, never sent twice)."""
+    distinct = list(dict.fromkeys(tokens))
+    return " ".join(distinct[-UNSENT_CLAIMS_CARRIED:])
