@@ -18,6 +18,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from sendonce_contract.deploy_config import PROP_FIELDS, ConsumerConfig, TimeBudget
+from sendonce_contract.job_lifetime import DEAD_LETTER_RETENTION_S
 from sendonce_contract.priority import Priority
 from sendonce_contract.schema import Ledger as LedgerSchema
 from sendonce_contract.sqs_limits import SQS_DEFAULT_MESSAGE_BYTES, SQS_MAX_MESSAGE_BYTES
@@ -43,7 +44,7 @@ from .quota_watch import build_quota_watch
 from .runtime_asset import HANDLER
 from .synth_warnings import warn
 
-DLQ_RETENTION = Duration.seconds(rules.DEAD_LETTER_RETENTION_S)  # the TTL rules count on this figure
+DLQ_RETENTION = Duration.seconds(DEAD_LETTER_RETENTION_S)  # the TTL rules count on this figure
 # Why each lane's own DLQ has no queue behind it (cdk-nag's finding), by whether it is the urgent lane's.
 DEAD_LETTER_QUEUE_REASON = {
     False: "This is the dead-letter queue: a queue behind it would hide failed jobs instead of keeping them.",

@@ -14,10 +14,10 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from sendonce_contract.companion_configs import RecorderConfig
+from sendonce_contract.job_lifetime import DEAD_LETTER_RETENTION_S
 from sendonce_contract.key_tags import PIPELINE_TAG
 from sendonce_contract.schema import SES_EVENT_TYPES
 
-from . import rules
 from .acknowledgements import acknowledge
 from .bundled_function import BundledFunction, FunctionOptions
 from .runtime_asset import RECORDER_HANDLER
@@ -73,7 +73,7 @@ class SesEvidence(Construct):
 
     def _build_queues(self, encryption: sqs.QueueEncryption, key: kms.IKey | None) -> None:
         self.dead_letter_queue = sqs.Queue(
-            self, "DeadLetterQueue", retention_period=Duration.seconds(rules.DEAD_LETTER_RETENTION_S),
+            self, "DeadLetterQueue", retention_period=Duration.seconds(DEAD_LETTER_RETENTION_S),
             encryption=encryption, encryption_master_key=key, enforce_ssl=True)
         acknowledge(self.dead_letter_queue, "Serverless-SQSRedrivePolicy",
                     "This is the evidence queue's dead-letter queue: a queue behind it would hide failed events.")

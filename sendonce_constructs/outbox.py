@@ -18,9 +18,9 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from sendonce_contract.companion_configs import RelayConfig
+from sendonce_contract.job_lifetime import DEAD_LETTER_RETENTION_S
 from sendonce_contract.schema import OutboxItem
 
-from . import rules
 from .acknowledgements import acknowledge
 from .bundled_function import BundledFunction, FunctionOptions
 from .runtime_asset import RELAY_HANDLER
@@ -59,7 +59,7 @@ class Outbox(Construct):
         self.failures = sqs.Queue(
             self,
             "RelayFailures",
-            retention_period=Duration.seconds(rules.DEAD_LETTER_RETENTION_S),
+            retention_period=Duration.seconds(DEAD_LETTER_RETENTION_S),
             encryption=sqs.QueueEncryption.KMS if encryption_key else sqs.QueueEncryption.SQS_MANAGED,
             encryption_master_key=encryption_key,
             enforce_ssl=True,

@@ -21,9 +21,9 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from sendonce_contract.companion_configs import PublisherConfig
+from sendonce_contract.job_lifetime import DEAD_LETTER_RETENTION_S
 from sendonce_contract.outcome_events import BY_TRANSITION, OUTCOME_TYPES, SOURCE
 
-from . import rules
 from .acknowledgements import acknowledge
 from .bundled_function import BundledFunction, FunctionOptions
 from .errors import ID_PREFIX, SendOnceConfigurationError
@@ -51,7 +51,7 @@ class OutcomeEvents(Construct):
         self.pipeline_tag = pipeline_tag
         # Where a batch of stream records goes once the publisher gave up on it: its stream position, to replay.
         self.failures = sqs.Queue(
-            self, "Failures", retention_period=Duration.seconds(rules.DEAD_LETTER_RETENTION_S),
+            self, "Failures", retention_period=Duration.seconds(DEAD_LETTER_RETENTION_S),
             encryption=sqs.QueueEncryption.KMS if encryption_key else sqs.QueueEncryption.SQS_MANAGED,
             encryption_master_key=encryption_key, enforce_ssl=True,
         )

@@ -214,10 +214,10 @@ def bucket_with(stack: cdk.Stack, **props: object) -> s3.Bucket:
      "SendOnce.AttachmentsBucketExpiresTooSoon",
      "attachments_bucket's lifecycle rule 'Tidy' expires objects after 7 days: a job can still be sent 34 days after "
      "its attachments were uploaded (retention_period (345600 s) before its first receive + sendAt up to dedupe_ttl "
-     "(604800 s, at most 30 days) ahead of that receive + retention_period (345600 s) for the copy due at sendAt + the DLQ's "
-     "1209600 s (14 days) + retention_period (345600 s) after a redrive + a margin of 86400 s (SES's 24-hour quota "
-     "window, which a job may wait out as delayed copies)), and one whose attachment is gone goes to the DLQ "
-     "unsent; set its expiration to at least 34 days, or give it a prefix the attachments are not under"),
+     "(604800 s, at most 30 days) ahead of that receive + retention_period (345600 s) for the copy due at sendAt + "
+     "the DLQ's 1209600 s (14 days) + retention_period (345600 s) after a redrive + a margin of 86400 s (SES's "
+     "24-hour quota window, which a job may wait out as delayed copies)), and one whose attachment is gone goes to "
+     "the DLQ unsent; set its expiration to at least 34 days, or give it a prefix the attachments are not under"),
     ({"lifecycle_rules": [s3.LifecycleRule(id="Cold", transitions=[s3.Transition(
         storage_class=s3.StorageClass.GLACIER, transition_after=cdk.Duration.days(30))])]},
      "SendOnce.AttachmentsBucketExpiresTooSoon",
