@@ -25,7 +25,7 @@ from sendonce_contract.sqs_limits import SQS_DEFAULT_MESSAGE_BYTES, SQS_MAX_MESS
 from sendonce_contract.stack_names import ChildId, OutputId, OutputPart, output_description
 from sendonce_contract.tenant import InvalidTenant, check_tenant
 
-from . import rules, ses_permissions
+from . import ses_permissions
 from .acknowledgements import acknowledge, wildcard_resource_finding
 from .attachments import Attachments, build_attachments, objects_finding
 from .bundled_function import BundledFunction, FunctionOptions
@@ -109,9 +109,10 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         urgent lane is idle (its queue empty for 5 s). Default: 0.2.
     :param max_receive_count: deliveries before a message moves to the DLQ; below 5 warns. Default: 5.
     :param retention_period: how long the job queue keeps a message. The DLQ keeps 14 days. Default: 4 days.
-    :param max_message_size_bytes: the largest job the queue takes, in bytes (up to SQS's 1 MiB); its dead-letter
-        queue then takes SQS's largest, so any job can be dead-lettered with its reason. Default: 256 KiB, set in
-        the template (SQS's own default is 1 MiB since 2025).
+    :param max_message_size_bytes: the largest message the queue takes, in bytes (up to SQS's 1 MiB); a job may be
+        that less the room a delayed copy's attributes take (about 1.6 KB; the producer's `JobTooLarge` says so).
+        Its dead-letter queue then takes SQS's largest, so any job can be dead-lettered with its reason. Default:
+        256 KiB, set in the template (SQS's own default is 1 MiB since 2025).
     :param dedupe_ttl: how long a sent key is remembered; at least retention_period. Default: 7 days; with
         ``outbox``, 1 day of stream retention + ``retention_period`` + the DLQ's 14 days, in whole days (19 days
         with the default ``retention_period``).

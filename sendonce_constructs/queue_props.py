@@ -289,8 +289,9 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
         int | None, Prop(
             default=None,
             default_doc="256 KiB, set in the template (SQS's own default is 1 MiB since 2025)",
-            doc="the largest job the queue takes, in bytes (up to SQS's 1 MiB); its dead-letter queue then takes "
-            "SQS's largest, so any job can be dead-lettered with its reason.",
+            doc="the largest message the queue takes, in bytes (up to SQS's 1 MiB); a job may be that less the room "
+            "a delayed copy's attributes take (about 1.6 KB; the producer's `JobTooLarge` says so). Its dead-letter "
+            "queue then takes SQS's largest, so any job can be dead-lettered with its reason.",
             rule=f"1024 to {SQS_MAX_MESSAGE_BYTES} (1 MiB); `batch_size` x (this + 1024 bytes of each record's "
             "envelope) must fit Lambda's 6 MB invocation payload (6291456 bytes); larger files go through "
             "`attachments_bucket`",

@@ -38,13 +38,13 @@ def aws(local_aws: LocalAws) -> LocalAws:
 
 
 @pytest.fixture
-def pipeline(aws: LocalAws) -> Pipeline:
-    return create_pipeline(aws)
+def pipeline(aws: LocalAws, monkeypatch: pytest.MonkeyPatch) -> Pipeline:
+    return create_pipeline(aws, patches=monkeypatch)
 
 
 @pytest.fixture
-def fifo_pipeline(aws: LocalAws) -> Pipeline:
-    return create_pipeline(aws, fifo=True)
+def fifo_pipeline(aws: LocalAws, monkeypatch: pytest.MonkeyPatch) -> Pipeline:
+    return create_pipeline(aws, fifo=True, patches=monkeypatch)
 
 
 @pytest.fixture
@@ -56,6 +56,8 @@ def ses_faults(aws: LocalAws, pipeline: Pipeline) -> Iterator[SesFaultProxy]:
         yield proxy
     finally:
         proxy.stop()
+    if proxy.meanwhile_errors:
+        raise proxy.meanwhile_errors[0]
 
 
 @pytest.fixture(params=[1, 10], ids=["parallelism-1", "parallelism-10"])

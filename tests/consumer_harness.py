@@ -6,7 +6,7 @@ import io
 import json
 import threading
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import boto3
@@ -48,6 +48,8 @@ class Pipeline:
     evidence_dead_letter_queue_url: str | None = None
     recorder: Any = None
     recorder_log: Any = None
+    patches: Any = None  # a pytest MonkeyPatch, undone after the test: where the played SES takes its clock
+    ses_clock: Any = None  # the clock the played SES stamps what it accepts with (None: the wall clock)
 
     def settings(self, **overrides: Any) -> Settings:
         overrides.setdefault("parallelism", self.parallelism)
@@ -80,10 +82,13 @@ class Pipeline:
 
     def ses_events(self, clock: Any = None, faults: Any = None, seed: int = 0) -> Any:
         """SES's event publishing played for this pipeline, delivered straight to a recorder (no EventBridge):
-        ``publisher.pump(float("inf"))`` hands every event so far to the recorder."""
+        ``publisher.pump(float("inf"))`` hands every event so far to the recorder. With a ``clock``, the recorder
+        and the played SES (its ``mail.timestamp``) keep the test's time, as the consumer does."""
         from sendonce_local.emulator.ses_publisher import EventFaults, SesEventPublisher, as_sqs_records
         from sendonce_runtime.event_recorder import EventLog, EventRecorder, RecorderSettings
 
+        if clock is not None:
+            self._stamp_ses_sends_with(clock)
         if self.evidence_dead_letter_queue_url is None:
             self.evidence_dead_letter_queue_url = boto3.client("sqs").create_queue(
                 QueueName="evidence-dlq")["QueueUrl"]
@@ -99,6 +104,23 @@ class Pipeline:
 
         return SesEventPublisher([CONFIGURATION_SET], deliver, self.aws.account_id, self.aws.region,
                                  faults or EventFaults(delay_s=0, outcome_delay_s=0), seed)
+
+    def _stamp_ses_sends_with(self, clock: Any) -> None:
+        """SES and the consumer share the wall clock, and the recorder compares their times (an email accepted
+        before its key's record was claimed belongs to an earlier lifetime of the key): a test that moves its
+        clock moves SES's too, until the test ends."""
+        from sendonce_local.emulator import ses_publisher
+
+        assert self.patches is not None, "the played SES keeps a test's clock only for a pipeline fixture"
+        if self.ses_clock is None:
+            accepted = ses_publisher.accepted_send
+
+            def stamped(params: dict[str, Any], message_id: str) -> Any:
+                send = accepted(params, message_id)
+                return replace(send, accepted_at=self.ses_clock.now_ms() / 1000)
+
+            self.patches.setattr(ses_publisher, "accepted_send", stamped)
+        self.ses_clock = clock
 
     def recorder_outcomes(self) -> list[dict[str, Any]]:
         return [json.loads(line) for line in self.recorder_log.getvalue().splitlines()]
@@ -135,7 +157,7 @@ class Pipeline:
             messages += batch
 
 
-def create_pipeline(aws: Any, fifo: bool = False) -> Pipeline:
+def create_pipeline(aws: Any, fifo: bool = False, patches: Any = None) -> Pipeline:
     suffix = ".fifo" if fifo else ""
     boto3.client("dynamodb").create_table(
         TableName="dedupe",
@@ -146,7 +168,7 @@ def create_pipeline(aws: Any, fifo: bool = False) -> Pipeline:
     attributes = {"FifoQueue": "true"} if fifo else {}
     url = boto3.client("sqs").create_queue(QueueName=f"jobs-dlq{suffix}", Attributes=attributes)["QueueUrl"]
     boto3.client("sesv2").create_email_identity(EmailIdentity=SENDER_DOMAIN)
-    return Pipeline(aws=aws, table_name="dedupe", dead_letter_queue_url=url)
+    return Pipeline(aws=aws, table_name="dedupe", dead_letter_queue_url=url, patches=patches)
 
 
 def run_at_once(steps: list[Any], bound_s: float = 60) -> None:

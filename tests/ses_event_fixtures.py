@@ -1,11 +1,15 @@
 """One SES event record per event type, after the examples in the SES Developer Guide ("Examples of event data
 that Amazon SES publishes"): the same fields and sample values, with this pipeline's tags in ``mail.tags``, each
-wrapped as EventBridge delivers it to a rule's SQS target ("Email Sent", "Email Delivered", ...)."""
+wrapped as EventBridge delivers it to a rule's SQS target ("Email Sent", "Email Delivered", ...). SES's acceptance
+(``mail.timestamp``) is now unless a test says when: the recorder refuses an email accepted before its key's record
+was claimed (the key's earlier lifetime), and the Guide's example is from 2016."""
 
 from __future__ import annotations
 
 import copy
 import json
+import time
+from datetime import UTC, datetime
 from typing import Any
 
 from sendonce_contract.key_tags import PIPELINE_TAG, key_tags
@@ -13,7 +17,8 @@ from sendonce_contract.key_tags import PIPELINE_TAG, key_tags
 ACCOUNT = "123456789012"
 
 
-def mail(dedupe_key: str, ses_message_id: str, pipeline: str = "test-pipeline") -> dict[str, Any]:
+def mail(dedupe_key: str, ses_message_id: str, pipeline: str = "test-pipeline",
+         sent_at_ms: int | None = None) -> dict[str, Any]:
     tags: dict[str, list[str]] = {
         "ses:configuration-set": ["ConfigSet"],
         "ses:source-ip": ["192.0.2.0"],
@@ -22,8 +27,9 @@ def mail(dedupe_key: str, ses_message_id: str, pipeline: str = "test-pipeline") 
     }
     for name, value in [*key_tags(dedupe_key), (PIPELINE_TAG, pipeline)]:
         tags[name] = [value]
+    accepted = datetime.fromtimestamp((time.time_ns() // 1_000_000 if sent_at_ms is None else sent_at_ms) / 1000, UTC)
     return {
-        "timestamp": "2016-10-19T23:20:52.240Z",
+        "timestamp": accepted.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         "source": "sender@example.com",
         "sourceArn": "arn:aws:ses:us-east-1:123456789012:identity/sender@example.com",
         "sendingAccountId": ACCOUNT,
@@ -71,13 +77,14 @@ OWN_OBJECTS: dict[str, tuple[str, str, dict[str, Any]]] = {
 }
 
 
-def ses_event(event_type: str, dedupe_key: str, ses_message_id: str, pipeline: str = "test-pipeline") -> dict:
+def ses_event(event_type: str, dedupe_key: str, ses_message_id: str, pipeline: str = "test-pipeline",
+              sent_at_ms: int | None = None) -> dict:
     detail_type, name, own = OWN_OBJECTS[event_type]
     return {
         "version": "0", "id": "5e3d8e39-8ff2-4b6a-a5f2-1f3e0a8a1b2c", "detail-type": detail_type,
         "source": "aws.ses", "account": ACCOUNT, "time": "2016-10-19T23:20:53Z", "region": "us-east-1",
         "resources": ["arn:aws:ses:us-east-1:123456789012:configuration-set/ConfigSet"],
-        "detail": {"eventType": event_type, "mail": mail(dedupe_key, ses_message_id, pipeline),
+        "detail": {"eventType": event_type, "mail": mail(dedupe_key, ses_message_id, pipeline, sent_at_ms),
                    name: copy.deepcopy(own)},
     }
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 import enum
 import threading
+from collections.abc import Callable
 
 from sendonce_local.emulator.proxy import Forward, ForwardingProxy, ProxiedRequest, Reply, error_reply
 
@@ -51,6 +52,8 @@ class SesFaultProxy(ForwardingProxy):
         self._faults: collections.deque[Fault] = collections.deque()
         self._lock = threading.Lock()
         self._release = threading.Event()
+        self._meanwhile: collections.deque[Callable[[], object]] = collections.deque()
+        self.meanwhile_errors: list[BaseException] = []  # the conftest fixture raises the first after the test
         self.send_requests = 0
         super().__init__(upstream, self._behave)
 
@@ -63,6 +66,12 @@ class SesFaultProxy(ForwardingProxy):
         with self._lock:
             self._faults.extend(faults)
 
+    def meanwhile(self, action: Callable[[], object]) -> None:
+        """Run ``action`` when the next SendEmail arrives, before SES sees it: what happens elsewhere while a worker
+        waits for SES's answer (an SES event of another email reaching the recorder, say)."""
+        with self._lock:
+            self._meanwhile.append(action)
+
     def pending(self) -> int:
         """Scripted faults not met yet."""
         with self._lock:
@@ -73,13 +82,26 @@ class SesFaultProxy(ForwardingProxy):
         with self._lock:
             self._faults.clear()
 
+    def _run_meanwhile(self) -> None:
+        with self._lock:
+            action = self._meanwhile.popleft() if self._meanwhile else None
+        if action is None:
+            return
+        try:
+            action()
+        except BaseException as error:  # the test hears of it, not the proxy's thread
+            self.meanwhile_errors.append(error)
+
     def _next_fault(self) -> Fault:
         with self._lock:
             self.send_requests += 1
             return self._faults.popleft() if self._faults else Fault.PASS
 
     def _behave(self, request: ProxiedRequest, forward: Forward) -> Reply | None:
-        fault = self._next_fault() if request.path.startswith(SEND_PATH) else Fault.PASS
+        sending = request.path.startswith(SEND_PATH)
+        if sending:
+            self._run_meanwhile()
+        fault = self._next_fault() if sending else Fault.PASS
         if fault in _ERRORS:
             return _scripted_error(fault)
         reply = forward()

@@ -43,12 +43,13 @@ class Jobs:
     def enqueue(self, body: dict[str, Any]) -> None:
         self.sqs.send_message(QueueUrl=self.url, MessageBody=json.dumps(body))
 
-    def receive(self, wait_s: float = 10, batch_size: int = 10) -> list[dict[str, Any]]:
-        """The next visible messages as Lambda records, polled with a bound (delayed copies take seconds)."""
+    def receive(self, wait_s: float = 10, batch_size: int = 10, visibility_s: int = 18) -> list[dict[str, Any]]:
+        """The next visible messages as Lambda records, polled with a bound (delayed copies take seconds), out of
+        sight for ``visibility_s`` (the queue's visibility timeout, as Lambda's event source receives them)."""
         bound = time.monotonic() + wait_s
         while time.monotonic() < bound:
             messages = self.sqs.receive_message(QueueUrl=self.url, MaxNumberOfMessages=batch_size, WaitTimeSeconds=1,
-                                                VisibilityTimeout=18, MessageSystemAttributeNames=["All"],
+                                                VisibilityTimeout=visibility_s, MessageSystemAttributeNames=["All"],
                                                 MessageAttributeNames=["All"]).get("Messages", [])
             if messages:
                 return [lambda_record(m, self.source, "us-east-1") for m in messages]

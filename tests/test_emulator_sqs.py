@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from pathlib import Path
 
 import boto3
+import pytest
+from botocore.exceptions import ClientError
+from serve_process import served
 
 
 def test_concurrent_receives_and_deletes_hand_each_message_out_once_without_errors(aws):
@@ -80,3 +84,60 @@ def test_the_emulator_counts_each_queues_requests_apart(aws):
     counted = REQUESTS.queue_snapshot() - before
     assert counted == Counter({("counted-jobs", "SendMessage"): 1, ("counted-jobs", "ReceiveMessage"): 1,
                                ("counted-evidence", "ReceiveMessage"): 1})
+
+
+# A message attribute as SQS counts it: its name ("k", 1 byte), its data type ("String", 6) and its value ("v", 1).
+LABEL = {"k": {"DataType": "String", "StringValue": "v"}}
+
+
+def refusal(call) -> tuple[str, str]:
+    """The error code and message SQS answered ``call`` with."""
+    with pytest.raises(ClientError) as refused:
+        call()
+    return refused.value.response["Error"]["Code"], refused.value.response["Error"]["Message"]
+
+
+def test_a_message_counts_its_body_in_utf8_bytes_and_every_attribute_toward_the_queues_maximum_size(aws):
+    """moto compared the body's length in characters alone: a copy whose attributes took it past the queue's limit
+    was accepted, and SQS refuses it."""
+    sqs = boto3.client("sqs")
+    url = sqs.create_queue(QueueName="sized", Attributes={"MaximumMessageSize": "1024"})["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody="x" * 1016, MessageAttributes=LABEL)  # 1,024 bytes in all
+    assert refusal(lambda: sqs.send_message(QueueUrl=url, MessageBody="x" * 1017, MessageAttributes=LABEL)) == (
+        "InvalidParameterValue", "One or more parameters are invalid. Reason: Message must be shorter than 1024 bytes.")
+    sqs.send_message(QueueUrl=url, MessageBody="é" * 512)  # 512 characters, 1,024 bytes
+    assert refusal(lambda: sqs.send_message(QueueUrl=url, MessageBody="é" * 513))[0] == "InvalidParameterValue"
+    binary = {"b": {"DataType": "Binary", "BinaryValue": bytes(17)}}  # 1 + 6 + 17 bytes
+    sqs.send_message(QueueUrl=url, MessageBody="x" * 1000, MessageAttributes=binary)
+    assert refusal(lambda: sqs.send_message(QueueUrl=url, MessageBody="x" * 1001, MessageAttributes=binary))
+
+    # In a batch, an entry over the limit fails alone, blamed on the sender; the others are taken.
+    answer = sqs.send_message_batch(QueueUrl=url, Entries=[
+        {"Id": "fits", "MessageBody": "x" * 1016, "MessageAttributes": LABEL},
+        {"Id": "over", "MessageBody": "é" * 509, "MessageAttributes": LABEL}])
+    assert [entry["Id"] for entry in answer["Successful"]] == ["fits"]
+    assert answer["Failed"] == [{"Id": "over", "SenderFault": True, "Code": "InvalidParameterValue",
+                                 "Message": "One or more parameters are invalid. Reason: Message must be shorter "
+                                            "than 1024 bytes."}]
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])["Attributes"]
+    assert attributes["ApproximateNumberOfMessages"] == "4"
+
+
+def test_a_batch_whose_messages_and_attributes_total_over_one_mib_is_refused_whole(aws):
+    sqs = boto3.client("sqs")
+    url = sqs.create_queue(QueueName="sized-batch", Attributes={"MaximumMessageSize": "1048576"})["QueueUrl"]
+    halves = [{"Id": str(n), "MessageBody": "x" * 524_288, "MessageAttributes": LABEL} for n in range(2)]
+    code, message = refusal(lambda: sqs.send_message_batch(QueueUrl=url, Entries=halves))  # 8 bytes over 1 MiB
+    assert code.endswith("BatchRequestTooLong") and "1048592" in message
+    halves[1]["MessageBody"] = "x" * 524_272
+    assert len(sqs.send_message_batch(QueueUrl=url, Entries=halves)["Successful"]) == 2  # 1 MiB exactly
+
+
+def test_an_emulator_in_its_own_process_counts_attributes_toward_a_messages_size(tmp_path: Path):
+    with served(tmp_path / "stderr.txt") as (_, exports):
+        sqs = boto3.client("sqs", endpoint_url=exports["AWS_ENDPOINT_URL"], region_name=exports["AWS_REGION"],
+                           aws_access_key_id="testing", aws_secret_access_key="testing")
+        url = sqs.create_queue(QueueName="served-sized", Attributes={"MaximumMessageSize": "1024"})["QueueUrl"]
+        sqs.send_message(QueueUrl=url, MessageBody="x" * 1016, MessageAttributes=LABEL)
+        assert refusal(lambda: sqs.send_message(QueueUrl=url, MessageBody="x" * 1017, MessageAttributes=LABEL))[
+            0] == "InvalidParameterValue"

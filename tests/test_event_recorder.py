@@ -14,17 +14,21 @@ from hypothesis import strategies as st
 from ses_event_fixtures import OWN_OBJECTS, ses_event, sqs_records
 
 from sendonce_contract.key_tags import TAG_VALUE_MAX, key_from_tags, key_tags
+from sendonce_contract.schema import Ledger
+from sendonce_contract.sqs_limits import SQS_MIN_RETENTION_S
 from sendonce_runtime.event_recorder import EventLog, EventRecorder, RecorderSettings
+from sendonce_runtime.evidence import CLOCK_SKEW_MARGIN_MS
 from sendonce_runtime.ses_events import MalformedEvent, parse_event
 
+ACCEPTED = "mail.timestamp"
 EXPECTED_ATTRIBUTES = {
     "Send": {},
     "Delivery": {"deliveredAt": "1476919264133"},
     "Bounce": {"bouncedAt": "1501893662669", "bounceType": "Permanent", "bounceSubType": "General"},
     "Complaint": {"complainedAt": "1501893662669", "complaintFeedbackType": "abuse"},
-    "Reject": {"rejectedAt": "1476919252240", "rejectReason": "Bad content"},
+    "Reject": {"rejectedAt": ACCEPTED, "rejectReason": "Bad content"},  # no time of its own: SES's acceptance
     "DeliveryDelay": {"delayedAt": "1592266540641", "delayType": "MailboxFull"},
-    "Rendering Failure": {"renderingFailedAt": "1476919252240",
+    "Rendering Failure": {"renderingFailedAt": ACCEPTED,
                           "renderingError": "Attribute 'attributeName' is not present in the rendering data."},
 }
 
@@ -53,14 +57,16 @@ def claim(recorder, key: str) -> None:
 @pytest.mark.parametrize("event_type", list(OWN_OBJECTS))
 def test_each_event_type_confirms_the_send_and_records_its_outcome(pipeline, recorder, event_type):
     claim(recorder, "receipt:1:u1")
-    response = recorder.handle(sqs_records(ses_event(event_type, "receipt:1:u1", "ses-1")))
+    event = ses_event(event_type, "receipt:1:u1", "ses-1", sent_at_ms=recorder.clock.now_ms())
+    accepted = str(parse_event(json.dumps(event)).sent_at_ms)
+    response = recorder.handle(sqs_records(event))
     assert response == {"batchItemFailures": []}
     item = pipeline.ledger_item("receipt:1:u1")
     assert item["status"]["S"] == "SENT" and item["sesMessageId"]["S"] == "ses-1"
     assert item["sesMessageIds"]["SS"] == ["ses-1"]
-    assert item["sesAcceptedAt"]["N"] == "1476919252240" and "evidenceAt" in item and "leaseExpiresAt" not in item
+    assert item["sesAcceptedAt"]["N"] == accepted and "evidenceAt" in item and "leaseExpiresAt" not in item
     for name, value in EXPECTED_ATTRIBUTES[event_type].items():
-        assert next(iter(item[name].values())) == value
+        assert next(iter(item[name].values())) == (accepted if value == ACCEPTED else value)
     [line] = lines(recorder)
     assert line["outcome"] == "recorded" and line["wasStatus"] == "IN_FLIGHT"
     assert line["SendsConfirmed"] == 1 and line["UndecidedSendsSettled"] == 1 and "ConfirmationLatency" in line
@@ -118,6 +124,35 @@ def test_an_expired_record_is_not_revived(pipeline, recorder):
     recorder.handle(sqs_records(ses_event("Send", "k:old", "ses-1")))
     assert pipeline.ledger_item("k:old") == before
     assert lines(recorder)[-1]["outcome"] == "expired_key"
+
+
+def test_an_email_accepted_before_the_keys_claim_is_an_earlier_lifetimes_and_leaves_the_record_alone(pipeline,
+                                                                                                       recorder):
+    claim(recorder, "k:lifetime")
+    claimed_at = recorder.clock.now_ms()
+    before = pipeline.ledger_item("k:lifetime")
+    earlier = claimed_at - CLOCK_SKEW_MARGIN_MS - 1_000  # beyond any skew between SES's clock and the consumer's
+    recorder.handle(sqs_records(ses_event("Bounce", "k:lifetime", "ses-old", sent_at_ms=earlier)))
+    assert pipeline.ledger_item("k:lifetime") == before
+    line = lines(recorder)[-1]
+    assert line["outcome"] == "earlier_lifetime" and line["EarlierLifetimeEvents"] == 1 and "DoubleSends" not in line
+    # An email SES stamped a little before the claim, its clock behind the consumer's, is this lifetime's.
+    skewed = claimed_at - CLOCK_SKEW_MARGIN_MS // 2
+    recorder.handle(sqs_records(ses_event("Send", "k:lifetime", "ses-new", sent_at_ms=skewed)))
+    assert pipeline.status("k:lifetime") == "SENT" and lines(recorder)[-1]["outcome"] == "recorded"
+
+
+def test_the_clock_skew_margin_is_far_below_the_shortest_dedupe_ttl():
+    # The shortest dedupe_ttl synth allows is the shortest retention_period (rule DedupeTtlTooShort).
+    assert CLOCK_SKEW_MARGIN_MS * 10 <= SQS_MIN_RETENTION_S * 1000
+
+
+def test_a_record_of_the_previous_release_takes_every_event_as_it_did(pipeline, recorder):
+    claim(recorder, "k:previous")
+    boto3.client("dynamodb").update_item(TableName=pipeline.table_name, Key={"dedupeKey": {"S": "k:previous"}},
+                                         UpdateExpression=f"REMOVE {Ledger.LIFETIME_STARTED_AT}")
+    recorder.handle(sqs_records(ses_event("Send", "k:previous", "ses-1", sent_at_ms=1476919252240)))
+    assert pipeline.status("k:previous") == "SENT" and lines(recorder)[-1]["outcome"] == "recorded"
 
 
 @pytest.mark.parametrize(("body", "reason"), [
@@ -201,7 +236,7 @@ def test_a_resend_whose_own_events_are_lost_is_a_double_when_the_first_emails_la
     claim(recorder, "k:late")
     dead = EmailRecord.from_item(pipeline.ledger_item("k:late"))
     assert recorder.ledger.take_over(dead, "takeover", recorder.clock.now_ms() + 60_000, "hash").won
-    assert recorder.ledger.mark_sent("k:late", "takeover", "ses-resend")
+    assert recorder.ledger.mark_sent("k:late", "takeover", "ses-resend").recorded
     recorder.handle(sqs_records(ses_event("Send", "k:late", "ses-first"), ses_event("Delivery", "k:late", "ses-first")))
     doubles = [line for line in lines(recorder) if line.get("DoubleSends")]
     assert len(doubles) == 1 and doubles[0]["outcome"] == "double_send"

@@ -9,18 +9,31 @@ recorder detects as soon as any later event of the first email arrives.
 
 from __future__ import annotations
 
+import io
+import json
+
+import boto3
 import pytest
 from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
 from crash_injection import CrashPoint, WorkerKilled, crash_at
 from ses_fault_proxy import Fault
+from slow_aws import consumer as slow_consumer
 
 from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_contract.deploy_config import TimeBudget
-from sendonce_local.emulator.ses_publisher import EventFaults
+from sendonce_contract.schema import METRIC_DIMENSION, METRIC_NAMESPACE, Metric
+from sendonce_local.emulator.ses_publisher import SIMULATOR_DOMAIN, EventFaults
+from sendonce_local.emulator.slow_services import Rule
+from sendonce_ops.cli import main as sendonce
+from sendonce_producer import cancel
+from sendonce_runtime.outcome_log import OutcomeLog
 
 VISIBILITY_TIMEOUT_MS = 6 * 30_000
 GRACE_MS = 5 * 60_000
 ALL = float("inf")
+DEDUPE_TTL_S = 3_600
+# SES's Send events at once; what became of each email (a delivery, a bounce, a complaint) an hour later.
+LATE_OUTCOMES = EventFaults(delay_s=0, outcome_delay_s=3_600)
 RESEND, NEVER = DeliveryPolicy.RESEND_WITHOUT_EVIDENCE, DeliveryPolicy.NEVER_RESEND
 # What breaks: a crash point, or SES's answer going wrong (the worker lives and reports an ambiguous send).
 BREAKS = [*CrashPoint, Fault.ACCEPT_THEN_DROP, Fault.ACCEPT_THEN_HANG, Fault.SERVER_ERROR,
@@ -155,3 +168,141 @@ def test_a_configuration_set_override_is_refused_while_events_are_the_evidence(p
     [dead] = pipeline.dead_letters()
     assert "configurationSet 'marketing' is refused" in dead["MessageAttributes"]["sendonce.reason"]["StringValue"]
     assert pipeline.emails_for("k:set") == 0
+
+
+def ses_ids(pipeline, key: str) -> list[str]:
+    """The SES message ids of the emails the emulator's SES accepted for ``key``, in order."""
+    return [m.id for m in pipeline.aws.sent_emails() if getattr(m, "subject", "") == f"Receipt {key}"]
+
+
+def outcomes_of(log: io.StringIO) -> list[dict]:
+    return [json.loads(line) for line in log.getvalue().splitlines()]
+
+
+@pytest.mark.parametrize("late", ["bounce", "complaint"])
+def test_a_late_event_of_a_forgotten_keys_first_email_never_settles_the_keys_next_lifetime(pipeline, ses_faults,
+                                                                                           late):
+    clock = FakeClock()
+    settings = pipeline.evidence_settings(grace_ms=GRACE_MS, dedupe_ttl_s=DEDUPE_TTL_S)
+    ses_events = pipeline.ses_events(clock, LATE_OUTCOMES)
+    key = f"k:reused:{late}"
+    body = job(key, to=[f"{late}@{SIMULATOR_DOMAIN}"])
+    assert pipeline.consumer(clock, **settings).handle(event(sqs_record(body)), FakeContext(clock)) == {
+        "batchItemFailures": []}
+    ses_events.pump()  # the first email's Send event; its bounce or complaint is still to come
+    clock.advance(DEDUPE_TTL_S * 1000 + 1_000)  # the key is forgotten
+
+    # The job is enqueued again: claimed anew and, while its worker waits for SES (which throttles it), the first
+    # email's late bounce or complaint reaches the recorder.
+    ses_faults.script(Fault.THROTTLE)
+    ses_faults.meanwhile(lambda: ses_events.pump(ALL))
+    consumer = pipeline.consumer(clock, **settings)
+    consumer.log = OutcomeLog(log := io.StringIO())
+    consumer.handle(event(sqs_record(body)), FakeContext(clock))
+    assert [line["outcome"] for line in outcomes_of(log)] == ["throttled"]
+    # Its next delivery sends it: the first email was the key's earlier lifetime's, not this one's.
+    consumer.handle(event(sqs_record(body)), FakeContext(clock))
+    assert [line["outcome"] for line in outcomes_of(log)] == ["throttled", "sent"]
+    ses_events.pump(ALL)
+
+    emails = ses_ids(pipeline, key)
+    assert len(emails) == 2, emails  # one per lifetime of the key
+    first, second = emails
+    item = pipeline.ledger_item(key)
+    assert item["status"]["S"] == "SENT" and item["sesMessageId"]["S"] == second
+    assert item["sesMessageIds"]["SS"] == [second]  # the first email's events stayed with its own lifetime
+    recorded = pipeline.recorder_outcomes()
+    assert not any(line.get("DoubleSends") for line in recorded)
+    earlier = [line for line in recorded if line["outcome"] == "earlier_lifetime"]
+    assert earlier and {line["sesMessageId"] for line in earlier} == {first}
+
+
+def test_a_late_event_of_a_forgotten_keys_email_leaves_the_keys_cancel_cancelled(pipeline):
+    clock = FakeClock()
+    settings = pipeline.evidence_settings(grace_ms=GRACE_MS)
+    ses_events = pipeline.ses_events(clock, LATE_OUTCOMES)
+    key = "k:reused:cancelled"
+    body = job(key, to=[f"bounce@{SIMULATOR_DOMAIN}"])
+    pipeline.consumer(clock, **settings).handle(event(sqs_record(body)), FakeContext(clock))
+    ses_events.pump()
+    # The record past its dedupe_ttl (DynamoDB's TTL deletes it late), then the application cancels the key.
+    boto3.client("dynamodb").update_item(TableName=pipeline.table_name, Key={"dedupeKey": {"S": key}},
+                                         UpdateExpression="SET expiresAt = :past",
+                                         ExpressionAttributeValues={":past": {"N": "1"}})
+    assert cancel(pipeline.table_name, key).cancelled
+
+    ses_events.pump(ALL)  # the first email's bounce, late
+    assert pipeline.status(key) == "CANCELLED"
+    assert pipeline.recorder_outcomes()[-1]["outcome"] == "earlier_lifetime"
+    consumer = pipeline.consumer(clock, **settings)
+    consumer.log = OutcomeLog(log := io.StringIO())
+    consumer.handle(event(sqs_record(body)), FakeContext(clock))
+    assert [line["outcome"] for line in outcomes_of(log)] == ["cancelled"]
+    assert pipeline.emails_for(key) == 1
+
+
+def test_a_first_emails_event_before_the_takeovers_completion_is_a_double_counted_once(pipeline, ses_faults, capsys):
+    clock = FakeClock()
+    settings = pipeline.evidence_settings(grace_ms=GRACE_MS)
+    ses_events = pipeline.ses_events(clock)
+    key = "k:overwritten"
+    record = sqs_record(job(key))
+    with pytest.raises(WorkerKilled):
+        crash_at(pipeline.consumer(clock, **settings), CrashPoint.AFTER_SES_ACCEPTED).handle(event(record),
+                                                                                           FakeContext(clock))
+    clock.advance(VISIBILITY_TIMEOUT_MS + GRACE_MS)  # the dead worker's lease and the grace period pass, no event
+
+    # A takeover resends; the first email's events reach the recorder while it waits for SES's answer, so they
+    # find the record IN_FLIGHT under the takeover, before its SENT record is written. The resend's are lost.
+    ses_faults.meanwhile(lambda: ses_events.pump(ALL))
+    takeover = pipeline.consumer(clock, **settings)
+    takeover.log = OutcomeLog(log := io.StringIO(), pipeline="Test/Receipts")
+    assert takeover.handle(event(record), FakeContext(clock)) == {"batchItemFailures": []}
+    first, second = ses_ids(pipeline, key)
+
+    [line] = outcomes_of(log)
+    assert line["outcome"] == "sent" and line["sesMessageId"] == second
+    assert line.get(Metric.DOUBLE_SENDS) == 1 and line["level"] == "ERROR"
+    # The metric the DoubleSends alarm reads: namespace sendonce, dimension Pipeline.
+    [document] = line["_aws"]["CloudWatchMetrics"]
+    assert document["Namespace"] == METRIC_NAMESPACE and [METRIC_DIMENSION] in document["Dimensions"]
+    assert {"Name": Metric.DOUBLE_SENDS, "Unit": "Count"} in document["Metrics"]
+    assert not any(line.get(Metric.DOUBLE_SENDS) for line in pipeline.recorder_outcomes())
+    assert sendonce(["--json", "--table", pipeline.table_name, "doubles"]) == 0
+    [double] = json.loads(capsys.readouterr().out)
+    assert double["key"] == key and double["every_ses_message_id"] == sorted([first, second])
+    # Once: the resend's own events, should they come after all, count no second double.
+    ses_events.pump(ALL)
+    assert not any(line.get(Metric.DOUBLE_SENDS) for line in pipeline.recorder_outcomes())
+
+
+def test_a_double_met_by_a_carried_completion_is_counted_by_the_copy_that_writes_it(pipeline, ses_faults, slow, jobs):
+    clock = FakeClock()
+    settings = pipeline.evidence_settings(grace_ms=GRACE_MS)
+    ses_events = pipeline.ses_events(clock)
+    key = "k:carried-double"
+    with pytest.raises(WorkerKilled):
+        crash_at(pipeline.consumer(clock, **settings), CrashPoint.AFTER_SES_ACCEPTED).handle(
+            event(sqs_record(job(key))), FakeContext(clock))
+    clock.advance(VISIBILITY_TIMEOUT_MS + GRACE_MS)
+
+    # The takeover resends while the first email's events arrive, and DynamoDB then refuses its completion: the
+    # job's copy carries it, and writes it onto a record that holds the first email's id.
+    def meanwhile() -> None:
+        ses_events.pump(ALL)
+        slow.fault(Rule("dynamodb", "UpdateItem", "ProvisionedThroughputExceededException"))
+
+    ses_faults.meanwhile(meanwhile)
+    jobs.enqueue(job(key))
+    [original] = jobs.receive()
+    takeover, log = slow_consumer(pipeline, slow, jobs, clock, **settings)
+    jobs.acknowledge(takeover.handle(event(original), FakeContext(clock)), original)
+    assert [line["outcome"] for line in outcomes_of(log)] == ["sent_unrecorded"]
+    slow.clear()
+    [copy] = jobs.receive()
+    jobs.acknowledge(takeover.handle(event(copy), FakeContext(clock)), copy)
+
+    line = outcomes_of(log)[-1]
+    assert line["outcome"] == "duplicate" and line.get(Metric.DOUBLE_SENDS) == 1 and line["doubleSend"] is True
+    assert len(ses_ids(pipeline, key)) == 2 and pipeline.status(key) == "SENT"
+    assert not any(line.get(Metric.DOUBLE_SENDS) for line in pipeline.recorder_outcomes())

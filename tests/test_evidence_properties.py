@@ -34,11 +34,11 @@ steps = st.lists(
 pytestmark = pytest.mark.usefixtures("at_both_parallelisms")
 
 
-def play(pipeline, policy, plan, ses_events, everything: bool) -> tuple[str, dict[int, Counter]]:
+def play(pipeline, policy, plan, clock, ses_events, everything: bool) -> tuple[str, dict[int, Counter]]:
     """Deliver per the plan, SES's events pumped after each delivery (all of them, or those due by now), then
     redeliver every key until it is decided, as SQS would."""
     now = float("inf") if everything else None
-    clock, prefix = FakeClock(), uuid.uuid4().hex[:8]
+    prefix = uuid.uuid4().hex[:8]
     options = pipeline.evidence_settings(grace_ms=GRACE_MS, delivery=policy)
     crashes = play_steps(pipeline, clock, prefix, plan, KEYS, after_each=lambda: ses_events.pump(now), **options)
     for _ in range(3):
@@ -54,7 +54,8 @@ def test_with_every_event_delivered_each_key_is_sent_once_or_under_never_resend_
     @settings(max_examples=examples(5), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
     @given(plan=steps)
     def check(plan):
-        prefix, _ = play(pipeline, policy, plan, pipeline.ses_events(), everything=True)
+        clock = FakeClock()
+        prefix, _ = play(pipeline, policy, plan, clock, pipeline.ses_events(clock), everything=True)
         for key_index in range(KEYS):
             key = f"{prefix}:{key_index}"
             emails, status = pipeline.emails_for(key), pipeline.status(key)
@@ -72,9 +73,10 @@ def test_with_send_events_lost_a_double_happens_only_inside_the_crash_window_and
     @given(plan=steps, seed=st.integers(0, 1000))
     def check(plan, seed):
         # Send events: half lost, the rest on time; every other event arrives only after the decisions.
-        ses_events = pipeline.ses_events(faults=EventFaults(delay_s=0, outcome_delay_s=1e6, drop_send=0.5),
-                                         seed=seed)
-        prefix, crashes = play(pipeline, DeliveryPolicy.RESEND_WITHOUT_EVIDENCE, plan, ses_events, everything=False)
+        clock = FakeClock()
+        ses_events = pipeline.ses_events(clock, EventFaults(delay_s=0, outcome_delay_s=1e6, drop_send=0.5), seed)
+        prefix, crashes = play(pipeline, DeliveryPolicy.RESEND_WITHOUT_EVIDENCE, plan, clock, ses_events,
+                               everything=False)
         ses_events.pump(float("inf"))  # the late events
         lost = set(ses_events.stats.send_events_dropped)
         for key_index in range(KEYS):

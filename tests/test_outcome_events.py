@@ -129,6 +129,19 @@ def test_cancelled_unknown_and_sent_twice_are_outcomes_too(pipeline, subscribed)
                                              ("k:twice", "sent"): 1, ("k:twice", "sent-twice"): 1})
 
 
+def test_every_emails_event_carries_tenant_null_when_its_job_named_none(pipeline, subscribed):
+    clock = FakeClock()
+    assert cancel(pipeline.table_name, "k:cancelled").cancelled
+    consumer = pipeline.consumer(clock, outcome_bus="default", pipeline_tag=PIPELINE_TAG)
+    refused = job("k:refused", **{"from": "x@unverified.example.net"})
+    records = [sqs_record(job("k:plain")), sqs_record(job("k:acme", tenant="acme")), sqs_record(refused)]
+    consumer.handle(event(*records), FakeContext(clock))
+    tenants = {(e["detail"]["dedupeKey"], e["detail"]["transition"]): e["detail"].get("tenant", "no tenant field")
+               for e in subscribed()}
+    assert tenants == {("k:cancelled", "cancelled"): None, ("k:plain", "sent"): None, ("k:acme", "sent"): "acme",
+                       ("k:refused", "dead-lettered"): None}
+
+
 class FailingBus:
     def __init__(self, failures: int) -> None:
         self.failures = failures

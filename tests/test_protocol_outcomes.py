@@ -145,7 +145,7 @@ def test_late_worker_cannot_complete_or_release_a_newer_claim(pipeline):
     stale = ledger.claim("receipt:12:u1", "new-worker", clock.now_ms() + 60_000, "h").existing
     assert ledger.take_over(stale, "new-worker", clock.now_ms() + 60_000, "h").won
 
-    assert ledger.mark_sent("receipt:12:u1", "late-worker", "ses-late") is False
+    assert ledger.mark_sent("receipt:12:u1", "late-worker", "ses-late").recorded is False
     ledger.release("receipt:12:u1", "late-worker")
     item = pipeline.ledger_item("receipt:12:u1")
     assert item["owner"]["S"] == "new-worker" and item["status"]["S"] == "IN_FLIGHT"

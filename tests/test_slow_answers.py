@@ -144,14 +144,37 @@ def test_an_original_whose_acknowledgement_was_lost_is_deleted_by_its_copy(pipel
     assert jobs.depth() == 0 and pipeline.emails_for("receipt:lt5:u1") == 1
 
 
-def test_a_dead_letter_whose_answer_was_lost_is_acknowledged_not_moved_again_by_sqs(pipeline, slow, jobs):
+@pytest.mark.parametrize("lost", [Rule("sqs", "SendMessage", LATE), Rule("sqs", "SendMessage", "InternalError", 500)],
+                         ids=["carried-out-answered-late", "answered-5xx"])
+@pytest.mark.parametrize("kind", ["malformed", "refused-by-ses"])
+def test_a_dead_letter_whose_answer_was_lost_keeps_the_job_until_the_dlq_surely_holds_it(
+        pipeline, ses_faults, slow, jobs, lost, kind):
+    """A dead letter SQS may never have stored is not done: the job comes back and is dead-lettered again. A second
+    entry in the DLQ is harmless (a redrive dedupes); a job acknowledged with none would be lost."""
     built, log = consumer(pipeline, slow, jobs)
-    slow.fault(Rule("sqs", "SendMessage", LATE))
-    record = sqs_record('{"dedupeKey": "receipt:broken"')
-    assert built.handle(event(record), FakeContext(FakeClock())) == {"batchItemFailures": []}
-    assert lines(log)[0]["outcome"] == "invalid_message"
-    [dead] = pipeline.dead_letters()  # there once, with its reason; nothing left for SQS's redrive to move
-    assert dead["MessageAttributes"]["sendonce.reasonCode"]["StringValue"] == "invalid-message"
+    if kind == "malformed":
+        jobs.sqs.send_message(QueueUrl=jobs.url, MessageBody='{"dedupeKey": "receipt:broken"')
+    else:
+        jobs.enqueue(job("receipt:lt9:u1"))
+        ses_faults.script(Fault.REJECT, Fault.REJECT)
+    [record] = jobs.receive(visibility_s=2)
+    slow.fault(lost)
+    response = built.handle(event(record), FakeContext(FakeClock()))
+    jobs.acknowledge(response, record)
+    assert failed_ids(response) == {record["messageId"]}, "acknowledged although the DLQ may not hold it"
+    assert lines(log)[0]["outcome"] == "dead_letter_failed"
+
+    slow.clear()
+    [again] = jobs.receive()  # back after its visibility timeout
+    assert again["messageId"] == record["messageId"]
+    response = built.handle(event(again), FakeContext(FakeClock()))
+    jobs.acknowledge(response, again)
+    assert response == {"batchItemFailures": []} and jobs.depth() == 0
+    reason_code = "invalid-message" if kind == "malformed" else "ses-refused"
+    dead = pipeline.dead_letters()  # twice when the lost answer's send was carried out, else once: never lost
+    assert len(dead) == (2 if lost.fault == LATE else 1)
+    assert {d["MessageAttributes"]["sendonce.reasonCode"]["StringValue"] for d in dead} == {reason_code}
+    assert pipeline.emails_for("receipt:lt9:u1") == 0
 
 
 def test_a_takeover_that_ses_throttles_keeps_the_record_with_the_first_emails_history(

@@ -237,8 +237,6 @@ def outcome_events() -> str:
     built = {event.outcome: event for event in events.transitions(None, _sample_ledger_item(), "Shop/Receipts")}
     for status, attribute in ((Status.UNKNOWN, Ledger.UNKNOWN_AT), (Status.CANCELLED, Ledger.CANCELLED_AT)):
         image = {Ledger.KEY: {"S": "k"}, Ledger.STATUS: {"S": status.value}, attribute: {"N": "1"}}
-        if status is Status.UNKNOWN:  # claimed by a consumer, which records the tenant; a cancel precedes any claim
-            image[Ledger.TENANT] = {"S": "acme"}
         built.update({event.outcome: event for event in events.transitions(None, image, "Shop/Receipts")})
     dead = events.dead_lettered("k", "Shop/Receipts", "ses-refused", "why", "message-id", 1, "acme")
     built[dead.outcome] = dead

@@ -14,6 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from .record import every_ses_message_id
 from .schema import DEDUPE_KEY, SES_EVENT_TYPES, Ledger, SesStopItem, Status
 
 SOURCE = "sendonce"
@@ -63,12 +64,6 @@ def _number(image: Image, name: str) -> int | None:
     return None if value is None else int(value)
 
 
-def _ids(image: Image) -> set[str]:
-    reported = set(image.get(Ledger.SES_MESSAGE_IDS, {}).get("SS", []))
-    recorded = _text(image, Ledger.SES_MESSAGE_ID)
-    return reported | ({recorded} if recorded else set())
-
-
 def event_id(key: str, transition: str, discriminator: str = "") -> str:
     return hashlib.sha256(f"{key}\x00{transition}\x00{discriminator}".encode()).hexdigest()
 
@@ -79,9 +74,7 @@ def dead_lettered(key: str, pipeline: str, reason_code: str, reason: str | None,
     detail = {
         DEDUPE_KEY: key, "pipeline": pipeline, "transition": DEAD_LETTERED.transition, "at": at_ms,
         "reasonCode": reason_code, "reason": reason, "sourceMessageId": source_message_id,
-        "eventId": event_id(key, DEAD_LETTERED.transition, source_message_id)}
-    if tenant is not None:
-        detail[Ledger.TENANT] = tenant
+        "eventId": event_id(key, DEAD_LETTERED.transition, source_message_id), Ledger.TENANT: tenant}
     return OutcomeEvent(DEAD_LETTERED, detail)
 
 
@@ -98,12 +91,11 @@ def transitions(old: Image | None, new: Image | None, pipeline: str) -> list[Out
         return _stop_transitions(old, new, pipeline)
     key = str(new[Ledger.KEY]["S"])
     status, was = _text(new, Ledger.STATUS), _text(old, Ledger.STATUS)
-    ids = _ids(new)
+    ids = every_ses_message_id(new)
+    # Every email's event names its tenant, as the consumer's claim recorded it: null for a job that named none
+    # (and for a cancel, written before any claim), so a subscriber reads one shape whatever the job.
     base: dict[str, Any] = {DEDUPE_KEY: key, "pipeline": pipeline, "status": status,
-                            Ledger.SES_MESSAGE_IDS: sorted(ids)}
-    tenant = _text(new, Ledger.TENANT)
-    if tenant is not None:  # the job's tenant, as the consumer's claim recorded it
-        base[Ledger.TENANT] = tenant
+                            Ledger.SES_MESSAGE_IDS: sorted(ids), Ledger.TENANT: _text(new, Ledger.TENANT)}
     found: list[OutcomeEvent] = []
 
     def add(outcome: OutcomeType, at_ms: int | None, discriminator: str = "",
@@ -125,7 +117,7 @@ def transitions(old: Image | None, new: Image | None, pipeline: str) -> list[Out
             continue
         fields = {name: _text(new, name) for name in event.outcome_attributes}
         add(SES_OUTCOMES[event.name], _number(new, event.time_attribute), fields=fields)
-    new_ids = ids - _ids(old)
+    new_ids = ids - every_ses_message_id(old)
     if len(ids) >= 2 and new_ids:
         add(SENT_TWICE, _number(new, Ledger.EVIDENCE_AT), ",".join(sorted(ids)))
     return found

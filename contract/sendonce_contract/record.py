@@ -8,9 +8,24 @@ start defines it.
 """
 
 # No `from __future__ import annotations`: NamedTuple field types stay objects, which the API reference resolves.
+from collections.abc import Collection, Mapping
 from typing import Any, NamedTuple
 
 from .schema import SES_EVENT_TYPES, Ledger, Status
+
+
+def every_ses_message_id(item: Mapping[str, Any]) -> frozenset[str]:
+    """The ids SES's events reported for a key (``item`` is its ledger item) and the one the consumer recorded from
+    SES's answer, as one set: after a resend, either email's id meets the other's here even if the other's own
+    events were lost."""
+    recorded = item.get(Ledger.SES_MESSAGE_ID, {}).get("S")
+    return frozenset(item.get(Ledger.SES_MESSAGE_IDS, {}).get("SS", ())) | ({recorded} if recorded else set())
+
+
+def second_email(known: Collection[str], ses_message_id: str) -> bool:
+    """Whether ``ses_message_id``, joining the ids a key's record ``known`` holds, is a second email for the key
+    (the double the recorder and the consumer report, whichever of them meets it first)."""
+    return bool(known) and ses_message_id not in known
 
 
 class SesOutcome(NamedTuple):

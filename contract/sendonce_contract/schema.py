@@ -70,13 +70,14 @@ class Metric:
     SENDS_CONFIRMED = "SendsConfirmed"
     CONFIRMATION_LATENCY = "ConfirmationLatency"  # milliseconds from SES's acceptance to its first event
     UNDECIDED_SENDS_SETTLED = "UndecidedSendsSettled"
-    DOUBLE_SENDS = "DoubleSends"
+    DOUBLE_SENDS = "DoubleSends"  # the consumer's too, when its SENT record finds another email's id already there
     IGNORED_EVENTS = "IgnoredEvents"
     MALFORMED_EVENTS = "MalformedEvents"
     OTHER_PIPELINE_EVENTS = "OtherPipelineEvents"
     RECORDER_ERRORS = "RecorderErrors"
     UNKNOWN_KEY_EVENTS = "UnknownKeyEvents"
     EXPIRED_KEY_EVENTS = "ExpiredKeyEvents"
+    EARLIER_LIFETIME_EVENTS = "EarlierLifetimeEvents"  # an email accepted before the key's record was claimed
     SES_SENDS = "SesSends"
     DELIVERIES = "Deliveries"
     BOUNCES = "Bounces"
@@ -109,6 +110,9 @@ class Ledger:
     TENANT = TENANT_FIELD  # the job's tenant (its digest with key_privacy), for the outcome events
     ATTEMPTS = "attempts"
     CLAIMED_AT = "claimedAt"  # epoch ms, like every *At below but expiresAt
+    # When the claim that created the record was written (a takeover keeps it): SES's events of an email accepted
+    # before it are of the key's earlier lifetime, forgotten after dedupe_ttl, and never settle this one.
+    LIFETIME_STARTED_AT = "lifetimeStartedAt"
     SENT_AT = "sentAt"
     UNKNOWN_AT = "unknownAt"
     SES_MESSAGE_ID = "sesMessageId"

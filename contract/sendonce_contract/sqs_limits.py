@@ -22,6 +22,7 @@ SQS_MAX_MESSAGE_BYTES: Final = 1_048_576
 # default rose to 1 MiB in 2025, and a batch of ten of those would not fit one Lambda invocation (6 MB).
 SQS_DEFAULT_MESSAGE_BYTES: Final = 262_144  # 256 KiB
 SQS_MAX_BATCH_ENTRIES: Final = 10  # the messages one SendMessageBatch carries at most
+SQS_MAX_RECEIPT_HANDLE_CHARS: Final = 1_024  # the longest receipt handle SQS hands out, by its documentation
 SQS_MAX_BATCH_BYTES: Final = 262_144  # what one SendMessageBatch may carry in all (SQS's long-standing limit)
 
 # AWS's guidance for a Lambda event source: the queue's visibility timeout is at least this many function timeouts
@@ -38,12 +39,19 @@ def minimum_visibility_timeout_s(function_timeout_s: float, max_batching_window_
 
 
 def message_bytes(request: dict[str, Any]) -> int:
-    """The size SQS counts for a SendMessage request or batch entry: its body, and its message attributes' names,
-    types and values (0 for an entry that carries no message)."""
+    """The size SQS counts for a SendMessage request or batch entry: its body's UTF-8 bytes, and its message
+    attributes' names, types and values (a binary value's own bytes; 0 for an entry that carries no message)."""
     attributes = request.get("MessageAttributes") or {}
     return len(request.get("MessageBody", "").encode("utf-8")) + sum(
-        len(name.encode("utf-8")) + len(str(value.get("DataType", "")).encode("utf-8"))
-        + len(str(value.get("StringValue", "")).encode("utf-8")) for name, value in attributes.items())
+        len(name.encode("utf-8")) + len(str(value.get("DataType", "")).encode("utf-8")) + _value_bytes(value)
+        for name, value in attributes.items())
+
+
+def _value_bytes(value: dict[str, Any]) -> int:
+    binary = value.get("BinaryValue")
+    if isinstance(binary, bytes | bytearray):
+        return len(binary)
+    return len(str(value.get("StringValue", "")).encode("utf-8"))
 
 
 def batches(items: Iterable[tuple[_Entry, dict[str, Any]]]) -> Iterator[list[tuple[_Entry, dict[str, Any]]]]:

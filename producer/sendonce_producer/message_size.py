@@ -1,6 +1,7 @@
-"""How large a message may be: a job's message checked against its queue's maximum message size
-before it is sent, so a job too large is refused in the producer, naming its size, the limit and the fix, rather
-than by SQS later.
+"""How large a message may be: a job's message checked against its queue's maximum message size, less the room
+every delayed copy of it needs for its attributes (``copy_room``: SQS counts them toward the limit), before it is
+sent, so a job too large is refused in the producer, naming its size, the limit, why and the fix, rather than by
+SQS later, or by SQS refusing each of its copies.
 
 The limit is the one the pipeline was deployed with (the construct's ``max_message_size_bytes``): given by the
 caller, or read from the queue itself (``MaximumMessageSize``; ``grant_enqueue`` grants the read). A limit read is
@@ -13,7 +14,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from sendonce_contract.sqs_limits import SQS_MAX_MESSAGE_BYTES, SQS_MIN_MESSAGE_BYTES, message_bytes
+from sendonce_contract.copy_room import COPY_ATTRIBUTES_MAX_BYTES
+from sendonce_contract.sqs_limits import SQS_MAX_MESSAGE_BYTES, message_bytes
 
 from .job import EmailJob, InvalidJob
 
@@ -22,7 +24,8 @@ _lock = threading.Lock()
 
 
 class JobTooLarge(InvalidJob):
-    """A job whose message is larger than its queue takes; nothing was sent."""
+    """A job whose message is larger than its queue takes with room for a copy's attributes (``limit_bytes``);
+    nothing was sent."""
 
     def __init__(self, reason: str, size_bytes: int, limit_bytes: int) -> None:
         super().__init__(reason)
@@ -32,21 +35,24 @@ class JobTooLarge(InvalidJob):
 
 def check_message_size(job: EmailJob, request: dict[str, Any], queue_url: str, sqs: Any, limit: int | None,
                        store: bool) -> None:
-    """``JobTooLarge`` when ``request`` (``job``'s SendMessage) is over the queue's maximum message size: ``limit``
-    when given, else the queue's own. ``store``: the job went through an attachments store (its large files are in
-    the bucket)."""
+    """``JobTooLarge`` when ``request`` (``job``'s SendMessage) is over the queue's maximum message size (``limit``
+    when given, else the queue's own) less ``COPY_ATTRIBUTES_MAX_BYTES``. ``store``: the job went through an
+    attachments store (its large files are in the bucket)."""
     size = message_bytes(request)
-    if size <= SQS_MIN_MESSAGE_BYTES:  # every queue takes this much
-        return
+    with_copy_room = size + COPY_ATTRIBUTES_MAX_BYTES  # more than the smallest queue takes: every job is checked
     if limit is None:
         with _lock:
             known = _read_limits.get(queue_url)
-        if known is not None and size <= known:
+        if known is not None and with_copy_room <= known:
             return
         limit = _read_limit(queue_url, sqs)
-    if size > limit:
-        raise JobTooLarge(f"{job.dedupe_key!r}: the job's message is {size:,} bytes, over the queue's maximum "
-                          f"message size of {limit:,} bytes; nothing was sent. {_fix(job, limit, store)}", size, limit)
+    if with_copy_room > limit:
+        largest = max(0, limit - COPY_ATTRIBUTES_MAX_BYTES)
+        raise JobTooLarge(f"{job.dedupe_key!r}: the job's message is {size:,} bytes, over the {largest:,} bytes a job "
+                          f"may be: the queue's maximum message size of {limit:,} bytes, less "
+                          f"{COPY_ATTRIBUTES_MAX_BYTES:,} for the attributes the consumer's delayed copies of it carry "
+                          f"(SQS counts them toward the limit); nothing was sent. {_fix(job, limit, store)}",
+                          size, largest)
 
 
 def _read_limit(queue_url: str, sqs: Any) -> int:

@@ -21,7 +21,7 @@ from sendonce_contract.message import ContractTooNew, InvalidMessage, ParsedJob,
 from .aws_errors import LEDGER_ERRORS, describe, ledger_outcome
 from .clock import Clock, Deadline
 from .ledger import DedupeLedger
-from .outcome import OUTCOME_OF_REASON, Outcome, RecordResult, Redeliver, Refusal, Verdict
+from .outcome import OUTCOME_OF_REASON, Outcome, RecordResult, Redeliver, Refusal, Verdict, amended
 from .sqs_record import SqsRecord
 
 
@@ -175,7 +175,9 @@ class CarriedSend:
         if unrecorded is not None:
             owner, ses_message_id = unrecorded
             try:
-                self.ledger.mark_sent(delivery.job.dedupe_key, owner, ses_message_id)
+                completion = self.ledger.mark_sent(delivery.job.dedupe_key, owner, ses_message_id)
             except LEDGER_ERRORS as error:
                 return Redeliver(delivery.result(ledger_outcome(error), describe(error)), unrecorded_send=unrecorded)
+            if completion.double_send:  # another email's SES event came first: reported by this record's line
+                return amended(rest(delivery), double_send=True)
         return rest(delivery)

@@ -8,7 +8,6 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from sendonce_contract.schema import DeadLetter, ReasonCode
 
-from .aws_errors import never_sent
 from .sqs_record import SqsRecord
 
 MAX_REASON_CHARS = 1024
@@ -21,8 +20,8 @@ class DeadLetterQueue:
         self._fifo = fifo
 
     def send(self, record: SqsRecord, reason_code: ReasonCode, reason: str, dedupe_key: str | None) -> bool:
-        """Copy the original body to the DLQ; False if SQS surely did not take it (the caller then leaves the
-        message queued), True if it did or may have."""
+        """Copy the original body to the DLQ; True once SQS says it took it, else False and the caller leaves the
+        message queued: it comes back and is dead-lettered again."""
         attributes = {
             DeadLetter.REASON_CODE: reason_code.value,
             DeadLetter.REASON: reason[:MAX_REASON_CHARS],
@@ -46,8 +45,8 @@ class DeadLetterQueue:
             request["MessageGroupId"] = record.message_group_id
         try:
             self._client.send_message(**request)
-        except (ClientError, BotoCoreError) as error:
-            # An answer lost on the way back means SQS may hold it: the caller acknowledges the original, or
-            # SQS's redrive would move it a second time, without a reason.
-            return not never_sent(error)
+        except (ClientError, BotoCoreError):
+            # An answer lost on the way back (a timeout, a 5xx) is not done either: SQS may never have stored it. A
+            # second entry in the DLQ is harmless (a redrive dedupes); an original acknowledged with none is lost.
+            return False
         return True

@@ -22,7 +22,8 @@ from .ses_events import IgnoredEvent, MalformedEvent, SesEvent, parse_event
 from .shell import JsonLog, Once
 from .sqs_record import SqsRecord
 
-VERDICT_METRICS = {Verdict.UNKNOWN_KEY: Metric.UNKNOWN_KEY_EVENTS, Verdict.EXPIRED_KEY: Metric.EXPIRED_KEY_EVENTS}
+VERDICT_METRICS = {Verdict.UNKNOWN_KEY: Metric.UNKNOWN_KEY_EVENTS, Verdict.EXPIRED_KEY: Metric.EXPIRED_KEY_EVENTS,
+                   Verdict.EARLIER_LIFETIME: Metric.EARLIER_LIFETIME_EVENTS}
 RecorderSettings = RecorderConfig  # the recorder's environment
 EventLog = JsonLog  # the recorder's log: one line per event
 

@@ -6,6 +6,11 @@ set. It never creates a record nor revives an expired one. Any event proves SES 
 the record becomes SENT; a second distinct id on one key (among the reported ids and the one the consumer recorded
 from SES's answer) means a second email went out, and is reported.
 
+An event counts only for the key's current lifetime: a record claimed after the key was forgotten (past
+``dedupe_ttl``) is a new lifetime, and an email SES accepted before its claim is the earlier lifetime's, so its
+late bounce or complaint leaves the record alone (as it leaves a cancel's tombstone, under which nothing is sent).
+A record written before lifetimes were recorded takes every event, as it did.
+
 Attributes written (names from :class:`sendonce_contract.schema.Ledger`): the status (SENT), the SES message id
 (if none), the set of every id SES reported, when SES accepted it (mail.timestamp), when the first event was
 recorded, one time per event type and what the event says (bounce type, complaint feedback type, ...).
@@ -18,16 +23,26 @@ from typing import Any, NamedTuple
 
 from botocore.exceptions import ClientError
 
+from sendonce_contract.record import every_ses_message_id, second_email
 from sendonce_contract.schema import SES_EVENTS_BY_NAME, Ledger, Status
 
 from .clock import Clock
 from .ses_events import SesEvent
+
+# SES stamps an email's acceptance (mail.timestamp) with its clock, the consumer a lifetime's start with the
+# Lambda's: an email sent under a claim is accepted after it, but two clocks may disagree a little, so an event
+# counts for a lifetime that began up to this much after SES's stamp. It stays far below the shortest dedupe_ttl
+# the construct allows (SQS's shortest retention, 60 s), the least time between an earlier lifetime's completed
+# email and a new claim of its key.
+CLOCK_SKEW_MARGIN_MS = 5_000
 
 
 class Verdict(enum.Enum):
     RECORDED = "recorded"
     UNKNOWN_KEY = "unknown_key"  # no record: never claimed here, or deleted by TTL
     EXPIRED_KEY = "expired_key"  # a record past its expiresAt counts as absent
+    # An email of the key's earlier lifetime (accepted before its record's claim), or of a key since cancelled.
+    EARLIER_LIFETIME = "earlier_lifetime"
 
 
 class Recorded(NamedTuple):
@@ -53,8 +68,10 @@ class EvidenceLedger:
             ":accepted": {"N": str(event.sent_at_ms)},
             ":now_ms": {"N": str(now_ms)},
             ":now_s": {"N": str(now_ms // 1000)},
+            ":cancelled": {"S": Status.CANCELLED.value},
+            ":accepted_late": {"N": str(event.sent_at_ms + CLOCK_SKEW_MARGIN_MS)},
         }
-        names = {"#status": Ledger.STATUS}
+        names = {"#status": Ledger.STATUS, "#lifetime": Ledger.LIFETIME_STARTED_AT}
         sets = [
             "#status = :sent",
             f"{Ledger.SES_MESSAGE_ID} = if_not_exists({Ledger.SES_MESSAGE_ID}, :id)",
@@ -75,7 +92,9 @@ class EvidenceLedger:
                 Key={Ledger.KEY: {"S": event.dedupe_key}},
                 UpdateExpression=(f"SET {', '.join(sets)} ADD {Ledger.SES_MESSAGE_IDS} :ids "
                                   f"REMOVE {Ledger.LEASE_EXPIRES_AT}"),
-                ConditionExpression=f"attribute_exists({Ledger.KEY}) AND {Ledger.EXPIRES_AT} >= :now_s",
+                ConditionExpression=(f"attribute_exists({Ledger.KEY}) AND {Ledger.EXPIRES_AT} >= :now_s "
+                                     "AND #status <> :cancelled "
+                                     "AND (attribute_not_exists(#lifetime) OR #lifetime <= :accepted_late)"),
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
                 ReturnValues="ALL_OLD",
@@ -84,17 +103,26 @@ class EvidenceLedger:
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise
-            old_item = error.response.get("Item")
-            return Recorded(Verdict.EXPIRED_KEY if old_item else Verdict.UNKNOWN_KEY)
+            return Recorded(_refused(error.response.get("Item"), now_ms))
         old = response.get("Attributes", {})
         reported = set(old.get(Ledger.SES_MESSAGE_IDS, {}).get("SS", []))
-        # The id the consumer recorded from SES's answer and the ids SES's events reported are one set: after a
-        # resend, the first email's late event meets the resend's id here even if the resend's own events are lost.
-        known = reported | {old[Ledger.SES_MESSAGE_ID]["S"]} if Ledger.SES_MESSAGE_ID in old else reported
+        # After a resend, the first email's late event meets the resend's recorded id here even if the resend's own
+        # events are lost.
+        known = every_ses_message_id(old)
         return Recorded(
             Verdict.RECORDED,
             first_evidence=not reported,
-            double_send=bool(known) and event.ses_message_id not in known,
+            double_send=second_email(known, event.ses_message_id),
             ses_message_ids=tuple(sorted(known | {event.ses_message_id})),
             was_status=old.get(Ledger.STATUS, {}).get("S"),
         )
+
+
+def _refused(item: Any, now_ms: int) -> Verdict:
+    """Why the condition refused the event, from the item as it stood (None: there was none)."""
+    if not item:
+        return Verdict.UNKNOWN_KEY
+    expires_at_s = item.get(Ledger.EXPIRES_AT, {}).get("N")
+    if expires_at_s is not None and int(expires_at_s) < now_ms // 1000:
+        return Verdict.EXPIRED_KEY
+    return Verdict.EARLIER_LIFETIME

@@ -11,7 +11,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from sendonce_contract.record import EmailRecord
+from sendonce_contract.record import EmailRecord, every_ses_message_id, second_email
 from sendonce_contract.schema import Ledger, Status
 
 from .clock import Clock
@@ -32,6 +32,21 @@ class Claim:
         self.won = won
         self.attempts = attempts
         self.existing = existing
+
+
+class Completion:
+    """The result of recording a send: ``recorded``, unless the claim was no longer ours; ``double_send`` when the
+    record already held another email's SES message id (SES's events of a dead worker's send, which came after the
+    grace period but before this completion): the key went out twice, and the caller reports it."""
+
+    __slots__ = ("double_send", "recorded")
+
+    def __init__(self, recorded: bool, double_send: bool = False) -> None:
+        self.recorded = recorded
+        self.double_send = double_send
+
+
+NOT_RECORDED = Completion(False)
 
 
 def _n(value: int) -> dict[str, str]:
@@ -62,6 +77,7 @@ class DedupeLedger:
             Ledger.EXPIRES_AT: _n(now_ms // 1000 + self._ttl_s),
             Ledger.PAYLOAD_HASH: _s(payload_hash),
             Ledger.CLAIMED_AT: _n(now_ms),
+            Ledger.LIFETIME_STARTED_AT: _n(now_ms),  # only here: a takeover carries on the dead worker's lifetime
             Ledger.ATTEMPTS: _n(1),
         }
         if tenant is not None:
@@ -142,11 +158,13 @@ class DedupeLedger:
         except ClientError as error:
             return Claim(won=False, existing=self._old_record(error))
 
-    def mark_sent(self, key: str, owner: str, ses_message_id: str) -> bool:
-        """Record the accepted send; False when ``owner`` no longer holds the claim (an operator or a takeover)."""
+    def mark_sent(self, key: str, owner: str, ses_message_id: str) -> Completion:
+        """Record the accepted send; not recorded when ``owner`` no longer holds the claim (an operator or a
+        takeover). The ids SES's events reported stay in their set; the item as it stood says whether another
+        email's id was already there."""
         now_ms = self._clock.now_ms()
         try:
-            self._client.update_item(
+            response = self._client.update_item(
                 TableName=self._table,
                 Key={KEY: _s(key)},
                 UpdateExpression=(
@@ -162,12 +180,13 @@ class DedupeLedger:
                     ":expires": _n(now_ms // 1000 + self._ttl_s),
                     ":owner": _s(owner),
                 },
+                ReturnValues="ALL_OLD",
             )
-            return True
         except ClientError as error:
             if _code(error) == CONDITION_FAILED:
-                return False
+                return NOT_RECORDED
             raise
+        return Completion(True, second_email(every_ses_message_id(response.get("Attributes", {})), ses_message_id))
 
     def release(self, key: str, owner: str, attempts: int = 1) -> None:
         """Give up our claim after a definite refusal, so the next delivery may send; never someone else's.

@@ -21,7 +21,7 @@ from sendonce_contract.schema import TENANT_DIMENSION, Metric
 from .outcome import MEANINGS, RecordResult
 
 # Every count a record's line can carry: the outcomes' metrics come from their rows in the outcome table.
-ALL_COUNTS = (Metric.RECORDS, Metric.KEY_CONFLICTS,
+ALL_COUNTS = (Metric.RECORDS, Metric.KEY_CONFLICTS, Metric.DOUBLE_SENDS,
               *sorted({name for meaning in MEANINGS.values() for name in meaning.metrics}))
 
 
@@ -30,6 +30,8 @@ def emf_fields(result: RecordResult, pipeline: str, latency_ms: float, timestamp
     counts = [Metric.RECORDS, *result.outcome.meaning.metrics]
     if result.key_conflict:
         counts.append(Metric.KEY_CONFLICTS)
+    if result.double_send:  # the recorder's metric too, so the one DoubleSends alarm hears it
+        counts.append(Metric.DOUBLE_SENDS)
     fields = emf_document(pipeline, counts, {Metric.RECORD_LATENCY: round(latency_ms, 3)}, timestamp_ms, lane)
     if by_tenant and result.tenant is not None:
         # The same values also per tenant: a second dimension set in the one document costs no second line.

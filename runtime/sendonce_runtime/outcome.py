@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from sendonce_contract.schema import Metric, ReasonCode
 
@@ -265,6 +265,7 @@ class RecordResult(NamedTuple):
     key_conflict: bool = False
     postponed_s: int | None = None  # a delayed copy of the job comes back after this long; this one is done
     tenant: str | None = None  # the job's tenant as logs and events show it (its digest with key_privacy)
+    double_send: bool = False  # its SENT record found another email's SES message id: the key went out twice
 
     @property
     def redeliver(self) -> bool:
@@ -334,5 +335,13 @@ class UnrecordedSend:
 
 
 Verdict = RecordResult | Refusal | Redeliver | UnrecordedSend
+
+
+def amended(verdict: Verdict, **fields: Any) -> Verdict:
+    """``verdict`` with these fields of its result replaced (the job's tenant, a double its completion found)."""
+    if isinstance(verdict, RecordResult):
+        return verdict._replace(**fields)
+    verdict.result = verdict.result._replace(**fields)
+    return verdict
 # What the processor hands the redelivery: refusals are in the DLQ by then.
 Decided = RecordResult | Redeliver | UnrecordedSend

@@ -33,7 +33,7 @@ class OutcomeLog:
 
     def write(self, result: RecordResult, receive_count: int, latency_ms: float = 0.0) -> None:
         line: dict[str, object] = {
-            "level": "WARN" if result.redeliver or result.key_conflict else "INFO",
+            "level": "ERROR" if result.double_send else "WARN" if result.redeliver or result.key_conflict else "INFO",
             "logger": "sendonce",
             "outcome": result.outcome.value,
             Ledger.KEY: result.dedupe_key,
@@ -49,6 +49,8 @@ class OutcomeLog:
             line["reason"] = redact_addresses(result.reason)
         if result.key_conflict:
             line["keyConflict"] = True
+        if result.double_send:
+            line["doubleSend"] = True
         if result.postponed_s is not None:
             line["postponedSeconds"] = result.postponed_s
         if self._pipeline is not None:

@@ -17,8 +17,8 @@ from .aws_errors import LEDGER_ERRORS, describe, ledger_outcome
 from .checks import Check, Delivery, ParseJob, chain
 from .clock import Clock, Deadline
 from .dead_letter import DeadLetterQueue
-from .ledger import Claim, DedupeLedger
-from .outcome import Decided, Outcome, RecordResult, Redeliver, Refusal, UnrecordedSend, Verdict
+from .ledger import NOT_RECORDED, Claim, Completion, DedupeLedger
+from .outcome import Decided, Outcome, RecordResult, Redeliver, Refusal, UnrecordedSend, Verdict, amended
 from .ses_sender import Accepted, Refused, SendOutcome, SesSender
 from .settings import LEDGER_CALLS_PER_RECORD, Settings
 from .settled_key import key_conflict, settled_result
@@ -82,7 +82,7 @@ class RecordProcessor:
                            "the pipeline's key secret (key_secret_arn), so the group id is the tenant's digest",
                            record.message_id)
         verdict = self._run_checks(Delivery(record, job, deadline))
-        return verdict if tenant is None else _with_tenant(verdict, tenant)
+        return verdict if tenant is None else amended(verdict, tenant=tenant)
 
     def _claim_and_send(self, delivery: Delivery) -> Verdict:
         """The last step: claim the key, send, record; a refusal from SES is in the DLQ when this returns (so a
@@ -193,11 +193,11 @@ class RecordProcessor:
         else:
             outcome = self._throttle_retry.send(lambda: self._sender.send(job), deadline)
         if isinstance(outcome, Accepted):
-            recorded = self._complete(key, owner, outcome.ses_message_id, deadline)
+            completion = self._complete(key, owner, outcome.ses_message_id, deadline)
             self._heard(outcome, job, deadline)
-            if recorded:
+            if completion.recorded:
                 return RecordResult(record.message_id, Outcome.SENT, key, ses_message_id=outcome.ses_message_id,
-                                    attempt=attempt)
+                                    attempt=attempt, double_send=completion.double_send)
             return UnrecordedSend(RecordResult(
                 record.message_id, Outcome.SENT_UNRECORDED, key, ses_message_id=outcome.ses_message_id,
                 attempt=attempt, reason="SES accepted; the SENT record could not be written yet"), owner)
@@ -237,7 +237,7 @@ class RecordProcessor:
             return owner
         return None
 
-    def _complete(self, key: str, owner: str, ses_message_id: str, deadline: Deadline) -> bool:
+    def _complete(self, key: str, owner: str, ses_message_id: str, deadline: Deadline) -> Completion:
         for _ in range(COMPLETION_TRIES):
             try:
                 return self._ledger.mark_sent(key, owner, ses_message_id)
@@ -245,7 +245,7 @@ class RecordProcessor:
                 LOGGER.warning("could not record %s as SENT: %s", key, describe(error))
                 if deadline.remaining_ms() < self._settings.budget.ledger_budget_ms:
                     break
-        return False
+        return NOT_RECORDED
 
     def _dead_letter(self, record: SqsRecord, verdict: Verdict) -> Decided:
         """A refusal's message moved to the DLQ with its outcome's reason code; any other verdict as it is."""
@@ -265,11 +265,3 @@ def _refused_outcome(refused: Refused) -> Outcome:
     if refused.stop is None:
         return Outcome.THROTTLED
     return Outcome.QUOTA_EXHAUSTED if refused.quota else Outcome.SES_STOPPED
-
-
-def _with_tenant(verdict: Verdict, tenant: str) -> Verdict:
-    """``verdict`` with its result naming the job's tenant, for the log line and the events."""
-    if isinstance(verdict, RecordResult):
-        return verdict._replace(tenant=tenant)
-    verdict.result = verdict.result._replace(tenant=tenant)
-    return verdict

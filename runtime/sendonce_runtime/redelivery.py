@@ -43,21 +43,21 @@ import random
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from sendonce_contract.copy_room import COPY_ATTRIBUTES, COPY_ATTRIBUTES_MAX_BYTES
 from sendonce_contract.schema import DeadLetter
 from sendonce_contract.sqs_limits import SQS_MAX_DELAY_S, SQS_MAX_VISIBILITY_S, VISIBLE_AFTER_TIMEOUTS, batches
 
 from .clock import Clock, Deadline, SystemClock
 from .dead_letter import DeadLetterQueue
 from .outcome import DEAD_LETTER_REASONS, Decided, Outcome, RecordResult, Redeliver, UnrecordedSend, Wait
-from .sqs_answers import Answer, call, call_batched
+from .sqs_answers import Answer, Refusal, call, call_batched
 from .sqs_record import SqsRecord, carried_claims
 
 THROTTLE_BASE_DELAY_S = 2.0
 CONTRACT_TOO_NEW_DELAY_S = 300.0  # about the time a deploy of the upgraded consumer takes
-# Our attributes on a copy, replaced (never inherited) each time a copy is made.
-OURS = frozenset({DeadLetter.POSTPONEMENTS, DeadLetter.SUPERSEDES, DeadLetter.UNSENT_CLAIM,
-                  DeadLetter.UNRECORDED_SEND, DeadLetter.PARKED_SINCE})
-NUMBERS = frozenset({DeadLetter.POSTPONEMENTS, DeadLetter.PARKED_SINCE})
+# Our attributes on a copy, replaced (never inherited) each time a copy is made: those a job leaves room for.
+OURS = frozenset(COPY_ATTRIBUTES)
+NUMBERS = frozenset(name for name, (kind, _) in COPY_ATTRIBUTES.items() if kind == "Number")
 # A parked job goes to the DLQ with this much of the queue's retention left, not a copy that could outlive it.
 PARKED_MARGIN_S = 60
 # An original stays out of sight this long past its copy's delay, for the copy to be received and delete it.
@@ -249,11 +249,13 @@ class Redelivery:
             if hold is Answer.REFUSED:
                 return None  # the original could come back before the copy deletes it: no copy
             held = True
+        said: list[Refusal] = []
         answer = self._send_copy(record, copy.delay_s, copy.postponements, copy.redeliver.unsent_claim,
-                                 copy.redeliver.unrecorded_send, copy.parked_since)
+                                 copy.redeliver.unrecorded_send, copy.parked_since, said)
         if answer is Answer.DONE:
             return result._replace(postponed_s=copy.delay_s)
         if answer is Answer.REFUSED:
+            _say_if_too_large(copy, said)
             return None
         # The copy may exist: keep the original out of sight until it has deleted it, and make no other.
         if not held:
@@ -271,7 +273,9 @@ class Redelivery:
         # An original whose hold was refused could come back before its copy deletes it: no copy.
         to_copy = {n: copy for n, copy in copies.items() if n in held or n not in needing_hold}
         entries = {str(n): requests[n] for n in to_copy}
-        answers = call_batched(self._client.send_message_batch, str(self._queue_url), entries) if entries else {}
+        said: dict[str, Refusal] = {}
+        answers = call_batched(self._client.send_message_batch, str(self._queue_url), entries,
+                               said) if entries else {}
         results: dict[int, RecordResult] = {}
         unheld_lost: dict[int, _Copy] = {}
         for n, copy in to_copy.items():
@@ -282,6 +286,8 @@ class Redelivery:
                 results[n] = _copy_answer_lost(copy.redeliver.result)
                 if n not in held:
                     unheld_lost[n] = copy
+            elif str(n) in said:
+                _say_if_too_large(copy, [said[str(n)]])
         # The copies that may exist: their originals kept out of sight until they have deleted them, no other made.
         self._change_visibilities(unheld_lost)
         return results
@@ -317,7 +323,11 @@ class Redelivery:
             # Held as any copied original is, should the acknowledgement be lost (the invocation killed after the
             # copy): the completion is carried either way, so a refused hold does not stop the copy.
             self._change_visibility(record, delay_s + HOLD_S)
-        if self._send_copy(record, delay_s, record.postponements + 1, None, carried) is Answer.REFUSED:
+        said: list[Refusal] = []
+        if self._send_copy(record, delay_s, record.postponements + 1, None, carried, said=said) is Answer.REFUSED:
+            too_large = next((refusal for refusal in said if refusal.too_long), None)
+            if too_large is not None:  # SES's events, if they come, record it SENT
+                return result._replace(reason=f"{result.reason}; {_too_large_to_carry(record, too_large)}")
             return result
         return result._replace(postponed_s=delay_s)
 
@@ -337,10 +347,11 @@ class Redelivery:
         return max(1, int(ceiling * (0.5 + 0.5 * self._random.random())))
 
     def _send_copy(self, record: SqsRecord, delay_s: int, postponements: int, unsent_claim: str | None,
-                   unrecorded_send: tuple[str, str] | None, parked_since: int | None = None) -> Answer:
+                   unrecorded_send: tuple[str, str] | None, parked_since: int | None = None,
+                   said: list[Refusal] | None = None) -> Answer:
         if self._queue_url is None:
             return Answer.REFUSED
-        return call(self._client.send_message, QueueUrl=self._queue_url,
+        return call(self._client.send_message, said, QueueUrl=self._queue_url,
                     **self._copy_request(record, delay_s, postponements, unsent_claim, unrecorded_send, parked_since))
 
     @staticmethod
@@ -396,6 +407,27 @@ class Redelivery:
 def _visibility_s(seconds: int) -> int:
     """A visibility timeout SQS takes: 1 s to 12 hours."""
     return max(1, min(seconds, SQS_MAX_VISIBILITY_S))
+
+
+def _say_if_too_large(copy: _Copy, said: Sequence[Refusal]) -> None:
+    """A copy SQS refused for its size: the job waits by its visibility instead (a receive spent each time, as on a
+    FIFO queue), and its reason says why, in its log line and, on its last receive, in the DLQ."""
+    too_large = next((refusal for refusal in said if refusal.too_long), None)
+    if too_large is not None:
+        result = copy.redeliver.result
+        copy.redeliver.result = result._replace(
+            reason=f"{result.reason or result.outcome.value}; too large to copy, so it waits by its visibility, "
+                   f"spending a receive: {_too_large(copy.record, too_large)}")
+
+
+def _too_large_to_carry(record: SqsRecord, refusal: Refusal) -> str:
+    return f"its completion is too large to travel with a copy: {_too_large(record, refusal)}"
+
+
+def _too_large(record: SqsRecord, refusal: Refusal) -> str:
+    return (f"the job's message is {len(record.body.encode()):,} bytes, and SQS refused its copy ({refusal}); a job "
+            f"must leave {COPY_ATTRIBUTES_MAX_BYTES:,} bytes of its queue's maximum message size for a copy's "
+            "attributes, as sendonce's producer does")
 
 
 def _copy_answer_lost(result: RecordResult) -> RecordResult:

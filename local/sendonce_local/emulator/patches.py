@@ -29,6 +29,7 @@ from .ses_publisher import record_ses_sends
 from .ses_tenants import play_ses_tenants, serve_ses_reputation_control
 from .sqs_delays import play_shorter_sqs_delays, serve_sqs_delays_control
 from .sqs_fair_queues import play_sqs_fair_queues
+from .sqs_message_size import count_sqs_message_sizes
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,13 @@ PATCHES = (
     Patch("moto's API application (POST /moto-api/sendonce/sqs-delays added: .sqs_delays)",
           "the longest delay above is set over HTTP, so it reaches an emulator in its own process",
           serve_sqs_delays_control),
+    Patch("SQSBackend.send_message and send_message_batch (a message's size: .sqs_message_size)",
+          "moto compares a message body's length in characters with the queue's MaximumMessageSize; SQS counts the "
+          "body's UTF-8 bytes and every message attribute's name, data type and value, so a delayed copy whose "
+          "attributes take a job past the limit was accepted, which SQS refuses (a single send with "
+          "InvalidParameterValue, a batch entry as a failed entry, a batch over 1 MiB in all with "
+          "BatchRequestTooLong)",
+          count_sqs_message_sizes),
     Patch("BaseResponse.call_action (counted)",
           "a scenario reports AWS calls per email, counted by the emulator rather than by the consumer, and SQS's "
           "by queue (a burst's pacing cost is its job queue's, apart from the evidence queue's)",
