@@ -67,10 +67,12 @@ test-stress:
 	@bash tools/stress_test.sh
 
 # The fault bursts under never-resend too (DynamoDB and SQS answering late, during a burst) and the urgent lane's
-# flood runs (their aims are BENCHMARKS 9d): minutes.
+# flood runs (their aims are BENCHMARKS 9d), and the property tests (the lifecycle's among them) with eight times
+# the examples: minutes.
 test-soak: setup
 	$(PY) -m pytest -m soak
-	SENDONCE_EXAMPLES=8 $(PY) -m pytest tests/test_properties.py tests/test_evidence_properties.py tests/test_copy_bound.py
+	SENDONCE_EXAMPLES=8 $(PY) -m pytest tests/test_properties.py tests/test_evidence_properties.py tests/test_copy_bound.py \
+		tests/test_lifecycle.py
 
 # The demo end to end with a small workload and every assertion on its report (about five minutes; CI runs it).
 test-demo: setup
