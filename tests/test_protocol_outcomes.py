@@ -372,3 +372,23 @@ def test_ledger_unreachable_after_ses_accepted_acknowledges_and_never_resends(pi
     assert pipeline.emails_for("receipt:34:u1") == 1
     line = json.loads(log.getvalue())
     assert line["outcome"] == "sent_unrecorded" and line["sesMessageId"]
+
+
+def test_records_handed_back_at_the_deadline_come_back_at_once_not_after_their_visibility_timeout(pipeline, jobs):
+    """Records a batch had no time left for are handed back visible again at once, in one request per ten (the
+    queue's visibility timeout, 180 s for a 30 s function, would hold them back for nothing)."""
+    for n in range(12):
+        jobs.enqueue(job(f"receipt:handback:u{n}"))
+    records = jobs.receive(batch_size=10, visibility_s=180)
+    records += jobs.receive(batch_size=10, visibility_s=180)
+    assert len(records) == 12
+    consumer = pipeline.consumer(queue_url=jobs.url)
+    calls = []
+    consumer.redelivery._client.meta.events.register(
+        "before-parameter-build.sqs.*", lambda params, model, **_: calls.append(model.name))
+    context = FakeContext(FakeClock(), budget_ms=consumer.settings.budget.record_budget_ms - 1)
+    response = consumer.handle(event(*records), context)
+    assert failed_ids(response) == {r["messageId"] for r in records}
+    assert calls == ["ChangeMessageVisibilityBatch"] * 2
+    back = jobs.receive(batch_size=10, wait_s=5) + jobs.receive(batch_size=10, wait_s=5)
+    assert sorted(r["messageId"] for r in back) == sorted(r["messageId"] for r in records)

@@ -46,7 +46,7 @@ class ReadAttachments:
                 continue
             if delivery.deadline.remaining_ms() < self._budget.attachment_read_budget_ms:
                 return Redeliver(delivery.result(Outcome.DEADLINE, "too little time left to read an attachment "
-                                                 "and send"))
+                                                 "and send"), retry_after_s=0)
             try:
                 content = self._read(attachment.s3, lambda size, i=index: self._check_size(job, sizes, i, size))
             except AttachmentError as error:

@@ -17,7 +17,7 @@ from .ledger import DedupeLedger
 from .outcome import RecordResult, Redeliver
 from .outcome_log import OutcomeLog
 from .processor import RecordProcessor
-from .redelivery import Redelivery
+from .redelivery import Redelivery, Visibilities
 from .ses_sender import SesSender
 from .ses_stops import SesStops, StopBoard
 from .settings import Settings
@@ -113,6 +113,7 @@ class Consumer:
         records = [SqsRecord.from_event(r) for r in event.get("Records", [])]
 
         parked: list[tuple[SqsRecord, Redeliver, float]] = []
+        later: Visibilities = []  # those that come back by their visibility: set together after the batch
 
         def process(record: SqsRecord) -> Any:
             started = time.perf_counter()
@@ -120,7 +121,7 @@ class Consumer:
             if isinstance(decided, Redeliver) and self.redelivery.parks_with_its_batch(decided):
                 parked.append((record, decided, started))  # copied with the batch's other parked jobs, below
                 return decided.result
-            result = self.redelivery.settle(record, decided, deadline)
+            result = self.redelivery.settle(record, decided, deadline, later)
             self.log.write(result, record.receive_count, (time.perf_counter() - started) * 1000)
             return result
 
@@ -128,7 +129,8 @@ class Consumer:
         self.redelivery.retire_superseded([*records, *taken])
         results = run_batch([*records, *taken], process, self.settings.parallelism, self.settings.fifo)
         if parked:
-            results = self._park(parked, [*records, *taken], results, deadline)
+            results = self._park(parked, [*records, *taken], results, deadline, later)
+        self.redelivery.set_visibilities(later, deadline)
         if taken and self.top_up is not None:
             self.top_up.acknowledge(taken, results[len(records):], deadline)
         if self.dead_letter_events is not None:
@@ -140,10 +142,10 @@ class Consumer:
         return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in results[:len(records)] if r.redeliver]}
 
     def _park(self, parked: list[tuple[SqsRecord, Redeliver, float]], records: list[SqsRecord],
-              results: list[RecordResult], deadline: Deadline) -> list[RecordResult]:
+              results: list[RecordResult], deadline: Deadline, later: Visibilities) -> list[RecordResult]:
         """The batch's parked jobs copied together (a fraction of a request each), their results in the batch's:
         matched by record, not message id, which SQS may deliver twice in one batch."""
-        settled = self.redelivery.park([(record, decided) for record, decided, _ in parked], deadline)
+        settled = self.redelivery.park([(record, decided) for record, decided, _ in parked], deadline, later)
         by_record: dict[int, RecordResult] = {}
         for (record, _, started), result in zip(parked, settled, strict=True):
             self.log.write(result, record.receive_count, (time.perf_counter() - started) * 1000)

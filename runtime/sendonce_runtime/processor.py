@@ -71,7 +71,9 @@ class RecordProcessor:
 
     def _process(self, record: SqsRecord, deadline: Deadline) -> Verdict:
         if deadline.remaining_ms() < self._settings.budget.record_budget_ms:
-            return Redeliver(RecordResult(record.message_id, Outcome.DEADLINE, reason="too little time left to send"))
+            # Nothing stands in its way but this invocation's time: it comes back at once, not after its visibility.
+            return Redeliver(RecordResult(record.message_id, Outcome.DEADLINE, reason="too little time left to send"),
+                             retry_after_s=0)
         job = self.parse(record)
         if not isinstance(job, ParsedJob):
             return job

@@ -45,7 +45,13 @@ from typing import Any, NamedTuple
 
 from sendonce_contract.copy_room import COPY_ATTRIBUTES, COPY_ATTRIBUTES_MAX_BYTES
 from sendonce_contract.schema import DeadLetter
-from sendonce_contract.sqs_limits import SQS_MAX_DELAY_S, SQS_MAX_VISIBILITY_S, VISIBLE_AFTER_TIMEOUTS, batches
+from sendonce_contract.sqs_limits import (
+    SQS_MAX_BATCH_ENTRIES,
+    SQS_MAX_DELAY_S,
+    SQS_MAX_VISIBILITY_S,
+    VISIBLE_AFTER_TIMEOUTS,
+    batches,
+)
 
 from .clock import Clock, Deadline, SystemClock
 from .dead_letter import DeadLetterQueue
@@ -72,6 +78,10 @@ COPY_CALLS = 2
 # A batch's parked copies, per batch SQS takes whole: the holds, the copies, the holds of copies whose answer was lost.
 PARK_CALLS = 3
 CALLS_AFTER_PARKING = 1  # a topped-up batch's delete of what it took (``top_up``)
+
+
+# The records of a batch that come back by their visibility, and their waits in seconds, set together.
+Visibilities = list[tuple[SqsRecord, int]]
 
 
 class _Copy(NamedTuple):
@@ -123,8 +133,10 @@ class Redelivery:
         return (redeliver.result.outcome.meaning.postponed == Wait.PARKED and not self._fifo
                 and self._queue_url is not None)
 
-    def settle(self, record: SqsRecord, decided: Decided, deadline: Deadline | None = None) -> RecordResult:
-        """What became of the record once its way back is arranged. Never raises."""
+    def settle(self, record: SqsRecord, decided: Decided, deadline: Deadline | None = None,
+               later: Visibilities | None = None) -> RecordResult:
+        """What became of the record once its way back is arranged. Never raises. A record that comes back by its
+        visibility has it set at once, or, given ``later``, with the batch's others (``set_visibilities``)."""
         if isinstance(decided, UnrecordedSend):
             return self._carry_completion(record, decided, deadline)
         if isinstance(decided, RecordResult):
@@ -136,10 +148,10 @@ class Redelivery:
             copied = self._replace_by_copy(copy, deadline)
             if copied is not None:
                 return copied
-        return self._without_copy(record, decided, copy, deadline)
+        return self._without_copy(record, decided, copy, deadline, later)
 
-    def park(self, parked: Sequence[tuple[SqsRecord, Redeliver]], deadline: Deadline | None = None) -> list[
-            RecordResult]:
+    def park(self, parked: Sequence[tuple[SqsRecord, Redeliver]], deadline: Deadline | None = None,
+             later: Visibilities | None = None) -> list[RecordResult]:
         """A batch's parked jobs replaced by their delayed copies together, each as ``settle`` replaces one: the
         holds, the copies, and the holds of copies whose answer was lost, each one request per ten jobs, so a parked
         job costs a fraction of a request per 15 minutes. Results in the order given. Never raises."""
@@ -159,7 +171,7 @@ class Redelivery:
             results.update(self._replace_by_copies({n: copies[n] for n in fitting}, requests, deadline))
         for n, (record, redeliver) in enumerate(parked):
             if n not in results:
-                results[n] = self._without_copy(record, redeliver, copies.get(n), deadline)
+                results[n] = self._without_copy(record, redeliver, copies.get(n), deadline, later)
         return [results[n] for n in range(len(parked))]
 
     def _plan_copy(self, record: SqsRecord, redeliver: Redeliver) -> _Copy | RecordResult | None:
@@ -185,21 +197,38 @@ class Redelivery:
         return record.postponements + (record.receive_count - 1 if self._fifo else 0)
 
     def _without_copy(self, record: SqsRecord, redeliver: Redeliver, copy: _Copy | None,
-                      deadline: Deadline | None) -> RecordResult:
+                      deadline: Deadline | None, later: Visibilities | None = None) -> RecordResult:
         """No copy made: the message comes back by its visibility, sooner when its wait is known, or goes to the
         DLQ with its reason on the last receive its queue allows."""
         result = redeliver.result
-        retry_after_s = redeliver.retry_after_s or (copy.delay_s if copy is not None else None)
+        retry_after_s = redeliver.retry_after_s if redeliver.retry_after_s is not None else (
+            copy.delay_s if copy is not None else None)
         if self._max_receive_count is not None and record.receive_count >= self._max_receive_count:
             if copy is not None and self._fifo:  # a wait, not a failure: never the DLQ for it
                 requeued = self._requeue_at_group_tail(copy)
                 if requeued is not None:
                     return requeued
             return self._give_up(record, result)
+        if retry_after_s is None:
+            return result
+        if later is not None:
+            later.append((record, retry_after_s))
         # Only with time for the call: a kill at the deadline would lose the batch's acknowledgements.
-        if retry_after_s is not None and (deadline is None or deadline.remaining_ms() >= self._call_ms):
+        elif deadline is None or deadline.remaining_ms() >= self._call_ms:
             self._change_visibility(record, retry_after_s)
         return result
+
+    def set_visibilities(self, later: Visibilities, deadline: Deadline | None = None) -> None:
+        """The batch's records that come back by their visibility, each set to its wait: one request per ten, as
+        many as fit before the deadline (the rest wait out their visibility timeout). Never raises."""
+        entries = {str(n): {"ReceiptHandle": record.receipt_handle, "VisibilityTimeout": _visibility_s(seconds)}
+                   for n, (record, seconds) in enumerate(later) if record.receipt_handle}
+        if not entries or self._queue_url is None:
+            return
+        if deadline is not None and self._call_ms > 0:
+            fitting = (deadline.remaining_ms() // self._call_ms) * SQS_MAX_BATCH_ENTRIES
+            entries = dict(itertools.islice(entries.items(), fitting))
+        call_batched(self._client.change_message_visibility_batch, self._queue_url, entries)
 
     def _parked_since(self, record: SqsRecord, wait: str) -> int | None:
         """When a parked job's message was queued (epoch ms), as its first parking found it: carried by every copy
@@ -405,8 +434,8 @@ class Redelivery:
 
 
 def _visibility_s(seconds: int) -> int:
-    """A visibility timeout SQS takes: 1 s to 12 hours."""
-    return max(1, min(seconds, SQS_MAX_VISIBILITY_S))
+    """A visibility timeout SQS takes: 0 (at once) to 12 hours."""
+    return max(0, min(seconds, SQS_MAX_VISIBILITY_S))
 
 
 def _say_if_too_large(copy: _Copy, said: Sequence[Refusal]) -> None:
