@@ -43,6 +43,7 @@ from .queue_props import SendOnceEmailQueueProps
 from .quota_watch import build_quota_watch
 from .runtime_asset import HANDLER
 from .synth_warnings import warn
+from .unresolved import is_known
 
 DLQ_RETENTION = Duration.seconds(DEAD_LETTER_RETENTION_S)  # the TTL rules count on this figure
 # Why each lane's own DLQ has no queue behind it (cdk-nag's finding), by whether it is the urgent lane's.
@@ -461,6 +462,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             key_secret_id=ledger.key_secret.secret_arn if ledger.key_secret is not None else None,
             time_budget=TimeBudget.for_function_timeout(timeout_s) if timeout_s is not None else None,
             max_send_rate=lane.max_send_rate,
+            planned_send_rate=_planned_send_rate(props) if lane.max_send_rate is not None else None,
             lane=lane.name or None,
             lent_send_rate=lane.lent_send_rate,
             urgent_queue_url=lane.watched_queue.queue_url if lane.watched_queue is not None else None,
@@ -499,6 +501,10 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         function.add_to_role_policy(ses_permissions.send_statement(resources, patterns, props.allow_raw_messages))
         if props.ses_tenants:  # a paused refusal of a tenant's job: is it the tenant's (docs: when SES stops)
             function.add_to_role_policy(ses_permissions.tenant_status_statement(stack))
+        if _planned_send_rate(props) is not None:  # a paced lane plans under SES's own rate (docs: sending rate)
+            function.add_to_role_policy(ses_permissions.account_read_statement())
+            acknowledge(function.role or function, "AwsSolutions-IAM5[Resource::*]",
+                        ses_permissions.ACCOUNT_READ_REASON)
 
     @property
     def outbox_table(self) -> dynamodb.ITable | None:
@@ -616,3 +622,14 @@ def _job_message_size(props: PipelineProps) -> int:
     """A job queue's maximum message size: the prop, else sendonce's default set in the template, never SQS's own
     (1 MiB since 2025), so the batch payload rule and the docs hold for a queue made today."""
     return SQS_DEFAULT_MESSAGE_BYTES if props.max_message_size_bytes is None else props.max_message_size_bytes
+
+
+def _planned_send_rate(props: PipelineProps) -> float | None:
+    """The pipeline's whole planned rate, which SES's own MaxSendRate may cap: ``send_rate``, or ``max_send_rate``
+    over the instances that run; None when unpaced or unknown at synth."""
+    if props.send_rate is not None:
+        return float(props.send_rate) if is_known(props.send_rate) else None
+    if props.max_send_rate is None or props.paced_concurrency is None:
+        return None
+    rate, instances = props.max_send_rate, props.paced_concurrency
+    return float(rate) * int(instances) if is_known(rate) and is_known(instances) else None

@@ -563,8 +563,8 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             doc="a small function an EventBridge schedule runs every five minutes, reading SES's 24-hour "
             "quota (SESv2 GetAccount) into the ``QuotaUsedPercent`` metric.",
             rule="a small bundled function an EventBridge schedule runs every five minutes: it reads SESv2 "
-            "`GetAccount` (`SendQuota`) and publishes `QuotaUsedPercent`; the consumer never calls "
-            "`GetAccount` on the send path",
+            "`GetAccount` (`SendQuota`) and publishes `QuotaUsedPercent`; a paced consumer reads only "
+            "`MaxSendRate` from it, once a minute an instance (docs: sending rate)",
         )]
     quota_alarm_threshold: Annotated[
         float | None, Prop(

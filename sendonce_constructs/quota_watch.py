@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from aws_cdk import Duration
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
-from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from sendonce_contract.companion_configs import QuotaWatchConfig
 
+from . import ses_permissions
 from .acknowledgements import acknowledge
 from .bundled_function import BundledFunction, FunctionOptions
 from .runtime_asset import QUOTA_WATCH_HANDLER
@@ -36,9 +36,8 @@ def build_quota_watch(scope: Construct, pipeline_name: str, options: FunctionOpt
         timeout=Duration.seconds(30), environment=QuotaWatchConfig(pipeline_name).to_env(), options=options,
         invoked_by="its EventBridge schedule", memory_size=128,
     )
-    built.role.add_to_principal_policy(iam.PolicyStatement(actions=["ses:GetAccount"], resources=["*"]))
-    acknowledge(built.role, "AwsSolutions-IAM5[Resource::*]",
-                "ses:GetAccount reads the account's sending quota; it has no resource-level permission.")
+    built.role.add_to_principal_policy(ses_permissions.account_read_statement())
+    acknowledge(built.role, "AwsSolutions-IAM5[Resource::*]", ses_permissions.ACCOUNT_READ_REASON)
     schedule = events.Rule(scope, "QuotaWatchSchedule", schedule=events.Schedule.rate(QUOTA_WATCH_EVERY),
                            description=f"sendonce {pipeline_name}: the quota watch, every five minutes",
                            targets=[targets.LambdaFunction(built.function, retry_attempts=0)])

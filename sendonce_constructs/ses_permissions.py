@@ -29,6 +29,16 @@ def tenant_status_statement(stack: Stack) -> iam.PolicyStatement:
     return iam.PolicyStatement(actions=["ses:GetTenant"], resources=[any_tenant_arn(stack)])
 
 
+ACCOUNT_READ_ACTION = "ses:GetAccount"  # the sending quota and rate; SES offers no resource-level permission for it
+ACCOUNT_READ_REASON = ("ses:GetAccount reads the account's sending quota and rate; it has no resource-level "
+                       "permission.")
+
+
+def account_read_statement() -> iam.PolicyStatement:
+    """Read the account's sending quota and rate (GetAccount)."""
+    return iam.PolicyStatement(actions=[ACCOUNT_READ_ACTION], resources=["*"])
+
+
 def from_address_patterns(sender: str | None, from_addresses: Sequence[str] | None) -> list[str] | None:
     """What ``ses:FromAddress`` may be: the listed addresses, the address identity, or any address of the domain."""
     if from_addresses:

@@ -21,7 +21,8 @@ from sendonce_contract.deploy_config import Env
 
 ROOT = Path(__file__).resolve().parents[1]
 # The only actions granted on "*": AWS has no resource-level permission for them.
-NO_RESOURCE_LEVEL_PERMISSION = {"dynamodb:ListStreams", "xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+NO_RESOURCE_LEVEL_PERMISSION = {"dynamodb:ListStreams", "xray:PutTraceSegments", "xray:PutTelemetryRecords",
+                                "ses:GetAccount"}
 
 
 def example_stack() -> cdk.Stack:
@@ -243,12 +244,7 @@ def test_the_quota_watch_reads_ses_quota_on_a_schedule_with_get_account_only():
                   if {"Ref": role_id} in p["Properties"]["Roles"]
                   for s in p["Properties"]["PolicyDocument"]["Statement"]]
     assert [s["Action"] for s in statements if s["Resource"] == "*"] == ["ses:GetAccount"]
-    # The consumer never reads the quota on the send path.
-    consumer = next(f["Properties"] for f in functions.values()
-                    if f["Properties"]["Handler"] == "sendonce_runtime.handler.handler")
-    consumer_policies = json.dumps([p for p in template.find_resources("AWS::IAM::Policy").values()
-                                    if {"Ref": consumer["Role"]["Fn::GetAtt"][0]} in p["Properties"]["Roles"]])
-    assert "GetAccount" not in consumer_policies
+    # A paced consumer reads SES's rate itself, once a minute (test_a_paced_consumer_may_read_ses_s_own_rate_...).
 
 
 def test_the_quota_alarm_threshold_is_a_prop_and_the_watch_can_be_turned_off():
@@ -262,3 +258,17 @@ def test_the_quota_alarm_threshold_is_a_prop_and_the_watch_can_be_turned_off():
     template = Template.from_stack(quiet)
     assert not template.find_resources("AWS::Events::Rule", {"Properties": {"ScheduleExpression": "rate(5 minutes)"}})
     assert pipeline.quota_watch is None and "QuotaNearlyUsed" not in pipeline.alarms
+
+
+def test_a_paced_consumer_may_read_ses_s_own_rate_and_knows_the_pipeline_s_planned_rate():
+    """Pacing plans under SES's MaxSendRate (GetAccount): a paced pipeline's consumer gets ses:GetAccount and the
+    pipeline's whole planned rate; an unpaced one neither."""
+    for send_rate, planned in ((14.0, "14"), (None, None)):
+        stack = cdk.Stack(cdk.App(), "Paced")
+        props = {"send_rate": send_rate, "max_concurrency": 14} if send_rate else {}
+        SendOnceEmailQueue(stack, "Receipts", sender="example.com", quota_watch=False, **props)
+        template = Template.from_stack(stack)
+        consumer = only(template, "AWS::Lambda::Function", Properties={"Handler": "sendonce_runtime.handler.handler"})
+        assert consumer["Properties"]["Environment"]["Variables"].get(Env.PLANNED_SEND_RATE) == planned
+        reads = [s for s in policy_statements(template) if "ses:GetAccount" in statement_actions(s)]
+        assert [s["Resource"] for s in reads] == (["*"] if send_rate else [])

@@ -356,3 +356,34 @@ def test_an_urgent_lane_s_send_at_once_stays_in_flight_until_its_next_token_is_a
     assert _sender(pace, deadline)("urgent:lone", outcome) is outcome
     assert clock.slept == []  # the lone email went at once
     assert pace.after_batch(deadline, [RecordResult("m", outcome)]) == pytest.approx(held_s)
+
+
+def test_a_bucket_plans_under_ses_s_own_rate_when_ses_allows_less_than_the_pipeline_plans():
+    clock = FakeTime()
+    factor = [1.0]
+    bucket = TokenBucket(rate=4, monotonic=clock.monotonic, ceiling=lambda: factor[0])
+    factor[0] = 0.25  # SES's MaxSendRate is a quarter of the pipeline's send_rate
+    assert [bucket.take(1, max_wait_s=10).wait_s for _ in range(3)] == [0, 1.0, 2.0]
+    assert bucket.rate == 1.0 and bucket.planned_rate == 4
+
+
+def test_ses_s_max_send_rate_is_read_from_ses_at_most_once_a_minute_and_scales_the_consumer_s_pace(pipeline):
+    """The emulator's SES reports the rate it plays (GetAccount's SendQuota.MaxSendRate): a consumer paced at 7 a
+    second of a pipeline planned at 14 paces at 1 a second against an SES that sends 2, and asks SES once a minute."""
+    from sendonce_local.emulator.ses_limits import SES_RATE
+
+    SES_RATE.limit(2)
+    try:
+        consumer = pipeline.consumer(max_send_rate=7, planned_send_rate=14, parallelism=1)
+        asked = []
+        consumer.processor._sender._client.meta.events.register(
+            "before-parameter-build.sesv2.GetAccount", lambda **_: asked.append(1))
+        bucket = pace_of(consumer).pace
+        clock = FakeClock()
+        consumer.handle(event(sqs_record(job("receipt:ceiling:u1"))), FakeContext(clock))
+        assert bucket.rate == pytest.approx(1.0) and bucket.planned_rate == 7
+        consumer.handle(event(sqs_record(job("receipt:ceiling:u2"))), FakeContext(clock))
+        assert asked == [1]
+        assert pipeline.emails_per_key() == {"receipt:ceiling:u1": 1, "receipt:ceiling:u2": 1}
+    finally:
+        SES_RATE.limit(None)

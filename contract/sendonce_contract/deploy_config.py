@@ -45,6 +45,7 @@ class Env:
     LEDGER_BUDGET_MS = "SENDONCE_LEDGER_BUDGET_MS"
     LEASE_MARGIN_MS = "SENDONCE_LEASE_MARGIN_MS"
     MAX_SEND_RATE = "SENDONCE_MAX_SEND_RATE"
+    PLANNED_SEND_RATE = "SENDONCE_PLANNED_SEND_RATE"  # the pipeline's whole rate, which SES's MaxSendRate may cap
     MAX_RECEIVE_COUNT = "SENDONCE_MAX_RECEIVE_COUNT"
     OUTCOME_BUS = "SENDONCE_OUTCOME_BUS"
     PIPELINE_TAG = "SENDONCE_PIPELINE_TAG"  # tags every email and outcome event of one pipeline
@@ -193,6 +194,9 @@ class ConsumerConfig(NamedTuple):
     pipeline_name: Annotated[str | None, Var(Env.PIPELINE_NAME, TEXT)] = None
     # Recipients a second per execution environment; None for no limit.
     max_send_rate: Annotated[float | None, Var(Env.MAX_SEND_RATE, NUMBER)] = None
+    # The pipeline's whole planned rate (send_rate, or max_send_rate over its instances): every bucket scales down
+    # by SES's MaxSendRate over it when SES allows less (``ses_rate``); None: no ceiling read.
+    planned_send_rate: Annotated[float | None, Var(Env.PLANNED_SEND_RATE, NUMBER)] = None
     # From the function timeout; None when the construct could not read it at synth (the default budget applies).
     time_budget: Annotated[TimeBudget | None, Nested(TimeBudget)] = None
     # SES's events are the evidence, and they are on exactly when a grace period is set: a send whose worker died

@@ -79,7 +79,7 @@ class Consumer:
         clock = clock or SystemClock()
         dead_letters = DeadLetterQueue(sqs, settings.dead_letter_queue_url, settings.fifo)
         ledger = DedupeLedger(dynamodb, settings.table_name, settings.dedupe_ttl_s, clock)
-        pacing = _pacing(settings, sqs)
+        pacing = _pacing(settings, sqs, ses)
         paced = [pacing] if pacing is not None else []
         parse = _parse(settings, secrets)
         sender = SesSender(ses, settings.configuration_set, settings.pipeline_tag, settings.ses_tenants,
@@ -182,7 +182,7 @@ def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, s3: Any = No
     return checks
 
 
-def _pacing(settings: Settings, sqs: Any) -> PaceSends | None:
+def _pacing(settings: Settings, sqs: Any, ses: Any = None) -> PaceSends | None:
     """With a send rate: the last check before the claim, and the hold after a batch (``send_rate``)."""
     if not settings.max_send_rate:
         return None
@@ -190,22 +190,27 @@ def _pacing(settings: Settings, sqs: Any) -> PaceSends | None:
 
     from .send_rate import PaceSends
 
-    return PaceSends(_pace(settings, sqs), settings.budget.record_budget_ms, 1 / settings.max_send_rate,
+    return PaceSends(_pace(settings, sqs, ses), settings.budget.record_budget_ms, 1 / settings.max_send_rate,
                      hold_after_send=settings.lane == Priority.URGENT.value)
 
 
-def _pace(settings: Settings, sqs: Any) -> Pace:
+def _pace(settings: Settings, sqs: Any, ses: Any = None) -> Pace:
     """The instance's bucket; on the bulk lane of a pipeline with an urgent lane, also the urgent lane's share,
     lent while the urgent queue is empty (``lane_share``)."""
     from .send_rate import TokenBucket
 
     assert settings.max_send_rate
-    own = TokenBucket(settings.max_send_rate)
+    ceiling = None
+    if settings.planned_send_rate and ses is not None:
+        from .ses_rate import SesRateCeiling
+
+        ceiling = SesRateCeiling(ses, settings.planned_send_rate).factor
+    own = TokenBucket(settings.max_send_rate, ceiling=ceiling)
     if settings.lent_send_rate and settings.urgent_queue_url and sqs is not None:
         from .lane_share import LendingBuckets, UrgentLaneWatch
 
         watch = UrgentLaneWatch(sqs, settings.urgent_queue_url)
-        return LendingBuckets(own, TokenBucket(settings.lent_send_rate), watch.busy)
+        return LendingBuckets(own, TokenBucket(settings.lent_send_rate, ceiling=ceiling), watch.busy)
     return own
 
 

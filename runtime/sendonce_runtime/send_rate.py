@@ -55,13 +55,17 @@ class TokenBucket:
 
     A send that finds too few tokens takes them anyway and waits until the rate has earned them: the bucket goes
     into debt, so the sends after it queue behind it in the order they asked. A send for more recipients than the
-    bucket holds waits for a full bucket and takes all of it and more."""
+    bucket holds waits for a full bucket and takes all of it and more. ``ceiling``, when given, scales the rate
+    down to what SES itself allows (``ses_rate``)."""
 
-    def __init__(self, rate: float, monotonic: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, rate: float, monotonic: Callable[[], float] = time.monotonic,
+                 ceiling: Callable[[], float] | None = None) -> None:
         if rate <= 0:
             raise ValueError("the send rate must be positive")
+        self.planned_rate = rate
         self.rate = rate
         self.capacity = max(1.0, rate)
+        self._ceiling = ceiling
         self._monotonic = monotonic
         self._lock = threading.Lock()
         self._tokens = self.capacity
@@ -72,6 +76,7 @@ class TokenBucket:
 
     def take(self, tokens: int, max_wait_s: float) -> Slot | None:
         """Take ``tokens`` if they are earned within ``max_wait_s``; None (and nothing taken) if later."""
+        self._scale()
         with self._lock:
             self._fill()
             wait_s = self._wait_s(tokens)
@@ -82,6 +87,7 @@ class TokenBucket:
 
     def wait_for(self, tokens: int) -> float:
         """Seconds until ``tokens``, asked for now, would be earned."""
+        self._scale()
         with self._lock:
             self._fill()
             return self._wait_s(tokens)
@@ -100,11 +106,20 @@ class TokenBucket:
 
     def defer(self, tokens: int) -> float:
         """Seconds until the turn of a job of ``tokens`` recipients that found no tokens in its invocation."""
+        self._scale()
         with self._lock:
             now = self._fill()
             turn = max(self._deferred_until, now + self._wait_s(tokens))
             self._deferred_until = turn + tokens / self.rate
             return turn - now
+
+    def _scale(self) -> None:
+        """The rate SES allows now (read outside the bucket's lock: a read of SES's quota may take a round trip)."""
+        if self._ceiling is not None:
+            factor = self._ceiling()
+            with self._lock:
+                self.rate = self.planned_rate * factor
+                self.capacity = max(1.0, self.rate)
 
     def _fill(self) -> float:
         now = self._monotonic()
