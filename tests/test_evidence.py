@@ -125,8 +125,8 @@ def test_the_consumer_waits_for_evidence_and_asks_to_come_back_when_the_grace_pe
     consumer = pipeline.consumer(clock, **settings)
     results = []
     settle = consumer.redelivery.settle
-    consumer.redelivery.settle = lambda record, result, deadline=None: (results.append(result)
-                                                                        or settle(record, result, deadline))
+    consumer.redelivery.settle = lambda record, result, deadline=None, later=None: (results.append(result)
+                                                                        or settle(record, result, deadline, later))
     response = consumer.handle(event(record), FakeContext(clock))
     assert failed_ids(response) == {record["messageId"]}
     [result] = results

@@ -217,11 +217,13 @@ def test_on_a_fifo_queue_a_long_throttle_backs_off_and_never_dead_letters_the_jo
     consumer = watch_sends(fifo_pipeline.consumer(queue_url=jobs, max_receive_count=5, fifo=True))
     waits: list[int] = []
 
-    def played(params, **_):  # SQS's wait, recorded and played at once
-        waits.append(params["VisibilityTimeout"])
-        params["VisibilityTimeout"] = 0
+    def played(params, **_):  # SQS's wait, recorded and played at once (alone, or a batch's entries)
+        for entry in params.get("Entries", [params]):
+            waits.append(entry["VisibilityTimeout"])
+            entry["VisibilityTimeout"] = 0
 
-    consumer.redelivery._client.meta.events.register("provide-client-params.sqs.ChangeMessageVisibility", played)
+    for operation in ("ChangeMessageVisibility", "ChangeMessageVisibilityBatch"):
+        consumer.redelivery._client.meta.events.register(f"provide-client-params.sqs.{operation}", played)
     try:
         proxy.script(*[Fault.THROTTLE] * throttles)
         for _ in range(throttles + 1):
