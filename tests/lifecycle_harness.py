@@ -10,17 +10,19 @@
   deduplication window, the maximum message size counting the message attributes, and a delete by a receipt handle
   older than the message's latest, which SQS answers as done without deleting.
 - :class:`CallFaults`: a consumer invocation killed after any of its AWS calls took effect (or before the first),
-  the answer of one call lost after the call took effect, or one call answering so late on the fake clock that the
-  invocation reaches its deadline and Lambda kills it.
+  the answer of one call lost after the call took effect (or its request before it could), or one call answering so
+  late on the fake clock that the invocation reaches its deadline and Lambda kills it.
 - :class:`SesEvents`: SES's event publishing (the records ``sendonce_local.emulator.ses_publisher`` builds from the
-  emulator's log of accepted sends) handed to the real recorder on the fake clock: in time, late, twice, out of
-  order or never, as each email's :class:`Weather` says.
+  emulator's log of accepted sends, each accepted at the fake time of the invocation that sent it) handed to the
+  real recorder on the fake clock: in time, late, twice, out of order or never, as each email's :class:`Weather`
+  says.
 - :func:`modules_on_clock`: the producer's and the operator's modules read the fake clock.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import enum
 import functools
 import importlib
@@ -428,8 +430,14 @@ class JobQueue:
             if now - message.sent_ms >= self.retention_ms:
                 message.gone = Gone.EXPIRED
                 message.held = None
-                if message.handle is not None:
+                if message.handle is None:
+                    continue
+                try:
                     self._sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=message.handle)
+                except ClientError as error:
+                    if error.response.get("Error", {}).get("Code") != "ReceiptHandleIsInvalid":
+                        raise
+                    message.gone = Gone.MOVED  # no longer queued: SQS moved it while its FIFO group held it back
 
     def _reveal(self, now: int) -> list[QueuedMessage]:
         due = [m for m in self.live()
@@ -457,11 +465,12 @@ class JobQueue:
         entry = {**entry, "Attributes": {**entry.get("Attributes", {}), "SentTimestamp": str(message.sent_ms)}}
         return entry
 
-    def next_batch(self, size: int) -> list[QueuedMessage]:
-        """The messages Lambda's event source would hand over now, at most ``size``."""
+    def next_batch(self, size: int, behind_ms: int = 0) -> list[QueuedMessage]:
+        """The messages Lambda's event source would hand over now, at most ``size``; ``behind_ms``: it is that far
+        behind (a backlog), so only what was due that long ago."""
         with self._lock:
             self.settle()
-            return self._due(self._clock.now_ms())[:size]
+            return self._due(self._clock.now_ms() - behind_ms)[:size]
 
     def hand_over(self, messages: Sequence[QueuedMessage]) -> list[dict[str, Any]]:
         """``messages`` as the records of one invocation; each is out of sight for the queue's visibility timeout."""
@@ -481,15 +490,11 @@ class JobQueue:
                     self._deleted(str(chunk[int(item["Id"])].handle))
 
     def next_due_ms(self, after_ms: int) -> int | None:
-        """The next moment after ``after_ms`` something of the queue changes: a message due, or one that retention
-        ends. A message visible but held back by its FIFO group waits for that group, not for a time."""
-        times = []
+        """When the next message after ``after_ms`` is due (retention's deletes are made as the queue settles). A
+        message visible but held back by its FIFO group waits for that group, not for a time."""
         with self._lock:
-            for message in self.live():
-                if message.held is not None or not message.visible_in_real or message.handle is None:
-                    times.append(message.due_ms)
-                times.append(message.sent_ms + self.retention_ms)
-        later = [t for t in times if t > after_ms]
+            later = [m.due_ms for m in self.live() if m.due_ms > after_ms
+                     and (m.held is not None or not m.visible_in_real or m.handle is None)]
         return min(later) if later else None
 
 
@@ -502,6 +507,7 @@ class InvocationFaults:
 
     kill_after_call: int | None = None  # killed once this many calls took effect (0: before the first)
     lose_answer_of_call: int | None = None  # this call takes effect, and its answer is lost (a read timeout)
+    lose_request_of_call: int | None = None  # this call never reaches the service, and times out the same way
     slow_call: int | None = None  # this call answers ``slow_ms`` late on the fake clock
     slow_ms: int = 0
 
@@ -558,6 +564,10 @@ class CallFaults:
                 self.happened.append(f"killed before its first AWS call ({operation})")
             if self.dead:
                 raise WorkerKilled(operation)
+            if self._faults.lose_request_of_call == self.calls + 1:
+                self.calls += 1
+                self.happened.append(f"call {self.calls} ({operation}) lost on the way: not carried out")
+                raise ReadTimeoutError(endpoint_url=f"{operation} (request lost)")
 
     def _after(self, event_name: str, **_: Any) -> None:
         self._count(event_name.rpartition(".")[2], answered=True)
@@ -626,7 +636,8 @@ class SesEvents:
         self._due: list[tuple[int, int, dict[str, Any], str]] = []
         self._order = itertools.count()
         self.emails: dict[str, Email] = {}
-        self.doubles_reported: set[str] = set()  # keys the recorder counted DoubleSends for
+        self.doubles_reported: set[str] = set()  # keys DoubleSends was counted for (by the recorder; the test adds
+        # the consumer's, from its log)
 
     def take_new_sends(self, weather: Weather, order: int, key_of: Callable[[AcceptedSend], str | None]
                        ) -> list[Email]:
@@ -639,6 +650,9 @@ class SesEvents:
             key = key_of(send)
             if key is None:
                 continue
+            # SES accepted it on the fake clock (the emulator stamps the wall clock's time): the recorder compares
+            # it with the claim's time, on the same clock.
+            send = dataclasses.replace(send, accepted_at=now / 1000)
             email = Email(send.ses_message_id, key, now, order, weather.name)
             self.emails[email.ses_message_id] = email
             found.append(email)
@@ -724,6 +738,3 @@ def modules_on_clock(clock: Any, modules: Sequence[str] = CLOCKED_MODULES) -> It
         for module in saved:
             module.time = time  # type: ignore[attr-defined]
 
-
-def client_error_code(error: BaseException) -> str:
-    return str(error.response.get("Error", {}).get("Code", "")) if isinstance(error, ClientError) else ""

@@ -43,7 +43,10 @@ def test_a_failed_call_reports_its_whole_chunk_and_fifo_gets_group_and_deduplica
     assert entry["MessageGroupId"] == "order-5" and len(entry["MessageDeduplicationId"]) == 64
 
 
-def test_a_job_gets_the_same_fifo_group_and_deduplication_id_enqueued_or_relayed_from_the_outbox():
+def test_a_job_gets_the_same_fifo_group_enqueued_or_relayed_and_a_deduplication_id_per_sending():
+    """SQS drops a retry of one sending (a relay's retry of the same stream record), never a job enqueued again on
+    purpose: each enqueue and each new outbox item is a sending of its own."""
+    from sendonce_contract.fifo import deduplication_id
     from sendonce_producer import EmailJob, outbox_put
     from sendonce_producer.enqueue import message_request
 
@@ -63,4 +66,7 @@ def test_a_job_gets_the_same_fifo_group_and_deduplication_id_enqueued_or_relayed
         [relayed] = sent[0]["Entries"]
         enqueued = message_request(job, "q.fifo", group)
         assert relayed["MessageGroupId"] == enqueued["MessageGroupId"] == (group or "Ada@example.org")
-        assert relayed["MessageDeduplicationId"] == enqueued["MessageDeduplicationId"]
+        assert relayed["MessageDeduplicationId"] == deduplication_id(job.dedupe_key, "outbox item 1")
+        again = message_request(job, "q.fifo", group)
+        assert len({relayed["MessageDeduplicationId"], enqueued["MessageDeduplicationId"],
+                    again["MessageDeduplicationId"]}) == 3

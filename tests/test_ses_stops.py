@@ -26,6 +26,7 @@ from sendonce_contract.outcome_events import SENDING_RESUMED, SENDING_STOPPED, t
 from sendonce_contract.schema import DeadLetter, SesStopItem
 from sendonce_local.emulator.slow_services import LATE, Rule
 from sendonce_runtime.outcome_log import OutcomeLog
+from sendonce_runtime.redelivery import parked_margin_s
 from sendonce_runtime.ses_stops import PROBE_EVERY_MS
 
 MINUTE_MS = PROBE_EVERY_MS + 1_000
@@ -307,15 +308,18 @@ def test_a_job_waits_no_longer_than_the_queue_keeps_a_message_then_is_dead_lette
     queued_at = int(copy["messageAttributes"][DeadLetter.PARKED_SINCE]["stringValue"])
     assert abs(queued_at - clock.now) < 60_000  # the message's own SentTimestamp, carried by each copy
     consumer.redelivery.postponement_s = lambda outcome, postponements: 900  # the real wait
-    # 46 minutes on, a 15-minute copy would outlive the queue's retention: the last one is shorter.
-    clock.advance(46 * 60_000)
+    # The last wait ends a quarter of this hour's retention before it (an event source may be behind a backlog):
+    # 35 minutes on, a 15-minute copy would end later than that, so the last one is shorter.
+    margin_s = parked_margin_s(3_600)
+    assert margin_s == 900
+    clock.advance(35 * 60_000)
     before = len(consumer.log._stream.getvalue().splitlines())
     consumer.handle(event(copy), FakeContext(clock))
     [line] = [json.loads(text) for text in consumer.log._stream.getvalue().splitlines()[before:]]
     left_s = (queued_at + 3_600_000 - clock.now) // 1000
-    assert line["outcome"] == "ses_stopped" and line["postponedSeconds"] == left_s - 60
-    # With a minute of retention left, no copy: into the DLQ with its reason.
-    clock.advance((left_s - 30) * 1000)
+    assert line["outcome"] == "ses_stopped" and line["postponedSeconds"] == left_s - margin_s < 900
+    # With less than that left, no copy: into the DLQ with its reason.
+    clock.advance((left_s - margin_s + 30) * 1000)
     consumer.handle(event(copy), FakeContext(clock))
     [dead] = pipeline.dead_letters()
     attributes = dead["MessageAttributes"]

@@ -11,6 +11,7 @@ import pytest
 from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
 from ses_fault_proxy import Fault
 
+from sendonce_contract.schema import DeadLetter
 from sendonce_runtime.outcome_log import OutcomeLog
 
 
@@ -193,54 +194,128 @@ def test_when_the_copy_cannot_be_sent_the_original_is_redelivered_instead(pipeli
     assert failed_ids(consumer.handle(event(record), FakeContext(FakeClock()))) == {record["messageId"]}
 
 
+class FifoJobQueue:
+    """A FIFO job queue with the pipeline's DLQ after five receives, one job in group ``ada``, and the pipeline's
+    consumer for it. The test plays SQS's time: each visibility the consumer asks for is recorded in ``waits`` and
+    the message made visible at once."""
+
+    def __init__(self, fifo_pipeline, key: str, clock=None, visibility_timeout_s: int = 180, **settings) -> None:
+        from sendonce_local.lambda_service.sqs_source import EventSourceSpec
+
+        self.sqs = boto3.client("sqs")
+        dlq_arn = self.sqs.get_queue_attributes(QueueUrl=fifo_pipeline.dead_letter_queue_url,
+                                                AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        self.url = self.sqs.create_queue(QueueName="jobs.fifo", Attributes={
+            "FifoQueue": "true", "VisibilityTimeout": str(visibility_timeout_s),
+            "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "5"})})["QueueUrl"]
+        arn = self.sqs.get_queue_attributes(QueueUrl=self.url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        self.source = EventSourceSpec(self.url, arn)
+        self.sqs.send_message(QueueUrl=self.url, MessageBody=json.dumps(job(key)), MessageGroupId="ada",
+                              MessageDeduplicationId="1")
+        self.clock = clock or FakeClock()
+        self.consumer = watch_sends(fifo_pipeline.consumer(clock=clock, queue_url=self.url, max_receive_count=5,
+                                                           fifo=True, **settings))
+        self.waits: list[int] = []
+
+        def played(params, **_):  # SQS's wait, recorded and played at once (alone, or a batch's entries)
+            for entry in params.get("Entries", [params]):
+                self.waits.append(entry["VisibilityTimeout"])
+                entry["VisibilityTimeout"] = 0
+
+        for operation in ("ChangeMessageVisibility", "ChangeMessageVisibilityBatch"):
+            self.consumer.redelivery._client.meta.events.register(f"provide-client-params.sqs.{operation}", played)
+
+    def deliver(self) -> str:
+        """The job's next receive handed to the consumer as Lambda's event source would; its outcome."""
+        from sendonce_local.lambda_service.sqs_source import lambda_record
+
+        messages = self.sqs.receive_message(QueueUrl=self.url, WaitTimeSeconds=5, MessageSystemAttributeNames=["All"],
+                                            MessageAttributeNames=["All"]).get("Messages", [])
+        assert len(messages) == 1, "the job left its queue"
+        record = lambda_record(messages[0], self.source, "us-east-1")
+        log = self.consumer.log._stream
+        before = len(log.getvalue().splitlines())
+        response = self.consumer.handle(event(record), FakeContext(self.clock))
+        if not failed_ids(response):
+            self.sqs.delete_message(QueueUrl=self.url, ReceiptHandle=record["receiptHandle"])
+        [line] = [json.loads(text) for text in log.getvalue().splitlines()[before:] if '"outcome"' in text]
+        return str(line["outcome"])
+
+
 def test_on_a_fifo_queue_a_long_throttle_backs_off_and_never_dead_letters_the_job(aws, fifo_pipeline):
     """SES throttles a FIFO job through more receives than its queue allows: each wait grows (2 s toward 15
     minutes, by its receives, as a standard queue's copies do), and on the last receive the job moves to the back of
-    its message group instead of into the DLQ; it is sent once when SES takes it. The test plays SQS's time: each
-    visibility the consumer asks for is recorded and the message made visible at once."""
+    its message group instead of into the DLQ; it is sent once when SES takes it."""
     from ses_fault_proxy import SesFaultProxy
-
-    from sendonce_local.lambda_service.sqs_source import EventSourceSpec, lambda_record
 
     throttles = 9
     proxy = SesFaultProxy(aws.endpoint).start()
     fifo_pipeline.ses_endpoint = proxy.endpoint
-    sqs = boto3.client("sqs")
-    dlq_arn = sqs.get_queue_attributes(QueueUrl=fifo_pipeline.dead_letter_queue_url,
-                                       AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    jobs = sqs.create_queue(QueueName="jobs.fifo", Attributes={
-        "FifoQueue": "true", "VisibilityTimeout": "180",
-        "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "5"})})["QueueUrl"]
-    arn = sqs.get_queue_attributes(QueueUrl=jobs, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    sqs.send_message(QueueUrl=jobs, MessageBody=json.dumps(job("receipt:fifo-long:u1")), MessageGroupId="ada",
-                     MessageDeduplicationId="1")
-    consumer = watch_sends(fifo_pipeline.consumer(queue_url=jobs, max_receive_count=5, fifo=True))
-    waits: list[int] = []
-
-    def played(params, **_):  # SQS's wait, recorded and played at once (alone, or a batch's entries)
-        for entry in params.get("Entries", [params]):
-            waits.append(entry["VisibilityTimeout"])
-            entry["VisibilityTimeout"] = 0
-
-    for operation in ("ChangeMessageVisibility", "ChangeMessageVisibilityBatch"):
-        consumer.redelivery._client.meta.events.register(f"provide-client-params.sqs.{operation}", played)
+    queue = FifoJobQueue(fifo_pipeline, "receipt:fifo-long:u1")
     try:
         proxy.script(*[Fault.THROTTLE] * throttles)
         for _ in range(throttles + 1):
-            messages = sqs.receive_message(QueueUrl=jobs, WaitTimeSeconds=5, MessageSystemAttributeNames=["All"],
-                                           MessageAttributeNames=["All"]).get("Messages", [])
-            assert len(messages) == 1, "the job left its queue"
-            record = lambda_record(messages[0], EventSourceSpec(jobs, arn), "us-east-1")
-            response = consumer.handle(event(record), FakeContext(FakeClock()))
-            if not failed_ids(response):
-                sqs.delete_message(QueueUrl=jobs, ReceiptHandle=record["receiptHandle"])
+            queue.deliver()
     finally:
         proxy.stop()
     assert fifo_pipeline.emails_for("receipt:fifo-long:u1") == 1
     assert fifo_pipeline.dead_letters() == []
     # Four waits by visibility, growing; then the fifth receive's wait moved it to the back of its group, where its
     # waits go on growing from there.
+    waits = queue.waits
     assert all(later >= earlier / 2 for earlier, later in itertools.pairwise(waits))
     assert max(waits[:4]) >= 8 and max(waits) >= 60
-    [requeued] = delayed_copies(consumer, jobs)
+    [requeued] = delayed_copies(queue.consumer, queue.url)
     assert requeued["MessageGroupId"] == "ada" and "DelaySeconds" not in requeued
+
+
+def test_on_a_fifo_queue_a_send_that_may_have_gone_on_the_last_receive_waits_for_ses_at_the_back_of_its_group(
+        aws, fifo_pipeline):
+    """Throttles spent a FIFO job's first four receives, then SES answers its send with a 5xx on the last receive:
+    the send may have gone, which is a wait for SES's word (its grace period), not a poison message, so the job
+    moves to the back of its group instead of into the DLQ, and goes out once."""
+    from ses_fault_proxy import SesFaultProxy
+
+    proxy = SesFaultProxy(aws.endpoint).start()
+    fifo_pipeline.ses_endpoint = proxy.endpoint
+    clock = FakeClock()
+    queue = FifoJobQueue(fifo_pipeline, "receipt:fifo-ambiguous:u1", clock=clock,
+                         **fifo_pipeline.evidence_settings(grace_ms=60_000))
+    try:
+        proxy.script(*[Fault.THROTTLE] * 4, Fault.SERVER_ERROR)
+        assert [queue.deliver() for _ in range(5)] == ["throttled"] * 4 + ["ambiguous"]
+        assert fifo_pipeline.dead_letters() == []
+        [requeued] = delayed_copies(queue.consumer, queue.url)
+        assert requeued["MessageGroupId"] == "ada"
+        clock.advance(10 * 60_000)  # past the lease and the grace period, with no word from SES: sent again
+        assert queue.deliver() == "sent"
+    finally:
+        proxy.stop()
+    assert fifo_pipeline.emails_for("receipt:fifo-ambiguous:u1") == 1
+    assert fifo_pipeline.dead_letters() == []
+
+
+def test_on_a_fifo_queue_sends_that_may_have_gone_as_often_as_it_allows_receives_dead_letter_the_job(
+        aws, fifo_pipeline):
+    """The bound of that wait: a job whose every send may have gone (SES answering 5xx, again after each grace
+    period) is dead-lettered (``max-receives``) once they number its queue's receives, never looped for ever."""
+    from ses_fault_proxy import SesFaultProxy
+
+    proxy = SesFaultProxy(aws.endpoint).start()
+    fifo_pipeline.ses_endpoint = proxy.endpoint
+    clock = FakeClock()
+    # A send that may have gone waits out the queue's visibility timeout: a second, here, with the clock moved on.
+    queue = FifoJobQueue(fifo_pipeline, "receipt:fifo-lost-answers:u1", clock=clock, visibility_timeout_s=1,
+                         **fifo_pipeline.evidence_settings(grace_ms=60_000))
+    try:
+        proxy.script(*[Fault.SERVER_ERROR] * 5)
+        outcomes = []
+        for _ in range(5):
+            outcomes.append(queue.deliver())
+            clock.advance(10 * 60_000)  # past the lease and the grace period: the next delivery sends again
+    finally:
+        proxy.stop()
+    assert outcomes == ["ambiguous"] * 4 + ["receives_exhausted"]
+    [dead] = fifo_pipeline.dead_letters()
+    assert dead["MessageAttributes"][DeadLetter.REASON_CODE]["StringValue"] == "max-receives"
+    assert delayed_copies(queue.consumer, queue.url) == []

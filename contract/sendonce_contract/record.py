@@ -101,7 +101,9 @@ class EmailRecord(NamedTuple):
         return tuple(sorted(set(self.ses_message_ids) | recorded))
 
     def expired(self, now_ms: int) -> bool:
-        return self.expires_at_s is not None and self.expires_at_s * 1000 < now_ms
+        # In whole seconds, as the claim's and the cancel's conditions compare it (expiresAt < now_s): in the
+        # record's last second a read and a claim agree that it still stands.
+        return self.expires_at_s is not None and self.expires_at_s < now_ms // 1000
 
     def needs_a_decision(self, now_ms: int) -> bool:
         """UNKNOWN, or IN_FLIGHT with a lease its worker cannot still hold."""

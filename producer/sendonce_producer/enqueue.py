@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sendonce_contract.fifo import SEND_AT_ON_FIFO, fifo_message_ids
+from sendonce_contract.fifo import SEND_AT_ON_FIFO, fifo_message_ids, new_sending
 from sendonce_contract.sqs_limits import batches
 from sendonce_contract.tenant import tenant_group_id
 
@@ -39,7 +39,7 @@ def _client(sqs: Any | None) -> Any:
 def message_request(job: EmailJob, queue_url: str, group_id: str | None = None,
                     key_secret_arn: str | None = None) -> dict[str, Any]:
     """The SendMessage fields for ``job``; FIFO queues get the contract's group (the first recipient unless given)
-    and deduplication id (from the key), the same as the outbox relay gives them. On a standard queue a job's
+    and deduplication id (from the key and this call), by the rule the outbox relay follows. On a standard queue a job's
     ``tenant`` is its ``MessageGroupId`` (SQS fair queues), as the tenant's digest under the pipeline's
     ``key_secret_arn`` when given (``key_privacy``). A job with ``send_at`` is refused for a FIFO queue
     (``InvalidJob``), as the consumer would dead-letter it."""
@@ -48,7 +48,7 @@ def message_request(job: EmailJob, queue_url: str, group_id: str | None = None,
     request: dict[str, Any] = {"MessageBody": body}
     fifo = queue_url.endswith(".fifo")
     if fifo:
-        request.update(fifo_message_ids(body, job.dedupe_key, group_id))
+        request.update(fifo_message_ids(body, job.dedupe_key, new_sending(), group_id))
     tenant_group = tenant_group_id(job.tenant, digester(key_secret_arn) if job.tenant else None, fifo)
     if tenant_group is not None:
         request["MessageGroupId"] = tenant_group

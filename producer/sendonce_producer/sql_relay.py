@@ -417,8 +417,8 @@ class OutboxRelay:
         if self.settings.fifo:
             if parsed is not None and parsed.send_at_ms is not None:
                 return SEND_AT_ON_FIFO
-            entry.update(fifo_message_ids(row.body, row.key, row.group_id if parsed is not None else
-                                          row.group_id or row.key))
+            entry.update(fifo_message_ids(row.body, row.key, f"outbox row {row.id} at {row.created_at_ms}",
+                                          row.group_id if parsed is not None else row.group_id or row.key))
         tenant = parsed.tenant if parsed is not None else body_tenant(row.body)
         tenant_group = tenant_group_id(tenant, digester(self.settings.key_secret_arn) if tenant else None,
                                        self.settings.fifo)

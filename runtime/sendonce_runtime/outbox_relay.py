@@ -22,12 +22,16 @@ BATCH = 10
 Digest = Callable[[str], str]
 
 
-def _entry(index: int, image: dict[str, Any], fifo: bool, digest: Digest | None) -> dict[str, Any]:
+def _entry(index: int, change: dict[str, Any], fifo: bool, digest: Digest | None) -> dict[str, Any]:
+    """The SendMessage entry for one stream record's new outbox item (``change``, its ``dynamodb``)."""
+    image = change["NewImage"]
     key = image[OutboxItem.KEY]["S"]
     body = image[OutboxItem.JOB]["S"]
     entry: dict[str, Any] = {"Id": str(index), "MessageBody": body}
     if fifo:
-        entry.update(fifo_message_ids(body, key, image.get(OutboxItem.GROUP_ID, {}).get("S")))
+        # The item's stream position names its sending: a relay's retry of it is SQS's to drop, a new item is not.
+        entry.update(fifo_message_ids(body, key, f"outbox item {change.get('SequenceNumber', '')}",
+                                      image.get(OutboxItem.GROUP_ID, {}).get("S")))
     tenant_group = tenant_group_id(body_tenant(body), digest, fifo)
     if tenant_group is not None:  # SQS fair queues: the tenant's group id, as the producer's enqueue gives it
         entry["MessageGroupId"] = tenant_group
@@ -55,7 +59,7 @@ def relay(records: list[dict[str, Any]], sqs: Any, queue_url: str, fifo: bool,
 
 def _send_chunk(sqs: Any, queue_url: str, chunk: list[dict[str, Any]], fifo: bool,
                 digest: Digest | None) -> list[str]:
-    entries = [_entry(i, r["dynamodb"]["NewImage"], fifo, digest) for i, r in enumerate(chunk)]
+    entries = [_entry(i, r["dynamodb"], fifo, digest) for i, r in enumerate(chunk)]
     try:
         response = sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
         refused = {int(f["Id"]) for f in response.get("Failed", [])}

@@ -64,8 +64,15 @@ CONTRACT_TOO_NEW_DELAY_S = 300.0  # about the time a deploy of the upgraded cons
 # Our attributes on a copy, replaced (never inherited) each time a copy is made: those a job leaves room for.
 OURS = frozenset(COPY_ATTRIBUTES)
 NUMBERS = frozenset(name for name, (kind, _) in COPY_ATTRIBUTES.items() if kind == "Number")
-# A parked job goes to the DLQ with this much of the queue's retention left, not a copy that could outlive it.
-PARKED_MARGIN_S = 60
+# A parked job goes to the DLQ with this much of the queue's retention left, not a wait that could outlive it:
+# Lambda's event source may be that far behind a backlog when its last wait ends, and on a FIFO queue the waiting
+# message is the one retention deletes. A quarter of a retention shorter than four hours.
+PARKED_MARGIN_MAX_S = 3_600
+
+
+def parked_margin_s(retention_s: int) -> int:
+    return min(PARKED_MARGIN_MAX_S, retention_s // 4)
+
 # An original stays out of sight this long past its copy's delay, for the copy to be received and delete it.
 # Short, because an invocation killed after the hold and before the copy leaves the job waiting this long.
 HOLD_S = 60
@@ -185,10 +192,11 @@ class Redelivery:
                                    redeliver.retry_after_s)
         parked_since = self._parked_since(record, meaning.postponed)
         left_s = None if parked_since is None else self._retention_left_s(parked_since)
-        if parked_since is not None and left_s is not None:
-            if left_s <= PARKED_MARGIN_S:
+        if parked_since is not None and left_s is not None and self._retention_s is not None:
+            margin_s = parked_margin_s(self._retention_s)
+            if left_s <= margin_s:
                 return self._dead_letter_parked(record, result, parked_since)
-            delay_s = min(delay_s, left_s - PARKED_MARGIN_S)  # the last copy comes back while it may
+            delay_s = min(delay_s, left_s - margin_s)  # the last wait ends while it may
         return _Copy(record, redeliver, delay_s, postponements + meaning.grows, parked_since)
 
     def _postponements(self, record: SqsRecord) -> int:
@@ -204,8 +212,9 @@ class Redelivery:
         retry_after_s = redeliver.retry_after_s if redeliver.retry_after_s is not None else (
             copy.delay_s if copy is not None else None)
         if self._max_receive_count is not None and record.receive_count >= self._max_receive_count:
-            if copy is not None and self._fifo:  # a wait, not a failure: never the DLQ for it
-                requeued = self._requeue_at_group_tail(copy)
+            waiting = copy or self._waits_for_ses_word(record, redeliver)
+            if waiting is not None and self._fifo:  # a wait, not a failure: never the DLQ for it
+                requeued = self._requeue_at_group_tail(waiting)
                 if requeued is not None:
                     return requeued
             return self._give_up(record, result)
@@ -217,6 +226,17 @@ class Redelivery:
         elif deadline is None or deadline.remaining_ms() >= self._call_ms:
             self._change_visibility(record, retry_after_s)
         return result
+
+    def _waits_for_ses_word(self, record: SqsRecord, redeliver: Redeliver) -> _Copy | None:
+        """On a FIFO queue, where every wait spends a receive, a send SES may have accepted waits for SES's events
+        like any other wait, until its sends that may have gone number the queue's max_receive_count (a standard
+        queue's bound on them): then the DLQ, never an endless loop of sends whose answers are lost."""
+        result = redeliver.result
+        if result.outcome not in (Outcome.AMBIGUOUS, Outcome.AWAITING_EVIDENCE) or self._max_receive_count is None:
+            return None
+        if (result.attempt or 1) >= self._max_receive_count:
+            return None
+        return _Copy(record, redeliver, 0, self._postponements(record), record.parked_since)
 
     def set_visibilities(self, later: Visibilities, deadline: Deadline | None = None) -> None:
         """The batch's records that come back by their visibility, each set to its wait: one request per ten, as
