@@ -34,14 +34,8 @@ test: setup
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # A real MariaDB (Debian's package) for the SQL outbox's MySQL tests, installed and started if it is not, with the
-# database and user the tests reach (tests/sql_databases.py). Needs root, as CI has; CI runs it before make test,
+# database and user the tests reach (tests/mysql_test_setup.sql). Needs root, as CI has; CI runs it before make test,
 # where these tests must run; elsewhere they skip while no MySQL server answers.
-# One database for a plain pytest run and one for each of make test's workers (sendonce_test_gw0, ...).
-MYSQL_TEST_DATABASES := sendonce_test $(foreach i,$(shell seq 0 $$(($(TEST_WORKERS) - 1))),sendonce_test_gw$(i))
-MYSQL_TEST_SQL := CREATE USER IF NOT EXISTS 'sendonce'@'localhost' IDENTIFIED BY 'sendonce'; \
-	CREATE USER IF NOT EXISTS 'sendonce'@'127.0.0.1' IDENTIFIED BY 'sendonce'; \
-	$(foreach db,$(MYSQL_TEST_DATABASES),CREATE DATABASE IF NOT EXISTS $(db); \
-	GRANT ALL ON $(db).* TO 'sendonce'@'localhost'; GRANT ALL ON $(db).* TO 'sendonce'@'127.0.0.1';)
 # Debian's packages the targets below need, installed (as root) when missing, in one apt run for those asked.
 MYSQL_PACKAGE := mariadb-server
 BROWSER_PACKAGE := chromium
@@ -55,7 +49,7 @@ mysql-server:
 	@$(call APT_INSTALL,$(MYSQL_PACKAGE))
 	@mariadb-admin ping >/dev/null 2>&1 || service mariadb start >/dev/null
 	@for i in $$(seq 60); do mariadb-admin ping >/dev/null 2>&1 && break; sleep 0.5; done; mariadb-admin ping
-	@mariadb -e "$(MYSQL_TEST_SQL)"
+	@mariadb < tests/mysql_test_setup.sql
 
 # Every distribution built and installed from its sdist, and the benchmark suite's quick run (CI runs these too).
 test-release: setup

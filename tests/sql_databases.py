@@ -4,6 +4,8 @@ server answers)."""
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import sqlite3
 from dataclasses import dataclass
@@ -15,10 +17,16 @@ import pytest
 from sendonce_producer.sql_connect import database
 from sendonce_producer.sql_dialects import schema_statements
 
-# Under make test's workers (pytest-xdist), each has its own database (sendonce_test_gw0, ...: make mysql-server makes
-# them), as the workers' tests run at once and each resets its tables.
-_MYSQL_DATABASE = "_".join(filter(None, ["sendonce_test", os.environ.get("PYTEST_XDIST_WORKER")]))
-MYSQL_DSN = os.environ.get("SENDONCE_MYSQL_TEST_DSN", f"mysql://sendonce:sendonce@127.0.0.1:3306/{_MYSQL_DATABASE}")
+# The server `make mysql-server` sets up: its user may create any database named sendonce_test... .
+_MYSQL_SERVER = "mysql://sendonce:sendonce@127.0.0.1:3306"
+# Each run's worker (pytest-xdist) has a database of its own, made when its first MySQL test starts and dropped as
+# it ends, as the workers' tests run at once and each resets its tables; and two runs on one machine (make test beside
+# make test-stress) each their own.
+_RUN = os.environ.get("PYTEST_XDIST_TESTRUNUID", "")[:12] or str(os.getpid())
+_MYSQL_DATABASE = "_".join(filter(None, ["sendonce_test", _RUN, os.environ.get("PYTEST_XDIST_WORKER")]))
+_GIVEN_DSN = os.environ.get("SENDONCE_MYSQL_TEST_DSN")  # a server of your own: used as it is
+MYSQL_DSN = _GIVEN_DSN or f"{_MYSQL_SERVER}/{_MYSQL_DATABASE}"
+_made: list[str] = []
 ORDERS_DDL = "CREATE TABLE orders (id VARCHAR(64) PRIMARY KEY, customer VARCHAR(200) NOT NULL)"
 
 
@@ -75,6 +83,8 @@ class OutboxDatabase:
 def mysql_or_skip() -> str:
     """The MySQL test DSN once its server answers; under CI a missing server fails the test, it never skips."""
     try:
+        if _GIVEN_DSN is None and not _made:
+            _make_run_database()
         database(MYSQL_DSN).connect().close()
     except Exception as error:
         message = f"no MySQL server at {MYSQL_DSN} ({error}): run `make mysql-server`"
@@ -82,3 +92,23 @@ def mysql_or_skip() -> str:
             pytest.fail(message)
         pytest.skip(message)
     return MYSQL_DSN
+
+
+def _make_run_database() -> None:
+    """This run's worker's database, made in the server's own test database and dropped when the worker exits."""
+    connection = database(f"{_MYSQL_SERVER}/sendonce_test").connect()
+    try:
+        connection.cursor().execute(f"CREATE DATABASE IF NOT EXISTS {_MYSQL_DATABASE}")
+    finally:
+        connection.close()
+    _made.append(_MYSQL_DATABASE)
+    atexit.register(_drop_run_database)
+
+
+def _drop_run_database() -> None:
+    with contextlib.suppress(Exception):  # the server gone first: nothing left to tidy
+        connection = database(f"{_MYSQL_SERVER}/sendonce_test").connect()
+        try:
+            connection.cursor().execute(f"DROP DATABASE IF EXISTS {_MYSQL_DATABASE}")
+        finally:
+            connection.close()

@@ -14,7 +14,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
-from aws_cdk.assertions import Template
+from aws_cdk.assertions import Match, Template
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 from cfnlint.api import ManualArgs, lint
 from construct_support import build, make_stack, only, queue_by_retention
@@ -249,7 +249,13 @@ def test_a_bucket_brought_that_would_lose_attachments_fails_synth_with_the_fix(p
 ], ids=["long enough", "prefixed", "disabled", "readable class"])
 def test_a_bucket_brought_that_keeps_attachments_long_enough_is_accepted(rules):
     stack = make_stack()
-    build(stack, attachments_bucket=bucket_with(stack, lifecycle_rules=rules))
+    bucket = bucket_with(stack, lifecycle_rules=rules)
+    pipeline, template = build(stack, attachments_bucket=bucket)
+    assert pipeline.attachments_bucket is bucket
+    bucket_id = stack.get_logical_id(bucket.node.default_child)
+    consumer = only(template, "AWS::Lambda::Function", Properties={"Environment": {"Variables": Match.object_like(
+        {Env.ATTACHMENTS_BUCKET: {"Ref": bucket_id}})}})
+    assert consumer  # the consumer reads its claim checks from the bucket brought
 
 
 def test_a_longer_queue_retention_raises_what_a_bucket_brought_must_keep():

@@ -191,8 +191,13 @@ def test_five_or_more_deliveries_do_not_warn():
 def test_unresolved_tokens_skip_the_rules_they_cannot_check():
     stack = make_stack()
     timeout = cdk.CfnParameter(stack, "Visibility", type="Number").value_as_number
-    # A visibility timeout known only at deploy time cannot be checked here, so it is not refused.
-    build(stack, visibility_timeout=cdk.Duration.seconds(timeout), max_concurrency=cdk.Token.as_number(timeout))
+    # A visibility timeout known only at deploy time cannot be checked here, so it is not refused: the queue and the
+    # event source take the parameter as given.
+    _, template = build(stack, visibility_timeout=cdk.Duration.seconds(timeout),
+                        max_concurrency=cdk.Token.as_number(timeout))
+    template.has_resource_properties("AWS::SQS::Queue", {"VisibilityTimeout": {"Ref": "Visibility"}})
+    template.has_resource_properties("AWS::Lambda::EventSourceMapping",
+                                     {"ScalingConfig": {"MaximumConcurrency": {"Ref": "Visibility"}}})
 
 
 @pytest.mark.parametrize(("props", "message"), [
@@ -257,7 +262,10 @@ def test_a_dead_letter_queue_keeping_less_than_14_days_fails_synth_with_the_fix(
 def test_an_imported_dead_letter_queue_is_not_checked():
     stack = make_stack()
     imported = sqs.Queue.from_queue_arn(stack, "Imported", "arn:aws:sqs:us-east-1:123456789012:mine")
-    build(stack, dead_letter_queue=imported)
+    pipeline, template = build(stack, dead_letter_queue=imported)
+    assert pipeline.dead_letter_queue is imported
+    template.has_resource_properties("AWS::SQS::Queue", {"RedrivePolicy": Match.object_like(
+        {"deadLetterTargetArn": "arn:aws:sqs:us-east-1:123456789012:mine"})})
 
 
 @pytest.mark.parametrize("name", ["bad name!", "a" * 65, "", "receipt.v2"])

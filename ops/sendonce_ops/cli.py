@@ -53,11 +53,14 @@ def _pipeline_options(parser: argparse.ArgumentParser, defaults: bool = True) ->
     return parser
 
 
+KEY_HELP = "the job's dedupe key, as the producer gave it (sendonce digests it when the pipeline has key_privacy)"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _pipeline_options(OneLineParser(prog="sendonce", description=__doc__))
     commands = parser.add_subparsers(dest="command", required=True)
     status = _pipeline_options(commands.add_parser("status", help="one key's record"), defaults=False)
-    status.add_argument("key")
+    status.add_argument("key", help=KEY_HELP)
     _pipeline_options(commands.add_parser("info", help="the pipeline's queues, tables, attachments bucket and key "
                                           "secret: what a producer needs"), defaults=False)
     _pipeline_options(commands.add_parser("unknown", help="what SES's events did not settle: UNKNOWN records and "
@@ -66,20 +69,21 @@ def _parser() -> argparse.ArgumentParser:
                                           "message ids"), defaults=False)
     cancel = _pipeline_options(commands.add_parser("cancel", help="take back a key's email before any worker claims "
                                                    "it"), defaults=False)
-    cancel.add_argument("key")
+    cancel.add_argument("key", help=KEY_HELP)
     # Deprecated: a cancel outlives every copy of its job whatever the pipeline's dedupe_ttl; still taken, and said so.
     cancel.add_argument("--dedupe-ttl-days", type=float, default=None, help=argparse.SUPPRESS)
     resolve = _pipeline_options(commands.add_parser("resolve", help="decide an UNKNOWN (or dead IN_FLIGHT) record"),
                                 defaults=False)
     decision = resolve.add_mutually_exclusive_group(required=True)
     decision.add_argument("--sent", action="store_true", help="you confirmed it was delivered: record it SENT")
-    decision.add_argument("--resend", action="store_true", help="release it, so the next delivery of the job sends")
-    resolve.add_argument("key")
+    decision.add_argument("--resend", action="store_true", help="SES never sent it: release it, then enqueue the job "
+                          "again (it was acknowledged when marked UNKNOWN), and that delivery sends it")
+    resolve.add_argument("key", help=KEY_HELP)
     dlq_command = commands.add_parser("dlq", help="the dead-letter queue")
     dlq_command.add_argument("--lane", choices=[p.value for p in Priority], default=Priority.BULK.value,
                              help="with urgent_lane: whose DLQ, the job queue's (bulk, the default) or the urgent "
                              "lane's; a redriven job goes back to the queue of its own priority")
-    dlq = dlq_command.add_subparsers(dest="dlq_command", required=True)
+    dlq = dlq_command.add_subparsers(dest="dlq_command", metavar="{list,redrive}", required=True)
     _pipeline_options(dlq.add_parser("list", help="messages grouped by reason, with counts and a sample"),
                       defaults=False)
     redrive = _pipeline_options(dlq.add_parser("redrive", help="send messages back to the job queue"), defaults=False)

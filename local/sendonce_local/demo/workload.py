@@ -24,6 +24,14 @@ class Workload:
     def jobs(self) -> int:
         return len(self.first_wave) + len(self.reenqueued)
 
+    def describe_first_wave(self) -> str:
+        """What the first wave holds, summing to its length; the re-enqueues come later and are said apart."""
+        parts = {"job": "first copies", "same_job_twice": "enqueued twice at once", "malformed": "malformed",
+                 "ses_refused": "that SES refuses"}
+        said = [f"{self.kinds[kind]} {words}" for kind, words in parts.items() if self.kinds[kind]]
+        later = f" ({len(self.reenqueued)} re-enqueued later)" if self.reenqueued else ""
+        return ", ".join(said) + later
+
     def add_outbox_order(self, key: str, subject: str) -> None:
         self.subject_to_key[subject] = key
         self.kinds["outbox_orders"] += 1

@@ -27,8 +27,7 @@ def run_phase(
     sqs = boto3.client("sqs")
     queue_url = deployed.consumer.source.queue_url
     enqueue(sqs, queue_url, workload.first_wave)
-    say(f"{label} enqueued {len(workload.first_wave)} jobs: " + ", ".join(f"{v} {k}" for k, v in workload.kinds.items())
-        + f"; {faults.describe()}")
+    say(f"{label} enqueued {len(workload.first_wave)} jobs: {workload.describe_first_wave()}; {faults.describe()}")
     # The consumer and the outbox relay, started as `sendonce-local run` starts a stack's runners.
     phase = StackRunners(aws.environment, log, faults=lambda: faults).start([deployed.consumer], deployed.relays)
     try:
@@ -95,4 +94,4 @@ def _reenqueue_midway(
     while runner.stats.records_delivered < first_wave // 2 and time.monotonic() < deadline:
         time.sleep(0.1)  # polled with a bound: the runner's own threads move the count
     enqueue(sqs, queue_url, bodies)
-    say(f"      re-enqueued {len(bodies)} jobs with new message ids (an upstream retry)")
+    say(f"      re-enqueued {len(bodies)} job{'' if len(bodies) == 1 else 's'} with new message ids (an upstream retry)")
