@@ -88,6 +88,23 @@ def test_ses_receives_exactly_the_attachments_and_headers_a_job_carries(pipeline
     assert aws.ses_sends(since=1) == []
 
 
+def test_a_header_value_as_long_as_ses_takes_is_sent_and_one_character_more_is_refused_with_the_reason(pipeline, aws):
+    """SES takes a header value of up to 995 characters since March 2026 (870 before): the longest goes out as it
+    is, one more is refused by the producer and dead-lettered by the consumer, each with the reason."""
+    longest = "v" * 995
+    body = receipt("receipt:a3:u1", headers={"X-Campaign": longest})
+    assert handle(pipeline.consumer(), body)["outcome"] == "sent"
+    [send] = aws.ses_sends()
+    assert send["headers"] == [["X-Campaign", longest]]
+    with pytest.raises(InvalidJob, match="header 'X-Campaign' has 996 characters; SES takes at most 995"):
+        EmailJob(dedupe_key="receipt:a4:u1", sender="shop@example.com", to=["ada@example.org"], subject="Hi",
+                 text="Hi", headers={"X-Campaign": longest + "v"})
+    line = handle(pipeline.consumer(), receipt("receipt:a4:u1", headers={"X-Campaign": longest + "v"}))
+    assert line["outcome"] == "invalid_message" and "SES takes at most 995" in line["reason"]
+    [dead] = pipeline.dead_letters()
+    assert reason_code(dead) == "invalid-message" and aws.ses_sends(since=1) == []
+
+
 def test_a_job_without_attachments_or_headers_sends_neither(pipeline, aws):
     assert handle(pipeline.consumer(), job("receipt:a2:u1"))["outcome"] == "sent"
     [send] = aws.ses_sends()

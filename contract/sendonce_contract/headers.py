@@ -1,8 +1,8 @@
 """The job's ``headers``: extra header fields SES adds to the email it builds (SESv2 ``Headers``), and their rules.
 
 A name follows RFC 5322's field-name rule (printable ASCII but the colon), which is also SESv2's pattern, 1 to 126
-characters; a value is one line of printable ASCII (no CR, LF, NUL or other control character), 1 to 870
-characters (SESv2's documented limit); at most 15 headers (SESv2's). Names are told apart without regard to case:
+characters; a value is one line of printable ASCII (no CR, LF, NUL or other control character), 1 to 995
+characters (SESv2's limit since March 2026; 870 before); at most 15 headers (SESv2's). Names are told apart without regard to case:
 two spellings of one name are one header given twice, refused.
 
 Refused, because SES or sendonce writes them from the job's own fields or SES sets them itself: the origin and
@@ -18,11 +18,11 @@ import re
 
 MAX_HEADERS = 15  # SESv2's MessageHeaderList
 MAX_NAME_CHARS = 126  # SESv2's MessageHeaderName
-MAX_VALUE_CHARS = 870  # SESv2's documented MessageHeader value limit
+MAX_VALUE_CHARS = 995  # SESv2's MessageHeaderValue (botocore's model; 870 until March 2026)
 # RFC 5322 3.6.8: field-name = 1*ftext, ftext = %d33-57 / %d59-126 (printable ASCII but ":").
 FIELD_NAME = re.compile(r"^[!-9;-~]{1,126}$")
 # SESv2's value pattern: printable ASCII and the space; so no CR, LF, NUL, tab or other control character.
-FIELD_VALUE = re.compile(r"^[ -~]{1,870}$")
+FIELD_VALUE = re.compile(rf"^[ -~]{{1,{MAX_VALUE_CHARS}}}$")
 
 ENTITY_REF_ID = "X-Entity-Ref-ID"
 LIST_UNSUBSCRIBE = "List-Unsubscribe"
