@@ -5,9 +5,10 @@ addresses are 7-bit ASCII (internationalised domains in punycode, display names 
 recipients, tag names and values of letters, digits, underscores and hyphens (at most 256), template and
 configuration set names of at most 64 such characters, and header values (subject, addresses) on one line; at
 most 15 extra headers, each named by RFC 5322's field-name rule (SESv2's pattern, at most 126 characters) with one
-line of printable ASCII (at most SES's own limit, read from botocore's model), none of the fields SES sets; attachments with a file name of at most 255
-characters whose extension SES sends, a type of at most 78, a disposition SES knows, an inline one's content id
-(at most 78) referred to in the html, and the whole message within SES's 40 MB.
+line of printable ASCII (at most SES's own limit, read from botocore's model), none of the fields SES sets;
+attachments with a file name of at most 255 characters whose extension SES sends, a type of at most 78, a
+disposition SES knows, an inline one's content id (at most 78) referred to in the html, and the whole message
+within SES's 40 MB.
 """
 
 from __future__ import annotations
@@ -15,10 +16,9 @@ from __future__ import annotations
 import io
 import json
 import re
-
-import botocore.session
 from typing import Any
 
+import botocore.session
 from consumer_harness import FakeClock, FakeContext, event, sqs_record
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

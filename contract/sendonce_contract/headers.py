@@ -2,8 +2,8 @@
 
 A name follows RFC 5322's field-name rule (printable ASCII but the colon), which is also SESv2's pattern, 1 to 126
 characters; a value is one line of printable ASCII (no CR, LF, NUL or other control character), 1 to 995
-characters (SESv2's limit since March 2026; 870 before); at most 15 headers (SESv2's). Names are told apart without regard to case:
-two spellings of one name are one header given twice, refused.
+characters (SESv2's limit since March 2026; 870 before); at most 15 headers (SESv2's). Names are told apart
+without regard to case: two spellings of one name are one header given twice, refused.
 
 Refused, because SES or sendonce writes them from the job's own fields or SES sets them itself: the origin and
 destination fields, the subject, date and ids, the MIME and content fields (SES builds the MIME structure), the
