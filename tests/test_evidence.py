@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+from datetime import UTC, datetime
 
 import boto3
 import pytest
@@ -238,6 +239,34 @@ def test_a_late_event_of_a_forgotten_keys_email_leaves_the_keys_cancel_cancelled
     consumer.log = OutcomeLog(log := io.StringIO())
     consumer.handle(event(sqs_record(body)), FakeContext(clock))
     assert [line["outcome"] for line in outcomes_of(log)] == ["cancelled"]
+    assert pipeline.emails_for(key) == 1
+
+
+def test_a_late_event_of_a_forgotten_keys_email_leaves_the_keys_expired_record_expired(pipeline):
+    """As a cancel's tombstone: the key's next job met after its expiresAt is recorded EXPIRED, and the first
+    email's late bounce never turns that record SENT."""
+    from sendonce_contract.message import CONTRACT_VERSION
+
+    clock = FakeClock()
+    settings = pipeline.evidence_settings(grace_ms=GRACE_MS)
+    ses_events = pipeline.ses_events(clock, LATE_OUTCOMES)
+    key = "k:reused:expired"
+    pipeline.consumer(clock, **settings).handle(
+        event(sqs_record(job(key, to=[f"bounce@{SIMULATOR_DOMAIN}"]))), FakeContext(clock))
+    ses_events.pump()
+    boto3.client("dynamodb").update_item(TableName=pipeline.table_name, Key={"dedupeKey": {"S": key}},
+                                         UpdateExpression="SET expiresAt = :past",
+                                         ExpressionAttributeValues={":past": {"N": "1"}})
+    clock.advance(60_000)
+    stale = job(key, to=[f"bounce@{SIMULATOR_DOMAIN}"], contractVersion=CONTRACT_VERSION,
+                expiresAt=datetime.fromtimestamp((clock.now_ms() - 30_000) / 1000, UTC).isoformat())
+    consumer = pipeline.consumer(clock, **settings)
+    consumer.log = OutcomeLog(log := io.StringIO())
+    consumer.handle(event(sqs_record(stale)), FakeContext(clock))
+    assert [line["outcome"] for line in outcomes_of(log)] == ["expired"]
+    ses_events.pump(ALL)  # the first email's bounce, late
+    assert pipeline.status(key) == "EXPIRED"
+    assert pipeline.recorder_outcomes()[-1]["outcome"] == "earlier_lifetime"
     assert pipeline.emails_for(key) == 1
 
 

@@ -102,7 +102,8 @@ def test_each_record_is_one_readable_line_and_the_summary_counts_by_outcome_and_
     text = summary.text(3)
     assert ("sent 1, duplicates 1, refused by SES 1, dead-lettered 3 (invalid-message 1, recipient-not-allowed 1, "
             "ses-refused 1)") in text
-    assert "cancelled 1, scheduled for later 1, handed back to the queue 1;" in text  # only the throttled one
+    # Only the throttled one handed back.
+    assert "cancelled 1, expired 0, scheduled for later 1, handed back to the queue 1;" in text
     assert "SES events recorded 1 (Send 1)" in text
 
 

@@ -235,7 +235,8 @@ def outcome_events() -> str:
     from sendonce_contract.schema import Ledger, Status
 
     built = {event.outcome: event for event in events.transitions(None, _sample_ledger_item(), "Shop/Receipts")}
-    for status, attribute in ((Status.UNKNOWN, Ledger.UNKNOWN_AT), (Status.CANCELLED, Ledger.CANCELLED_AT)):
+    for status, attribute in ((Status.UNKNOWN, Ledger.UNKNOWN_AT), (Status.CANCELLED, Ledger.CANCELLED_AT),
+                              (Status.EXPIRED, Ledger.FOUND_EXPIRED_AT)):
         image = {Ledger.KEY: {"S": "k"}, Ledger.STATUS: {"S": status.value}, attribute: {"N": "1"}}
         built.update({event.outcome: event for event in events.transitions(None, image, "Shop/Receipts")})
     dead = events.dead_lettered("k", "Shop/Receipts", "ses-refused", "why", "message-id", 1, "acme")

@@ -22,23 +22,26 @@ if TYPE_CHECKING:
     # a cold start of a consumer whose jobs carry none never compiles them.
     from .attachments import Attachment
 
+# Not sent after this time: a one-time code or a reset link that would arrive stale is acknowledged unsent instead.
+EXPIRES_AT_FIELD = "expiresAt"
 # The job contract's version this parser knows. A job names the lowest version that can carry it in ``VERSION_FIELD``
 # (absent means 1, the contract of every release before the field existed): a consumer meeting a newer one puts the
 # job back until it is upgraded, instead of dead-lettering fields it does not know yet.
-CONTRACT_VERSION = 3
+CONTRACT_VERSION = 4
 VERSION_FIELD = "contractVersion"
 # The version that brought each field after the first: a job using one names at least that version.
-FIELD_VERSIONS = {"sendAt": 2, TENANT_FIELD: 3, "attachments": 3, "headers": 3, PRIORITY_FIELD: 3}
+FIELD_VERSIONS = {"sendAt": 2, TENANT_FIELD: 3, "attachments": 3, "headers": 3, PRIORITY_FIELD: 3,
+                  EXPIRES_AT_FIELD: 4}
 MAX_KEY_BYTES = 1024
 MAX_RECIPIENTS = 50
 FIELDS = frozenset(
     {DEDUPE_KEY, "from", "to", "cc", "bcc", "replyTo", "subject", "html", "text", "template", "raw",
      "configurationSet", "tags", "delivery", "sendAt", "attachments", "headers", VERSION_FIELD, TENANT_FIELD,
-     PRIORITY_FIELD}
+     PRIORITY_FIELD, EXPIRES_AT_FIELD}
 )
 # Fields that say how, when or by which lane to send, or in which contract version, not what: a copy of a job
 # differing only in these is the same email (one written with ``contractVersion: 1`` and one without it, too).
-NOT_CONTENT = frozenset({"delivery", "sendAt", PRIORITY_FIELD, VERSION_FIELD})
+NOT_CONTENT = frozenset({"delivery", "sendAt", PRIORITY_FIELD, VERSION_FIELD, EXPIRES_AT_FIELD})
 TEMPLATE_FIELDS = frozenset({"name", "data"})
 _TAG_PART = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 # SES's rule for template and configuration set names.
@@ -101,6 +104,7 @@ class ParsedJob(NamedTuple):
     tags: tuple[tuple[str, str], ...] = ()
     delivery: DeliveryPolicy | None = None
     send_at_ms: int | None = None  # not to be claimed before this time (epoch ms)
+    expires_at_ms: int | None = None  # not sent after this time (epoch ms)
     # The customer it is sent for (sendonce_contract.tenant): content, since SES sends it as that tenant.
     tenant: str | None = None
     attachments: "tuple[Attachment, ...]" = ()  # an s3 one's content is read by the consumer before the claim
@@ -219,6 +223,11 @@ def _parse_fields(document: dict[str, Any], key: str, digest: str) -> ParsedJob:
         raise InvalidMessage(f"delivery must be one of {allowed}, got {delivery!r}") from None
     content = _content(document)
     attachments, headers = _attachments(document, content), _headers(document, content)
+    send_at_ms = _moment(document.get("sendAt"), "sendAt")
+    expires_at_ms = _moment(document.get(EXPIRES_AT_FIELD), EXPIRES_AT_FIELD)
+    if send_at_ms is not None and expires_at_ms is not None and send_at_ms > expires_at_ms:
+        raise InvalidMessage(f"sendAt {document['sendAt']} is after expiresAt {document[EXPIRES_AT_FIELD]}: the job "
+                             "could never be sent; schedule it before it expires, or drop expiresAt")
     return ParsedJob(
         dedupe_key=key,
         from_address=from_address,
@@ -230,7 +239,8 @@ def _parse_fields(document: dict[str, Any], key: str, digest: str) -> ParsedJob:
         configuration_set=configuration_set,
         tags=_tags(document.get("tags")),
         delivery=policy,
-        send_at_ms=_send_at(document.get("sendAt")),
+        send_at_ms=send_at_ms,
+        expires_at_ms=expires_at_ms,
         tenant=_tenant(document.get(TENANT_FIELD)),
         urgent=_urgent(document.get(PRIORITY_FIELD)),
         payload_hash=digest,
@@ -313,20 +323,21 @@ def body_size(content: Content) -> int:
     return len(content.mime)
 
 
-def _send_at(value: object) -> int | None:
-    """An RFC 3339 time with its offset (``2026-12-24T09:00:00Z``); a time in the past means now."""
+def _moment(value: object, field_name: str) -> int | None:
+    """An RFC 3339 time with its offset (``2026-12-24T09:00:00Z``), in epoch ms; a sendAt in the past means now."""
     if value is None:
         return None
     if not isinstance(value, str):
-        raise InvalidMessage(f"sendAt must be an RFC 3339 time string such as 2026-12-24T09:00:00Z, got {value!r}")
+        raise InvalidMessage(f"{field_name} must be an RFC 3339 time string such as 2026-12-24T09:00:00Z, got "
+                             f"{value!r}")
     try:
         moment = datetime.fromisoformat(value)
     except ValueError:
-        raise InvalidMessage(f"sendAt {preview(value)} is not an RFC 3339 time such as 2026-12-24T09:00:00Z"
+        raise InvalidMessage(f"{field_name} {preview(value)} is not an RFC 3339 time such as 2026-12-24T09:00:00Z"
                              ) from None
     if moment.tzinfo is None or "T" not in value.upper():
-        raise InvalidMessage(f"sendAt {preview(value)} needs a date, a time and an offset (Z or +01:00): a time "
-                             "without its offset means a different instant in each time zone")
+        raise InvalidMessage(f"{field_name} {preview(value)} needs a date, a time and an offset (Z or +01:00): a "
+                             "time without its offset means a different instant in each time zone")
     return int(moment.timestamp() * 1000)
 
 

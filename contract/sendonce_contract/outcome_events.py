@@ -29,6 +29,7 @@ class OutcomeType(NamedTuple):
 SENT = OutcomeType("sent", "Email Sent")
 UNKNOWN = OutcomeType("unknown", "Email Unknown")
 CANCELLED = OutcomeType("cancelled", "Email Cancelled")
+EXPIRED = OutcomeType("expired", "Email Expired")
 # Not a ledger transition: the consumer publishes it when it moves a keyed job to the DLQ.
 DEAD_LETTERED = OutcomeType("dead-lettered", "Email Dead-Lettered")
 SENT_TWICE = OutcomeType("sent-twice", "Email Sent Twice")
@@ -39,8 +40,8 @@ SENDING_RESUMED = OutcomeType("sending-resumed", "Email Sending Resumed")
 # One per SES outcome the recorder writes, named as SES's own EventBridge detail-types are, from the one table.
 SES_OUTCOMES = {event.name: OutcomeType(event.label.replace(" ", "-"), event.detail_type)
                 for event in SES_EVENT_TYPES if event.label is not None}
-OUTCOME_TYPES = (SENT, *SES_OUTCOMES.values(), UNKNOWN, SENT_TWICE, CANCELLED, DEAD_LETTERED, SENDING_STOPPED,
-                 SENDING_RESUMED)
+OUTCOME_TYPES = (SENT, *SES_OUTCOMES.values(), UNKNOWN, SENT_TWICE, CANCELLED, EXPIRED, DEAD_LETTERED,
+                 SENDING_STOPPED, SENDING_RESUMED)
 BY_TRANSITION = {outcome.transition: outcome for outcome in OUTCOME_TYPES}
 
 
@@ -112,6 +113,8 @@ def transitions(old: Image | None, new: Image | None, pipeline: str) -> list[Out
             add(UNKNOWN, _number(new, Ledger.UNKNOWN_AT))
         elif status == Status.CANCELLED.value:
             add(CANCELLED, _number(new, Ledger.CANCELLED_AT))
+        elif status == Status.EXPIRED.value:
+            add(EXPIRED, _number(new, Ledger.FOUND_EXPIRED_AT))
     for event in SES_EVENT_TYPES:
         if event.label is None or event.time_attribute not in new or event.time_attribute in old:
             continue

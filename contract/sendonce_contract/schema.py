@@ -42,6 +42,7 @@ class Metric:
     SENT_UNRECORDED = "SentUnrecorded"
     DUPLICATES_SKIPPED = "DuplicatesSkipped"
     CANCELLED = "Cancelled"
+    EXPIRED = "Expired"  # a job met after its expiresAt: acknowledged unsent, its key recorded EXPIRED
     UNKNOWN_RECORDS = "UnknownRecords"
     POISON_MESSAGES = "PoisonMessages"
     SES_REFUSALS = "SesRefusals"
@@ -96,6 +97,7 @@ class Status(enum.Enum):
     SENT = "SENT"  # SES accepted it (the consumer's word or SES's own event)
     UNKNOWN = "UNKNOWN"  # a worker died after its send may have left, and the policy is never to resend
     CANCELLED = "CANCELLED"  # the application took the email back before any worker claimed it: never sent
+    EXPIRED = "EXPIRED"  # a worker met its job after the job's expiresAt, with no record: never sent
 
 
 class Ledger:
@@ -117,6 +119,8 @@ class Ledger:
     UNKNOWN_AT = "unknownAt"
     SES_MESSAGE_ID = "sesMessageId"
     CANCELLED_AT = "cancelledAt"  # written by the application's cancel, with the CANCELLED status
+    # When a worker met the job after its expiresAt (the job's field; EXPIRES_AT above is the record's own TTL).
+    FOUND_EXPIRED_AT = "foundExpiredAt"
     # Written by an operator's `sendonce resolve --sent`.
     RESOLVED_AT = "resolvedAt"
     RESOLVED_BY = "resolvedBy"

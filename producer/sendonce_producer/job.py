@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sendonce_contract.message import VERSION_FIELD, InvalidMessage, lowest_version, parse_job
+from sendonce_contract.message import EXPIRES_AT_FIELD, VERSION_FIELD, InvalidMessage, lowest_version, parse_job
 from sendonce_contract.priority import DEFAULT_PRIORITY, PRIORITY_FIELD, Priority
 from sendonce_contract.schema import DEDUPE_KEY
 from sendonce_contract.tenant import TENANT_FIELD
@@ -42,6 +42,9 @@ class EmailJob:
     tags: Mapping[str, str] = field(default_factory=dict)
     delivery: str | None = None
     send_at: datetime | None = None  # not sent before this time (timezone-aware), at most dedupe_ttl ahead
+    # Not sent after this time (timezone-aware): a one-time code or a reset link met later is acknowledged unsent,
+    # its key recorded EXPIRED, instead of reaching its reader stale.
+    expires_at: datetime | None = None
     # "urgent" goes to the pipeline's urgent lane (urgent_lane); routing, not content: the key is sent once either way
     priority: Priority | str = DEFAULT_PRIORITY
     tenant: str | None = None  # the customer it is sent for: the queue's MessageGroupId, SES's TenantName
@@ -65,6 +68,7 @@ class EmailJob:
             "html": self.html, "text": self.text, "raw": self.raw, "configurationSet": self.configuration_set,
             "tags": dict(self.tags), "delivery": self.delivery,
             "sendAt": None if self.send_at is None else self.send_at.isoformat(), TENANT_FIELD: self.tenant,
+            EXPIRES_AT_FIELD: None if self.expires_at is None else self.expires_at.isoformat(),
             "attachments": [a.to_document() for a in self.attachments], "headers": dict(self.headers),
             # bulk is the default: left out, so a bulk job needs no newer contract version
             PRIORITY_FIELD: None if self.priority == DEFAULT_PRIORITY else _text(self.priority),

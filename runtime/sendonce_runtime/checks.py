@@ -16,12 +16,13 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from sendonce_contract.job_lifetime import MAX_SEND_AT_AHEAD_S, send_at_horizon_s
-from sendonce_contract.message import ContractTooNew, InvalidMessage, ParsedJob, parse_job
+from sendonce_contract.message import EXPIRES_AT_FIELD, ContractTooNew, InvalidMessage, ParsedJob, parse_job
 
 from .aws_errors import LEDGER_ERRORS, describe, ledger_outcome
 from .clock import Clock, Deadline
 from .ledger import DedupeLedger
 from .outcome import OUTCOME_OF_REASON, Outcome, RecordResult, Redeliver, Refusal, Verdict, amended
+from .settled_key import settled_result
 from .sqs_record import SqsRecord
 
 
@@ -141,6 +142,37 @@ class Schedule:
                 f"{MAX_SEND_AT_AHEAD_S // 86_400} days): schedule nearer, or raise dedupe_ttl")
         return Redeliver(delivery.result(Outcome.SCHEDULED, "waiting for its sendAt"),
                          retry_after_s=-(-wait_ms // 1000))
+
+
+class Expiry:
+    """Never sent stale: a job met after its ``expiresAt`` is acknowledged unsent and its key recorded ``EXPIRED``,
+    so no copy or redrive of it is sent while the ledger remembers the key. A key whose record stands already is
+    settled by that record (sent, cancelled or expired before); a key another delivery holds in flight is left to
+    it, and this copy acknowledged. Every delivery meets it, parked, throttled, paced or redriven, before its claim."""
+
+    def __init__(self, clock: Clock, ledger: DedupeLedger, tenant_of: Callable[[ParsedJob], str | None]) -> None:
+        self._clock = clock
+        self._ledger = ledger
+        self._tenant_of = tenant_of
+
+    def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
+        job = delivery.job
+        now_ms = self._clock.now_ms()
+        if job.expires_at_ms is None or now_ms <= job.expires_at_ms:
+            return rest(delivery)
+        late = f"met {(now_ms - job.expires_at_ms) / 1000:,.0f} s after its {EXPIRES_AT_FIELD}"
+        try:
+            for _ in range(2):  # a record that vanished between the write and its reading: once more
+                written = self._ledger.record_expired(job.dedupe_key, job.payload_hash, self._tenant_of(job))
+                if written.won:
+                    return delivery.result(Outcome.EXPIRED, f"{late}: not sent, its key recorded EXPIRED")
+                if written.existing is not None:
+                    settled = settled_result(delivery.record.message_id, job, written.existing)
+                    return settled or delivery.result(Outcome.EXPIRED, f"{late}: not sent; another delivery of "
+                                                      "it holds the key, whose record decides")
+        except LEDGER_ERRORS as error:
+            return Redeliver(delivery.result(ledger_outcome(error), describe(error)))
+        return Redeliver(delivery.result(Outcome.CONTENDED, "the key's record kept changing under this worker"))
 
 
 class AttachmentsBucket:

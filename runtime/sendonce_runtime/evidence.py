@@ -8,7 +8,8 @@ from SES's answer) means a second email went out, and is reported.
 
 An event counts only for the key's current lifetime: a record claimed after the key was forgotten (past
 ``dedupe_ttl``) is a new lifetime, and an email SES accepted before its claim is the earlier lifetime's, so its
-late bounce or complaint leaves the record alone (as it leaves a cancel's tombstone, under which nothing is sent).
+late bounce or complaint leaves the record alone (as it leaves a cancel's tombstone or an expired job's record, under
+which nothing is sent).
 A record written before lifetimes were recorded takes every event, as it did.
 
 Attributes written (names from :class:`sendonce_contract.schema.Ledger`): the status (SENT), the SES message id
@@ -41,7 +42,8 @@ class Verdict(enum.Enum):
     RECORDED = "recorded"
     UNKNOWN_KEY = "unknown_key"  # no record: never claimed here, or deleted by TTL
     EXPIRED_KEY = "expired_key"  # a record past its expiresAt counts as absent
-    # An email of the key's earlier lifetime (accepted before its record's claim), or of a key since cancelled.
+    # An email of the key's earlier lifetime (accepted before its record's claim), or of a key since cancelled or
+    # recorded EXPIRED.
     EARLIER_LIFETIME = "earlier_lifetime"
 
 
@@ -69,6 +71,7 @@ class EvidenceLedger:
             ":now_ms": {"N": str(now_ms)},
             ":now_s": {"N": str(now_ms // 1000)},
             ":cancelled": {"S": Status.CANCELLED.value},
+            ":expired": {"S": Status.EXPIRED.value},
             ":accepted_late": {"N": str(event.sent_at_ms + CLOCK_SKEW_MARGIN_MS)},
         }
         names = {"#status": Ledger.STATUS, "#lifetime": Ledger.LIFETIME_STARTED_AT}
@@ -93,7 +96,7 @@ class EvidenceLedger:
                 UpdateExpression=(f"SET {', '.join(sets)} ADD {Ledger.SES_MESSAGE_IDS} :ids "
                                   f"REMOVE {Ledger.LEASE_EXPIRES_AT}"),
                 ConditionExpression=(f"attribute_exists({Ledger.KEY}) AND {Ledger.EXPIRES_AT} >= :now_s "
-                                     "AND #status <> :cancelled "
+                                     "AND NOT (#status IN (:cancelled, :expired)) "
                                      "AND (attribute_not_exists(#lifetime) OR #lifetime <= :accepted_late)"),
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,

@@ -10,7 +10,16 @@ from sendonce_contract.schema import Metric
 
 from . import aws_clients
 from .batch import run_batch
-from .checks import AfterBatch, AttachmentsBucket, CarriedSend, Check, OwnConfigurationSet, ParseJob, Schedule
+from .checks import (
+    AfterBatch,
+    AttachmentsBucket,
+    CarriedSend,
+    Check,
+    Expiry,
+    OwnConfigurationSet,
+    ParseJob,
+    Schedule,
+)
 from .clock import Clock, Deadline, LambdaContext, SystemClock
 from .dead_letter import DeadLetterQueue
 from .ledger import DedupeLedger
@@ -95,7 +104,7 @@ class Consumer:
             dead_letters,
             clock,
             parse,
-            [*_checks(settings, ledger, clock, s3, stops), *paced],
+            [*_checks(settings, ledger, clock, parse, s3, stops), *paced],
             _throttle_retry(settings),
             stops,
         )
@@ -153,7 +162,7 @@ class Consumer:
         return [by_record.get(id(record), result) for record, result in zip(records, results, strict=True)]
 
 
-def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, s3: Any = None,
+def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, parse: ParseJob, s3: Any = None,
             stops: SesStops | None = None) -> list[Check]:
     """The checks between a job's parsing and its pacing (the last check, ``_pacing``), in order; those this
     deployment does not use are left out. The parts only some deployments use are imported by those only: a cold
@@ -173,6 +182,7 @@ def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, s3: Any = No
         checks.append(Schedule(clock, settings.dedupe_ttl_s))
     checks.append(AttachmentsBucket(settings.attachments_bucket))
     checks.append(CarriedSend(ledger))
+    checks.append(Expiry(clock, ledger, parse.tenant))  # after a carried completion is written: that one was sent
     if stops is not None:  # after a carried completion is written; before an attachment is read for nothing
         checks.append(stops)
     if settings.attachments_bucket:

@@ -95,6 +95,32 @@ class DedupeLedger:
         except ClientError as error:
             return Claim(won=False, existing=self._old_record(error))
 
+    def record_expired(self, key: str, payload_hash: str, tenant: str | None = None) -> Claim:
+        """Record ``key`` EXPIRED (a job met after its expiresAt, never sent) if it has no live record (won); else
+        the record that stands, which decides instead (None if it vanished in between: the caller tries again)."""
+        now_ms = self._clock.now_ms()
+        item = {
+            Ledger.KEY: _s(key),
+            Ledger.STATUS: _s(Status.EXPIRED.value),
+            Ledger.FOUND_EXPIRED_AT: _n(now_ms),
+            Ledger.EXPIRES_AT: _n(now_ms // 1000 + self._ttl_s),
+            Ledger.PAYLOAD_HASH: _s(payload_hash),
+            Ledger.LIFETIME_STARTED_AT: _n(now_ms),
+        }
+        if tenant is not None:
+            item[Ledger.TENANT] = _s(tenant)
+        try:
+            self._client.put_item(
+                TableName=self._table,
+                Item=item,
+                ConditionExpression=f"attribute_not_exists({KEY}) OR {EXPIRES_AT} < :now_s",
+                ExpressionAttributeValues={":now_s": _n(now_ms // 1000)},
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+            return Claim(won=True)
+        except ClientError as error:
+            return Claim(won=False, existing=self._old_record(error))
+
     def read(self, key: str) -> EmailRecord | None:
         """The key's record as it stands (a strongly consistent read), or None when it has none or it expired."""
         item = self._client.get_item(TableName=self._table, Key={KEY: _s(key)}, ConsistentRead=True).get("Item")

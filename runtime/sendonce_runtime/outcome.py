@@ -19,6 +19,7 @@ class Outcome(enum.Enum):
     SENT_UNRECORDED = "sent_unrecorded"
     DUPLICATE = "duplicate"
     CANCELLED = "cancelled"
+    EXPIRED = "expired"
     MARKED_UNKNOWN = "marked_unknown"
     INVALID_MESSAGE = "invalid_message"
     REFUSED = "refused"
@@ -81,9 +82,11 @@ class Tally:
     DEAD_LETTERED = "dead-lettered"  # printed with a count per reason code, of every outcome with one
     MARKED_UNKNOWN = "marked UNKNOWN"
     CANCELLED = "cancelled"
+    EXPIRED = "expired"
     SCHEDULED = "scheduled for later"
     HANDED_BACK = "handed back to the queue"
-    ORDER = (SENT, DUPLICATES, REFUSED_BY_SES, DEAD_LETTERED, MARKED_UNKNOWN, CANCELLED, SCHEDULED, HANDED_BACK)
+    ORDER = (SENT, DUPLICATES, REFUSED_BY_SES, DEAD_LETTERED, MARKED_UNKNOWN, CANCELLED, EXPIRED, SCHEDULED,
+             HANDED_BACK)
 
 
 class Meaning:
@@ -128,6 +131,10 @@ MEANINGS: Mapping[Outcome, Meaning] = MappingProxyType({
     Outcome.CANCELLED: Meaning(
         acknowledged=True, metrics=(Metric.CANCELLED,), dead_letter=None, postponed=None, grows=False,
         spends_send_slot=False, summary=Tally.CANCELLED),
+    # Met after its expiresAt: never sent, its key recorded EXPIRED (or found settled already).
+    Outcome.EXPIRED: Meaning(
+        acknowledged=True, metrics=(Metric.EXPIRED,), dead_letter=None, postponed=None, grows=False,
+        spends_send_slot=False, summary=Tally.EXPIRED),
     Outcome.MARKED_UNKNOWN: Meaning(
         acknowledged=True, metrics=(Metric.UNKNOWN_RECORDS,), dead_letter=None, postponed=None, grows=False,
         spends_send_slot=False, summary=Tally.MARKED_UNKNOWN),

@@ -1,12 +1,12 @@
-"""A key whose record is settled (sent, its send unknown, or cancelled): the result every later delivery of it gets,
-decided from the record alone, when the claim's write finds the record.
+"""A key whose record is settled (sent, its send unknown, cancelled or expired): the result every later delivery of
+it gets, decided from the record alone, when the claim's (or the expiry's) write finds the record.
 """
 
 from __future__ import annotations
 
 import logging
 
-from sendonce_contract.message import ParsedJob
+from sendonce_contract.message import EXPIRES_AT_FIELD, ParsedJob
 from sendonce_contract.record import EmailRecord
 from sendonce_contract.schema import Status
 
@@ -30,6 +30,10 @@ def settled_result(message_id: str, job: ParsedJob, existing: EmailRecord) -> Re
     if state is Status.CANCELLED:
         return RecordResult(message_id, Outcome.CANCELLED, job.dedupe_key,
                             reason="the application cancelled this email before it was sent")
+    if state is Status.EXPIRED:
+        return RecordResult(message_id, Outcome.EXPIRED, job.dedupe_key,
+                            reason=f"already EXPIRED: a copy of its job was met after its {EXPIRES_AT_FIELD}, and "
+                                   "not sent")
     if state in (Status.SENT, Status.UNKNOWN):
         return RecordResult(message_id, Outcome.DUPLICATE, job.dedupe_key, ses_message_id=existing.ses_message_id,
                             attempt=existing.attempts, reason=f"already {existing.status}",

@@ -94,4 +94,5 @@ def _reenqueue_midway(
     while runner.stats.records_delivered < first_wave // 2 and time.monotonic() < deadline:
         time.sleep(0.1)  # polled with a bound: the runner's own threads move the count
     enqueue(sqs, queue_url, bodies)
-    say(f"      re-enqueued {len(bodies)} job{'' if len(bodies) == 1 else 's'} with new message ids (an upstream retry)")
+    jobs = "1 job" if len(bodies) == 1 else f"{len(bodies)} jobs"
+    say(f"      re-enqueued {jobs} with new message ids (an upstream retry)")
