@@ -18,6 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import IO, Any
 
 import boto3
@@ -170,9 +171,14 @@ class _Run:
     enqueued_at: dict[str, float] = field(default_factory=dict)
 
 
+# An urgent job is a sign-in code or a reset link: worthless after this long, so it expires rather than arrive stale.
+URGENT_EXPIRES_AFTER = timedelta(minutes=10)
+
+
 def _job(key: str, tenant: str | None, priority: Priority) -> EmailJob:
+    expires_at = datetime.now(UTC) + URGENT_EXPIRES_AFTER if priority is Priority.URGENT else None
     return EmailJob(key, SENDER, [f"{key.replace(':', '-')}@example.org"], subject=SUBJECT_PREFIX + key,
-                    text="Sent once, flood or not.", tenant=tenant, priority=priority)
+                    text="Sent once, flood or not.", tenant=tenant, priority=priority, expires_at=expires_at)
 
 
 def _schedule(plan: FloodPlan, rate: float, run: str, seed: int) -> list[tuple[float, list[tuple[str, str]]]]:
