@@ -21,17 +21,17 @@ def wired(**overrides):
 
 
 @pytest.mark.parametrize(("overrides", "expected"), [
-    ({}, ("ParseJob", ["Schedule", "AttachmentsBucket", "CarriedSend", "SesStops"])),
-    ({"fifo": True}, ("ParseJob", ["NoSendAtOnFifo", "AttachmentsBucket", "CarriedSend", "SesStops"])),
+    ({}, ("ParseJob", ["Schedule", "AttachmentsBucket", "CarriedSend", "Expiry", "SesStops"])),
+    ({"fifo": True}, ("ParseJob", ["NoSendAtOnFifo", "AttachmentsBucket", "CarriedSend", "Expiry", "SesStops"])),
     ({"evidence_grace_ms": 60_000, "configuration_set": "own"},
-     ("ParseJob", ["OwnConfigurationSet", "Schedule", "AttachmentsBucket", "CarriedSend", "SesStops"])),
+     ("ParseJob", ["OwnConfigurationSet", "Schedule", "AttachmentsBucket", "CarriedSend", "Expiry", "SesStops"])),
     ({"allowed_recipients": parse_entries(["ada@example.org"])},
-     ("ParseJob", ["RecipientsAllowed", "Schedule", "AttachmentsBucket", "CarriedSend", "SesStops"])),
-    ({"max_send_rate": 14.0}, ("ParseJob", ["Schedule", "AttachmentsBucket", "CarriedSend", "SesStops", "PaceSends"])),
+     ("ParseJob", ["RecipientsAllowed", "Schedule", "AttachmentsBucket", "CarriedSend", "Expiry", "SesStops"])),
+    ({"max_send_rate": 14.0}, ("ParseJob", ["Schedule", "AttachmentsBucket", "CarriedSend", "Expiry", "SesStops", "PaceSends"])),
     ({"key_secret_id": "arn:secret"},
-     ("ParsePrivateJob", ["Schedule", "AttachmentsBucket", "CarriedSend", "SesStops"])),
+     ("ParsePrivateJob", ["Schedule", "AttachmentsBucket", "CarriedSend", "Expiry", "SesStops"])),
     ({"attachments_bucket": "shop-attachments"},
-     ("ParseJob", ["Schedule", "AttachmentsBucket", "CarriedSend", "SesStops", "ReadAttachments"])),
+     ("ParseJob", ["Schedule", "AttachmentsBucket", "CarriedSend", "Expiry", "SesStops", "ReadAttachments"])),
 ], ids=["default", "fifo", "ses_events", "allowed_recipients", "max_send_rate", "key_privacy", "attachments_bucket"])
 def test_a_consumer_runs_only_the_checks_its_deployment_uses_in_order(overrides, expected):
     assert wired(**overrides) == expected

@@ -15,15 +15,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from .address import InvalidAddress, Mailbox, find_control_character, parse_mailbox
 from .delivery import DeliveryPolicy
 from .key_tags import DEDUPE_KEY_TAG, KEY_CHUNK_TAG, MAX_JOB_TAGS, PIPELINE_TAG
-from .schema import DEDUPE_KEY, PRIORITY_FIELD, TENANT_FIELD, ReasonCode
+from .schema import DEDUPE_KEY, EXPIRES_AT_FIELD, PRIORITY_FIELD, TENANT_FIELD, ReasonCode
 
 if TYPE_CHECKING:
     # The rules of attachments and headers are imported by a job that has them only (see _attachments, _headers):
     # a cold start of a consumer whose jobs carry none never compiles them.
     from .attachments import Attachment
 
-# Not sent after this time: a one-time code or a reset link that would arrive stale is acknowledged unsent instead.
-EXPIRES_AT_FIELD = "expiresAt"
 # The job contract's version this parser knows. A job names the lowest version that can carry it in ``VERSION_FIELD``
 # (absent means 1, the contract of every release before the field existed): a consumer meeting a newer one puts the
 # job back until it is upgraded, instead of dead-lettering fields it does not know yet.

@@ -15,6 +15,9 @@ DEDUPE_KEY = "dedupeKey"
 TENANT_FIELD = "tenant"
 # The job's field that names its lane (sendonce_contract.priority).
 PRIORITY_FIELD = "priority"
+# The job's field that says when it is no longer worth sending (sendonce_contract.message). The ledger's TTL
+# attribute, Ledger.EXPIRES_AT, is spelled alike and means the record's own end: both are spelled here.
+EXPIRES_AT_FIELD = "expiresAt"
 # How long a key is remembered unless the construct's dedupe_ttl says otherwise: a cancelled key stays cancelled
 # at least this long.
 DEFAULT_DEDUPE_TTL_S = 7 * 86_400

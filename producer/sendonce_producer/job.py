@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sendonce_contract.message import EXPIRES_AT_FIELD, VERSION_FIELD, InvalidMessage, lowest_version, parse_job
+from sendonce_contract.message import VERSION_FIELD, InvalidMessage, lowest_version, parse_job
 from sendonce_contract.priority import DEFAULT_PRIORITY, PRIORITY_FIELD, Priority
-from sendonce_contract.schema import DEDUPE_KEY
+from sendonce_contract.schema import DEDUPE_KEY, EXPIRES_AT_FIELD
 from sendonce_contract.tenant import TENANT_FIELD
 
 from .attachments import Attachment

@@ -16,7 +16,8 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from sendonce_contract.job_lifetime import MAX_SEND_AT_AHEAD_S, send_at_horizon_s
-from sendonce_contract.message import EXPIRES_AT_FIELD, ContractTooNew, InvalidMessage, ParsedJob, parse_job
+from sendonce_contract.message import ContractTooNew, InvalidMessage, ParsedJob, parse_job
+from sendonce_contract.schema import EXPIRES_AT_FIELD
 
 from .aws_errors import LEDGER_ERRORS, describe, ledger_outcome
 from .clock import Clock, Deadline

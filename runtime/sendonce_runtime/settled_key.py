@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import logging
 
-from sendonce_contract.message import EXPIRES_AT_FIELD, ParsedJob
+from sendonce_contract.message import ParsedJob
 from sendonce_contract.record import EmailRecord
-from sendonce_contract.schema import Status
+from sendonce_contract.schema import EXPIRES_AT_FIELD, Status
 
 from .outcome import Outcome, RecordResult
 
