@@ -80,20 +80,8 @@ class DedupeLedger:
             Ledger.LIFETIME_STARTED_AT: _n(now_ms),  # only here: a takeover carries on the dead worker's lifetime
             Ledger.ATTEMPTS: _n(1),
         }
-        if tenant is not None:
-            item[Ledger.TENANT] = _s(tenant)
-        try:
-            self._client.put_item(
-                TableName=self._table,
-                Item=item,
-                ConditionExpression=f"attribute_not_exists({KEY}) OR {EXPIRES_AT} < :now_s OR #owner = :owner",
-                ExpressionAttributeNames={"#owner": Ledger.OWNER},
-                ExpressionAttributeValues={":now_s": _n(now_ms // 1000), ":owner": _s(owner)},
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-            return Claim(won=True)
-        except ClientError as error:
-            return Claim(won=False, existing=self._old_record(error))
+        return self._create(item, tenant, now_ms, " OR #owner = :owner", {"#owner": Ledger.OWNER},
+                            {":owner": _s(owner)})
 
     def record_expired(self, key: str, payload_hash: str, tenant: str | None = None) -> Claim:
         """Record ``key`` EXPIRED (a job met after its expiresAt, never sent) if it has no live record (won); else
@@ -107,15 +95,22 @@ class DedupeLedger:
             Ledger.PAYLOAD_HASH: _s(payload_hash),
             Ledger.LIFETIME_STARTED_AT: _n(now_ms),
         }
+        return self._create(item, tenant, now_ms)
+
+    def _create(self, item: dict[str, Any], tenant: str | None, now_ms: int, or_also: str = "",
+                names: dict[str, str] | None = None, values: dict[str, Any] | None = None) -> Claim:
+        """Write ``item`` as the key's record if it has none or only an expired one (or ``or_also`` holds); else
+        the record that stands (None if it vanished in between: the caller tries again)."""
         if tenant is not None:
             item[Ledger.TENANT] = _s(tenant)
         try:
             self._client.put_item(
                 TableName=self._table,
                 Item=item,
-                ConditionExpression=f"attribute_not_exists({KEY}) OR {EXPIRES_AT} < :now_s",
-                ExpressionAttributeValues={":now_s": _n(now_ms // 1000)},
+                ConditionExpression=f"attribute_not_exists({KEY}) OR {EXPIRES_AT} < :now_s{or_also}",
+                ExpressionAttributeValues={":now_s": _n(now_ms // 1000), **(values or {})},
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                **({"ExpressionAttributeNames": names} if names else {}),
             )
             return Claim(won=True)
         except ClientError as error:
