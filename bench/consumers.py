@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import boto3
+from botocore.config import Config
 
 Handler = Callable[[dict[str, Any], Any], Any]
 
@@ -26,26 +27,33 @@ def ses_request(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def sendonce_handler(table: str, dlq_url: str, parallelism: int = 1, evidence: tuple[str, str] | None = None,
-                     attachments_bucket: str | None = None) -> tuple[Handler, dict[str, Any]]:
+                     attachments_bucket: str | None = None, read_timeout_s: float | None = None,
+                     **settings: Any) -> tuple[Handler, dict[str, Any]]:
     """``evidence``: (configuration set, pipeline tag) to send with SES events on; ``attachments_bucket``: the
-    bucket its jobs' claim checks are read from (an S3 client is made for it, as the deployed consumer makes one)."""
+    bucket its jobs' claim checks are read from (an S3 client is made for it, as the deployed consumer makes one);
+    ``read_timeout_s``: how long its DynamoDB, SQS and S3 clients wait for an answer, where a section counts calls
+    and a loaded emulator's late answer would make it count a retry (the deployed consumer's budget otherwise);
+    ``settings``: any other of the consumer's settings (the mis-keyed-producer guard's)."""
     from sendonce_runtime import aws_clients
     from sendonce_runtime.handler import Consumer
     from sendonce_runtime.outcome_log import OutcomeLog
     from sendonce_runtime.settings import Settings
 
-    options: dict[str, Any] = {"attachments_bucket": attachments_bucket}
+    options: dict[str, Any] = {"attachments_bucket": attachments_bucket, **settings}
     if evidence is not None:
         options.update(configuration_set=evidence[0], pipeline_tag=evidence[1], evidence_grace_ms=300_000)
     settings = Settings(table_name=table, dead_letter_queue_url=dlq_url, parallelism=parallelism,
                         pipeline_name="bench", **options)
+    ledger = aws_clients.ledger_config(settings)
+    if read_timeout_s is not None:
+        ledger = ledger.merge(Config(read_timeout=read_timeout_s))
     clients = {
-        "dynamodb": boto3.client("dynamodb", config=aws_clients.ledger_config(settings)),
+        "dynamodb": boto3.client("dynamodb", config=ledger),
         "sesv2": boto3.client("sesv2", config=aws_clients.ses_config(settings)),
-        "sqs": boto3.client("sqs", config=aws_clients.ledger_config(settings)),
+        "sqs": boto3.client("sqs", config=ledger),
     }
     if attachments_bucket is not None:
-        clients["s3"] = boto3.client("s3", config=aws_clients.ledger_config(settings))
+        clients["s3"] = boto3.client("s3", config=ledger)
     consumer = Consumer.from_clients(settings, clients["dynamodb"], clients["sesv2"], clients["sqs"],
                                      log=OutcomeLog(io.StringIO(), pipeline="bench"), s3=clients.get("s3"))
     return consumer.handle, clients

@@ -41,6 +41,7 @@ class Plan:
     stop_jobs: int = 40  # jobs parked while SES's account is paused, each delivered four times
     attachment_emails: int = 50  # per run: plain jobs, and as many with a 100 KB file inline
     attachment_s3_emails: int = 10  # per run: jobs with a 5 MB file through the attachments bucket
+    guard_emails: int = 100  # per run and kind: first sends with the mis-keyed-producer guard off, on, and suspects
 
 
 QUICK = Plan(records=60, repeats=2, workers=(1, 4), import_runs=5, synth_runs=1, latency_batches=3,
@@ -48,7 +49,7 @@ QUICK = Plan(records=60, repeats=2, workers=(1, 4), import_runs=5, synth_runs=1,
              outbox_jobs=300, outbox_latency_jobs=3, outbox_transactions=100, pacing_factor=2, pacing_repeats=1,
              pacing_timeouts_s=(5,), pacing_pollers=(2,), flood_s=0.2, flood_arrivals=2, flood_gap_s=1.0,
              flood_repeats=1, flood_timeouts_s=(5,), fault_factor=2, fault_repeats=1, stop_jobs=10,
-             attachment_emails=10, attachment_s3_emails=2)
+             attachment_emails=10, attachment_s3_emails=2, guard_emails=10)
 FULL = Plan(records=400, repeats=5, workers=(1, 2, 4, 8), import_runs=21, synth_runs=3, latency_batches=20,
             evidence_emails=200, burst_factor=50)
 

@@ -41,6 +41,7 @@ OUTCOME_SECTION = "## 12. Outcome events: cost per email"
 SCHEDULED_SECTION = "## 13. A scheduled email: cost per hour of waiting"
 COLD_START_SECTION = "## 3. Cold start: import time in a fresh interpreter (ms)"
 ASSET_SECTION = "## 4. The Lambda asset"
+GUARD_SECTION = "## 16. The mis-keyed-producer guard: what it costs per email"
 ATTACHMENTS_SECTION = "## 15. Attachments: the consumer's time per email, S3 requests, and SQS cost inline against S3"
 SQL_OUTBOX_SECTION = "## 14. The SQL outbox: relay throughput, commit to queue, SQS requests, and what `add` costs"
 SQS_BATCH_SHARE = 1 / SQS_BATCH  # one SendMessageBatch per ten jobs: the least SQS requests a job can take
@@ -868,3 +869,44 @@ def render_attachments(figures: dict[str, Any], batch_size: int, expiry_days: in
         f"the job body stays {body['s3']:,} bytes however large the file",
         "",
     ])
+
+
+def render_guard(figures: dict[str, Any]) -> str:
+    """The guard's CPU and DynamoDB calls per email, against the guard off in the same run; on paper, its write
+    units per million emails."""
+    cpu, wall, ratio, calls = (figures[name] for name in ("cpu_ms", "wall_ms", "cpu_ratio", "calls"))
+    labels = {"off": "guard off", "new": "guard on, a new email",
+              "suspect": "guard on, a suspected double (flagged, sent)"}
+
+    def writes(kind: str) -> float:
+        return sum(n for op, n in calls[kind].items() if op in ("PutItem", "UpdateItem", "TransactWriteItems"))
+
+    extra = {kind: writes(kind) - writes("off") for kind in ("new", "suspect")}
+    lines = [
+        GUARD_SECTION,
+        "",
+        f"{figures['emails']} first sends per kind and run, {figures['repeats']} runs, batches of ten at parallelism "
+        "1, against the emulator in its own process; the guard with `suspected_doubles=FLAG` and a `recipient_cap` "
+        "no email reaches (its write is measured, not its hold). A suspected double is the same receipt to the "
+        "same recipient under a new key, as a producer keying jobs by SQS message id sends it. DynamoDB calls "
+        "counted on the consumer's own client. `make bench ARGS=\"--only guard\"` reruns this section alone.",
+        "",
+        "| per email | " + " | ".join(labels.values()) + " |",
+        "| --- | --- | --- | --- |",
+        "| consumer CPU (ms) | " + " | ".join(cpu[kind].show(2) for kind in labels) + " |",
+        "| CPU against the guard off, same run | " + " | ".join(
+            "1" if kind == "off" else f"{ratio[kind].show(2)}x" for kind in labels) + " |",
+        "| wall time (ms) | " + " | ".join(wall[kind].show(2) for kind in labels) + " |",
+        "| DynamoDB calls | " + " | ".join(", ".join(f"{n:g} {op}" for op, n in sorted(calls[kind].items()))
+                                          for kind in labels) + " |",
+        "",
+        f"On paper: a new email costs {extra['new']:g} more DynamoDB write(s) than with the guard off (the content "
+        "item and the recipient's count; a failed conditional write is billed as one), a suspected double "
+        f"{extra['suspect']:g} (a failed content write, the suspect's, and the count), each item under 1 KB: "
+        f"${extra['new'] * WRITE_PRICE_PER_MILLION:.2f} per million new emails at "
+        f"${WRITE_PRICE_PER_MILLION} per million write units (on-demand, us-east-1; check current pricing), and "
+        "a job with several recipients counts them in one transaction, two units an item. No read: every "
+        "decision comes back with the conditional write that made it.",
+        "",
+    ]
+    return "\n".join(lines)

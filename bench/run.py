@@ -43,6 +43,7 @@ from scenarios.flood import flood_scenario  # noqa: E402
 from scenarios.floor import floor_run  # noqa: E402
 from scenarios.key_privacy import key_privacy_costs  # noqa: E402
 from scenarios.latency import latency_run  # noqa: E402
+from scenarios.mis_keyed_guard import guard_costs  # noqa: E402
 from scenarios.ses_stops import ses_stop_costs  # noqa: E402
 from scenarios.sql_outbox import sql_outbox_costs  # noqa: E402
 from scenarios.table_cost import sent_item  # noqa: E402
@@ -73,6 +74,7 @@ SECTIONS = {
     "attachments": (render.ATTACHMENTS_SECTION, lambda plan: render.render_attachments(
         attachments.attachment_costs(plan.attachment_emails, plan.attachment_s3_emails, plan.repeats),
         *attachments.default_pipeline())),
+    "guard": (render.GUARD_SECTION, lambda plan: render.render_guard(guard_costs(plan.guard_emails, plan.repeats))),
     "sql-outbox": (render.SQL_OUTBOX_SECTION, lambda plan: render.render_sql_outbox(sql_outbox_costs(
         plan.outbox_jobs, plan.outbox_latency_jobs, plan.outbox_transactions, plan.repeats, DELAYS_MS))),
 }
@@ -158,11 +160,13 @@ def run(plan: Plan, command: str) -> str:
     sql_outbox = SECTIONS["sql-outbox"][1](plan)
     print("attachments...", file=sys.stderr)
     attached = SECTIONS["attachments"][1](plan)
+    print("the mis-keyed-producer guard...", file=sys.stderr)
+    guard = SECTIONS["guard"][1](plan)
     return (render.render_opening(plan, command, calls, rates, cpus, ratios, imports, assets, synth, item)
             + render_latency(plan, latency, DELAYS_MS) + render_evidence(evidence)
             + burst + render_recipient_burst(recipients, plan.burst_factor) + pacing
             + flood + faults + render_floor(floor, DELAYS_MS, plan.latency_batches) + privacy + lifecycle_sections
-            + sql_outbox + attached)
+            + sql_outbox + attached + guard)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ one is the construct only, and importing it loads aws-cdk-lib.
 
 from sendonce_contract.allowed_recipients import MAILBOX_SIMULATOR as SES_MAILBOX_SIMULATOR
 from sendonce_contract.delivery import DeliveryPolicy
+from sendonce_contract.mis_keyed import OnSuspectedDouble
 
 from .email_queue import SendOnceEmailQueue
 from .errors import SendOnceConfigurationError
@@ -14,6 +15,7 @@ from .queue_props import SendOnceEmailQueueProps
 __all__ = [
     "SES_MAILBOX_SIMULATOR",
     "DeliveryPolicy",
+    "OnSuspectedDouble",
     "SendOnceConfigurationError",
     "SendOnceEmailQueue",
     "SendOnceEmailQueueProps",

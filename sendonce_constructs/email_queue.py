@@ -172,6 +172,19 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     :param allowed_recipients: the only addresses and domains this pipeline may send to (``SES_MAILBOX_SIMULATOR``
         for SES's simulator): a job naming any other recipient goes to the DLQ (``recipient-not-allowed``), unsent.
         For staging stages. Default: none (every recipient).
+    :param suspected_doubles: the mis-keyed-producer guard: a job whose recipients got the same content (sender,
+        subject and bodies or template and data, attachments, tenant) under another key within ``guard_window`` is
+        counted (``SuspectedDoubles``, alarmed) and published (``Email Suspected Double``), then sent
+        (``OnSuspectedDouble.FLAG``) or held in the DLQ unsent (``OnSuspectedDouble.HOLD``, reason
+        ``suspected-double``; a redrive sends it). One DynamoDB write per email, two for a suspect; recipients and
+        content kept as digests only. It cannot see a copy whose content differs (a body that prints the time it was
+        rendered). Default: off.
+    :param recipient_cap: the most emails (distinct keys) one recipient may get from this pipeline in one
+        ``guard_window`` (a runaway loop's brake): a job that would take any of its recipients over it goes to the
+        DLQ unsent (``recipient-cap``, alarmed; a redrive sends it). One DynamoDB write per email (a transaction for
+        several recipients). Default: none.
+    :param guard_window: the window of ``suspected_doubles`` (from a content's first key) and of ``recipient_cap``.
+        Default: 1 hour.
     :param quota_watch: a small function an EventBridge schedule runs every five minutes, reading SES's 24-hour
         quota (SESv2 GetAccount) into the ``QuotaUsedPercent`` metric. Default: True.
     :param quota_alarm_threshold: the share of SES's 24-hour quota used (percent) that raises the
@@ -388,7 +401,9 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         alarms: dict[str, cloudwatch.Alarm] = (
             build_alarms(self, self, props.oldest_message_alarm_threshold, props.alarm_topic,
                          props.quota_alarm_threshold if props.quota_watch else None,
-                         props.urgent_oldest_message_alarm_threshold) if props.alarms else {}
+                         props.urgent_oldest_message_alarm_threshold,
+                         suspected_doubles=props.suspected_doubles is not None,
+                         recipient_cap=props.recipient_cap is not None) if props.alarms else {}
         )
         if props.alarms and evidence.outcome_events is not None:
             alarms["OutcomeEventFailures"] = evidence.outcome_events.failures_alarm(props.alarm_topic)
@@ -474,6 +489,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             attachments_bucket=attachments.bucket.bucket_name if attachments is not None else None,
             sender_identity=props.sender if isinstance(props.sender, str) else props.sender.email_identity_name,
             queue_retention_s=_whole_seconds(seconds(props.retention_period)),
+            guard_window_s=(_whole_seconds(seconds(props.guard_window))
+                            if props.suspected_doubles is not None or props.recipient_cap is not None else None),
         ).to_env()
 
     def _grant_ses(self, props: PipelineProps, function: lambda_.IFunction, configuration_set_name: str | None) -> None:

@@ -15,7 +15,7 @@ from constructs import Construct
 from sendonce_contract.schema import METRIC_DIMENSION as DIMENSION
 from sendonce_contract.schema import METRIC_LANE_DIMENSION as LANE_DIMENSION
 from sendonce_contract.schema import METRIC_NAMESPACE as NAMESPACE
-from sendonce_contract.schema import SES_BOUNCE, SES_COMPLAINT, SES_SEND, DeadLetter, Metric
+from sendonce_contract.schema import SES_BOUNCE, SES_COMPLAINT, SES_SEND, DeadLetter, Metric, ReasonCode
 
 from .errors import ID_PREFIX, SendOnceConfigurationError
 from .evidence import SesEvidence
@@ -115,6 +115,15 @@ class PipelineMetrics:
     def metric_recipients_not_allowed(self, **options: Any) -> cloudwatch.Metric:
         """Jobs refused to the DLQ because a recipient is outside allowed_recipients (a staging stage)."""
         return self.metric(Metric.RECIPIENTS_NOT_ALLOWED, **options)
+    def metric_suspected_doubles(self, **options: Any) -> cloudwatch.Metric:
+        """Keys first seen sending what their recipients got under another key in the guard's window
+        (``suspected_doubles``): a producer whose keys change between attempts."""
+        return self.metric(Metric.SUSPECTED_DOUBLES, **options)
+
+    def metric_recipient_capped(self, **options: Any) -> cloudwatch.Metric:
+        """Jobs held in the DLQ because a recipient reached ``recipient_cap`` in the guard's window."""
+        return self.metric(Metric.RECIPIENT_CAPPED, **options)
+
     def metric_contract_too_new(self, **options: Any) -> cloudwatch.Metric:
         """Jobs put back because they name a newer job contract version than the deployed consumer knows."""
         return self.metric(Metric.CONTRACT_TOO_NEW, **options)
@@ -201,6 +210,7 @@ class PipelineMetrics:
 def build_alarms(
     pipeline: PipelineMetrics, scope: Construct, oldest_message_threshold: Duration, topic: sns.ITopic | None,
     quota_threshold_percent: float | None = None, urgent_oldest_message_threshold: Duration | None = None,
+    suspected_doubles: bool = False, recipient_cap: bool = False,
 ) -> dict[str, cloudwatch.Alarm]:
     """Each a thing an operator must look at (more with SES events and the quota watch); all notify ``topic``."""
     one_minute = Duration.minutes(1)
@@ -274,6 +284,21 @@ def build_alarms(
             f"This pipeline's complaint rate reached {COMPLAINT_RATE_ALARM_PERCENT:g}% over "
             f"{REPUTATION_WINDOW.to_human_string()} (SES reviews the account at {SES_REVIEW_COMPLAINT_PERCENT:g}%): "
             "recipients mark these emails as spam; check what is sent and to whom.",
+        )
+    if suspected_doubles:
+        specs[Metric.SUSPECTED_DOUBLES] = (
+            pipeline.metric_suspected_doubles(period=one_minute), 1,
+            "A job's recipients got the same content under another key within the guard's window: a producer whose "
+            "keys change between attempts (an SQS message id, a timestamp, a retry count). The Email Suspected "
+            "Double event names both keys; fix the producer's keys (see choosing a key).",
+        )
+    if recipient_cap:
+        specs[Metric.RECIPIENT_CAPPED] = (
+            pipeline.metric_recipient_capped(period=one_minute), 1,
+            "A recipient reached recipient_cap in the guard's window: the jobs over it are in the DLQ "
+            f"({ReasonCode.RECIPIENT_CAP.value}), unsent. Find the loop or the mis-keyed producer, then redrive "
+            "them (sendonce dlq redrive --reason "
+            f"{ReasonCode.RECIPIENT_CAP.value}) or let them be.",
         )
     if pipeline.urgent_function is not None and urgent_oldest_message_threshold is not None:
         specs.update(_urgent_specs(pipeline, pipeline.urgent_function, urgent_oldest_message_threshold))

@@ -24,6 +24,13 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 
 from sendonce_contract.delivery import DeliveryPolicy
+from sendonce_contract.mis_keyed import (
+    MAX_GUARD_WINDOW_S,
+    MAX_RECIPIENT_CAP,
+    MIN_GUARD_WINDOW_S,
+    MIN_RECIPIENT_CAP,
+    OnSuspectedDouble,
+)
 from sendonce_contract.schema import DEDUPE_KEY, ReasonCode
 from sendonce_contract.sqs_limits import SQS_MAX_MESSAGE_BYTES
 
@@ -555,6 +562,42 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             "subdomains; `SES_MAILBOX_SIMULATOR` for SES's simulator) it may email; a job naming any "
             f"other recipient goes to the DLQ with `{ReasonCode.RECIPIENT_NOT_ALLOWED.value}`, unsent; not empty, each "
             "entry a bare address or a domain",
+        )]
+    suspected_doubles: Annotated[
+        OnSuspectedDouble | None, Prop(
+            default=None,
+            default_doc="off",
+            doc="the mis-keyed-producer guard: a job whose recipients got the same content (sender, subject and "
+            "bodies or template and data, attachments, tenant) under another key within ``guard_window`` is counted "
+            "(``SuspectedDoubles``, alarmed) and published (``Email Suspected Double``), then sent "
+            "(``OnSuspectedDouble.FLAG``) or held in the DLQ unsent (``OnSuspectedDouble.HOLD``, reason "
+            f"``{ReasonCode.SUSPECTED_DOUBLE.value}``; a redrive sends it). One DynamoDB write per email, two for "
+            "a suspect; recipients and content kept as digests only. It cannot see a copy whose content differs "
+            "(a body that prints the time it was rendered).",
+            rule="`OnSuspectedDouble.FLAG` (sent, counted, published) or `OnSuspectedDouble.HOLD` (dead-lettered "
+            f"unsent with `{ReasonCode.SUSPECTED_DOUBLE.value}`; `sendonce dlq redrive` sends it); the same "
+            "recipients (to, cc and bcc together) and content under another key within `guard_window`; one more "
+            "DynamoDB write per email (see the costs page)",
+        )]
+    recipient_cap: Annotated[
+        int | None, Prop(
+            default=None,
+            default_doc="none",
+            doc="the most emails (distinct keys) one recipient may get from this pipeline in one ``guard_window`` "
+            f"(a runaway loop's brake): a job that would take any of its recipients over it goes to the DLQ unsent "
+            f"(``{ReasonCode.RECIPIENT_CAP.value}``, alarmed; a redrive sends it). One DynamoDB write per email "
+            "(a transaction for several recipients).",
+            rule=f"{MIN_RECIPIENT_CAP} to {MAX_RECIPIENT_CAP}; emails (distinct keys) per recipient per "
+            "`guard_window`, windows as the epoch divides them; a job over it for any recipient is dead-lettered "
+            f"unsent with `{ReasonCode.RECIPIENT_CAP.value}`, counting nowhere; `sendonce dlq redrive` sends it",
+        )]
+    guard_window: Annotated[
+        Duration | None, Prop(
+            default=Duration.hours(1),
+            default_doc="1 hour",
+            doc="the window of ``suspected_doubles`` (from a content's first key) and of ``recipient_cap``.",
+            rule=f"{MIN_GUARD_WINDOW_S} s to {MAX_GUARD_WINDOW_S // 3600} hours; only with `suspected_doubles` or "
+            "`recipient_cap`",
         )]
     quota_watch: Annotated[
         bool, Prop(

@@ -26,6 +26,7 @@ from aws_cdk import aws_sqs as sqs
 
 from sendonce_contract.allowed_recipients import AllowedRecipients
 from sendonce_contract.delivery import DeliveryPolicy
+from sendonce_contract.mis_keyed import OnSuspectedDouble
 
 from .lane_rates import LaneRates
 from .unresolved import SynthPython, Unresolved
@@ -91,6 +92,9 @@ class PipelineProps:
     ses_tenants: bool
     tenant_metrics: bool
     allowed_recipients: AllowedRecipients | None
+    suspected_doubles: OnSuspectedDouble | None
+    recipient_cap: int | None
+    guard_window: Duration
     quota_watch: bool
     quota_alarm_threshold: float
     attachments_bucket: bool | s3.IBucket

@@ -30,6 +30,13 @@ from sendonce_contract.job_lifetime import (
 )
 from sendonce_contract.job_lifetime import seconds_text as _s
 from sendonce_contract.message import SES_NAME
+from sendonce_contract.mis_keyed import (
+    MAX_GUARD_WINDOW_S,
+    MAX_RECIPIENT_CAP,
+    MIN_GUARD_WINDOW_S,
+    MIN_RECIPIENT_CAP,
+    OnSuspectedDouble,
+)
 from sendonce_contract.schema import Ledger
 from sendonce_contract.sqs_limits import (
     SQS_DEFAULT_MESSAGE_BYTES,
@@ -715,3 +722,27 @@ def check_allowed_recipients(allowed_recipients: Sequence[str] | None) -> Allowe
         _fail(f"allowed_recipients entry {error}; each entry is a bare address (qa@example.com) or a domain "
               "(example.com); fix or drop the entry")
     return None
+
+
+@rule("InvalidRecipientCap")
+def check_recipient_cap(recipient_cap: Number) -> None:
+    """The mis-keyed-producer guard's cap: a whole number of emails per recipient per window."""
+    if not is_known(recipient_cap):
+        return
+    if not MIN_RECIPIENT_CAP <= recipient_cap <= MAX_RECIPIENT_CAP:  # the prop's type makes it whole
+        _fail(f"recipient_cap ({recipient_cap:g}) must be a whole number from {MIN_RECIPIENT_CAP} to "
+              f"{MAX_RECIPIENT_CAP}: it is the most emails one recipient may get from this pipeline in one "
+              "guard_window, and a job over it is held in the DLQ; for example 20, or leave it unset for no cap")
+
+
+@rule("InvalidGuardWindow")
+def check_guard_window(guard_window: Number, guard_window_given: Number,
+                       suspected_doubles: OnSuspectedDouble | None, recipient_cap: Number) -> None:
+    """The window is the guard's: it means nothing without it, and DynamoDB keeps each window's items."""
+    if is_known(guard_window_given) and suspected_doubles is None and recipient_cap is None:
+        _fail(f"guard_window ({_s(guard_window_given)}) was given without suspected_doubles or recipient_cap: it is "
+              "the mis-keyed-producer guard's window; turn one of them on or leave guard_window unset")
+    if is_known(guard_window) and not MIN_GUARD_WINDOW_S <= guard_window <= MAX_GUARD_WINDOW_S:
+        _fail(f"guard_window ({_s(guard_window)}) must be between {MIN_GUARD_WINDOW_S} s and "
+              f"{MAX_GUARD_WINDOW_S // 3600} hours: the guard compares each email with those of the window before "
+              "it; for example Duration.hours(1)")

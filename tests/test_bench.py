@@ -16,7 +16,8 @@ SECTIONS = ["## 1. AWS calls per record", "## 2. Throughput", "## 3. Cold start"
             "## 5. Synth time", "## 6. Dedupe table cost", "## 7. Per instance", "## 8. SES events as evidence",
             "## 9e. A burst through slow and throttled answers",
             "## 9f. A paused account", "## 11. Key privacy", "## 12. Outcome events",
-            "## 13. A scheduled email", "## 14. The SQL outbox", "## 15. Attachments"]
+            "## 13. A scheduled email", "## 14. The SQL outbox", "## 15. Attachments",
+            "## 16. The mis-keyed-producer guard"]
 
 
 def test_quick_bench_writes_every_section_with_figures(tmp_path: Path):
@@ -78,3 +79,14 @@ def test_the_attachments_section_counts_each_s3_request_and_prices_both_ways(tmp
     assert "- the consumer: 1 GetObject; nothing else" in text
     # A 100 KB file is three 64 KB chunks inline (base64), each billed as an SQS request; a claim check is one.
     assert "| SQS requests billed per job | 1.20 | 5.20 | 1.20 | 1.20 |" in text
+
+
+def test_the_guard_section_counts_the_writes_each_email_adds(tmp_path: Path):
+    out = tmp_path / "BENCHMARKS.md"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "run.py"), "--quick", "--only", "guard", "--out",
+                    str(out)], check=True, capture_output=True, timeout=300)
+    text = out.read_text()
+    # The claim and the completion; then the content item and the recipient's count; then the suspect's mark.
+    assert "| DynamoDB calls | 1 PutItem, 1 UpdateItem | 2 PutItem, 2 UpdateItem | 2 PutItem, 3 UpdateItem |" in text
+    assert re.search(r"\| CPU against the guard off, same run \| 1 \| [\d.]+ \([\d.]+ to [\d.]+\)x \|", text)
+    assert "a new email costs 2 more DynamoDB write(s)" in text

@@ -112,6 +112,20 @@ CASES = {
         {"encryption": sqs.QueueEncryption.UNENCRYPTED},
         "encryption (UNENCRYPTED) is not allowed",
     ),
+    "recipient_cap of 0": (
+        {"recipient_cap": 0},
+        "recipient_cap (0) must be a whole number from 1 to 1000: it is the most emails one recipient may get from "
+        "this pipeline in one guard_window, and a job over it is held in the DLQ; for example 20, or leave it unset",
+    ),
+    "guard_window without a guard": (
+        {"guard_window": cdk.Duration.minutes(10)},
+        "guard_window (600 s) was given without suspected_doubles or recipient_cap: it is the mis-keyed-producer "
+        "guard's window; turn one of them on or leave guard_window unset",
+    ),
+    "guard_window above a day": (
+        {"recipient_cap": 20, "guard_window": cdk.Duration.hours(25)},
+        "guard_window (90000 s) must be between 60 s and 24 hours",
+    ),
 }
 
 

@@ -62,6 +62,7 @@ EXPECTED_DEAD_LETTER_REASONS = {
     "ATTACHMENT_TYPE_REFUSED": "attachment-type-refused", "ATTACHMENT_TOO_LARGE": "attachment-too-large",
     "ATTACHMENT_MISSING": "attachment-missing", "ATTACHMENT_BUCKET_REFUSED": "attachment-bucket-refused",
     "HEADER_REFUSED": "header-refused", "SES_STOPPED_TOO_LONG": "ses-paused",
+    "SUSPECTED_DOUBLE": "suspected-double", "RECIPIENT_CAPPED": "recipient-cap",
 }
 EXPECTED_REDELIVERED = {
     "AMBIGUOUS", "ATTACHMENT_READ_FAILED", "ATTACHMENT_UNAVAILABLE", "AWAITING_EVIDENCE", "CONTENDED",

@@ -56,6 +56,7 @@ def _type_name(hint: object) -> str:
     text = str(hint)
     text = re.sub(r"<(?:class|enum) '([^']+)'>", r"\1", text)
     text = text.replace("collections.abc.", "").replace(" | None", "")
+    text = re.sub(r"sendonce_contract\.[a-z_]+\.", "", text)  # exported by the construct's package
     text = re.sub(r"aws_cdk\.aws_([a-z0-9_]+)\.", lambda m: m.group(1).rstrip("_") + ".", text)
     return text.replace("aws_cdk.", "")
 
@@ -160,16 +161,20 @@ def dead_letter_attributes() -> str:
 
 
 @cache
-def _all_on_alarms(urgent_lane: bool = False) -> tuple[tuple[str, str, str], ...]:
+def _all_on_alarms(urgent_lane: bool = False, guard: bool = False) -> tuple[tuple[str, str, str], ...]:
     """(name, threshold, description) of every alarm a pipeline with every alarm-bearing option on makes (and
-    with ``urgent_lane``, its urgent lane's alarms)."""
+    with ``urgent_lane``, its urgent lane's alarms; with ``guard``, the mis-keyed-producer guard's)."""
     import aws_cdk as cdk
     from aws_cdk import aws_cloudwatch as cloudwatch
 
     from sendonce_constructs import SendOnceEmailQueue
 
     stack = cdk.Stack(cdk.App(), "Reference")
-    pipeline = SendOnceEmailQueue(stack, "Receipts", sender="example.com", urgent_lane=urgent_lane)
+    from sendonce_constructs import OnSuspectedDouble
+
+    pipeline = SendOnceEmailQueue(stack, "Receipts", sender="example.com", urgent_lane=urgent_lane,
+                                  suspected_doubles=OnSuspectedDouble.FLAG if guard else None,
+                                  recipient_cap=20 if guard else None)
     found = []
     for name, alarm in pipeline.alarms.items():
         resource = alarm.node.default_child
@@ -183,13 +188,19 @@ def _urgent_lane_alarms() -> tuple[tuple[str, str, str], ...]:
     return tuple(alarm for alarm in _all_on_alarms(urgent_lane=True) if alarm[0] not in default)
 
 
+def _guard_alarms() -> tuple[tuple[str, str, str], ...]:
+    default = set(alarm_names_by_default())
+    return tuple(alarm for alarm in _all_on_alarms(guard=True) if alarm[0] not in default)
+
+
 def alarm_names_by_default() -> list[str]:
     return [name for name, _, _ in _all_on_alarms()]
 
 
 def alarm_names() -> list[str]:
-    """Every alarm a pipeline can make: the default ones and the urgent lane's."""
-    return alarm_names_by_default() + [name for name, _, _ in _urgent_lane_alarms()]
+    """Every alarm a pipeline can make: the default ones, the urgent lane's and the mis-keyed-producer guard's."""
+    return (alarm_names_by_default() + [name for name, _, _ in _urgent_lane_alarms()]
+            + [name for name, _, _ in _guard_alarms()])
 
 
 def alarms() -> str:
@@ -197,11 +208,14 @@ def alarms() -> str:
         return [(f"[`{name}`](../operating.md#{name.lower()})", f"at least {threshold}", description)
                 for name, threshold, description in found]
 
-    default, urgent = rows(_all_on_alarms()), rows(_urgent_lane_alarms())
+    default, urgent, guard = rows(_all_on_alarms()), rows(_urgent_lane_alarms()), rows(_guard_alarms())
     return (f"{len(default)} alarms with the default props (`alarms=True`, `ses_events`, `outcome_events` and "
             "`quota_watch` on):\n\n" + _table(("alarm", "fires", "what it means"), default)
             + f"\n\nWith `urgent_lane`, {len(urgent)} more (the urgent lane's; see [lanes](../lanes.md)):\n\n"
-            + _table(("alarm", "fires", "what it means"), urgent))
+            + _table(("alarm", "fires", "what it means"), urgent)
+            + "\n\nWith `suspected_doubles` and `recipient_cap`, one more each (the mis-keyed-producer guard's; see "
+            "[choosing a key](../choosing.md#when-a-key-is-wrong-anyway-the-mis-keyed-producer-guard)):\n\n"
+            + _table(("alarm", "fires", "what it means"), guard))
 
 
 def _sample_ledger_item() -> dict[str, object]:
@@ -229,6 +243,16 @@ def _sample_stop_item() -> dict[str, object]:
             SesStopItem.STOPPED_AT: {"N": "1"}, SesStopItem.PROBE_AT: {"N": "2"}, SesStopItem.RESUMED_AT: {"N": "3"}}
 
 
+def _sample_suspect_item() -> dict[str, object]:
+    """A guard's content item whose window saw a second key send the same content."""
+    from sendonce_contract.schema import GuardItem
+
+    return {GuardItem.KEY: {"S": GuardItem.content_key("Shop/Receipts", "digest")},
+            GuardItem.KIND: {"S": GuardItem.CONTENT}, GuardItem.FIRST_KEY: {"S": "receipt:8891:u42"},
+            GuardItem.TENANT: {"S": "acme"}, GuardItem.SUSPECTS: {"SS": ["receipt:8891:u42:retry"]},
+            GuardItem.LAST_SUSPECT_AT: {"N": "1"}, GuardItem.WINDOW_ENDS_AT: {"N": "2"}}
+
+
 def outcome_events() -> str:
     """Each outcome event's detail fields, read off events the publisher's own functions build."""
     from sendonce_contract import outcome_events as events
@@ -242,6 +266,8 @@ def outcome_events() -> str:
     dead = events.dead_lettered("k", "Shop/Receipts", "ses-refused", "why", "message-id", 1, "acme")
     built[dead.outcome] = dead
     built.update({event.outcome: event for event in events.transitions(None, _sample_stop_item(), "Shop/Receipts")})
+    built.update({event.outcome: event for event in events.transitions(None, _sample_suspect_item(),
+                                                                       "Shop/Receipts")})
     missing = [outcome for outcome in events.OUTCOME_TYPES if outcome not in built]
     if missing:
         raise LookupError(f"no sample builds these outcome events: {missing}")

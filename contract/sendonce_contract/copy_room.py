@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from .schema import UNSENT_CLAIMS_CARRIED, DeadLetter
+from .schema import GUARD_HOLDS, UNSENT_CLAIMS_CARRIED, DeadLetter
 from .sqs_limits import SQS_MAX_RECEIPT_HANDLE_CHARS
 
 OWNER_TOKEN_CHARS: Final = 32  # a claim's owner token, uuid4().hex
@@ -25,6 +25,7 @@ COPY_ATTRIBUTES: Final[dict[str, tuple[str, int]]] = {
     DeadLetter.UNSENT_CLAIM: ("String", UNSENT_CLAIMS_CARRIED * (OWNER_TOKEN_CHARS + 1) - 1),  # space-separated
     DeadLetter.UNRECORDED_SEND: ("String", OWNER_TOKEN_CHARS + 1 + SES_MESSAGE_ID_CHARS),  # "owner ses-message-id"
     DeadLetter.PARKED_SINCE: ("Number", NUMBER_CHARS),
+    DeadLetter.RELEASED: ("String", max(len(reason.value) for reason in GUARD_HOLDS)),
 }
 # The most bytes a copy's own attributes take, as SQS counts them.
 COPY_ATTRIBUTES_MAX_BYTES: Final = sum(len(name) + len(kind) + longest

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, NamedTuple, Self
 
 from .delivery import DeliveryPolicy
 from .env_settings import FLAG, FLAG_WHEN_ON, INTEGER, NUMBER, TEXT, Codec, Nested, Var, from_env, to_env
+from .mis_keyed import OnSuspectedDouble
 from .schema import DEFAULT_DEDUPE_TTL_S
 
 if TYPE_CHECKING:
@@ -59,6 +60,10 @@ class Env:
     TENANT_METRICS = "SENDONCE_TENANT_METRICS"  # the consumer's metrics also by Tenant
     SENDER_IDENTITY = "SENDONCE_SENDER_IDENTITY"  # the pipeline's SES identity: a domain or an address
     QUEUE_RETENTION_S = "SENDONCE_QUEUE_RETENTION_S"  # how long the job queue keeps a message
+    # The mis-keyed-producer guard (sendonce_contract.mis_keyed): its mode, its cap and its window.
+    SUSPECTED_DOUBLES = "SENDONCE_SUSPECTED_DOUBLES"
+    RECIPIENT_CAP = "SENDONCE_RECIPIENT_CAP"
+    GUARD_WINDOW_S = "SENDONCE_GUARD_WINDOW_S"
 
 
 # The most calls besides the send one record makes in a row: claim, release after a refusal, dead-letter send.
@@ -174,6 +179,7 @@ def _allowed_recipients(text: str) -> "AllowedRecipients":
 
 
 DELIVERY = Codec(lambda policy: policy.value, DeliveryPolicy)
+SUSPECTED_DOUBLES = Codec(lambda mode: mode.value, OnSuspectedDouble)
 AT_LEAST_ONE = Codec(INTEGER.encode, lambda text: max(1, int(text)))
 ALLOWED_RECIPIENTS = Codec(lambda recipients: recipients.to_env(), _allowed_recipients)
 
@@ -231,6 +237,16 @@ class ConsumerConfig(NamedTuple):
     sender_identity: Annotated[str | None, Var(Env.SENDER_IDENTITY, TEXT)] = None
     # The job queue's retention: a job parked while SES stops sending is dead-lettered before a copy outlives it.
     queue_retention_s: Annotated[int | None, Var(Env.QUEUE_RETENTION_S, INTEGER)] = None
+    # The mis-keyed-producer guard: same content to the same recipients under another key in the window flagged or
+    # held; more than the cap of keys to one recipient in a window held. None: off.
+    suspected_doubles: Annotated[OnSuspectedDouble | None, Var(Env.SUSPECTED_DOUBLES, SUSPECTED_DOUBLES)] = None
+    recipient_cap: Annotated[int | None, Var(Env.RECIPIENT_CAP, INTEGER)] = None
+    guard_window_s: Annotated[int | None, Var(Env.GUARD_WINDOW_S, INTEGER)] = None
+
+    @property
+    def guarded(self) -> bool:
+        """Whether the mis-keyed-producer guard runs."""
+        return self.suspected_doubles is not None or self.recipient_cap is not None
 
     @property
     def budget(self) -> TimeBudget:
@@ -254,4 +270,5 @@ class ConsumerConfig(NamedTuple):
 
 
 # The consumer's settings that are the construct's props of the same name, passed as they are.
-PROP_FIELDS = ("delivery", "fifo", "allowed_recipients", "ses_tenants", "tenant_metrics")
+PROP_FIELDS = ("delivery", "fifo", "allowed_recipients", "ses_tenants", "tenant_metrics", "suspected_doubles",
+               "recipient_cap")

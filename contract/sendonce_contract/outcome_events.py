@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from .record import every_ses_message_id
-from .schema import DEDUPE_KEY, SES_EVENT_TYPES, Ledger, SesStopItem, Status
+from .schema import DEDUPE_KEY, SES_EVENT_TYPES, GuardItem, Ledger, SesStopItem, Status
 
 SOURCE = "sendonce"
 Image = Mapping[str, Any]
@@ -37,11 +37,14 @@ SENT_TWICE = OutcomeType("sent-twice", "Email Sent Twice")
 # from its stop item's writes (SesStopItem), and its end when SES accepted a send again.
 SENDING_STOPPED = OutcomeType("sending-stopped", "Email Sending Stopped")
 SENDING_RESUMED = OutcomeType("sending-resumed", "Email Sending Resumed")
+# From the mis-keyed-producer guard's content item (GuardItem): a key that sent what its recipients got under
+# another key in the window, once per key.
+SUSPECTED_DOUBLE = OutcomeType("suspected-double", "Email Suspected Double")
 # One per SES outcome the recorder writes, named as SES's own EventBridge detail-types are, from the one table.
 SES_OUTCOMES = {event.name: OutcomeType(event.label.replace(" ", "-"), event.detail_type)
                 for event in SES_EVENT_TYPES if event.label is not None}
 OUTCOME_TYPES = (SENT, *SES_OUTCOMES.values(), UNKNOWN, SENT_TWICE, CANCELLED, EXPIRED, DEAD_LETTERED,
-                 SENDING_STOPPED, SENDING_RESUMED)
+                 SENDING_STOPPED, SENDING_RESUMED, SUSPECTED_DOUBLE)
 BY_TRANSITION = {outcome.transition: outcome for outcome in OUTCOME_TYPES}
 
 
@@ -90,6 +93,8 @@ def transitions(old: Image | None, new: Image | None, pipeline: str) -> list[Out
     old = old or {}
     if SesStopItem.KIND in new:
         return _stop_transitions(old, new, pipeline)
+    if GuardItem.KIND in new:
+        return _suspected_doubles(old, new, pipeline)
     key = str(new[Ledger.KEY]["S"])
     status, was = _text(new, Ledger.STATUS), _text(old, Ledger.STATUS)
     ids = every_ses_message_id(new)
@@ -145,3 +150,17 @@ def _stop_transitions(old: Image, new: Image, pipeline: str) -> list[OutcomeEven
             **detail, "transition": SENDING_RESUMED.transition, "at": resumed_at,
             "eventId": event_id(key, SENDING_RESUMED.transition, str(stopped_at))}))
     return found
+
+
+def _suspected_doubles(old: Image, new: Image, pipeline: str) -> list[OutcomeEvent]:
+    """Each key newly among a content item's suspects: one event each, whose id is the key's, so a retried publish
+    (or the same key seen again) carries the same. A rewritten item (a new window) starts with no suspects."""
+    suspects = set(new.get(GuardItem.SUSPECTS, {}).get("SS", ()))
+    if _text(old, GuardItem.FIRST_KEY) == _text(new, GuardItem.FIRST_KEY):
+        suspects -= set(old.get(GuardItem.SUSPECTS, {}).get("SS", ()))
+    first_key = _text(new, GuardItem.FIRST_KEY)
+    return [OutcomeEvent(SUSPECTED_DOUBLE, {
+        DEDUPE_KEY: key, "pipeline": pipeline, "transition": SUSPECTED_DOUBLE.transition,
+        "at": _number(new, GuardItem.LAST_SUSPECT_AT), "firstKey": first_key,
+        Ledger.TENANT: _text(new, GuardItem.TENANT),
+        "eventId": event_id(key, SUSPECTED_DOUBLE.transition, first_key or "")}) for key in sorted(suspects)]

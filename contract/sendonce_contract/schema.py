@@ -66,6 +66,10 @@ class Metric:
     LEDGER_ERRORS = "LedgerErrors"
     ATTACHMENT_READ_RETRIES = "AttachmentReadRetries"
     RECORD_ERRORS = "RecordErrors"
+    # The consumer's, from the mis-keyed-producer guard (sendonce_contract.mis_keyed): a key first seen sending what
+    # its recipients got under another key in the window, and a job over a recipient's cap.
+    SUSPECTED_DOUBLES = "SuspectedDoubles"
+    RECIPIENT_CAPPED = "RecipientCapped"
     # The consumer's and the outcome publisher's.
     OUTCOME_EVENTS = "OutcomeEvents"
     OUTCOME_EVENTS_FAILED = "OutcomeEventsFailed"
@@ -169,6 +173,37 @@ class SesStopItem:
         return f"{cls.KEY_PREFIX}{pipeline or '-'} {lane or 'jobs'} {scope}"
 
 
+class GuardItem:
+    """The mis-keyed-producer guard's items, in the dedupe table beside the keys' records (docs: choosing a key).
+    Their keys start with a space, which no job's dedupe key may, so they never meet a job's record.
+
+    A content item stands for the recipients and content of one email (their digest) for a window, naming the first
+    key that sent it; a key that sends the same within the window is added to its ``suspects`` once, which the
+    outcome stream publishes as an ``Email Suspected Double``. A recipient item counts the keys one recipient got in
+    one window (the 16-character digest of each)."""
+
+    KEY = Ledger.KEY
+    KEY_PREFIX = " guard "  # then the pipeline, "content" or "recipient", the digest (and the window's number)
+    KIND = "guard"  # "content" or "recipient"
+    CONTENT = "content"
+    RECIPIENT = "recipient"
+    FIRST_KEY = "firstKey"  # the key the content was first sent under in the window
+    TENANT = Ledger.TENANT  # the jobs' tenant (part of the content: SES sends as it), as the ledger keeps it
+    WINDOW_ENDS_AT = "windowEndsAt"  # epoch ms: the content item's window; after it, the next key starts a new one
+    SUSPECTS = "suspects"  # string set: the keys seen sending the same content in the window
+    LAST_SUSPECT_AT = "lastSuspectAt"  # epoch ms: when the newest suspect was seen
+    KEYS = "keys"  # string set: a recipient item's counted keys, as digests
+    EXPIRES_AT = Ledger.EXPIRES_AT  # the table's TTL
+
+    @classmethod
+    def content_key(cls, pipeline: str | None, digest: str) -> str:
+        return f"{cls.KEY_PREFIX}{pipeline or '-'} {cls.CONTENT} {digest}"
+
+    @classmethod
+    def recipient_key(cls, pipeline: str | None, digest: str, window: int) -> str:
+        return f"{cls.KEY_PREFIX}{pipeline or '-'} {cls.RECIPIENT} {digest} {window}"
+
+
 class SesEventType:
     """One kind of SES event the recorder takes as evidence: everything every part needs to know of it. (A plain
     class, not a NamedTuple: the consumer imports this at every cold start, and a NamedTuple costs more to build.)"""
@@ -247,6 +282,9 @@ class DeadLetter:
     # On a delayed copy: "owner ses-message-id" of a send SES accepted whose SENT record could not be written;
     # the copy writes it when DynamoDB answers again.
     UNRECORDED_SEND = "sendonce.unrecordedSend"
+    # On a job a redrive sent back after the mis-keyed-producer guard held it (its reason code): the guard lets it
+    # through, as an operator decided. Carried by its copies.
+    RELEASED = "sendonce.released"
     # On a delayed copy of a job parked while SES stops sending: when its message was queued, as its first parking
     # found it (epoch ms), so a job waits no longer than the queue keeps a message, then is dead-lettered.
     PARKED_SINCE = "sendonce.parkedSince"
@@ -273,8 +311,16 @@ class ReasonCode(enum.StrEnum):
     ATTACHMENT_BUCKET_REFUSED = "attachment-bucket-refused"  # an s3 attachment outside the pipeline's bucket
     HEADER_REFUSED = "header-refused"  # a header SES or sendonce sets, or one-click unsubscribe without its URL
     SES_PAUSED = "ses-paused"  # parked while SES stopped sending, as long as the queue keeps a message: redrive later
+    # Held by the mis-keyed-producer guard, unsent: a redrive sends it (fix the producer's keys first).
+    SUSPECTED_DOUBLE = "suspected-double"  # its recipients got the same content under another key in the window
+    RECIPIENT_CAP = "recipient-cap"  # a recipient already got the pipeline's cap of emails in the window
     # A message with none of our attributes: SQS moved it itself when maxReceiveCount was reached.
     REDRIVEN_BY_SQS = "redrive: maxReceiveCount reached"
+
+
+# The mis-keyed-producer guard's holds: a redrive sends such a job back marked released (DeadLetter.RELEASED), and
+# the guard lets it through.
+GUARD_HOLDS = frozenset({ReasonCode.SUSPECTED_DOUBLE, ReasonCode.RECIPIENT_CAP})
 
 
 class OutboxItem:

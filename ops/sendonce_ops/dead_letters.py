@@ -10,7 +10,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from sendonce_contract.priority import Priority, priority_of, queue_for
-from sendonce_contract.schema import DeadLetter, ReasonCode
+from sendonce_contract.schema import GUARD_HOLDS, DeadLetter, ReasonCode
 
 PEEK_VISIBILITY_S = 30
 BATCH = 10
@@ -231,12 +231,16 @@ class DeadLetters:
 
 
 def _copy_of(message: dict[str, Any], queue_url: str, fifo: bool) -> dict[str, Any]:
-    """The original job: its body and its own attributes, without the DLQ's reason attributes."""
+    """The original job: its body and its own attributes, without the DLQ's reason attributes (marked released
+    when the mis-keyed-producer guard held it)."""
     attributes = {
         name: {k: v for k, v in value.items() if k in ("DataType", "StringValue", "BinaryValue")}
         for name, value in message.get("MessageAttributes", {}).items()
         if not name.startswith(DeadLetter.PREFIX)
     }
+    held = reason_code(message)
+    if held in GUARD_HOLDS:  # the mis-keyed-producer guard held it: an operator's redrive sends it
+        attributes[DeadLetter.RELEASED] = {"DataType": "String", "StringValue": held}
     request: dict[str, Any] = {"QueueUrl": queue_url, "MessageBody": message["Body"]}
     if attributes:
         request["MessageAttributes"] = attributes

@@ -104,7 +104,7 @@ class Consumer:
             dead_letters,
             clock,
             parse,
-            [*_checks(settings, ledger, clock, parse, s3, stops), *paced],
+            [*_checks(settings, ledger, clock, parse, s3, stops, dynamodb), *paced],
             _throttle_retry(settings),
             stops,
         )
@@ -163,7 +163,7 @@ class Consumer:
 
 
 def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, parse: ParseJob, s3: Any = None,
-            stops: SesStops | None = None) -> list[Check]:
+            stops: SesStops | None = None, dynamodb: Any = None) -> list[Check]:
     """The checks between a job's parsing and its pacing (the last check, ``_pacing``), in order; those this
     deployment does not use are left out. The parts only some deployments use are imported by those only: a cold
     start compiles what it runs."""
@@ -185,6 +185,11 @@ def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, parse: Parse
     checks.append(Expiry(clock, ledger, parse.tenant))  # after a carried completion is written: that one was sent
     if stops is not None:  # after a carried completion is written; before an attachment is read for nothing
         checks.append(stops)
+    if settings.guarded:  # after the stops: a parked job counts when it goes, not each time it waits
+        from .double_guard import MisKeyedGuard
+
+        checks.append(MisKeyedGuard(settings, dynamodb if dynamodb is not None else aws_clients.dynamodb(settings),
+                                    clock, parse.key, parse.tenant))
     if settings.attachments_bucket:
         from .attachment_reader import ReadAttachments
 

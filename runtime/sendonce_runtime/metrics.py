@@ -32,6 +32,8 @@ def emf_fields(result: RecordResult, pipeline: str, latency_ms: float, timestamp
         counts.append(Metric.KEY_CONFLICTS)
     if result.double_send:  # the recorder's metric too, so the one DoubleSends alarm hears it
         counts.append(Metric.DOUBLE_SENDS)
+    if result.suspected_double_of is not None:
+        counts.append(Metric.SUSPECTED_DOUBLES)
     fields = emf_document(pipeline, counts, {Metric.RECORD_LATENCY: round(latency_ms, 3)}, timestamp_ms, lane)
     if by_tenant and result.tenant is not None:
         # The same values also per tenant: a second dimension set in the one document costs no second line.

@@ -25,6 +25,8 @@ class Outcome(enum.Enum):
     REFUSED = "refused"
     RECEIVES_EXHAUSTED = "receives_exhausted"
     RECIPIENT_NOT_ALLOWED = "recipient_not_allowed"
+    SUSPECTED_DOUBLE = "suspected_double"
+    RECIPIENT_CAPPED = "recipient_capped"
     ATTACHMENT_ENCODING = "attachment_encoding"
     ATTACHMENT_TYPE_REFUSED = "attachment_type_refused"
     ATTACHMENT_TOO_LARGE = "attachment_too_large"
@@ -152,6 +154,13 @@ MEANINGS: Mapping[Outcome, Meaning] = MappingProxyType({
     Outcome.RECIPIENT_NOT_ALLOWED: Meaning(
         acknowledged=True, metrics=(Metric.RECIPIENTS_NOT_ALLOWED,), dead_letter=ReasonCode.RECIPIENT_NOT_ALLOWED,
         postponed=None, grows=False, spends_send_slot=False, summary=Tally.DEAD_LETTERED),
+    # Held by the mis-keyed-producer guard: dead-lettered unsent, for an operator to redrive (which sends it).
+    Outcome.SUSPECTED_DOUBLE: Meaning(
+        acknowledged=True, metrics=(Metric.SUSPECTED_DOUBLES,), dead_letter=ReasonCode.SUSPECTED_DOUBLE,
+        postponed=None, grows=False, spends_send_slot=False, summary=Tally.DEAD_LETTERED),
+    Outcome.RECIPIENT_CAPPED: Meaning(
+        acknowledged=True, metrics=(Metric.RECIPIENT_CAPPED,), dead_letter=ReasonCode.RECIPIENT_CAP,
+        postponed=None, grows=False, spends_send_slot=False, summary=Tally.DEAD_LETTERED),
     # Attachments and headers the contract refuses, each with its own reason code: dead-lettered, nothing sent.
     Outcome.ATTACHMENT_ENCODING: Meaning(
         acknowledged=True, metrics=(Metric.POISON_MESSAGES,), dead_letter=ReasonCode.ATTACHMENT_ENCODING,
@@ -273,6 +282,9 @@ class RecordResult(NamedTuple):
     postponed_s: int | None = None  # a delayed copy of the job comes back after this long; this one is done
     tenant: str | None = None  # the job's tenant as logs and events show it (its digest with key_privacy)
     double_send: bool = False  # its SENT record found another email's SES message id: the key went out twice
+    # The key that first sent this job's content to its recipients in the guard's window, when the guard first
+    # saw this key do it and let it through (held ones are their outcome's).
+    suspected_double_of: str | None = None
 
     @property
     def redeliver(self) -> bool:

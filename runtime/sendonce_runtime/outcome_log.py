@@ -33,7 +33,8 @@ class OutcomeLog:
 
     def write(self, result: RecordResult, receive_count: int, latency_ms: float = 0.0) -> None:
         line: dict[str, object] = {
-            "level": "ERROR" if result.double_send else "WARN" if result.redeliver or result.key_conflict else "INFO",
+            "level": "ERROR" if result.double_send else
+            "WARN" if result.redeliver or result.key_conflict or result.suspected_double_of else "INFO",
             "logger": "sendonce",
             "outcome": result.outcome.value,
             Ledger.KEY: result.dedupe_key,
@@ -51,6 +52,8 @@ class OutcomeLog:
             line["keyConflict"] = True
         if result.double_send:
             line["doubleSend"] = True
+        if result.suspected_double_of is not None:
+            line["suspectedDoubleOf"] = result.suspected_double_of
         if result.postponed_s is not None:
             line["postponedSeconds"] = result.postponed_s
         if self._pipeline is not None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from sendonce_contract.schema import UNSENT_CLAIMS_CARRIED, DeadLetter
+from sendonce_contract.schema import GUARD_HOLDS, UNSENT_CLAIMS_CARRIED, DeadLetter
 
 
 class SqsRecord(NamedTuple):
@@ -45,6 +45,16 @@ class SqsRecord(NamedTuple):
         """When this job was first parked while SES stopped sending (epoch ms), carried by its copies."""
         value = self._attribute(DeadLetter.PARKED_SINCE) or ""
         return int(value) if value.isdigit() else None
+
+    @property
+    def released(self) -> str | None:
+        """The guard's hold an operator's redrive released this job from: marked by ``sendonce dlq redrive``, or
+        the DLQ's own reason code on a message SQS's move task brought back with its attributes. None otherwise."""
+        for name in (DeadLetter.RELEASED, DeadLetter.REASON_CODE):
+            value = self._attribute(name)
+            if value in GUARD_HOLDS:
+                return value
+        return None
 
     @property
     def supersedes(self) -> str | None:
