@@ -108,6 +108,12 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         of the rate, lent to bulk while it is idle. One dedupe ledger for both. Default: False.
     :param urgent_share: the urgent lane's share of ``send_rate``: bulk never takes it, and borrows it while the
         urgent lane is idle (its queue empty for 5 s). Default: 0.2.
+    :param max_job_age: the (bulk) lane's age limit: a job with no ``expiresAt`` is not sent once this long has
+        passed since its first message was queued (a backlog, an SES stop, a throttle, a redrive): it is
+        acknowledged unsent and its key recorded ``EXPIRED`` (``Expired`` metric, ``Email Expired`` event), as a job
+        past its own ``expiresAt`` is. Default: none (only a job's own ``expiresAt``).
+    :param urgent_max_job_age: the urgent lane's age limit, as ``max_job_age`` (one-time codes and reset links:
+        minutes), with ``urgent_lane``. Default: none (only a job's own ``expiresAt``).
     :param max_receive_count: deliveries before a message moves to the DLQ; below 5 warns. Default: 5.
     :param retention_period: how long the job queue keeps a message. The DLQ keeps 14 days. Default: 4 days.
     :param max_message_size_bytes: the largest message the queue takes, in bytes (up to SQS's 1 MiB); a job may be
@@ -489,6 +495,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             attachments_bucket=attachments.bucket.bucket_name if attachments is not None else None,
             sender_identity=props.sender if isinstance(props.sender, str) else props.sender.email_identity_name,
             queue_retention_s=_whole_seconds(seconds(props.retention_period)),
+            max_job_age_s=_whole_seconds(seconds(props.urgent_max_job_age if lane.name == Priority.URGENT.value
+                                                 else props.max_job_age)),
             guard_window_s=(_whole_seconds(seconds(props.guard_window))
                             if props.suspected_doubles is not None or props.recipient_cap is not None else None),
         ).to_env()

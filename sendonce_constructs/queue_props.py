@@ -24,6 +24,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 
 from sendonce_contract.delivery import DeliveryPolicy
+from sendonce_contract.job_lifetime import MAX_JOB_AGE_S, MIN_JOB_AGE_S
 from sendonce_contract.mis_keyed import (
     MAX_GUARD_WINDOW_S,
     MAX_RECIPIENT_CAP,
@@ -274,6 +275,25 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             doc="the urgent lane's share of ``send_rate``: bulk never takes it, and borrows it while the urgent "
             "lane is idle (its queue empty for 5 s).",
             rule="above 0 and below 1; only with `urgent_lane` and `send_rate`",
+        )]
+    max_job_age: Annotated[
+        Duration | None, Prop(
+            default=None,
+            default_doc="none (only a job's own `expiresAt`)",
+            doc="the (bulk) lane's age limit: a job with no ``expiresAt`` is not sent once this long has passed since "
+            "its first message was queued (a backlog, an SES stop, a throttle, a redrive): it is acknowledged unsent "
+            "and its key recorded ``EXPIRED`` (``Expired`` metric, ``Email Expired`` event), as a job past its own "
+            "``expiresAt`` is.",
+            rule=f"{MIN_JOB_AGE_S} s to {MAX_JOB_AGE_S // 86_400} days, counted from the job's first queueing (its "
+            "delayed copies and dead letters carry it; a redrive keeps it); a job's own `expiresAt` wins",
+        )]
+    urgent_max_job_age: Annotated[
+        Duration | None, Prop(
+            default=None,
+            default_doc="none (only a job's own `expiresAt`)",
+            doc="the urgent lane's age limit, as ``max_job_age`` (one-time codes and reset links: minutes), with "
+            "``urgent_lane``.",
+            rule=f"{MIN_JOB_AGE_S} s to {MAX_JOB_AGE_S // 86_400} days, as `max_job_age`; only with `urgent_lane`",
         )]
     max_receive_count: Annotated[
         int | None, Prop(

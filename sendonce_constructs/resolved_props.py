@@ -59,6 +59,8 @@ class PipelineProps:
     max_send_rate: float | None
     urgent_lane: bool
     urgent_share: float
+    max_job_age: Duration | None
+    urgent_max_job_age: Duration | None
     max_receive_count: int
     retention_period: Duration
     max_message_size_bytes: int | None

@@ -24,6 +24,8 @@ from sendonce_contract.allowed_recipients import AllowedRecipients, InvalidEntry
 from sendonce_contract.job_lifetime import (
     DAY_S,
     DEAD_LETTER_RETENTION_S,
+    MAX_JOB_AGE_S,
+    MIN_JOB_AGE_S,
     OUTBOX_STREAM_RETENTION_S,
     job_lifetime_s,
     job_lifetime_terms,
@@ -746,3 +748,17 @@ def check_guard_window(guard_window: Number, guard_window_given: Number,
         _fail(f"guard_window ({_s(guard_window)}) must be between {MIN_GUARD_WINDOW_S} s and "
               f"{MAX_GUARD_WINDOW_S // 3600} hours: the guard compares each email with those of the window before "
               "it; for example Duration.hours(1)")
+
+
+@rule("InvalidMaxJobAge")
+def check_max_job_age(max_job_age: Number, urgent_max_job_age: Number, urgent_lane: bool) -> None:
+    """A lane's age limit: long enough for a send, no longer than a dead letter is kept; the urgent one needs its
+    lane."""
+    for name, age in (("max_job_age", max_job_age), ("urgent_max_job_age", urgent_max_job_age)):
+        if is_known(age) and not MIN_JOB_AGE_S <= age <= MAX_JOB_AGE_S:
+            _fail(f"{name} ({_s(age)}) must be between {MIN_JOB_AGE_S} s and {MAX_JOB_AGE_S // DAY_S} days: a job "
+                  "older than this since its first queueing is not sent; for example Duration.minutes(15) for "
+                  "one-time codes, or leave it unset")
+    if urgent_max_job_age is not None and not urgent_lane:
+        _fail("urgent_max_job_age was given without urgent_lane: it is the urgent lane's age limit; set "
+              "urgent_lane=True, or give max_job_age for the pipeline's one lane")

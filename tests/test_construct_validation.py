@@ -112,6 +112,16 @@ CASES = {
         {"encryption": sqs.QueueEncryption.UNENCRYPTED},
         "encryption (UNENCRYPTED) is not allowed",
     ),
+    "max_job_age below a minute": (
+        {"max_job_age": S(30)},
+        "max_job_age (30 s) must be between 60 s and 14 days: a job older than this since its first queueing is not "
+        "sent; for example Duration.minutes(15) for one-time codes, or leave it unset",
+    ),
+    "urgent_max_job_age without the urgent lane": (
+        {"urgent_max_job_age": cdk.Duration.minutes(10)},
+        "urgent_max_job_age was given without urgent_lane: it is the urgent lane's age limit; set urgent_lane=True, "
+        "or give max_job_age for the pipeline's one lane",
+    ),
     "recipient_cap of 0": (
         {"recipient_cap": 0},
         "recipient_cap (0) must be a whole number from 1 to 1000: it is the most emails one recipient may get from "

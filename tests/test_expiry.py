@@ -9,13 +9,16 @@ import io
 import json
 from datetime import UTC, datetime, timedelta
 
+import boto3
 import pytest
 from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
 from ses_fault_proxy import Fault
 
 from sendonce_contract import outcome_events
 from sendonce_contract.message import CONTRACT_VERSION, VERSION_FIELD
-from sendonce_contract.schema import Status
+from sendonce_contract.schema import DeadLetter, Status
+from sendonce_local.lambda_service.sqs_source import EventSourceSpec, lambda_record
+from sendonce_ops.cli import main as sendonce
 from sendonce_producer import EmailJob, InvalidJob, cancel, status
 from sendonce_runtime.outcome_log import OutcomeLog
 
@@ -136,3 +139,89 @@ def test_the_producer_writes_expires_at_with_the_contract_version_that_carries_i
     assert (parse_job(later.to_message(), "m").payload_hash
             == parse_job(EmailJob(dedupe_key="otp:e7:u1", sender="shop@example.com", to=["ada@example.org"],
                                   subject="Code", text="123").to_message(), "m").payload_hash)
+
+
+# -- a lane's age limit (max_job_age) ------------------------------------------------------------------------------
+
+def queued(body: dict, sent_at_ms: int, **attributes: str) -> dict:
+    """The job's SQS record as Lambda hands it: SQS's SentTimestamp, and the attributes a copy carries."""
+    record = sqs_record(body)
+    record["attributes"]["SentTimestamp"] = str(sent_at_ms)
+    record["messageAttributes"] = {name: {"dataType": "Number", "stringValue": value}
+                                   for name, value in attributes.items()}
+    return record
+
+
+def deliver_record(consumer, record: dict, clock: FakeClock) -> dict:
+    consumer.log = OutcomeLog(log := io.StringIO(), pipeline="Test/Receipts")
+    consumer.handle(event(record), FakeContext(clock))
+    [line] = [json.loads(text) for text in log.getvalue().splitlines() if '"outcome"' in text]
+    return line
+
+
+def test_a_lanes_age_limit_expires_a_job_without_expires_at_counted_from_its_first_queueing(pipeline):
+    clock = FakeClock()
+    consumer = pipeline.consumer(clock, max_job_age_s=600)
+    fresh = deliver_record(consumer, queued(job("otp:a1:u1"), clock.now - 9 * MINUTE_MS), clock)
+    assert fresh["outcome"] == "sent"
+    stale = deliver_record(consumer, queued(job("otp:a2:u1"), clock.now - 11 * MINUTE_MS), clock)
+    assert stale["outcome"] == "expired"
+    assert "met 60 s after its lane's age limit (max_job_age, 600 s" in stale["reason"]
+    assert status(pipeline.table_name, "otp:a2:u1").state is Status.EXPIRED
+    # A delayed copy is a new message: its SentTimestamp is fresh, and the first queueing it carries decides.
+    copy = queued(job("otp:a3:u1"), clock.now, **{DeadLetter.FIRST_QUEUED_AT: str(clock.now - 11 * MINUTE_MS)})
+    assert deliver_record(consumer, copy, clock)["outcome"] == "expired"
+    # The job's own expiresAt wins over its lane's limit, later or sooner.
+    own = queued(code("otp:a4:u1", clock.now + MINUTE_MS), clock.now - 11 * MINUTE_MS)
+    assert deliver_record(consumer, own, clock)["outcome"] == "sent"
+    assert [pipeline.emails_for(f"otp:a{n}:u1") for n in (1, 2, 3, 4)] == [1, 0, 0, 1]
+
+
+def test_a_throttled_jobs_copy_carries_its_first_queueing_so_the_age_limit_still_counts_from_it(pipeline, ses_faults):
+    jobs = boto3.client("sqs").create_queue(QueueName="jobs")["QueueUrl"]
+    clock = FakeClock()
+    consumer = pipeline.consumer(clock, max_job_age_s=600, queue_url=jobs, max_receive_count=5)
+    first_queued = clock.now - 9 * MINUTE_MS
+    ses_faults.script(Fault.THROTTLE)
+    assert deliver_record(consumer, queued(job("otp:a5:u1"), first_queued), clock)["outcome"] == "throttled"
+    [copy] = boto3.client("sqs").receive_message(QueueUrl=jobs, MessageAttributeNames=["All"], WaitTimeSeconds=5,
+                                                 MessageSystemAttributeNames=["All"])["Messages"]
+    assert copy["MessageAttributes"][DeadLetter.FIRST_QUEUED_AT]["StringValue"] == str(first_queued)
+    clock.advance(2 * MINUTE_MS)  # its copy comes back past the limit
+    source = EventSourceSpec(queue_url=jobs, queue_arn="arn:aws:sqs:us-east-1:123456789012:jobs")
+    assert deliver_record(consumer, lambda_record(copy, source, "us-east-1"), clock)["outcome"] == "expired"
+    assert pipeline.emails_for("otp:a5:u1") == 0
+
+
+def test_a_dead_letter_keeps_the_first_queueing_and_a_redrive_sends_it_back_with_it(pipeline, capsys):
+    clock = FakeClock()
+    consumer = pipeline.consumer(clock, max_job_age_s=600)
+    first_queued = clock.now - 2 * MINUTE_MS
+    line = deliver_record(consumer, queued(job("otp:a6:u1", to=["not an address"]), first_queued), clock)
+    assert line["outcome"] == "invalid_message"
+    [dead] = pipeline.dead_letters()
+    assert dead["MessageAttributes"][DeadLetter.FIRST_QUEUED_AT]["StringValue"] == str(first_queued)
+    boto3.client("sqs").change_message_visibility(QueueUrl=pipeline.dead_letter_queue_url,
+                                                  ReceiptHandle=dead["ReceiptHandle"], VisibilityTimeout=0)
+    jobs = boto3.client("sqs").create_queue(QueueName="jobs")["QueueUrl"]
+    assert sendonce(["--queue", jobs, "--dlq", pipeline.dead_letter_queue_url, "--dedupe-ttl", "604800", "dlq",
+                     "redrive"]) == 0
+    [moved] = boto3.client("sqs").receive_message(QueueUrl=jobs, MessageAttributeNames=["All"])["Messages"]
+    assert moved["MessageAttributes"][DeadLetter.FIRST_QUEUED_AT]["StringValue"] == str(first_queued)
+    assert DeadLetter.REASON not in moved["MessageAttributes"]
+
+
+def test_each_lane_gets_its_own_age_limit():
+    import aws_cdk as cdk
+    from construct_support import build, pipeline_resources
+
+    from sendonce_contract.deploy_config import Env
+
+    _, template = build(urgent_lane=True, send_rate=10, max_concurrency=5, max_job_age=cdk.Duration.hours(6),
+                        urgent_max_job_age=cdk.Duration.minutes(10))
+    ages = {}
+    for function in pipeline_resources(template, "AWS::Lambda::Function").values():
+        env = function["Properties"].get("Environment", {}).get("Variables", {})
+        if Env.LANE in env:
+            ages[env[Env.LANE]] = env.get(Env.MAX_JOB_AGE_S)
+    assert ages == {"bulk": "21600", "urgent": "600"}

@@ -26,6 +26,7 @@ COPY_ATTRIBUTES: Final[dict[str, tuple[str, int]]] = {
     DeadLetter.UNRECORDED_SEND: ("String", OWNER_TOKEN_CHARS + 1 + SES_MESSAGE_ID_CHARS),  # "owner ses-message-id"
     DeadLetter.PARKED_SINCE: ("Number", NUMBER_CHARS),
     DeadLetter.RELEASED: ("String", max(len(reason.value) for reason in GUARD_HOLDS)),
+    DeadLetter.FIRST_QUEUED_AT: ("Number", NUMBER_CHARS),
 }
 # The most bytes a copy's own attributes take, as SQS counts them.
 COPY_ATTRIBUTES_MAX_BYTES: Final = sum(len(name) + len(kind) + longest

@@ -60,6 +60,7 @@ class Env:
     TENANT_METRICS = "SENDONCE_TENANT_METRICS"  # the consumer's metrics also by Tenant
     SENDER_IDENTITY = "SENDONCE_SENDER_IDENTITY"  # the pipeline's SES identity: a domain or an address
     QUEUE_RETENTION_S = "SENDONCE_QUEUE_RETENTION_S"  # how long the job queue keeps a message
+    MAX_JOB_AGE_S = "SENDONCE_MAX_JOB_AGE_S"  # the lane's age limit for a job with no expiresAt
     # The mis-keyed-producer guard (sendonce_contract.mis_keyed): its mode, its cap and its window.
     SUSPECTED_DOUBLES = "SENDONCE_SUSPECTED_DOUBLES"
     RECIPIENT_CAP = "SENDONCE_RECIPIENT_CAP"
@@ -237,6 +238,9 @@ class ConsumerConfig(NamedTuple):
     sender_identity: Annotated[str | None, Var(Env.SENDER_IDENTITY, TEXT)] = None
     # The job queue's retention: a job parked while SES stops sending is dead-lettered before a copy outlives it.
     queue_retention_s: Annotated[int | None, Var(Env.QUEUE_RETENTION_S, INTEGER)] = None
+    # The lane's age limit (max_job_age, or urgent_max_job_age on the urgent lane's consumer): a job with no expiresAt
+    # expires this long after its first message was queued. None: only a job's own expiresAt.
+    max_job_age_s: Annotated[int | None, Var(Env.MAX_JOB_AGE_S, INTEGER)] = None
     # The mis-keyed-producer guard: same content to the same recipients under another key in the window flagged or
     # held; more than the cap of keys to one recipient in a window held. None: off.
     suspected_doubles: Annotated[OnSuspectedDouble | None, Var(Env.SUSPECTED_DOUBLES, SUSPECTED_DOUBLES)] = None

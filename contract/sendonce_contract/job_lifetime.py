@@ -17,6 +17,9 @@ QUOTA_WINDOW_MARGIN_S: Final = DAY_S
 # The furthest ahead any pipeline takes a job's sendAt, whatever its dedupe_ttl: the tombstone's lifetime below is
 # a bound for every pipeline only because this one is.
 MAX_SEND_AT_AHEAD_S: Final = 30 * DAY_S
+# A lane's age limit (max_job_age): from a minute (a one-time code) to as long as a dead letter is kept.
+MIN_JOB_AGE_S: Final = 60
+MAX_JOB_AGE_S: Final = SQS_MAX_RETENTION_S
 
 
 def seconds_text(seconds: float) -> str:

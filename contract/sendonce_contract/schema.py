@@ -282,6 +282,9 @@ class DeadLetter:
     # On a delayed copy: "owner ses-message-id" of a send SES accepted whose SENT record could not be written;
     # the copy writes it when DynamoDB answers again.
     UNRECORDED_SEND = "sendonce.unrecordedSend"
+    # On every delayed copy, and on a dead letter: when the job's first message was queued (epoch ms), so a lane's
+    # age limit (max_job_age) counts from there whatever the job waited for, a redrive from the DLQ included.
+    FIRST_QUEUED_AT = "sendonce.firstQueuedAt"
     # On a job a redrive sent back after the mis-keyed-producer guard held it (its reason code): the guard lets it
     # through, as an operator decided. Carried by its copies.
     RELEASED = "sendonce.released"

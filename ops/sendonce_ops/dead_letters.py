@@ -230,13 +230,17 @@ class DeadLetters:
         return result
 
 
+# Ours, kept on the job a redrive sends back: a lane's age limit counts from the job's first queueing.
+KEPT_BY_A_REDRIVE = frozenset({DeadLetter.FIRST_QUEUED_AT})
+
+
 def _copy_of(message: dict[str, Any], queue_url: str, fifo: bool) -> dict[str, Any]:
     """The original job: its body and its own attributes, without the DLQ's reason attributes (marked released
     when the mis-keyed-producer guard held it)."""
     attributes = {
         name: {k: v for k, v in value.items() if k in ("DataType", "StringValue", "BinaryValue")}
         for name, value in message.get("MessageAttributes", {}).items()
-        if not name.startswith(DeadLetter.PREFIX)
+        if not name.startswith(DeadLetter.PREFIX) or name in KEPT_BY_A_REDRIVE
     }
     held = reason_code(message)
     if held in GUARD_HOLDS:  # the mis-keyed-producer guard held it: an operator's redrive sends it

@@ -146,22 +146,30 @@ class Schedule:
 
 
 class Expiry:
-    """Never sent stale: a job met after its ``expiresAt`` is acknowledged unsent and its key recorded ``EXPIRED``,
-    so no copy or redrive of it is sent while the ledger remembers the key. A key whose record stands already is
-    settled by that record (sent, cancelled or expired before); a key another delivery holds in flight is left to
-    it, and this copy acknowledged. Every delivery meets it, parked, throttled, paced or redriven, before its claim."""
+    """Never sent stale: a job met after its ``expiresAt`` (or, with none, after its lane's age limit counted from
+    its first queueing: ``max_job_age``) is acknowledged unsent and its key recorded ``EXPIRED``, so no copy or
+    redrive of it is sent while the ledger remembers the key. A key whose record stands already is settled by that
+    record (sent, cancelled or expired before); a key another delivery holds in flight is left to it, and this copy
+    acknowledged. Every delivery meets it, parked, throttled, paced or redriven, before its claim."""
 
-    def __init__(self, clock: Clock, ledger: DedupeLedger, tenant_of: Callable[[ParsedJob], str | None]) -> None:
+    def __init__(self, clock: Clock, ledger: DedupeLedger, tenant_of: Callable[[ParsedJob], str | None],
+                 max_age_s: int | None = None) -> None:
         self._clock = clock
         self._ledger = ledger
         self._tenant_of = tenant_of
+        self._max_age_ms = None if max_age_s is None else max_age_s * 1000
 
     def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
         job = delivery.job
         now_ms = self._clock.now_ms()
-        if job.expires_at_ms is None or now_ms <= job.expires_at_ms:
+        expires_at_ms, what = job.expires_at_ms, f"its {EXPIRES_AT_FIELD}"
+        queued_at_ms = delivery.record.first_queued_at
+        if expires_at_ms is None and self._max_age_ms is not None and queued_at_ms is not None:
+            expires_at_ms = queued_at_ms + self._max_age_ms
+            what = f"its lane's age limit (max_job_age, {self._max_age_ms // 1000:,} s from its first queueing)"
+        if expires_at_ms is None or now_ms <= expires_at_ms:
             return rest(delivery)
-        late = f"met {(now_ms - job.expires_at_ms) / 1000:,.0f} s after its {EXPIRES_AT_FIELD}"
+        late = f"met {(now_ms - expires_at_ms) / 1000:,.0f} s after {what}"
         try:
             for _ in range(2):  # a record that vanished between the write and its reading: once more
                 written = self._ledger.record_expired(job.dedupe_key, job.payload_hash, self._tenant_of(job))

@@ -31,6 +31,8 @@ class DeadLetterQueue:
         }
         if dedupe_key:
             attributes[DeadLetter.DEDUPE_KEY] = dedupe_key
+        if record.first_queued_at is not None:  # kept by a redrive: a lane's age limit counts from it
+            attributes[DeadLetter.FIRST_QUEUED_AT] = str(record.first_queued_at)
         request: dict[str, Any] = {
             "QueueUrl": self._url,
             "MessageBody": record.body,

@@ -182,7 +182,8 @@ def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, parse: Parse
         checks.append(Schedule(clock, settings.dedupe_ttl_s))
     checks.append(AttachmentsBucket(settings.attachments_bucket))
     checks.append(CarriedSend(ledger))
-    checks.append(Expiry(clock, ledger, parse.tenant))  # after a carried completion is written: that one was sent
+    # After a carried completion is written: that one was sent.
+    checks.append(Expiry(clock, ledger, parse.tenant, settings.max_job_age_s))
     if stops is not None:  # after a carried completion is written; before an attachment is read for nothing
         checks.append(stops)
     if settings.guarded:  # after the stops: a parked job counts when it goes, not each time it waits

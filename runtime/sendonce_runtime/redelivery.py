@@ -416,7 +416,8 @@ class Redelivery:
                 # A completion carried in and not written yet (the job waited before its turn to write it).
                 DeadLetter.UNRECORDED_SEND: " ".join(unrecorded_send or record.unrecorded_send or ()),
                 DeadLetter.PARKED_SINCE: "" if parked_since is None else str(parked_since),
-                DeadLetter.RELEASED: record.released or ""}
+                DeadLetter.RELEASED: record.released or "",
+                DeadLetter.FIRST_QUEUED_AT: "" if record.first_queued_at is None else str(record.first_queued_at)}
         attributes.update({name: {"DataType": "Number" if name in NUMBERS else "String",
                                   "StringValue": value} for name, value in ours.items() if value})
         request: dict[str, Any] = {"MessageBody": record.body, "DelaySeconds": min(delay_s, SQS_MAX_DELAY_S),

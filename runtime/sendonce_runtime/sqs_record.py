@@ -47,6 +47,13 @@ class SqsRecord(NamedTuple):
         return int(value) if value.isdigit() else None
 
     @property
+    def first_queued_at(self) -> int | None:
+        """When the job's first message was queued (epoch ms): carried by its copies and dead letters, else this
+        message's own SentTimestamp."""
+        value = self._attribute(DeadLetter.FIRST_QUEUED_AT) or ""
+        return int(value) if value.isdigit() else self.sent_at_ms
+
+    @property
     def released(self) -> str | None:
         """The guard's hold an operator's redrive released this job from: marked by ``sendonce dlq redrive``, or
         the DLQ's own reason code on a message SQS's move task brought back with its attributes. None otherwise."""
