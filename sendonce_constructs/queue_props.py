@@ -32,7 +32,7 @@ from sendonce_contract.mis_keyed import (
     MIN_RECIPIENT_CAP,
     OnSuspectedDouble,
 )
-from sendonce_contract.schema import DEDUPE_KEY, ReasonCode
+from sendonce_contract.schema import DEDUPE_KEY, EXPIRES_AT_FIELD, ReasonCode
 from sendonce_contract.sqs_limits import SQS_MAX_MESSAGE_BYTES
 
 from . import derivations
@@ -279,18 +279,19 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
     max_job_age: Annotated[
         Duration | None, Prop(
             default=None,
-            default_doc="none (only a job's own `expiresAt`)",
-            doc="the (bulk) lane's age limit: a job with no ``expiresAt`` is not sent once this long has passed since "
-            "its first message was queued (a backlog, an SES stop, a throttle, a redrive): it is acknowledged unsent "
+            default_doc=f"none (only a job's own `{EXPIRES_AT_FIELD}`)",
+            doc=f"the (bulk) lane's age limit: a job with no ``{EXPIRES_AT_FIELD}`` is not sent once this long has "
+            "passed since its first message was queued (a backlog, an SES stop, a throttle, a redrive): it is "
+            "acknowledged unsent "
             "and its key recorded ``EXPIRED`` (``Expired`` metric, ``Email Expired`` event), as a job past its own "
-            "``expiresAt`` is.",
+            f"``{EXPIRES_AT_FIELD}`` is.",
             rule=f"{MIN_JOB_AGE_S} s to {MAX_JOB_AGE_S // 86_400} days, counted from the job's first queueing (its "
-            "delayed copies and dead letters carry it; a redrive keeps it); a job's own `expiresAt` wins",
+            f"delayed copies and dead letters carry it; a redrive keeps it); a job's own `{EXPIRES_AT_FIELD}` wins",
         )]
     urgent_max_job_age: Annotated[
         Duration | None, Prop(
             default=None,
-            default_doc="none (only a job's own `expiresAt`)",
+            default_doc=f"none (only a job's own `{EXPIRES_AT_FIELD}`)",
             doc="the urgent lane's age limit, as ``max_job_age`` (one-time codes and reset links: minutes), with "
             "``urgent_lane``.",
             rule=f"{MIN_JOB_AGE_S} s to {MAX_JOB_AGE_S // 86_400} days, as `max_job_age`; only with `urgent_lane`",
