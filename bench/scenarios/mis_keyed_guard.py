@@ -52,8 +52,8 @@ def guard_costs(emails: int, repeats: int) -> dict[str, Any]:
             bodies = {kind: [job(f"{prefix}:{kind}:{n}", to=[f"{prefix}-{n}@example.org"], text=f"Order {n}")
                              for n in range(emails)] for kind in ("off", "new")}
             # The first of them sends; each one after it is the same receipt to the same recipient under a new key.
-            bodies["suspect"] = [job(f"{prefix}:suspect:{n}", to=[f"{prefix}@example.org"], text="Order")
-                                 for n in range(emails + 1)]
+            bodies["suspect"] = [job(f"{prefix}:suspect:{n}", to=[f"{prefix}@example.org"], subject="Your receipt",
+                                     text="Order") for n in range(emails + 1)]
             handlers["suspect"][0]({"Records": [record(bodies["suspect"].pop(0))]}, Context())
             for kind in KINDS[run % len(KINDS):] + KINDS[:run % len(KINDS)]:
                 calls.clear()
