@@ -5,6 +5,7 @@ are counted in the emulator's SES."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 from typing import Any
@@ -17,6 +18,7 @@ from consumer_harness import FakeClock, FakeContext, event, job, sqs_record
 from sendonce_constructs import OnSuspectedDouble
 from sendonce_contract import outcome_events
 from sendonce_contract.deploy_config import Env
+from sendonce_contract.key_digest import key_digest
 from sendonce_contract.schema import DeadLetter, GuardItem, ReasonCode
 from sendonce_local.lambda_service.sqs_source import EventSourceSpec, lambda_record
 from sendonce_ops.cli import main as sendonce
@@ -131,6 +133,21 @@ def test_the_guard_keeps_digests_only_never_an_address_or_a_subject(pipeline):
     items = guard_items(pipeline, GuardItem.CONTENT) + guard_items(pipeline, GuardItem.RECIPIENT)
     assert len(items) == 2
     assert "ada@example.org" not in str(items) and "8891" not in str(items)
+
+
+def test_under_key_privacy_the_digests_are_keyed_by_the_key_secret(pipeline):
+    secret = "g" * 64
+    arn = boto3.client("secretsmanager").create_secret(Name="guard-keys", SecretString=secret)["ARN"]
+    clock = FakeClock()
+    consumer = guarded(pipeline, clock, key_secret_id=arn, suspected_doubles=OnSuspectedDouble.FLAG, recipient_cap=5)
+    lines = deliver(consumer, clock, receipt("msg-k1"), receipt("msg-k2"))
+    assert [line["outcome"] for line in lines] == ["sent", "sent"]
+    assert lines[1]["suspectedDoubleOf"] == key_digest(secret.encode(), "msg-k1")  # the key as every log shows it
+    [recipient] = guard_items(pipeline, GuardItem.RECIPIENT)
+    unkeyed = hashlib.sha256(b"ada@example.org").hexdigest()
+    keyed = hashlib.sha256(key_digest(secret.encode(), "ada@example.org").encode()).hexdigest()
+    assert keyed in recipient[GuardItem.KEY]["S"] and unkeyed not in recipient[GuardItem.KEY]["S"]
+    assert "msg-k" not in str([*guard_items(pipeline, GuardItem.CONTENT), recipient])
 
 
 # -- the recipient cap ------------------------------------------------------------------------------------------------

@@ -23,11 +23,21 @@ from sendonce_local.lambda_service.sqs_source import EventSourceSpec
 RATE, POLLERS, KEYS = 4.0, 2, 16  # a burst of four seconds of sending, with its duplicates and re-enqueues
 
 
+@pytest.fixture
+def ses_events(pipeline):
+    """SES's events for the pipeline's sends, published to its recorder as they come, as the construct deploys a
+    pipeline (ses_events on): a worker killed at its 3 s deadline after SES accepted its send, which a loaded host
+    makes likelier, is settled by SES's word rather than sent again (the residual without them)."""
+    publisher = pipeline.ses_events().start()
+    yield
+    publisher.stop()
+
+
 def deployed_like_the_construct(pipeline, function_timeout_s: int,
                                 pollers: int = POLLERS) -> tuple[FunctionSpec, EventSourceSpec]:
     """The consumer staged from the runtime with the environment and event source the construct gives a paced
     pipeline (send_rate = RATE, max_concurrency = ``pollers``: no more instances of them than the rate in emails a
-    second) with this function timeout."""
+    second, SES's events on) with this function timeout."""
     sqs = boto3.client("sqs")
     timeout = Duration.seconds(function_timeout_s)
     rate = derivations.max_send_rate(RATE, pollers)
@@ -44,23 +54,25 @@ def deployed_like_the_construct(pipeline, function_timeout_s: int,
         table_name=pipeline.table_name, dead_letter_queue_url=pipeline.dead_letter_queue_url, queue_url=url,
         parallelism=derivations.parallelism(batch_size) or 1, max_receive_count=5,
         max_send_rate=rate,
-        time_budget=TimeBudget.for_function_timeout(function_timeout_s),
+        time_budget=TimeBudget.for_function_timeout(function_timeout_s), **pipeline.evidence_settings(),
     ).to_env()
     function = FunctionSpec("paced", HANDLER, runtime_asset_dir(), environment, timeout_s=function_timeout_s)
     return function, EventSourceSpec(url, arn, batch_size=batch_size, max_concurrency=instances)
 
 
 @pytest.mark.parametrize("function_timeout_s", [3, 5, 30], ids=lambda s: f"{s}s")
-def test_a_burst_is_sent_once_at_every_function_timeout(pipeline, function_timeout_s):
+def test_a_burst_is_sent_once_at_every_function_timeout(pipeline, ses_events, function_timeout_s):
     function, source = deployed_like_the_construct(pipeline, function_timeout_s)
     burst = run_burst(function, source, pipeline.aws.environment, pipeline.dead_letter_queue_url,
                       pipeline.aws.sent_subjects, RATE, KEYS, seed=3, bound_s=120)
     assert burst.ok, burst.lines()
     assert burst.emails_per_key == {1: KEYS} and burst.dead_letters == 0, burst.lines()
     assert burst.sqs_requests > 0 and burst.other_sqs_requests == 0, burst.lines()  # counted, on its own queues
+    assert pipeline.recorder_outcomes(), "SES's events reached the recorder"
 
 
-def test_more_pollers_than_the_rate_gives_one_a_second_run_as_the_construct_runs_them_and_send_once(pipeline):
+def test_more_pollers_than_the_rate_gives_one_a_second_run_as_the_construct_runs_them_and_send_once(pipeline,
+                                                                                                      ses_events):
     """max_concurrency = 20 at 4/s would be a send every 5 s an instance; the construct runs 4 (1/s each), and a
     burst of twice the keys through them is sent once, none dead-lettered."""
     function, source = deployed_like_the_construct(pipeline, 3, pollers=20)
