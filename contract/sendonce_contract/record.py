@@ -54,6 +54,7 @@ class EmailRecord(NamedTuple):
     evidence_at_ms: int | None = None
     outcomes: tuple[SesOutcome, ...] = ()  # in the order they happened
     payload_hash: str = ""  # of the job that claimed the key: another payload under the key is a conflict
+    refused_sends: int = 0  # takeovers whose send SES refused for certain: attempts that sent nothing
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> "EmailRecord":
@@ -78,6 +79,7 @@ class EmailRecord(NamedTuple):
             ses_message_ids=tuple(sorted(item.get(Ledger.SES_MESSAGE_IDS, {}).get("SS", []))),
             ses_accepted_at_ms=number(Ledger.SES_ACCEPTED_AT), evidence_at_ms=number(Ledger.EVIDENCE_AT),
             outcomes=tuple(outcomes), payload_hash=text(Ledger.PAYLOAD_HASH),
+            refused_sends=number(Ledger.REFUSED_SENDS) or 0,
         )
 
     @property

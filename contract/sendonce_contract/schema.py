@@ -118,6 +118,9 @@ class Ledger:
     PAYLOAD_HASH = "payloadHash"
     TENANT = TENANT_FIELD  # the job's tenant (its digest with key_privacy), for the outcome events
     ATTEMPTS = "attempts"
+    # Takeovers whose send SES refused for certain (a throttle, a stop): counted in ATTEMPTS, yet they sent
+    # nothing, so the sends that may have gone are ATTEMPTS less these.
+    REFUSED_SENDS = "refusedSends"
     CLAIMED_AT = "claimedAt"  # epoch ms, like every *At below but expiresAt
     # When the claim that created the record was written (a takeover keeps it): SES's events of an email accepted
     # before it are of the key's earlier lifetime, forgotten after dedupe_ttl, and never settle this one.

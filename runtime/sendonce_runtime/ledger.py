@@ -237,10 +237,11 @@ class DedupeLedger:
             self._client.update_item(
                 TableName=self._table,
                 Key={KEY: _s(key)},
-                UpdateExpression=f"SET {LEASE} = :zero",
+                # The refused attempt sent nothing: counted apart, so the sends that may have gone stay known.
+                UpdateExpression=f"SET {LEASE} = :zero ADD {Ledger.REFUSED_SENDS} :one",
                 ConditionExpression="#owner = :owner AND #status = :in_flight",
                 ExpressionAttributeNames=NAMES,
-                ExpressionAttributeValues={":zero": _n(0), ":owner": _s(owner),
+                ExpressionAttributeValues={":zero": _n(0), ":one": _n(1), ":owner": _s(owner),
                                            ":in_flight": _s(Status.IN_FLIGHT.value)},
             )
         except ClientError as error:

@@ -285,6 +285,9 @@ class RecordResult(NamedTuple):
     # The key that first sent this job's content to its recipients in the guard's window, when the guard first
     # saw this key do it and let it through (held ones are their outcome's).
     suspected_double_of: str | None = None
+    # Of the key's claims, those whose send may have gone (the rest SES refused for certain): what bounds a FIFO
+    # job's waits for SES's word. None: as many as its attempts.
+    possible_sends: int | None = None
 
     @property
     def redeliver(self) -> bool:

@@ -109,7 +109,7 @@ class RecordProcessor:
                     step = self._ledger.take_over(claim.existing, owner, self._lease_until(deadline),
                                                   job.payload_hash, unsent=True)
                     if step.won:
-                        return self._send(record, job, owner, step.attempts, deadline)
+                        return self._send(record, job, owner, step.attempts, deadline, claim.existing.refused_sends)
                     continue
                 result = self._settle_existing(record, job, policy, owner, claim.existing, deadline)
                 if result is not None:
@@ -172,6 +172,7 @@ class RecordProcessor:
             if wait_ms > 0:
                 return Redeliver(RecordResult(
                     record.message_id, Outcome.AWAITING_EVIDENCE, job.dedupe_key, attempt=existing.attempts,
+                    possible_sends=existing.attempts - existing.refused_sends,
                     key_conflict=conflict, reason="a worker died mid-send; waiting for SES's events before deciding",
                 ), retry_after_s=-(-wait_ms // 1000))
         step: Claim
@@ -185,10 +186,13 @@ class RecordProcessor:
             return None
         step = self._ledger.take_over(existing, owner, self._lease_until(deadline), job.payload_hash)
         if step.won:
-            return self._send(record, job, owner, step.attempts, deadline)
+            return self._send(record, job, owner, step.attempts, deadline, existing.refused_sends)
         return None
 
-    def _send(self, record: SqsRecord, job: ParsedJob, owner: str, attempt: int, deadline: Deadline) -> Verdict:
+    def _send(self, record: SqsRecord, job: ParsedJob, owner: str, attempt: int, deadline: Deadline,
+              refused_sends: int = 0) -> Verdict:
+        """``attempt``: the key's claims so far, this one included; ``refused_sends``: those SES refused for certain
+        before this one (their sends never went)."""
         key = job.dedupe_key
         if self._throttle_retry is None:
             outcome = self._sender.send(job)
@@ -213,7 +217,7 @@ class RecordProcessor:
                                         reason=outcome.reason))
         # Ambiguous: the record stays IN_FLIGHT; when its lease expires, the delivery policy decides.
         return Redeliver(RecordResult(record.message_id, Outcome.AMBIGUOUS, key, attempt=attempt,
-                                      reason=outcome.reason))
+                                      reason=outcome.reason, possible_sends=attempt - refused_sends))
 
     def _heard(self, outcome: SendOutcome, job: ParsedJob, deadline: Deadline) -> None:
         """Tell the stops what SES said, once the claim is settled: their calls never widen the crash window."""

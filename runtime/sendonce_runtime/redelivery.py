@@ -230,11 +230,13 @@ class Redelivery:
     def _waits_for_ses_word(self, record: SqsRecord, redeliver: Redeliver) -> _Copy | None:
         """On a FIFO queue, where every wait spends a receive, a send SES may have accepted waits for SES's events
         like any other wait, until its sends that may have gone number the queue's max_receive_count (a standard
-        queue's bound on them): then the DLQ, never an endless loop of sends whose answers are lost."""
+        queue's bound on them): then the DLQ, never an endless loop of sends whose answers are lost. Attempts SES
+        refused for certain (throttled) sent nothing and do not count."""
         result = redeliver.result
         if result.outcome not in (Outcome.AMBIGUOUS, Outcome.AWAITING_EVIDENCE) or self._max_receive_count is None:
             return None
-        if (result.attempt or 1) >= self._max_receive_count:
+        possible = result.possible_sends if result.possible_sends is not None else (result.attempt or 1)
+        if possible >= self._max_receive_count:
             return None
         return _Copy(record, redeliver, 0, self._postponements(record), record.parked_since)
 
