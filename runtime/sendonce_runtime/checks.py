@@ -163,8 +163,9 @@ class Expiry:
         job = delivery.job
         now_ms = self._clock.now_ms()
         expires_at_ms, what = job.expires_at_ms, f"its {EXPIRES_AT_FIELD}"
-        queued_at_ms = delivery.record.first_queued_at
-        if expires_at_ms is None and self._max_age_ms is not None and queued_at_ms is not None:
+        # Only a lane with an age limit reads the record's attributes for it: every record meets this check.
+        queued_at_ms = delivery.record.first_queued_at if expires_at_ms is None and self._max_age_ms else None
+        if queued_at_ms is not None and self._max_age_ms is not None:
             expires_at_ms = queued_at_ms + self._max_age_ms
             what = f"its lane's age limit (max_job_age, {self._max_age_ms // 1000:,} s from its first queueing)"
         if expires_at_ms is None or now_ms <= expires_at_ms:
