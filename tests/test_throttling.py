@@ -299,6 +299,33 @@ def test_on_a_fifo_queue_a_send_that_may_have_gone_on_the_last_receive_waits_for
     assert fifo_pipeline.dead_letters() == []
 
 
+def test_on_a_fifo_queue_takeovers_ses_throttled_do_not_count_toward_the_bound_on_sends_that_may_have_gone(
+        aws, fifo_pipeline):
+    """SES answers a FIFO job's send with a 5xx, throttles the takeovers after each grace period, then answers the
+    send on the queue's last receive with a 5xx again: two sends may have gone, not five, so the job moves to the
+    back of its group to wait for SES's word instead of into the DLQ (``max-receives``), and goes out once when SES
+    takes it. (Found by the lifecycle test, seed 766921591.)"""
+    from ses_fault_proxy import SesFaultProxy
+
+    proxy = SesFaultProxy(aws.endpoint).start()
+    fifo_pipeline.ses_endpoint = proxy.endpoint
+    clock = FakeClock()
+    queue = FifoJobQueue(fifo_pipeline, "receipt:fifo-throttled-takeovers:u1", clock=clock, visibility_timeout_s=1,
+                         **fifo_pipeline.evidence_settings(grace_ms=60_000))
+    try:
+        proxy.script(Fault.SERVER_ERROR, *[Fault.THROTTLE] * 3, Fault.SERVER_ERROR)
+        outcomes = []
+        for _ in range(6):
+            outcomes.append(queue.deliver())
+            clock.advance(10 * 60_000)  # past the lease and the grace period, with no word from SES: a takeover
+    finally:
+        proxy.stop()
+    assert outcomes == ["ambiguous"] + ["throttled"] * 3 + ["ambiguous", "sent"]
+    assert fifo_pipeline.dead_letters() == []
+    assert [copy["MessageGroupId"] for copy in delayed_copies(queue.consumer, queue.url)] == ["ada"]
+    assert fifo_pipeline.emails_for("receipt:fifo-throttled-takeovers:u1") == 1
+
+
 def test_on_a_fifo_queue_sends_that_may_have_gone_as_often_as_it_allows_receives_dead_letter_the_job(
         aws, fifo_pipeline):
     """The bound of that wait: a job whose every send may have gone (SES answering 5xx, again after each grace
