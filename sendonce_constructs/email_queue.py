@@ -114,6 +114,15 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         past its own ``expiresAt`` is. Default: none (only a job's own ``expiresAt``).
     :param urgent_max_job_age: the urgent lane's age limit, as ``max_job_age`` (one-time codes and reset links:
         minutes), with ``urgent_lane``. Default: none (only a job's own ``expiresAt``).
+    :param provisioned_pollers: the (bulk) lane's event source in provisioned mode: ``minimum_pollers`` always
+        ready, scaling to ``maximum_pollers``, for a lower, steadier latency when a burst arrives after a quiet
+        spell. Costs money while idle: AWS bills each poller provisioned (at least ``minimum_pollers``, 2 or more on
+        SQS) every hour, as event poller units on Lambda's pricing page, whether jobs arrive or not. Default: none
+        (Lambda scales the event source's pollers with the backlog).
+    :param urgent_provisioned_pollers: the urgent lane's event source in provisioned mode, as
+        ``provisioned_pollers``: a latency floor for one-time codes and reset links after a quiet spell, billed
+        every hour as ``provisioned_pollers`` is. Default: none (Lambda scales the event source's pollers with the
+        backlog).
     :param max_receive_count: deliveries before a message moves to the DLQ; below 5 warns. Default: 5.
     :param retention_period: how long the job queue keeps a message. The DLQ keeps 14 days. Default: 4 days.
     :param max_message_size_bytes: the largest message the queue takes, in bytes (up to SQS's 1 MiB); a job may be
@@ -283,14 +292,16 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         rates = props.lane_rates
         if urgent_queues is None or rates is None:
             return Lane(name="", queues=queues, max_concurrency=props.paced_concurrency,
-                        max_send_rate=props.max_send_rate), None
+                        max_send_rate=props.max_send_rate, provisioned_pollers=props.provisioned_pollers), None
         lending = rates.lent_instance_rate is not None
         bulk = Lane(name=Priority.BULK.value, queues=queues, max_concurrency=rates.bulk_max_concurrency,
                     max_send_rate=rates.bulk_instance_rate if lending else props.max_send_rate,
-                    lent_send_rate=rates.lent_instance_rate, watched_queue=urgent_queues.queue if lending else None)
+                    lent_send_rate=rates.lent_instance_rate, watched_queue=urgent_queues.queue if lending else None,
+                    provisioned_pollers=props.provisioned_pollers)
         urgent = Lane(name=Priority.URGENT.value, queues=urgent_queues, max_concurrency=rates.urgent_max_concurrency,
                       max_send_rate=rates.urgent_instance_rate,
-                      batch_size=lane_batch_size(props.batch_size, props.function_timeout, rates.urgent_instance_rate))
+                      batch_size=lane_batch_size(props.batch_size, props.function_timeout, rates.urgent_instance_rate),
+                      provisioned_pollers=props.urgent_provisioned_pollers)
         return bulk, urgent
 
     def _build_ledger(self, props: PipelineProps) -> Ledger:
@@ -368,6 +379,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             batch_size=lane.batch_size if lane.batch_size is not None else props.batch_size,
             max_batching_window=props.max_batching_window,
             max_concurrency=lane.max_concurrency,
+            provisioned_poller_config=lane.provisioned_pollers,
             report_batch_item_failures=True,
             enabled=props.enabled,
         )

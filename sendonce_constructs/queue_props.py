@@ -36,7 +36,7 @@ from sendonce_contract.schema import DEDUPE_KEY, EXPIRES_AT_FIELD, ReasonCode
 from sendonce_contract.sqs_limits import SQS_MAX_MESSAGE_BYTES
 
 from . import derivations
-from .rules import DEFAULT_QUOTA_ALARM_PERCENT
+from .rules import DEFAULT_QUOTA_ALARM_PERCENT, MAX_SQS_MIN_POLLERS, MAX_SQS_POLLERS, MIN_SQS_POLLERS
 
 
 class _Marker:
@@ -295,6 +295,27 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             doc="the urgent lane's age limit, as ``max_job_age`` (one-time codes and reset links: minutes), with "
             "``urgent_lane``.",
             rule=f"{MIN_JOB_AGE_S} s to {MAX_JOB_AGE_S // 86_400} days, as `max_job_age`; only with `urgent_lane`",
+        )]
+    provisioned_pollers: Annotated[
+        lambda_.ProvisionedPollerConfig | None, Prop(
+            default=None,
+            default_doc="none (Lambda scales the event source's pollers with the backlog)",
+            doc="the (bulk) lane's event source in provisioned mode: ``minimum_pollers`` always ready, scaling to "
+            "``maximum_pollers``, for a lower, steadier latency when a burst arrives after a quiet spell. Costs "
+            "money while idle: AWS bills each poller provisioned (at least ``minimum_pollers``, 2 or more on SQS) "
+            "every hour, as event poller units on Lambda's pricing page, whether jobs arrive or not.",
+            rule=f"`aws_lambda.ProvisionedPollerConfig`: minimum_pollers {MIN_SQS_POLLERS} to {MAX_SQS_MIN_POLLERS}, "
+            f"maximum_pollers {MIN_SQS_POLLERS} to {MAX_SQS_POLLERS}, minimum at most maximum; not with "
+            "`max_concurrency` (so not with `send_rate`): Lambda takes one or the other",
+        )]
+    urgent_provisioned_pollers: Annotated[
+        lambda_.ProvisionedPollerConfig | None, Prop(
+            default=None,
+            default_doc="none (Lambda scales the event source's pollers with the backlog)",
+            doc="the urgent lane's event source in provisioned mode, as ``provisioned_pollers``: a latency floor "
+            "for one-time codes and reset links after a quiet spell, billed every hour as ``provisioned_pollers`` "
+            "is.",
+            rule="as `provisioned_pollers`; only with `urgent_lane`",
         )]
     max_receive_count: Annotated[
         int | None, Prop(

@@ -10,12 +10,22 @@ from typing import Any, TypeVar, cast
 
 from aws_cdk import Duration, Stack, Token
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 
 from sendonce_contract.sqs_limits import SQS_DEFAULT_MESSAGE_BYTES, SQS_DEFAULT_RETENTION_S
 
-from .unresolved import UNRESOLVED, BucketFacts, LifecycleRuleFacts, QueueFacts, TableFacts, Unresolved, is_known
+from .unresolved import (
+    UNRESOLVED,
+    BucketFacts,
+    LifecycleRuleFacts,
+    PollerFacts,
+    QueueFacts,
+    TableFacts,
+    Unresolved,
+    is_known,
+)
 
 Read = TypeVar("Read", str, float)
 
@@ -91,6 +101,15 @@ def _queue(given: object) -> QueueFacts:
     queue = cast(sqs.IQueue, given)
     return QueueFacts(fifo=_fifo_of(queue), retention_s=_retention_of(queue),
                       max_message_bytes=_max_message_bytes_of(queue))
+
+
+def _pollers(given: object) -> PollerFacts:
+    config = cast(lambda_.ProvisionedPollerConfig, given)
+    return PollerFacts(minimum=_count(config.minimum_pollers), maximum=_count(config.maximum_pollers))
+
+
+def _count(value: float | None) -> float | Unresolved | None:
+    return None if value is None else (UNRESOLVED if Token.is_unresolved(value) else value)
 
 
 def _max_message_bytes_of(queue: sqs.IQueue) -> float | Unresolved:
@@ -202,4 +221,6 @@ _READERS: dict[str, Callable[[object], object]] = {
     "existing_table": _table,
     "dead_letter_queue": _queue,
     "attachments_bucket": _attachments_bucket,
+    "provisioned_pollers": _pollers,
+    "urgent_provisioned_pollers": _pollers,
 }

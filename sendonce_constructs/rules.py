@@ -57,6 +57,7 @@ from .unresolved import (
     BucketFacts,
     LifecycleRuleFacts,
     Number,
+    PollerFacts,
     QueueFacts,
     SynthPython,
     TableFacts,
@@ -72,6 +73,10 @@ FIFO_MAX_BATCH = 10
 UNBATCHED_MAX_BATCH = 10
 MIN_MAX_CONCURRENCY = 2
 MAX_MAX_CONCURRENCY = 1000
+# Provisioned mode on an SQS event source (Lambda's ProvisionedPollerConfig, SQS's ranges): always-on pollers.
+MIN_SQS_POLLERS = 2
+MAX_SQS_MIN_POLLERS = 200
+MAX_SQS_POLLERS = 2000
 RECOMMENDED_MAX_RECEIVE_COUNT = 5
 # One invocation's request, as Lambda refuses a larger one ("Request must be smaller than 6291456 bytes"): the
 # event an SQS event source builds from one batch must fit it.
@@ -762,3 +767,38 @@ def check_max_job_age(max_job_age: Number, urgent_max_job_age: Number, urgent_la
     if urgent_max_job_age is not None and not urgent_lane:
         _fail("urgent_max_job_age was given without urgent_lane: it is the urgent lane's age limit; set "
               "urgent_lane=True, or give max_job_age for the pipeline's one lane")
+
+
+@rule("InvalidProvisionedPollers")
+def check_provisioned_pollers(provisioned_pollers: PollerFacts | None, urgent_provisioned_pollers: PollerFacts | None,
+                              max_concurrency: Number, urgent_lane: bool) -> None:
+    """A lane's provisioned pollers: within SQS's ranges, never beside a maximum concurrency (Lambda takes one or
+    the other on an event source, and a paced lane needs its cap); the urgent lane's need its lane."""
+    for name, pollers in (("provisioned_pollers", provisioned_pollers),
+                          ("urgent_provisioned_pollers", urgent_provisioned_pollers)):
+        if pollers is None:
+            continue
+        low, high = pollers.minimum, pollers.maximum
+        if is_known(low) and low is not None and not MIN_SQS_POLLERS <= low <= MAX_SQS_MIN_POLLERS:
+            _fail(f"{name}'s minimum_pollers ({low:g}) must be between {MIN_SQS_POLLERS} and {MAX_SQS_MIN_POLLERS} "
+                  "(SQS's range for provisioned mode; each is billed every hour it is provisioned); for example "
+                  f"ProvisionedPollerConfig(minimum_pollers={MIN_SQS_POLLERS})")
+        if is_known(high) and high is not None and not MIN_SQS_POLLERS <= high <= MAX_SQS_POLLERS:
+            _fail(f"{name}'s maximum_pollers ({high:g}) must be between {MIN_SQS_POLLERS} and {MAX_SQS_POLLERS} "
+                  "(SQS's range for provisioned mode); for example ProvisionedPollerConfig(minimum_pollers=2, "
+                  "maximum_pollers=20)")
+        if is_known(low) and is_known(high) and low is not None and high is not None and low > high:
+            _fail(f"{name}'s minimum_pollers ({low:g}) is above its maximum_pollers ({high:g}): the lane would keep "
+                  "more pollers than it may scale to; lower minimum_pollers or raise maximum_pollers")
+        if max_concurrency is not None:
+            _fail(f"{name} was given with max_concurrency ({_number_text(max_concurrency)}): Lambda takes provisioned "
+                  "pollers or a maximum concurrency on an event source, not both, and a lane paced by send_rate "
+                  "needs its cap; leave max_concurrency (and send_rate) unset for a lane with provisioned pollers, "
+                  f"or drop {name}")
+    if urgent_provisioned_pollers is not None and not urgent_lane:
+        _fail("urgent_provisioned_pollers was given without urgent_lane: it is the urgent lane's pollers; set "
+              "urgent_lane=True, or give provisioned_pollers for the pipeline's one lane")
+
+
+def _number_text(value: Number) -> str:
+    return "a token" if not is_known(value) else f"{value:g}"

@@ -54,6 +54,15 @@ class QueueFacts:
 
 
 @dataclass(frozen=True)
+class PollerFacts:
+    """What a rule sees of a lane's ``ProvisionedPollerConfig``: its pollers' bounds, None when not given (Lambda's
+    defaults), UNRESOLVED when a token."""
+
+    minimum: float | Unresolved | None
+    maximum: float | Unresolved | None
+
+
+@dataclass(frozen=True)
 class LifecycleRuleFacts:
     """One enabled lifecycle rule of an ``attachments_bucket`` given that can reach the attachments (its filter, if
     any, names no prefix or tag, which the attachments' keys are not promised to match or avoid): when it expires

@@ -7,6 +7,7 @@ import re
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
 from construct_support import build, make_stack
 
 from sendonce_constructs import SendOnceConfigurationError
@@ -123,3 +124,51 @@ def test_an_urgent_lane_without_a_send_rate_is_a_queue_of_its_own_unpaced():
     assert Env.MAX_SEND_RATE not in lanes[Priority.BULK.value] and Env.LENT_SEND_RATE not in lanes[
         Priority.BULK.value]
     assert pipeline.urgent_queue is not None
+
+
+def event_sources_by_queue(template: cdk.assertions.Template) -> dict[str, dict]:
+    found = template.find_resources("AWS::Lambda::EventSourceMapping")
+    return {source["Properties"]["EventSourceArn"]["Fn::GetAtt"][0]: source["Properties"]
+            for source in found.values() if "Fn::GetAtt" in source["Properties"]["EventSourceArn"]}
+
+
+def test_a_lane_asks_for_provisioned_pollers_on_its_own_event_source():
+    """The urgent lane's latency floor: its event source in provisioned mode with the pollers asked for, no cap on
+    its concurrency (Lambda takes one or the other); bulk's stays in Lambda's standard mode."""
+    pipeline, template = build(urgent_lane=True, urgent_provisioned_pollers=lambda_.ProvisionedPollerConfig(
+        minimum_pollers=2, maximum_pollers=20))
+    sources = event_sources_by_queue(template)
+    urgent = sources[cdk.Stack.of(pipeline).get_logical_id(pipeline.urgent_queue.node.default_child)]
+    bulk = sources[cdk.Stack.of(pipeline).get_logical_id(pipeline.queue.node.default_child)]
+    assert urgent["ProvisionedPollerConfig"] == {"MinimumPollers": 2, "MaximumPollers": 20}
+    assert "ScalingConfig" not in urgent
+    assert "ProvisionedPollerConfig" not in bulk
+
+
+def test_the_one_lane_takes_provisioned_pollers_too():
+    pipeline, template = build(provisioned_pollers=lambda_.ProvisionedPollerConfig(minimum_pollers=3))
+    source = event_sources_by_queue(template)[cdk.Stack.of(pipeline).get_logical_id(pipeline.queue.node.default_child)]
+    assert source["ProvisionedPollerConfig"] == {"MinimumPollers": 3} and "ScalingConfig" not in source
+
+
+@pytest.mark.parametrize(("props", "message"), [
+    ({"provisioned_pollers": lambda_.ProvisionedPollerConfig(minimum_pollers=1)},
+     "provisioned_pollers's minimum_pollers (1) must be between 2 and 200 (SQS's range for provisioned mode"),
+    ({"provisioned_pollers": lambda_.ProvisionedPollerConfig(maximum_pollers=5000)},
+     "provisioned_pollers's maximum_pollers (5000) must be between 2 and 2000"),
+    ({"provisioned_pollers": lambda_.ProvisionedPollerConfig(minimum_pollers=10, maximum_pollers=4)},
+     "provisioned_pollers's minimum_pollers (10) is above its maximum_pollers (4)"),
+    ({**LANES, "urgent_provisioned_pollers": lambda_.ProvisionedPollerConfig(minimum_pollers=2)},
+     "urgent_provisioned_pollers was given with max_concurrency (5): Lambda takes provisioned pollers or a "
+     "maximum concurrency on an event source, not both, and a lane paced by send_rate needs its cap; leave "
+     "max_concurrency (and send_rate) unset for a lane with provisioned pollers, or drop urgent_provisioned_pollers"),
+    ({"urgent_provisioned_pollers": lambda_.ProvisionedPollerConfig(minimum_pollers=2)},
+     "urgent_provisioned_pollers was given without urgent_lane: it is the urgent lane's pollers; set "
+     "urgent_lane=True, or give provisioned_pollers for the pipeline's one lane"),
+    ({"provisioned_pollers": {"minimum_pollers": 2}},
+     "provisioned_pollers ({'minimum_pollers': 2}, a dict) must be an aws_lambda.ProvisionedPollerConfig"),
+], ids=["one poller", "maximum past SQS's", "minimum above maximum", "beside a paced lane's cap",
+        "urgent without its lane", "a dict"])
+def test_provisioned_pollers_that_cannot_hold_fail_synth_naming_the_prop_value_rule_and_fix(props, message):
+    with pytest.raises(SendOnceConfigurationError, match=re.escape(message)):
+        build(**props)

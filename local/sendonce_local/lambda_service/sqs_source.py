@@ -15,6 +15,8 @@ its instance's invocation before receiving again; AWS starts five pollers and sc
 with a maximum concurrency it does not invoke past it (messages it cannot invoke wait in the queue). Its pollers
 wait 1 s a receive where AWS's long-poll 20 s, so a runner stops within a second: their empty receives are counted
 apart (``RunnerStats.empty_receives``). A batch is what one receive returns (at most 10); no batching window.
+A mapping in provisioned mode (``ProvisionedPollerConfig``) is played as standard mode: these pollers are always
+up anyway, and how fast AWS adds more is not played.
 """
 
 from __future__ import annotations
