@@ -110,7 +110,7 @@ from sendonce_runtime.event_recorder import EventLog, EventRecorder, RecorderSet
 from sendonce_runtime.handler import Consumer
 from sendonce_runtime.outbox_relay import relay as relay_stream_records
 from sendonce_runtime.outcome_log import OutcomeLog
-from sendonce_runtime.redelivery import parked_margin_s
+from sendonce_runtime.redelivery import FIFO_RECEIVES_KEPT_FOR_FAILURES, parked_margin_s
 from sendonce_runtime.settings import Settings
 
 RESEND, NEVER = DeliveryPolicy.RESEND_WITHOUT_EVIDENCE, DeliveryPolicy.NEVER_RESEND
@@ -183,6 +183,10 @@ SPENDS_A_RECEIVE = frozenset({"killed", "ambiguous", "awaiting_evidence", "deadl
                               "internal_error", "contended", "dead_letter_failed", "group_blocked",
                               "attachment_read_failed"})
 FIFO_SPENDS_A_RECEIVE = SPENDS_A_RECEIVE | {"in_flight_elsewhere", "ses_stopped", "quota_exhausted", "paced"}
+# What a FIFO job waits out (by its visibility, or at its group's back once it keeps only the receives it keeps for
+# failures): none of these on its last receives lets SQS move it to the DLQ.
+FIFO_WAITS = frozenset({"throttled", "in_flight_elsewhere", "ses_stopped", "quota_exhausted", "paced", "ambiguous",
+                        "awaiting_evidence"})
 PARKED = frozenset({"ses_stopped", "quota_exhausted"})
 MAY_HAVE_SENT = frozenset({"ambiguous", "sent_unrecorded"})
 _runs = itertools.count(1)
@@ -732,17 +736,26 @@ class World:
                 self.fail(f"{self.names.get(dead.key or '', dead.key)} dead-lettered with {dead.reason_code} "
                           f"({dead.reason}): {why}")
 
+    def _possible_sends(self, key: str | None) -> int:
+        """The key's sends that may have gone, as its record counts them (claims less those SES refused)."""
+        record = self.ledger().get(key or "")
+        return 0 if record is None else record.attempts - record.refused_sends
+
     def _why_not_allowed(self, code: str, key: str | None, source_message_id: str | None, at_ms: int) -> str:
         """Why a dead letter breaks the guarantees ('' when they allow it)."""
         source = self.queue.messages.get(source_message_id or "")
         outcomes = source.outcomes if source is not None else []
         spent = [o for o in outcomes if o in (FIFO_SPENDS_A_RECEIVE if self.fifo else SPENDS_A_RECEIVE)]
         if code == ReasonCode.MAX_RECEIVES.value:
-            if len(spent) >= MAX_RECEIVE_COUNT - 1:
+            if len(spent) >= MAX_RECEIVE_COUNT - 1 or (self.fifo and self._possible_sends(key) >= MAX_RECEIVE_COUNT):
                 return ""
             return f"its receives went on what never spends one: {outcomes}"
         if code == ReasonCode.REDRIVEN_BY_SQS.value:
-            if len(spent) >= MAX_RECEIVE_COUNT:
+            if self.fifo:  # its last receives, kept for failures, all failed
+                last = outcomes[-FIFO_RECEIVES_KEPT_FOR_FAILURES:]
+                if len(outcomes) >= MAX_RECEIVE_COUNT and not FIFO_WAITS.intersection(last):
+                    return ""
+            elif len(spent) >= MAX_RECEIVE_COUNT:
                 return ""
             return f"SQS moved it, its receives having gone on {outcomes}"
         if code == ReasonCode.SES_PAUSED.value:

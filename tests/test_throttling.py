@@ -248,8 +248,9 @@ class FifoJobQueue:
 
 def test_on_a_fifo_queue_a_long_throttle_backs_off_and_never_dead_letters_the_job(aws, fifo_pipeline):
     """SES throttles a FIFO job through more receives than its queue allows: each wait grows (2 s toward 15
-    minutes, by its receives, as a standard queue's copies do), and on the last receive the job moves to the back of
-    its message group instead of into the DLQ; it is sent once when SES takes it."""
+    minutes, by its receives, as a standard queue's copies do), and once a wait by its visibility would leave it
+    fewer receives than it keeps for failures, the job moves to the back of its message group instead (a fresh
+    message), never into the DLQ; it is sent once when SES takes it."""
     from ses_fault_proxy import SesFaultProxy
 
     throttles = 9
@@ -258,26 +259,28 @@ def test_on_a_fifo_queue_a_long_throttle_backs_off_and_never_dead_letters_the_jo
     queue = FifoJobQueue(fifo_pipeline, "receipt:fifo-long:u1")
     try:
         proxy.script(*[Fault.THROTTLE] * throttles)
-        for _ in range(throttles + 1):
-            queue.deliver()
+        outcomes = [queue.deliver() for _ in range(throttles + 1)]
     finally:
         proxy.stop()
+    assert outcomes == ["throttled"] * throttles + ["sent"]
     assert fifo_pipeline.emails_for("receipt:fifo-long:u1") == 1
     assert fifo_pipeline.dead_letters() == []
-    # Four waits by visibility, growing; then the fifth receive's wait moved it to the back of its group, where its
-    # waits go on growing from there.
+    # Each message waits by its visibility on its first receives (5 allowed, 3 kept for failures: 2), then its
+    # third receive's wait moves it to the back of its group; its waits go on growing from there.
     waits = queue.waits
-    assert all(later >= earlier / 2 for earlier, later in itertools.pairwise(waits))
-    assert max(waits[:4]) >= 8 and max(waits) >= 60
-    [requeued] = delayed_copies(queue.consumer, queue.url)
-    assert requeued["MessageGroupId"] == "ada" and "DelaySeconds" not in requeued
+    assert len(waits) == 6 and all(later >= earlier / 2 for earlier, later in itertools.pairwise(waits))
+    assert max(waits) >= 60
+    requeued = delayed_copies(queue.consumer, queue.url)
+    assert len(requeued) == 3
+    assert all(copy["MessageGroupId"] == "ada" and "DelaySeconds" not in copy for copy in requeued)
 
 
-def test_on_a_fifo_queue_a_send_that_may_have_gone_on_the_last_receive_waits_for_ses_at_the_back_of_its_group(
+def test_on_a_fifo_queue_a_send_that_may_have_gone_on_a_receive_kept_for_failures_waits_at_the_back_of_its_group(
         aws, fifo_pipeline):
-    """Throttles spent a FIFO job's first four receives, then SES answers its send with a 5xx on the last receive:
-    the send may have gone, which is a wait for SES's word (its grace period), not a poison message, so the job
-    moves to the back of its group instead of into the DLQ, and goes out once."""
+    """Throttles spent a FIFO job's first two receives, then SES answers its send with a 5xx on the third: the send
+    may have gone, which is a wait for SES's word (its grace period), not a poison message; waiting by its
+    visibility would leave it fewer receives than it keeps for a killed worker, so the job moves to the back of
+    its group, and goes out once."""
     from ses_fault_proxy import SesFaultProxy
 
     proxy = SesFaultProxy(aws.endpoint).start()
@@ -286,8 +289,8 @@ def test_on_a_fifo_queue_a_send_that_may_have_gone_on_the_last_receive_waits_for
     queue = FifoJobQueue(fifo_pipeline, "receipt:fifo-ambiguous:u1", clock=clock,
                          **fifo_pipeline.evidence_settings(grace_ms=60_000))
     try:
-        proxy.script(*[Fault.THROTTLE] * 4, Fault.SERVER_ERROR)
-        assert [queue.deliver() for _ in range(5)] == ["throttled"] * 4 + ["ambiguous"]
+        proxy.script(*[Fault.THROTTLE] * 2, Fault.SERVER_ERROR)
+        assert [queue.deliver() for _ in range(3)] == ["throttled"] * 2 + ["ambiguous"]
         assert fifo_pipeline.dead_letters() == []
         [requeued] = delayed_copies(queue.consumer, queue.url)
         assert requeued["MessageGroupId"] == "ada"
@@ -299,12 +302,37 @@ def test_on_a_fifo_queue_a_send_that_may_have_gone_on_the_last_receive_waits_for
     assert fifo_pipeline.dead_letters() == []
 
 
+def test_on_a_fifo_queue_a_worker_killed_on_its_last_receives_after_waits_never_dead_letters_the_job(
+        aws, fifo_pipeline):
+    """SES throttles a FIFO job on its first three receives, then four workers in a row are killed at their
+    deadline: the third wait moved the job to a fresh message at its group's back (it keeps three receives for
+    failures), so the kills spend the fresh message's receives, not the waited one's last two, and SQS moves
+    nothing to the DLQ; the fifth worker sends it."""
+    from ses_fault_proxy import SesFaultProxy
+
+    proxy = SesFaultProxy(aws.endpoint).start()
+    fifo_pipeline.ses_endpoint = proxy.endpoint
+    queue = FifoJobQueue(fifo_pipeline, "receipt:fifo-killed:u1", visibility_timeout_s=1)
+    try:
+        proxy.script(*[Fault.THROTTLE] * 3)
+        assert [queue.deliver() for _ in range(3)] == ["throttled"] * 3
+        for _ in range(4):  # a worker killed at its deadline: nothing acknowledged, back after its visibility
+            [message] = queue.sqs.receive_message(QueueUrl=queue.url, WaitTimeSeconds=5)["Messages"]
+            queue.sqs.change_message_visibility(QueueUrl=queue.url, ReceiptHandle=message["ReceiptHandle"],
+                                                VisibilityTimeout=0)
+        assert queue.deliver() == "sent"
+    finally:
+        proxy.stop()
+    assert fifo_pipeline.emails_for("receipt:fifo-killed:u1") == 1
+    assert fifo_pipeline.dead_letters() == []
+
+
 def test_on_a_fifo_queue_takeovers_ses_throttled_do_not_count_toward_the_bound_on_sends_that_may_have_gone(
         aws, fifo_pipeline):
-    """SES answers a FIFO job's send with a 5xx, throttles the takeovers after each grace period, then answers the
-    send on the queue's last receive with a 5xx again: two sends may have gone, not five, so the job moves to the
-    back of its group to wait for SES's word instead of into the DLQ (``max-receives``), and goes out once when SES
-    takes it. (Found by the lifecycle test, seed 766921591.)"""
+    """SES answers a FIFO job's send with a 5xx, throttles the takeovers after each grace period four times, then
+    answers 5xx three times more: five of its sends were refused for certain, so four may have gone, fewer than
+    its queue's receives, and the job waits for SES's word (at the back of its group) instead of going to the DLQ
+    (``max-receives``), and goes out once when SES takes it. (Found by the lifecycle test, seed 766921591.)"""
     from ses_fault_proxy import SesFaultProxy
 
     proxy = SesFaultProxy(aws.endpoint).start()
@@ -313,23 +341,24 @@ def test_on_a_fifo_queue_takeovers_ses_throttled_do_not_count_toward_the_bound_o
     queue = FifoJobQueue(fifo_pipeline, "receipt:fifo-throttled-takeovers:u1", clock=clock, visibility_timeout_s=1,
                          **fifo_pipeline.evidence_settings(grace_ms=60_000))
     try:
-        proxy.script(Fault.SERVER_ERROR, *[Fault.THROTTLE] * 3, Fault.SERVER_ERROR)
+        proxy.script(Fault.SERVER_ERROR, *[Fault.THROTTLE] * 4, *[Fault.SERVER_ERROR] * 3)
         outcomes = []
-        for _ in range(6):
+        for _ in range(9):
             outcomes.append(queue.deliver())
             clock.advance(10 * 60_000)  # past the lease and the grace period, with no word from SES: a takeover
     finally:
         proxy.stop()
-    assert outcomes == ["ambiguous"] + ["throttled"] * 3 + ["ambiguous", "sent"]
+    assert outcomes == ["ambiguous"] + ["throttled"] * 4 + ["ambiguous"] * 3 + ["sent"]
     assert fifo_pipeline.dead_letters() == []
-    assert [copy["MessageGroupId"] for copy in delayed_copies(queue.consumer, queue.url)] == ["ada"]
+    assert {copy["MessageGroupId"] for copy in delayed_copies(queue.consumer, queue.url)} == {"ada"}
     assert fifo_pipeline.emails_for("receipt:fifo-throttled-takeovers:u1") == 1
 
 
 def test_on_a_fifo_queue_sends_that_may_have_gone_as_often_as_it_allows_receives_dead_letter_the_job(
         aws, fifo_pipeline):
     """The bound of that wait: a job whose every send may have gone (SES answering 5xx, again after each grace
-    period) is dead-lettered (``max-receives``) once they number its queue's receives, never looped for ever."""
+    period) is dead-lettered (``max-receives``) once they number its queue's receives, across the messages it
+    moved to, never looped for ever."""
     from ses_fault_proxy import SesFaultProxy
 
     proxy = SesFaultProxy(aws.endpoint).start()
@@ -349,4 +378,5 @@ def test_on_a_fifo_queue_sends_that_may_have_gone_as_often_as_it_allows_receives
     assert outcomes == ["ambiguous"] * 4 + ["receives_exhausted"]
     [dead] = fifo_pipeline.dead_letters()
     assert dead["MessageAttributes"][DeadLetter.REASON_CODE]["StringValue"] == "max-receives"
-    assert delayed_copies(queue.consumer, queue.url) == []
+    assert "5 sends that may have gone" in dead["MessageAttributes"][DeadLetter.REASON]["StringValue"]
+    assert len(delayed_copies(queue.consumer, queue.url)) == 1  # its third receive's wait, at its group's back

@@ -6,8 +6,8 @@ reason, never silently, when that budget is spent.
 - Throttled by SES: on a standard queue a copy of the job is sent with a short, jittered, growing delay and the
   original acknowledged, so throttling never pushes a job toward the DLQ (the copy starts with a fresh receive
   count; the ledger makes a duplicate copy harmless). On a FIFO queue, where a copy would lose its place in the
-  group, the message becomes visible again after the same delay, growing with each receive; on the last receive
-  the queue allows, it moves to the back of its group as a copy instead of into the DLQ.
+  group, the message becomes visible again after the same delay, growing with each receive, while that leaves
+  it the receives it keeps for a worker killed or failing; then it moves to the back of its group as a copy.
 - No send slot left in this invocation (the pipeline's own pacing): the same, after one to three seconds, without
   growing: the job was not refused, it only waits its turn.
 - Another worker holds the key (a copy of the job in flight elsewhere): the same, after a few seconds (at most until
@@ -85,6 +85,10 @@ COPY_CALLS = 2
 # A batch's parked copies, per batch SQS takes whole: the holds, the copies, the holds of copies whose answer was lost.
 PARK_CALLS = 3
 CALLS_AFTER_PARKING = 1  # a topped-up batch's delete of what it took (``top_up``)
+# On a FIFO queue every wait spends a receive, and a worker killed on the receives left would let SQS move the job
+# to its DLQ: a job waits by its visibility only while this many receives stay after the wait, then moves to the
+# back of its group (a fresh message) instead. So SQS moves a FIFO job only after its last three receives failed.
+FIFO_RECEIVES_KEPT_FOR_FAILURES = 3
 
 
 # The records of a batch that come back by their visibility, and their waits in seconds, set together.
@@ -211,13 +215,20 @@ class Redelivery:
         result = redeliver.result
         retry_after_s = redeliver.retry_after_s if redeliver.retry_after_s is not None else (
             copy.delay_s if copy is not None else None)
-        if self._max_receive_count is not None and record.receive_count >= self._max_receive_count:
+        last = self._max_receive_count is not None and record.receive_count >= self._max_receive_count
+        possible = self._possible_sends(redeliver)
+        if self._fifo and possible is not None and self._max_receive_count is not None and (
+                possible >= self._max_receive_count):  # the bound on a FIFO job's sends that may have gone
+            return self._give_up(record, result, f"{possible} sends that may have gone, as many as the queue's "
+                                                 "max_receive_count")
+        if last or self._keeps_receives_for_failures(record):
             waiting = copy or self._waits_for_ses_word(record, redeliver)
             if waiting is not None and self._fifo:  # a wait, not a failure: never the DLQ for it
                 requeued = self._requeue_at_group_tail(waiting)
                 if requeued is not None:
                     return requeued
-            return self._give_up(record, result)
+            if last:
+                return self._give_up(record, result)
         if retry_after_s is None:
             return result
         if later is not None:
@@ -227,18 +238,31 @@ class Redelivery:
             self._change_visibility(record, retry_after_s)
         return result
 
+    def _keeps_receives_for_failures(self, record: SqsRecord) -> bool:
+        """Whether a FIFO job's wait by its visibility would leave it fewer receives than
+        ``FIFO_RECEIVES_KEPT_FOR_FAILURES`` for a worker killed or failing: then it waits at its group's back. Its
+        first receive always waits by its visibility, so its waits keep a backoff on a queue with few receives."""
+        if not self._fifo or self._max_receive_count is None:
+            return False
+        kept = min(FIFO_RECEIVES_KEPT_FOR_FAILURES, self._max_receive_count - 1)
+        return self._max_receive_count - record.receive_count < kept
+
     def _waits_for_ses_word(self, record: SqsRecord, redeliver: Redeliver) -> _Copy | None:
         """On a FIFO queue, where every wait spends a receive, a send SES may have accepted waits for SES's events
         like any other wait, until its sends that may have gone number the queue's max_receive_count (a standard
         queue's bound on them): then the DLQ, never an endless loop of sends whose answers are lost. Attempts SES
         refused for certain (throttled) sent nothing and do not count."""
+        possible = self._possible_sends(redeliver)
+        if possible is None or self._max_receive_count is None or possible >= self._max_receive_count:
+            return None
+        return _Copy(record, redeliver, 0, self._postponements(record), record.parked_since)
+
+    def _possible_sends(self, redeliver: Redeliver) -> int | None:
+        """A send SES may have accepted: how many of the key's sends may have gone (None: not such a send)."""
         result = redeliver.result
         if result.outcome not in (Outcome.AMBIGUOUS, Outcome.AWAITING_EVIDENCE) or self._max_receive_count is None:
             return None
-        possible = result.possible_sends if result.possible_sends is not None else (result.attempt or 1)
-        if possible >= self._max_receive_count:
-            return None
-        return _Copy(record, redeliver, 0, self._postponements(record), record.parked_since)
+        return result.possible_sends if result.possible_sends is not None else (result.attempt or 1)
 
     def set_visibilities(self, later: Visibilities, deadline: Deadline | None = None) -> None:
         """The batch's records that come back by their visibility, each set to its wait: one request per ten, as
@@ -429,7 +453,8 @@ class Redelivery:
         return request
 
     def _requeue_at_group_tail(self, copy: _Copy) -> RecordResult | None:
-        """A FIFO job that waited through the receives its queue allows, sent again at the back of its message group
+        """A FIFO job that waited through the receives its queue allows it to wait (all but the ones kept for
+        failures, ``FIFO_RECEIVES_KEPT_FOR_FAILURES``), sent again at the back of its message group
         (FIFO takes no per-message delay; its deduplication id makes a second try of this copy a no-op): its group's
         later jobs go first, and it never reaches the DLQ for waiting. None if SQS surely did not take it."""
         request = self._copy_request(copy.record, 0, copy.postponements, copy.redeliver.unsent_claim,
@@ -448,9 +473,9 @@ class Redelivery:
         return call(self._client.change_message_visibility, QueueUrl=self._queue_url,
                     ReceiptHandle=record.receipt_handle, VisibilityTimeout=_visibility_s(seconds))
 
-    def _give_up(self, record: SqsRecord, result: RecordResult) -> RecordResult:
-        reason = (f"received {record.receive_count} times, the queue's max_receive_count; the last attempt was "
-                  f"{result.outcome.value}: {result.reason or 'no reason given'}")
+    def _give_up(self, record: SqsRecord, result: RecordResult, why: str | None = None) -> RecordResult:
+        why = why or f"received {record.receive_count} times, the queue's max_receive_count"
+        reason = f"{why}; the last attempt was {result.outcome.value}: {result.reason or 'no reason given'}"
         code = DEAD_LETTER_REASONS[Outcome.RECEIVES_EXHAUSTED]
         if self._dead_letters.send(record, code, reason, result.dedupe_key):
             return result._replace(outcome=Outcome.RECEIVES_EXHAUSTED, reason=reason)
