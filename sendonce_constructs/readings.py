@@ -105,11 +105,7 @@ def _queue(given: object) -> QueueFacts:
 
 def _pollers(given: object) -> PollerFacts:
     config = cast(lambda_.ProvisionedPollerConfig, given)
-    return PollerFacts(minimum=_count(config.minimum_pollers), maximum=_count(config.maximum_pollers))
-
-
-def _count(value: float | None) -> float | Unresolved | None:
-    return None if value is None else (UNRESOLVED if Token.is_unresolved(value) else value)
+    return PollerFacts(minimum=read(config.minimum_pollers), maximum=read(config.maximum_pollers))
 
 
 def _max_message_bytes_of(queue: sqs.IQueue) -> float | Unresolved:

@@ -50,6 +50,16 @@ def fifo_pipeline(aws: LocalAws, monkeypatch: pytest.MonkeyPatch) -> Pipeline:
 @pytest.fixture
 def ses_faults(aws: LocalAws, pipeline: Pipeline) -> Iterator[SesFaultProxy]:
     """SES behind a proxy that can be told to throttle, refuse, fail or hang; the pipeline sends through it."""
+    yield from _ses_behind_a_proxy(aws, pipeline)
+
+
+@pytest.fixture
+def fifo_ses_faults(aws: LocalAws, fifo_pipeline: Pipeline) -> Iterator[SesFaultProxy]:
+    """As ``ses_faults``, for the FIFO pipeline."""
+    yield from _ses_behind_a_proxy(aws, fifo_pipeline)
+
+
+def _ses_behind_a_proxy(aws: LocalAws, pipeline: Pipeline) -> Iterator[SesFaultProxy]:
     proxy = SesFaultProxy(aws.endpoint).start()
     pipeline.ses_endpoint = proxy.endpoint
     try:
@@ -64,6 +74,8 @@ def ses_faults(aws: LocalAws, pipeline: Pipeline) -> Iterator[SesFaultProxy]:
 def at_both_parallelisms(request: pytest.FixtureRequest, pipeline: Pipeline) -> None:
     """Runs a test with a batch's records handled in turn and ten at once (``pytestmark = usefixtures(...)``)."""
     pipeline.parallelism = request.param
+
+
 @pytest.fixture
 def jobs(aws: LocalAws) -> Jobs:
     """The job queue, received from as Lambda's event source does (with receipt handles)."""

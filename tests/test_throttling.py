@@ -98,24 +98,17 @@ def test_an_exhausted_daily_quota_parks_the_job_for_fifteen_minutes_visibly(pipe
     assert pipeline.dead_letters() == []
 
 
-def test_on_a_fifo_queue_a_throttled_job_keeps_its_place_and_comes_back_sooner(aws, fifo_pipeline):
-    from ses_fault_proxy import SesFaultProxy
-
-    proxy = SesFaultProxy(aws.endpoint).start()
-    fifo_pipeline.ses_endpoint = proxy.endpoint
-    try:
-        proxy.script(Fault.THROTTLE)
-        sqs = boto3.client("sqs")
-        jobs = sqs.create_queue(QueueName="jobs.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
-        sqs.send_message(QueueUrl=jobs, MessageBody=json.dumps(job("receipt:f1:u1")), MessageGroupId="ada",
-                         MessageDeduplicationId="1")
-        [message] = sqs.receive_message(QueueUrl=jobs, VisibilityTimeout=180)["Messages"]
-        record = sqs_record(message["Body"], group="ada")
-        record["receiptHandle"] = message["ReceiptHandle"]
-        consumer = watch_sends(fifo_pipeline.consumer(queue_url=jobs, max_receive_count=5, fifo=True))
-        response = consumer.handle(event(record), FakeContext(FakeClock()))
-    finally:
-        proxy.stop()
+def test_on_a_fifo_queue_a_throttled_job_keeps_its_place_and_comes_back_sooner(fifo_pipeline, fifo_ses_faults):
+    fifo_ses_faults.script(Fault.THROTTLE)
+    sqs = boto3.client("sqs")
+    jobs = sqs.create_queue(QueueName="jobs.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    sqs.send_message(QueueUrl=jobs, MessageBody=json.dumps(job("receipt:f1:u1")), MessageGroupId="ada",
+                     MessageDeduplicationId="1")
+    [message] = sqs.receive_message(QueueUrl=jobs, VisibilityTimeout=180)["Messages"]
+    record = sqs_record(message["Body"], group="ada")
+    record["receiptHandle"] = message["ReceiptHandle"]
+    consumer = watch_sends(fifo_pipeline.consumer(queue_url=jobs, max_receive_count=5, fifo=True))
+    response = consumer.handle(event(record), FakeContext(FakeClock()))
     assert failed_ids(response) == {record["messageId"]}  # no copy: it would lose its place in the group
     assert delayed_copies(consumer, jobs) == []
     # It becomes visible again after the short delay, not after 180 s: moto answers a receive within seconds.
@@ -246,22 +239,15 @@ class FifoJobQueue:
         return str(line["outcome"])
 
 
-def test_on_a_fifo_queue_a_long_throttle_backs_off_and_never_dead_letters_the_job(aws, fifo_pipeline):
+def test_on_a_fifo_queue_a_long_throttle_backs_off_and_never_dead_letters_the_job(fifo_pipeline, fifo_ses_faults):
     """SES throttles a FIFO job through more receives than its queue allows: each wait grows (2 s toward 15
     minutes, by its receives, as a standard queue's copies do), and once a wait by its visibility would leave it
     fewer receives than it keeps for failures, the job moves to the back of its message group instead (a fresh
     message), never into the DLQ; it is sent once when SES takes it."""
-    from ses_fault_proxy import SesFaultProxy
-
     throttles = 9
-    proxy = SesFaultProxy(aws.endpoint).start()
-    fifo_pipeline.ses_endpoint = proxy.endpoint
     queue = FifoJobQueue(fifo_pipeline, "receipt:fifo-long:u1")
-    try:
-        proxy.script(*[Fault.THROTTLE] * throttles)
-        outcomes = [queue.deliver() for _ in range(throttles + 1)]
-    finally:
-        proxy.stop()
+    fifo_ses_faults.script(*[Fault.THROTTLE] * throttles)
+    outcomes = [queue.deliver() for _ in range(throttles + 1)]
     assert outcomes == ["throttled"] * throttles + ["sent"]
     assert fifo_pipeline.emails_for("receipt:fifo-long:u1") == 1
     assert fifo_pipeline.dead_letters() == []
@@ -276,78 +262,57 @@ def test_on_a_fifo_queue_a_long_throttle_backs_off_and_never_dead_letters_the_jo
 
 
 def test_on_a_fifo_queue_a_send_that_may_have_gone_on_a_receive_kept_for_failures_waits_at_the_back_of_its_group(
-        aws, fifo_pipeline):
+        fifo_pipeline, fifo_ses_faults):
     """Throttles spent a FIFO job's first two receives, then SES answers its send with a 5xx on the third: the send
     may have gone, which is a wait for SES's word (its grace period), not a poison message; waiting by its
     visibility would leave it fewer receives than it keeps for a killed worker, so the job moves to the back of
     its group, and goes out once."""
-    from ses_fault_proxy import SesFaultProxy
-
-    proxy = SesFaultProxy(aws.endpoint).start()
-    fifo_pipeline.ses_endpoint = proxy.endpoint
     clock = FakeClock()
     queue = FifoJobQueue(fifo_pipeline, "receipt:fifo-ambiguous:u1", clock=clock,
                          **fifo_pipeline.evidence_settings(grace_ms=60_000))
-    try:
-        proxy.script(*[Fault.THROTTLE] * 2, Fault.SERVER_ERROR)
-        assert [queue.deliver() for _ in range(3)] == ["throttled"] * 2 + ["ambiguous"]
-        assert fifo_pipeline.dead_letters() == []
-        [requeued] = delayed_copies(queue.consumer, queue.url)
-        assert requeued["MessageGroupId"] == "ada"
-        clock.advance(10 * 60_000)  # past the lease and the grace period, with no word from SES: sent again
-        assert queue.deliver() == "sent"
-    finally:
-        proxy.stop()
+    fifo_ses_faults.script(*[Fault.THROTTLE] * 2, Fault.SERVER_ERROR)
+    assert [queue.deliver() for _ in range(3)] == ["throttled"] * 2 + ["ambiguous"]
+    assert fifo_pipeline.dead_letters() == []
+    [requeued] = delayed_copies(queue.consumer, queue.url)
+    assert requeued["MessageGroupId"] == "ada"
+    clock.advance(10 * 60_000)  # past the lease and the grace period, with no word from SES: sent again
+    assert queue.deliver() == "sent"
     assert fifo_pipeline.emails_for("receipt:fifo-ambiguous:u1") == 1
     assert fifo_pipeline.dead_letters() == []
 
 
 def test_on_a_fifo_queue_a_worker_killed_on_its_last_receives_after_waits_never_dead_letters_the_job(
-        aws, fifo_pipeline):
+        fifo_pipeline, fifo_ses_faults):
     """SES throttles a FIFO job on its first three receives, then four workers in a row are killed at their
     deadline: the third wait moved the job to a fresh message at its group's back (it keeps three receives for
     failures), so the kills spend the fresh message's receives, not the waited one's last two, and SQS moves
     nothing to the DLQ; the fifth worker sends it."""
-    from ses_fault_proxy import SesFaultProxy
-
-    proxy = SesFaultProxy(aws.endpoint).start()
-    fifo_pipeline.ses_endpoint = proxy.endpoint
     queue = FifoJobQueue(fifo_pipeline, "receipt:fifo-killed:u1", visibility_timeout_s=1)
-    try:
-        proxy.script(*[Fault.THROTTLE] * 3)
-        assert [queue.deliver() for _ in range(3)] == ["throttled"] * 3
-        for _ in range(4):  # a worker killed at its deadline: nothing acknowledged, back after its visibility
-            [message] = queue.sqs.receive_message(QueueUrl=queue.url, WaitTimeSeconds=5)["Messages"]
-            queue.sqs.change_message_visibility(QueueUrl=queue.url, ReceiptHandle=message["ReceiptHandle"],
-                                                VisibilityTimeout=0)
-        assert queue.deliver() == "sent"
-    finally:
-        proxy.stop()
+    fifo_ses_faults.script(*[Fault.THROTTLE] * 3)
+    assert [queue.deliver() for _ in range(3)] == ["throttled"] * 3
+    for _ in range(4):  # a worker killed at its deadline: nothing acknowledged, back after its visibility
+        [message] = queue.sqs.receive_message(QueueUrl=queue.url, WaitTimeSeconds=5)["Messages"]
+        queue.sqs.change_message_visibility(QueueUrl=queue.url, ReceiptHandle=message["ReceiptHandle"],
+                                            VisibilityTimeout=0)
+    assert queue.deliver() == "sent"
     assert fifo_pipeline.emails_for("receipt:fifo-killed:u1") == 1
     assert fifo_pipeline.dead_letters() == []
 
 
 def test_on_a_fifo_queue_takeovers_ses_throttled_do_not_count_toward_the_bound_on_sends_that_may_have_gone(
-        aws, fifo_pipeline):
+        fifo_pipeline, fifo_ses_faults):
     """SES answers a FIFO job's send with a 5xx, throttles the takeovers after each grace period four times, then
     answers 5xx three times more: five of its sends were refused for certain, so four may have gone, fewer than
     its queue's receives, and the job waits for SES's word (at the back of its group) instead of going to the DLQ
     (``max-receives``), and goes out once when SES takes it. (Found by the lifecycle test, seed 766921591.)"""
-    from ses_fault_proxy import SesFaultProxy
-
-    proxy = SesFaultProxy(aws.endpoint).start()
-    fifo_pipeline.ses_endpoint = proxy.endpoint
     clock = FakeClock()
     queue = FifoJobQueue(fifo_pipeline, "receipt:fifo-throttled-takeovers:u1", clock=clock, visibility_timeout_s=1,
                          **fifo_pipeline.evidence_settings(grace_ms=60_000))
-    try:
-        proxy.script(Fault.SERVER_ERROR, *[Fault.THROTTLE] * 4, *[Fault.SERVER_ERROR] * 3)
-        outcomes = []
-        for _ in range(9):
-            outcomes.append(queue.deliver())
-            clock.advance(10 * 60_000)  # past the lease and the grace period, with no word from SES: a takeover
-    finally:
-        proxy.stop()
+    fifo_ses_faults.script(Fault.SERVER_ERROR, *[Fault.THROTTLE] * 4, *[Fault.SERVER_ERROR] * 3)
+    outcomes = []
+    for _ in range(9):
+        outcomes.append(queue.deliver())
+        clock.advance(10 * 60_000)  # past the lease and the grace period, with no word from SES: a takeover
     assert outcomes == ["ambiguous"] + ["throttled"] * 4 + ["ambiguous"] * 3 + ["sent"]
     assert fifo_pipeline.dead_letters() == []
     assert {copy["MessageGroupId"] for copy in delayed_copies(queue.consumer, queue.url)} == {"ada"}
@@ -355,26 +320,19 @@ def test_on_a_fifo_queue_takeovers_ses_throttled_do_not_count_toward_the_bound_o
 
 
 def test_on_a_fifo_queue_sends_that_may_have_gone_as_often_as_it_allows_receives_dead_letter_the_job(
-        aws, fifo_pipeline):
+        fifo_pipeline, fifo_ses_faults):
     """The bound of that wait: a job whose every send may have gone (SES answering 5xx, again after each grace
     period) is dead-lettered (``max-receives``) once they number its queue's receives, across the messages it
     moved to, never looped for ever."""
-    from ses_fault_proxy import SesFaultProxy
-
-    proxy = SesFaultProxy(aws.endpoint).start()
-    fifo_pipeline.ses_endpoint = proxy.endpoint
     clock = FakeClock()
     # A send that may have gone waits out the queue's visibility timeout: a second, here, with the clock moved on.
     queue = FifoJobQueue(fifo_pipeline, "receipt:fifo-lost-answers:u1", clock=clock, visibility_timeout_s=1,
                          **fifo_pipeline.evidence_settings(grace_ms=60_000))
-    try:
-        proxy.script(*[Fault.SERVER_ERROR] * 5)
-        outcomes = []
-        for _ in range(5):
-            outcomes.append(queue.deliver())
-            clock.advance(10 * 60_000)  # past the lease and the grace period: the next delivery sends again
-    finally:
-        proxy.stop()
+    fifo_ses_faults.script(*[Fault.SERVER_ERROR] * 5)
+    outcomes = []
+    for _ in range(5):
+        outcomes.append(queue.deliver())
+        clock.advance(10 * 60_000)  # past the lease and the grace period: the next delivery sends again
     assert outcomes == ["ambiguous"] * 4 + ["receives_exhausted"]
     [dead] = fifo_pipeline.dead_letters()
     assert dead["MessageAttributes"][DeadLetter.REASON_CODE]["StringValue"] == "max-receives"

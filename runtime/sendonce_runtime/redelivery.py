@@ -222,7 +222,9 @@ class Redelivery:
             return self._give_up(record, result, f"{possible} sends that may have gone, as many as the queue's "
                                                  "max_receive_count")
         if last or self._keeps_receives_for_failures(record):
-            waiting = copy or self._waits_for_ses_word(record, redeliver)
+            # A send that may have gone waits for SES's word like any other wait (its bound checked above).
+            waiting = copy or (_Copy(record, redeliver, 0, self._postponements(record), record.parked_since)
+                               if possible is not None else None)
             if waiting is not None and self._fifo:  # a wait, not a failure: never the DLQ for it
                 requeued = self._requeue_at_group_tail(waiting)
                 if requeued is not None:
@@ -247,18 +249,12 @@ class Redelivery:
         kept = min(FIFO_RECEIVES_KEPT_FOR_FAILURES, self._max_receive_count - 1)
         return self._max_receive_count - record.receive_count < kept
 
-    def _waits_for_ses_word(self, record: SqsRecord, redeliver: Redeliver) -> _Copy | None:
-        """On a FIFO queue, where every wait spends a receive, a send SES may have accepted waits for SES's events
-        like any other wait, until its sends that may have gone number the queue's max_receive_count (a standard
-        queue's bound on them): then the DLQ, never an endless loop of sends whose answers are lost. Attempts SES
-        refused for certain (throttled) sent nothing and do not count."""
-        possible = self._possible_sends(redeliver)
-        if possible is None or self._max_receive_count is None or possible >= self._max_receive_count:
-            return None
-        return _Copy(record, redeliver, 0, self._postponements(record), record.parked_since)
-
     def _possible_sends(self, redeliver: Redeliver) -> int | None:
-        """A send SES may have accepted: how many of the key's sends may have gone (None: not such a send)."""
+        """A send SES may have accepted: how many of the key's sends may have gone (None: not such a send). On a
+        FIFO queue, where every wait spends a receive, such a send waits for SES's events like any other wait,
+        until these number the queue's max_receive_count (a standard queue's bound on them): then the DLQ, never
+        an endless loop of sends whose answers are lost. Attempts SES refused for certain (throttled) sent nothing
+        and do not count."""
         result = redeliver.result
         if result.outcome not in (Outcome.AMBIGUOUS, Outcome.AWAITING_EVIDENCE) or self._max_receive_count is None:
             return None
