@@ -426,7 +426,8 @@ class World:
         self.faulty_invocations -= 1
         if self.faulty_invocations <= 0:
             self.next_faults, self.next_throttle = InvocationFaults(), False
-        self._observe_records(self.ledger())
+        before = self.ledger()
+        self._observe_records(before)
         records = self.queue.hand_over(batch)
         self.queue.taken = []
         context = FakeContext(self.clock, budget_ms=FUNCTION_TIMEOUT_MS)
@@ -461,6 +462,15 @@ class World:
                 self.story.parked[message.key].append(self.clock.now_ms())
             if message.key in self.story.marked_unknown and ended == "marked_unknown":
                 self.story.marked_unknown[message.key].append(order)
+        # A mark whose worker was killed, or whose answer was lost, before it logged the outcome is still a mark:
+        # the ledger says so.
+        now, after = self.clock.now_ms(), self.ledger()
+        for key in {m.key for m in [*batch, *taken] if m.key in self.story.marked_unknown}:
+            was, record = before.get(key), after.get(key)
+            if (live(record, now) and record is not None and record.status == "UNKNOWN"
+                    and not (live(was, now) and was is not None and was.status == "UNKNOWN")
+                    and order not in self.story.marked_unknown[key]):
+                self.story.marked_unknown[key].append(order)
         if killed:
             self.instance = None  # a killed instance is gone; Lambda starts another
         else:
