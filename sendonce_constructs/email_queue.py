@@ -21,6 +21,12 @@ from sendonce_contract.deploy_config import PROP_FIELDS, ConsumerConfig, TimeBud
 from sendonce_contract.job_lifetime import DEAD_LETTER_RETENTION_S
 from sendonce_contract.priority import Priority
 from sendonce_contract.schema import Ledger as LedgerSchema
+from sendonce_contract.ses_tenant_settings import (
+    InvalidTenantSetting,
+    ReputationPolicy,
+    TenantSuppression,
+    reputation_policy,
+)
 from sendonce_contract.sqs_limits import SQS_DEFAULT_MESSAGE_BYTES, SQS_MAX_MESSAGE_BYTES
 from sendonce_contract.stack_names import ChildId, OutputId, OutputPart, output_description
 from sendonce_contract.tenant import InvalidTenant, check_tenant
@@ -114,6 +120,12 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         past its own ``expiresAt`` is. Default: none (only a job's own ``expiresAt``).
     :param urgent_max_job_age: the urgent lane's age limit, as ``max_job_age`` (one-time codes and reset links:
         minutes), with ``urgent_lane``. Default: none (only a job's own ``expiresAt``).
+    :param max_delivery_duration: how long SES keeps trying to deliver the (bulk) lane's emails once it accepted
+        them (its configuration set's ``MaxDeliverySeconds``): past it SES gives up and publishes a bounce, so a
+        receiving server that is down for hours does not take the email hours late. Default: SES's, 14 hours.
+    :param urgent_max_delivery_duration: the urgent lane's, as ``max_delivery_duration``: the urgent lane then sends
+        through its own configuration set (publishing SES's events as the other does), so one-time codes give up in
+        minutes while receipts keep trying for hours. Default: as the bulk lane's.
     :param provisioned_pollers: the (bulk) lane's event source in provisioned mode: ``minimum_pollers`` always
         ready, scaling to ``maximum_pollers``, for a lower, steadier latency when a burst arrives after a quiet
         spell. Costs money while idle: AWS bills each poller provisioned (at least ``minimum_pollers``, 2 or more on
@@ -218,6 +230,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         warn(self, resolved)
         self.delivery = resolved.delivery
         self._ses_tenants = resolved.ses_tenants
+        self._tenant_resources: tuple[str, ...] = ()  # every lane's SES resources, added as each is granted
         self.fifo = resolved.fifo
         self.encryption_key = resolved.encryption_key
         self.pipeline_name = self.node.path
@@ -343,6 +356,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             suppression_reasons=props.suppression_reasons, disable_suppression_list=props.disable_suppression_list,
             pipeline_tag=self.node.addr, pipeline_name=self.pipeline_name, function_options=function_options,
             queue_encryption=props.encryption, encryption_key=props.encryption_key,
+            max_delivery_duration=props.max_delivery_duration,
+            urgent_max_delivery_duration=props.urgent_max_delivery_duration if props.urgent_lane else None,
         ) if props.ses_events else None
         outcome_events = OutcomeEvents(
             self, "OutcomeEvents", table=ledger.table, bus=props.outcome_bus, pipeline_tag=self.node.addr,
@@ -354,7 +369,9 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             if configuration_set is None or isinstance(configuration_set, str)
             else configuration_set.configuration_set_name
         )
-        return Evidence(ses=ses_evidence, outcome_events=outcome_events, configuration_set_name=configuration_set_name)
+        urgent_set = ses_evidence.urgent_configuration_set if ses_evidence else None
+        return Evidence(ses=ses_evidence, outcome_events=outcome_events, configuration_set_name=configuration_set_name,
+                        urgent_configuration_set_name=urgent_set.configuration_set_name if urgent_set else None)
 
     def _build_consumer(self, props: PipelineProps, lane: Lane, ledger: Ledger, evidence: Evidence,
                         attachments: Attachments | None, function_options: FunctionOptions) -> Consumer:
@@ -399,7 +416,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             ledger.key_secret.grant_read(function)
         if attachments is not None:
             self._grant_attachments_read(attachments, consumer.role, ledger)
-        self._grant_ses(props, function, evidence.configuration_set_name)
+        self._grant_ses(props, function, evidence.configuration_set_of(urgent))
         return Consumer(function=function, role=consumer.role, log_group=consumer.log_group,
                         event_source=event_source)
 
@@ -491,7 +508,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             parallelism=props.parallelism or 1,
             pipeline_name=self.pipeline_name,
             queue_url=lane.queues.queue.queue_url,
-            configuration_set=evidence.configuration_set_name,
+            configuration_set=evidence.configuration_set_of(lane.name == Priority.URGENT.value),
             key_secret_id=ledger.key_secret.secret_arn if ledger.key_secret is not None else None,
             time_budget=TimeBudget.for_function_timeout(timeout_s) if timeout_s is not None else None,
             max_send_rate=lane.max_send_rate,
@@ -527,7 +544,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         resources += [
             stack.format_arn(service="ses", resource="template", resource_name=name) for name in props.template_names
         ]
-        self._tenant_resources = tuple(resources)  # what each SES tenant must have associated (add_ses_tenant)
+        # What each SES tenant must have associated (add_ses_tenant): every lane's, each once.
+        self._tenant_resources = tuple(dict.fromkeys([*self._tenant_resources, *resources]))
         if props.ses_tenants:  # jobs name their tenants at run time: any tenant of this account and region
             resources.append(ses_permissions.any_tenant_arn(stack))
             acknowledge(function.role or function, wildcard_resource_finding(stack, resources[-1]),
@@ -624,12 +642,19 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             grant = grant.combine(self.urgent_queue.grant_send_messages(grantee))
         return self._grant_key_secret(grant, grantee)
 
-    def add_ses_tenant(self, tenant_name: str) -> ses.CfnTenant:
+    def add_ses_tenant(self, tenant_name: str, *, reputation_policy: ReputationPolicy | None = None,
+                       suppression: TenantSuppression | None = None) -> ses.CfnTenant:
         """An SES tenant (``AWS::SES::Tenant``) with everything this pipeline sends with associated: the sender
         identity, the configuration set and the templates of ``template_names``. SES sends a job whose ``tenant``
         is ``tenant_name`` (with ``ses_tenants``) only when all of them are associated with it. For tenants that
         come and go with customers, call SES's ``CreateTenant`` and ``CreateTenantResourceAssociation`` with
-        ``ses_tenant_resources`` instead."""
+        ``ses_tenant_resources`` instead.
+
+        :param reputation_policy: the SES-managed policy for how readily SES pauses the tenant on its reputation
+            findings (``ReputationPolicy.NONE``, ``STANDARD`` or ``STRICT``). Default: SES's, standard.
+        :param suppression: the tenant's suppression list: ``TenantSuppression()`` keeps its own, added to on hard
+            bounces and complaints, so one customer's bad addresses never suppress another's mail. Default: SES's,
+            the account's list."""
         if not self._ses_tenants:
             raise SendOnceConfigurationError("add_ses_tenant needs ses_tenants=True on the SendOnceEmailQueue: "
                                              "without it no send names a tenant", f"{ID_PREFIX}NeedsSesTenants",
@@ -639,10 +664,37 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         except InvalidTenant as error:
             raise SendOnceConfigurationError(f"add_ses_tenant: {error}; pick a name SES and SQS both take",
                                              f"{ID_PREFIX}InvalidTenantName", self.node.path) from None
+        policy, suppression_attributes = self._tenant_settings(reputation_policy, suppression)
+        stack = Stack.of(self)
         return ses.CfnTenant(
             self, f"SesTenant{tenant_name}", tenant_name=tenant_name,
             resource_associations=[ses.CfnTenant.ResourceAssociationProperty(resource_arn=arn)
-                                   for arn in self._tenant_resources])
+                                   for arn in self._tenant_resources],
+            reputation_entity=None if policy is None else ses.CfnTenant.ReputationEntityProperty(
+                policy=ses.CfnTenant.ReputationPolicyProperty(
+                    reputation_entity_policy=policy.arn(stack.partition, stack.region))),
+            suppression_attributes=None if suppression_attributes is None else (
+                ses.CfnTenant.TenantSuppressionAttributesProperty(
+                    suppressed_reasons=[reason.value for reason in suppression_attributes.reasons],
+                    suppression_scope=suppression_attributes.scope.value)))
+
+    def _tenant_settings(self, policy: object, suppression: object) -> tuple[ReputationPolicy | None,
+                                                                              TenantSuppression | None]:
+        """``add_ses_tenant``'s settings as SES takes them, or a synth error naming the argument, the value, the
+        rule and the fix."""
+        try:
+            chosen = None if policy is None else reputation_policy(policy)
+        except InvalidTenantSetting as error:
+            raise SendOnceConfigurationError(f"add_ses_tenant: {error}; for example "
+                                             "reputation_policy=ReputationPolicy.STRICT, or leave it out for SES's "
+                                             "standard", f"{ID_PREFIX}InvalidSesTenantSettings",
+                                             self.node.path) from None
+        if suppression is not None and not isinstance(suppression, TenantSuppression):
+            raise SendOnceConfigurationError(f"add_ses_tenant: suppression ({suppression!r}) must be a "
+                                             "TenantSuppression; for example suppression=TenantSuppression() (the "
+                                             "tenant's own list, on bounces and complaints)",
+                                             f"{ID_PREFIX}InvalidSesTenantSettings", self.node.path)
+        return chosen, suppression
 
     @property
     def ses_tenant_resources(self) -> tuple[str, ...]:

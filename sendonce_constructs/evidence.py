@@ -45,12 +45,15 @@ class SesEvidence(Construct):
         function_options: FunctionOptions,
         queue_encryption: sqs.QueueEncryption,
         encryption_key: kms.IKey | None,
+        max_delivery_duration: Duration | None = None,
+        urgent_max_delivery_duration: Duration | None = None,
     ) -> None:
         super().__init__(scope, id)
         if configuration_set is None:
             self.configuration_set: ses.IConfigurationSet = ses.ConfigurationSet(
                 self, "ConfigurationSet", suppression_reasons=suppression_reasons,
-                disable_suppression_list=disable_suppression_list or None)
+                disable_suppression_list=disable_suppression_list or None,
+                max_delivery_duration=max_delivery_duration)
         elif isinstance(configuration_set, str):
             self.configuration_set = ses.ConfigurationSet.from_configuration_set_name(
                 self, "UserConfigurationSet", configuration_set)
@@ -61,6 +64,17 @@ class SesEvidence(Construct):
             self, "EventDestination", configuration_set=self.configuration_set,
             destination=ses.EventDestination.event_bus(default_bus), events=EVIDENCE_EVENTS,
         )
+        # The urgent lane's own set when its delivery window differs: its events reach the same rule (it matches
+        # the pipeline's tag, not the set), so the evidence is the same.
+        self.urgent_configuration_set: ses.IConfigurationSet | None = None
+        if urgent_max_delivery_duration is not None:
+            self.urgent_configuration_set = ses.ConfigurationSet(
+                self, "UrgentConfigurationSet", suppression_reasons=suppression_reasons,
+                disable_suppression_list=disable_suppression_list or None,
+                max_delivery_duration=urgent_max_delivery_duration)
+            ses.ConfigurationSetEventDestination(
+                self, "UrgentEventDestination", configuration_set=self.urgent_configuration_set,
+                destination=ses.EventDestination.event_bus(default_bus), events=EVIDENCE_EVENTS)
         self._build_queues(queue_encryption, encryption_key)
         self.rule = events.Rule(
             self, "Rule",

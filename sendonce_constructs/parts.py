@@ -62,6 +62,13 @@ class Evidence:
     ses: SesEvidence | None
     outcome_events: OutcomeEvents | None
     configuration_set_name: str | None
+    urgent_configuration_set_name: str | None = None  # the urgent lane's own, with its own delivery window
+
+    def configuration_set_of(self, urgent: bool) -> str | None:
+        """The configuration set a lane's consumer names on every send."""
+        if urgent and self.urgent_configuration_set_name is not None:
+            return self.urgent_configuration_set_name
+        return self.configuration_set_name
 
 
 @dataclass(frozen=True)

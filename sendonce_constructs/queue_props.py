@@ -36,7 +36,14 @@ from sendonce_contract.schema import DEDUPE_KEY, EXPIRES_AT_FIELD, ReasonCode
 from sendonce_contract.sqs_limits import SQS_MAX_MESSAGE_BYTES
 
 from . import derivations
-from .rules import DEFAULT_QUOTA_ALARM_PERCENT, MAX_SQS_MIN_POLLERS, MAX_SQS_POLLERS, MIN_SQS_POLLERS
+from .rules import (
+    DEFAULT_QUOTA_ALARM_PERCENT,
+    MAX_DELIVERY_S,
+    MAX_SQS_MIN_POLLERS,
+    MAX_SQS_POLLERS,
+    MIN_DELIVERY_S,
+    MIN_SQS_POLLERS,
+)
 
 
 class _Marker:
@@ -295,6 +302,26 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             doc="the urgent lane's age limit, as ``max_job_age`` (one-time codes and reset links: minutes), with "
             "``urgent_lane``.",
             rule=f"{MIN_JOB_AGE_S} s to {MAX_JOB_AGE_S // 86_400} days, as `max_job_age`; only with `urgent_lane`",
+        )]
+    max_delivery_duration: Annotated[
+        Duration | None, Prop(
+            default=None,
+            default_doc="SES's, 14 hours",
+            doc="how long SES keeps trying to deliver the (bulk) lane's emails once it accepted them (its "
+            "configuration set's ``MaxDeliverySeconds``): past it SES gives up and publishes a bounce, so a "
+            "receiving server that is down for hours does not take the email hours late.",
+            rule=f"{MIN_DELIVERY_S // 60} minutes to {MAX_DELIVERY_S // 3600} hours; on the configuration set the "
+            "construct makes (not with `configuration_set` or `ses_events=False`)",
+        )]
+    urgent_max_delivery_duration: Annotated[
+        Duration | None, Prop(
+            default=None,
+            default_doc="as the bulk lane's",
+            doc="the urgent lane's, as ``max_delivery_duration``: the urgent lane then sends through its own "
+            "configuration set (publishing SES's events as the other does), so one-time codes give up in minutes "
+            "while receipts keep trying for hours.",
+            rule=f"{MIN_DELIVERY_S // 60} minutes to {MAX_DELIVERY_S // 3600} hours; only with `urgent_lane`; as "
+            "`max_delivery_duration`, on a configuration set the construct makes",
         )]
     provisioned_pollers: Annotated[
         lambda_.ProvisionedPollerConfig | None, Prop(

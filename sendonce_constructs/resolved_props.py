@@ -61,6 +61,8 @@ class PipelineProps:
     urgent_share: float
     max_job_age: Duration | None
     urgent_max_job_age: Duration | None
+    max_delivery_duration: Duration | None
+    urgent_max_delivery_duration: Duration | None
     provisioned_pollers: lambda_.ProvisionedPollerConfig | None
     urgent_provisioned_pollers: lambda_.ProvisionedPollerConfig | None
     max_receive_count: int

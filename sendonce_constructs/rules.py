@@ -77,6 +77,9 @@ MAX_MAX_CONCURRENCY = 1000
 MIN_SQS_POLLERS = 2
 MAX_SQS_MIN_POLLERS = 200
 MAX_SQS_POLLERS = 2000
+# SES's MaxDeliverySeconds (a configuration set's DeliveryOptions): how long SES keeps trying to deliver an email.
+MIN_DELIVERY_S = 300
+MAX_DELIVERY_S = 50_400
 RECOMMENDED_MAX_RECEIVE_COUNT = 5
 # One invocation's request, as Lambda refuses a larger one ("Request must be smaller than 6291456 bytes"): the
 # event an SQS event source builds from one batch must fit it.
@@ -802,3 +805,25 @@ def check_provisioned_pollers(provisioned_pollers: PollerFacts | None, urgent_pr
 
 def _number_text(value: Number) -> str:
     return "a token" if not is_known(value) else f"{value:g}"
+
+
+@rule("InvalidMaxDeliveryDuration")
+def check_max_delivery_duration(max_delivery_duration: Number, urgent_max_delivery_duration: Number,
+                                ses_events: bool, configuration_set: object, urgent_lane: bool) -> None:
+    """How long SES keeps trying to deliver a lane's emails: within SES's range, on a configuration set the
+    construct makes (it cannot change a set it was given); the urgent one needs its lane."""
+    for name, duration in (("max_delivery_duration", max_delivery_duration),
+                           ("urgent_max_delivery_duration", urgent_max_delivery_duration)):
+        if duration is None:
+            continue
+        if is_known(duration) and not MIN_DELIVERY_S <= duration <= MAX_DELIVERY_S:
+            _fail(f"{name} ({_s(duration)}) must be between {MIN_DELIVERY_S // 60} minutes and "
+                  f"{MAX_DELIVERY_S // 3600} hours (SES's MaxDeliverySeconds): how long SES keeps trying to deliver "
+                  "an email; for example Duration.minutes(15) for one-time codes")
+        if not ses_events or configuration_set is not None:
+            _fail(f"{name} sets the delivery options of the configuration set this construct makes, and it makes "
+                  "none when configuration_set is given or ses_events=False; set MaxDeliverySeconds on your own "
+                  f"configuration set instead, or drop configuration_set")
+    if urgent_max_delivery_duration is not None and not urgent_lane:
+        _fail("urgent_max_delivery_duration was given without urgent_lane: it is the urgent lane's; set "
+              "urgent_lane=True, or give max_delivery_duration for the pipeline's one lane")

@@ -405,8 +405,8 @@ def test_sendonce_tenants_lists_each_tenants_status_as_ses_reports_it_and_the_la
 
     assert sendonce(["--table", pipeline.table_name, "tenants"]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"^acme\s+DISABLED\s+DISABLED\s+ENABLED\s+-$", out, re.M)
-    assert re.search(r"^globex\s+ENABLED\s+ENABLED\s+ENABLED\s+-$", out, re.M)
+    assert re.search(r"^acme\s+DISABLED\s+DISABLED\s+ENABLED\s+-\s+standard\s+account$", out, re.M)
+    assert re.search(r"^globex\s+ENABLED\s+ENABLED\s+ENABLED\s+-\s+standard\s+account$", out, re.M)
     assert re.search(r"^jobs\s+tenant/acme\s+paused\s+.* UTC\s+stopped\s+SendingPausedException", out, re.M)
     assert sendonce(["--table", pipeline.table_name, "--json", "tenants"]) == 0
     listed = json.loads(capsys.readouterr().out)

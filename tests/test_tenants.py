@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 import sqlite3
 import time
 from collections import Counter
@@ -26,7 +27,14 @@ from hypothesis import strategies as st
 from sql_databases import OutboxDatabase
 from test_producer import outbox_records, outbox_tables
 
-from sendonce_constructs import SendOnceConfigurationError, SendOnceEmailQueue
+from sendonce_constructs import (
+    ReputationPolicy,
+    SendOnceConfigurationError,
+    SendOnceEmailQueue,
+    SuppressionReason,
+    SuppressionScope,
+    TenantSuppression,
+)
 from sendonce_contract.allowed_recipients import parse_entries
 from sendonce_contract.deploy_config import ConsumerConfig, Env
 from sendonce_contract.key_digest import KeyDigester
@@ -309,6 +317,80 @@ def test_add_ses_tenant_fails_synth_naming_what_is_wrong(props, name, error):
     with pytest.raises(SendOnceConfigurationError) as raised:
         receipts.add_ses_tenant(name)
     assert raised.value.id == error and "Test/Receipts" in str(raised.value)
+
+
+def test_add_ses_tenant_sets_the_tenants_reputation_policy_and_its_own_suppression_list():
+    stack = cdk.Stack(cdk.App(), "Test", env=cdk.Environment(account="123456789012", region="eu-west-1"))
+    receipts = SendOnceEmailQueue(stack, "Receipts", sender="example.com", ses_tenants=True)
+    receipts.add_ses_tenant("acme", reputation_policy=ReputationPolicy.STRICT, suppression=TenantSuppression())
+    receipts.add_ses_tenant("globex", suppression=TenantSuppression(
+        scope=SuppressionScope.ACCOUNT, reasons=[SuppressionReason.COMPLAINT]))
+    receipts.add_ses_tenant("initech")
+    tenants = {t["Properties"]["TenantName"]: t["Properties"]
+               for t in Template.from_stack(stack).find_resources("AWS::SES::Tenant").values()}
+    assert tenants["acme"]["ReputationEntity"] == {"Policy": {"ReputationEntityPolicy": {"Fn::Join": ["", [
+        "arn:", {"Ref": "AWS::Partition"}, ":ses:eu-west-1:aws:reputation-policy/strict"]]}}}
+    assert tenants["acme"]["SuppressionAttributes"] == {"SuppressedReasons": ["BOUNCE", "COMPLAINT"],
+                                                        "SuppressionScope": "TENANT"}
+    assert tenants["globex"]["SuppressionAttributes"] == {"SuppressedReasons": ["COMPLAINT"],
+                                                          "SuppressionScope": "ACCOUNT"}
+    assert "ReputationEntity" not in tenants["globex"]
+    assert "ReputationEntity" not in tenants["initech"] and "SuppressionAttributes" not in tenants["initech"]
+
+
+@pytest.mark.parametrize(("settings", "message"), [
+    ({"reputation_policy": "medium"},
+     "add_ses_tenant: reputation policy ('medium') must be one of ReputationPolicy.NONE, ReputationPolicy.STANDARD, "
+     "ReputationPolicy.STRICT; for example reputation_policy=ReputationPolicy.STRICT, or leave it out for SES's "
+     "standard"),
+    ({"suppression": {"SuppressionScope": "TENANT"}},
+     "add_ses_tenant: suppression ({'SuppressionScope': 'TENANT'}) must be a TenantSuppression; for example "
+     "suppression=TenantSuppression() (the tenant's own list, on bounces and complaints)"),
+], ids=["a policy SES has not", "suppression as a dict"])
+def test_add_ses_tenant_refuses_settings_ses_would_naming_the_value_and_the_fix(settings, message):
+    receipts = SendOnceEmailQueue(cdk.Stack(cdk.App(), "Test"), "Receipts", sender="example.com", ses_tenants=True)
+    with pytest.raises(SendOnceConfigurationError) as raised:
+        receipts.add_ses_tenant("acme", **settings)
+    assert raised.value.id == "SendOnce.InvalidSesTenantSettings" and message in str(raised.value)
+
+
+@pytest.mark.parametrize(("settings", "message"), [
+    ({"reasons": ["BOUNCES"]}, "suppression reason ('BOUNCES') must be one of SuppressionReason.BOUNCE, "
+                               "SuppressionReason.COMPLAINT"),
+    ({"reasons": ["BOUNCE", "BOUNCE"]}, "suppression reasons (['BOUNCE', 'BOUNCE']) name one twice"),
+    ({"reasons": "BOUNCE"}, "suppression reasons ('BOUNCE') must be a list of SuppressionReason.BOUNCE, "
+                            "SuppressionReason.COMPLAINT"),
+    ({"scope": "tenant"}, "suppression scope ('tenant') must be one of SuppressionScope.ACCOUNT, "
+                          "SuppressionScope.TENANT"),
+], ids=["a reason SES has not", "a reason twice", "a reason not in a list", "a scope in lower case"])
+def test_a_tenant_suppression_ses_would_refuse_fails_where_it_is_written(settings, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        TenantSuppression(**settings)
+
+
+def test_a_deployed_tenants_policy_and_suppression_list_are_what_sendonce_tenants_shows(aws, capsys):
+    """The tenant as add_ses_tenant writes it, deployed to the emulator (which plays AWS::SES::Tenant), read back
+    through SES's API by `sendonce tenants`; a tenant made through SES's API with neither shows SES's defaults."""
+    stack = cdk.Stack(cdk.App(), "Test")
+    receipts = SendOnceEmailQueue(stack, "Receipts", sender="example.com", ses_tenants=True)
+    receipts.add_ses_tenant("acme", reputation_policy=ReputationPolicy.STRICT, suppression=TenantSuppression())
+    [tenant] = Template.from_stack(stack).find_resources("AWS::SES::Tenant").values()
+    tenant["Properties"]["ResourceAssociations"] = []  # the pipeline's resources are not in this stack
+    cloudformation = boto3.client("cloudformation")
+    cloudformation.create_stack(StackName="Tenants", TemplateBody=json.dumps({"Resources": {"Acme": tenant}}))
+    assert cloudformation.describe_stacks(StackName="Tenants")["Stacks"][0]["StackStatus"] == "CREATE_COMPLETE"
+    boto3.client("sesv2").create_tenant(TenantName="globex")
+
+    assert sendonce(["tenants"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^acme\s+ENABLED\s+ENABLED\s+ENABLED\s+-\s+strict\s+tenant \(bounce, complaint\)$", out, re.M)
+    assert re.search(r"^globex\s+ENABLED\s+ENABLED\s+ENABLED\s+-\s+standard\s+account$", out, re.M)
+    assert sendonce(["--json", "tenants"]) == 0
+    listed = {t["tenant"]: t for t in json.loads(capsys.readouterr().out)["tenants"]}
+    assert (listed["acme"]["reputation_policy"], listed["acme"]["suppression_scope"],
+            listed["acme"]["suppressed_reasons"]) == ("strict", "TENANT", ["BOUNCE", "COMPLAINT"])
+    cloudformation.delete_stack(StackName="Tenants")
+    assert [t["TenantName"] for t in boto3.client("sesv2").list_tenants()["Tenants"]] == ["globex"]
 
 
 class _Sent:

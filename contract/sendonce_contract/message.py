@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from .address import InvalidAddress, Mailbox, find_control_character, parse_mailbox
 from .delivery import DeliveryPolicy
 from .key_tags import DEDUPE_KEY_TAG, KEY_CHUNK_TAG, MAX_JOB_TAGS, PIPELINE_TAG
-from .schema import DEDUPE_KEY, EXPIRES_AT_FIELD, PRIORITY_FIELD, TENANT_FIELD, ReasonCode
+from .schema import DEDUPE_KEY, EXPIRES_AT_FIELD, PRIORITY_FIELD, TENANT_FIELD, TRACKING_FIELD, ReasonCode
 
 if TYPE_CHECKING:
     # The rules of attachments and headers are imported by a job that has them only (see _attachments, _headers):
@@ -25,21 +25,24 @@ if TYPE_CHECKING:
 # The job contract's version this parser knows. A job names the lowest version that can carry it in ``VERSION_FIELD``
 # (absent means 1, the contract of every release before the field existed): a consumer meeting a newer one puts the
 # job back until it is upgraded, instead of dead-lettering fields it does not know yet.
-CONTRACT_VERSION = 4
+CONTRACT_VERSION = 5
 VERSION_FIELD = "contractVersion"
 # The version that brought each field after the first: a job using one names at least that version.
 FIELD_VERSIONS = {"sendAt": 2, TENANT_FIELD: 3, "attachments": 3, "headers": 3, PRIORITY_FIELD: 3,
-                  EXPIRES_AT_FIELD: 4}
+                  EXPIRES_AT_FIELD: 4, TRACKING_FIELD: 5}
 MAX_KEY_BYTES = 1024
 MAX_RECIPIENTS = 50
 FIELDS = frozenset(
     {DEDUPE_KEY, "from", "to", "cc", "bcc", "replyTo", "subject", "html", "text", "template", "raw",
      "configurationSet", "tags", "delivery", "sendAt", "attachments", "headers", VERSION_FIELD, TENANT_FIELD,
-     PRIORITY_FIELD, EXPIRES_AT_FIELD}
+     PRIORITY_FIELD, EXPIRES_AT_FIELD, TRACKING_FIELD}
 )
 # Fields that say how, when or by which lane to send, or in which contract version, not what: a copy of a job
 # differing only in these is the same email (one written with ``contractVersion: 1`` and one without it, too).
-NOT_CONTENT = frozenset({"delivery", "sendAt", PRIORITY_FIELD, VERSION_FIELD, EXPIRES_AT_FIELD})
+NOT_CONTENT = frozenset({"delivery", "sendAt", PRIORITY_FIELD, VERSION_FIELD, EXPIRES_AT_FIELD, TRACKING_FIELD})
+# What a job's tracking may set, each on (true) or off (false) for its own message: SES's
+# ConfigurationOverrides.Tracking (August 2026), over its configuration set's tracking.
+TRACKING_SETTINGS = ("opens", "clicks")
 TEMPLATE_FIELDS = frozenset({"name", "data"})
 _TAG_PART = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 # SES's rule for template and configuration set names.
@@ -87,6 +90,13 @@ class RawContent(NamedTuple):
 Content = SimpleContent | TemplateContent | RawContent
 
 
+class Tracking(NamedTuple):
+    """A job's own open and click tracking: True on, False off, None as its configuration set has it."""
+
+    opens: bool | None = None
+    clicks: bool | None = None
+
+
 class ParsedJob(NamedTuple):
     """A parsed job: every value an SES request is built from was checked here, addresses included."""
 
@@ -107,6 +117,7 @@ class ParsedJob(NamedTuple):
     tenant: str | None = None
     attachments: "tuple[Attachment, ...]" = ()  # an s3 one's content is read by the consumer before the claim
     headers: tuple[tuple[str, str], ...] = ()
+    tracking: Tracking | None = None  # how SES tracks this message, over its configuration set's settings
 
     @property
     def s3_attachments(self) -> "tuple[Attachment, ...]":
@@ -244,7 +255,19 @@ def _parse_fields(document: dict[str, Any], key: str, digest: str) -> ParsedJob:
         payload_hash=digest,
         attachments=attachments,
         headers=headers,
+        tracking=_tracking(document.get(TRACKING_FIELD)),
     )
+
+
+def _tracking(value: object) -> Tracking | None:
+    """``{"opens": false, "clicks": false}``: one or both, each true or false."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not value or not set(value) <= set(TRACKING_SETTINGS) or not all(
+            isinstance(setting, bool) for setting in value.values()):
+        raise InvalidMessage(f"{TRACKING_FIELD} must be an object with opens, clicks or both, each true or false "
+                             f"(for example {{\"clicks\": false}} for a reset link), got {preview(json.dumps(value))}")
+    return Tracking(opens=value.get("opens"), clicks=value.get("clicks"))
 
 
 def _urgent(value: object) -> bool:

@@ -18,6 +18,8 @@ PRIORITY_FIELD = "priority"
 # The job's field that says when it is no longer worth sending (sendonce_contract.message). The ledger's TTL
 # attribute, Ledger.EXPIRES_AT, is spelled alike and means the record's own end: both are spelled here.
 EXPIRES_AT_FIELD = "expiresAt"
+# The job's field that turns SES's open or click tracking on or off for its own message (sendonce_contract.message).
+TRACKING_FIELD = "tracking"
 # How long a key is remembered unless the construct's dedupe_ttl says otherwise: a cancelled key stays cancelled
 # at least this long.
 DEFAULT_DEDUPE_TTL_S = 7 * 86_400

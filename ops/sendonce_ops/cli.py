@@ -94,7 +94,8 @@ def _parser() -> argparse.ArgumentParser:
                          "dedupe_ttl, whose key may be forgotten (each may be sent again)")
     _pipeline_options(commands.add_parser(
         "tenants", help="each SES tenant's sending status as SES reports it (aggregate, customer-managed, "
-        "SES-managed with its cause), and the stops the pipeline's lanes learned (with a table)"), defaults=False)
+        "SES-managed with its cause), its reputation policy and suppression list, and the stops the pipeline's "
+        "lanes learned (with a table)"), defaults=False)
     latency = _pipeline_options(commands.add_parser(
         "latency", help="measure SES's event latency in this account: send probe emails to SES's mailbox simulator "
         "through the pipeline, report p50/p99 from send to event"), defaults=False)
@@ -225,8 +226,11 @@ def _run(args: argparse.Namespace, pipeline: Pipeline) -> int:
 def _tenants(args: argparse.Namespace, pipeline: Pipeline) -> int:
     statuses = tenant_statuses(boto3.client("sesv2"))
     stops = lane_stops(boto3.client("dynamodb"), pipeline.table) if pipeline.table else []
-    rows = [[t.tenant, t.aggregate, t.customer_managed, t.ses_managed, t.ses_cause or "-"] for t in statuses]
-    text = (_table(["SES tenant", "sending", "customer-managed", "SES-managed", "SES's cause"], rows) if rows
+    rows = [[t.tenant, t.aggregate, t.customer_managed, t.ses_managed, t.ses_cause or "-", t.reputation_policy,
+             t.suppression_scope.lower() + (f" ({', '.join(r.lower() for r in t.suppressed_reasons)})"
+                                            if t.suppressed_reasons else "")] for t in statuses]
+    text = (_table(["SES tenant", "sending", "customer-managed", "SES-managed", "SES's cause", "reputation policy",
+                    "suppression list"], rows) if rows
             else "no SES tenants in this account and region")
     if stops:
         stop_rows = [[s.lane, s.scope, s.kind, _when(s.stopped_at_ms),

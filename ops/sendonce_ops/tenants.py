@@ -1,5 +1,5 @@
-"""`sendonce tenants`: each SES tenant's sending status as SES reports it, and the stops this pipeline's lanes
-have learned (docs: when SES stops sending).
+"""`sendonce tenants`: each SES tenant's sending status and settings (its reputation policy, its suppression list)
+as SES reports them, and the stops this pipeline's lanes have learned (docs: when SES stops sending).
 
 SES keeps a tenant's status in its reputation entity: the customer-managed status (the operator's), the
 SES-managed status (SES's own, from its findings, with a cause) and their aggregate, which decides whether the
@@ -13,6 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from sendonce_contract.schema import SesStopItem
+from sendonce_contract.ses_tenant_settings import (
+    InvalidTenantSetting,
+    ReputationPolicy,
+    TenantSuppression,
+    reputation_policy_of,
+)
 
 RESOURCE = "RESOURCE"  # the only reputation entity type SES has: a tenant's entity is a resource's
 
@@ -25,6 +31,9 @@ class TenantStatus:
     ses_managed: str
     ses_cause: str | None  # why SES set its status, when it says
     impact: str | None
+    reputation_policy: str  # SES's managed policy: none, standard or strict
+    suppression_scope: str  # TENANT (its own list) or ACCOUNT (the account's, SES's default)
+    suppressed_reasons: list[str]  # what adds an address to that list: BOUNCE, COMPLAINT
 
 
 @dataclass(frozen=True)
@@ -55,11 +64,26 @@ def _tenants(ses: Any) -> Iterator[dict[str, Any]]:
 def _status(ses: Any, tenant: dict[str, Any]) -> TenantStatus:
     entity = ses.get_reputation_entity(ReputationEntityType=RESOURCE,
                                        ReputationEntityReference=tenant["TenantArn"])["ReputationEntity"]
+    # ListTenants names a tenant; GetTenant has its suppression list's settings.
+    settings = ses.get_tenant(TenantName=tenant["TenantName"])["Tenant"].get("SuppressionAttributes") or {}
+    suppression = TenantSuppression.from_api(settings)
     customer = entity.get("CustomerManagedStatus") or {}
     ses_managed = entity.get("AwsSesManagedStatus") or {}
     return TenantStatus(tenant=tenant["TenantName"], aggregate=entity.get("SendingStatusAggregate", "-"),
                         customer_managed=customer.get("Status", "-"), ses_managed=ses_managed.get("Status", "-"),
-                        ses_cause=ses_managed.get("Cause"), impact=entity.get("ReputationImpact"))
+                        ses_cause=ses_managed.get("Cause"), impact=entity.get("ReputationImpact"),
+                        reputation_policy=_policy_name(entity.get("ReputationManagementPolicy")),
+                        suppression_scope=suppression.scope.value,
+                        suppressed_reasons=[reason.value for reason in suppression.reasons])
+
+
+def _policy_name(arn: str | None) -> str:
+    if not arn:
+        return ReputationPolicy.STANDARD.value  # a tenant made without one has SES's standard
+    try:
+        return reputation_policy_of(arn).value
+    except InvalidTenantSetting:
+        return arn  # a policy SES added after this release: shown as SES names it
 
 
 def lane_stops(dynamodb: Any, table: str) -> list[LaneStop]:

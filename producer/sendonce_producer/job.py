@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sendonce_contract.message import VERSION_FIELD, InvalidMessage, lowest_version, parse_job
+from sendonce_contract.message import TRACKING_SETTINGS, VERSION_FIELD, InvalidMessage, lowest_version, parse_job
 from sendonce_contract.priority import DEFAULT_PRIORITY, PRIORITY_FIELD, Priority
-from sendonce_contract.schema import DEDUPE_KEY, EXPIRES_AT_FIELD
+from sendonce_contract.schema import DEDUPE_KEY, EXPIRES_AT_FIELD, TRACKING_FIELD
 from sendonce_contract.tenant import TENANT_FIELD
 
 from .attachments import Attachment
@@ -50,6 +50,10 @@ class EmailJob:
     tenant: str | None = None  # the customer it is sent for: the queue's MessageGroupId, SES's TenantName
     attachments: Sequence[Attachment] = ()
     headers: Mapping[str, str] = field(default_factory=dict)
+    # This message's own tracking, over its configuration set's: False turns SES's open tracking, or its click
+    # tracking (the redirect it puts in each link), off for it; True on; None leaves the set's.
+    open_tracking: bool | None = None
+    click_tracking: bool | None = None
 
     def __post_init__(self) -> None:
         for name in ("to", "cc", "bcc", "reply_to"):
@@ -72,6 +76,8 @@ class EmailJob:
             "attachments": [a.to_document() for a in self.attachments], "headers": dict(self.headers),
             # bulk is the default: left out, so a bulk job needs no newer contract version
             PRIORITY_FIELD: None if self.priority == DEFAULT_PRIORITY else _text(self.priority),
+            TRACKING_FIELD: {setting: value for setting, value in zip(
+                TRACKING_SETTINGS, (self.open_tracking, self.click_tracking), strict=True) if value is not None},
         }
         document.update({k: v for k, v in optional.items() if v not in (None, [], {})})
         if self.template is not None:

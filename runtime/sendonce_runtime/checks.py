@@ -17,7 +17,7 @@ from typing import Protocol
 
 from sendonce_contract.job_lifetime import MAX_SEND_AT_AHEAD_S, send_at_horizon_s
 from sendonce_contract.message import ContractTooNew, InvalidMessage, ParsedJob, parse_job
-from sendonce_contract.schema import EXPIRES_AT_FIELD
+from sendonce_contract.schema import EXPIRES_AT_FIELD, TRACKING_FIELD
 
 from .aws_errors import LEDGER_ERRORS, describe, ledger_outcome
 from .clock import Clock, Deadline
@@ -119,6 +119,24 @@ class OwnConfigurationSet:
                 "pipeline's own set are the evidence each email was sent once; drop the field (or deploy with "
                 "ses_events=False)")
         return rest(delivery)
+
+
+class TrackingUnsupported:
+    """Wired only where this consumer's AWS SDK (the Lambda runtime's boto3) predates SendEmail's
+    ``ConfigurationOverrides``: a job setting its own tracking is refused with the reason before its claim, rather
+    than sent tracked against its producer's word; a redrive sends it once the runtime's SDK has it."""
+
+    def __init__(self, sdk_version: str) -> None:
+        self._sdk_version = sdk_version
+
+    def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
+        if delivery.job.tracking is None:
+            return rest(delivery)
+        return delivery.refuse(
+            Outcome.INVALID_MESSAGE,
+            f"{TRACKING_FIELD} needs SendEmail's ConfigurationOverrides (SES, August 2026), which this consumer's AWS "
+            f"SDK (botocore {self._sdk_version}, the Lambda runtime's) does not have: redrive it once the function "
+            f"runs on a runtime whose SDK does, or send it without {TRACKING_FIELD}")
 
 
 class Schedule:

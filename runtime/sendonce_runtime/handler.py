@@ -19,6 +19,7 @@ from .checks import (
     OwnConfigurationSet,
     ParseJob,
     Schedule,
+    TrackingUnsupported,
 )
 from .clock import Clock, Deadline, LambdaContext, SystemClock
 from .dead_letter import DeadLetterQueue
@@ -27,7 +28,7 @@ from .outcome import RecordResult, Redeliver
 from .outcome_log import OutcomeLog
 from .processor import RecordProcessor
 from .redelivery import Redelivery, Visibilities
-from .ses_sender import SesSender
+from .ses_sender import SesSender, carries_tracking_overrides
 from .ses_stops import SesStops, StopBoard
 from .settings import Settings
 from .shell import Once
@@ -104,7 +105,7 @@ class Consumer:
             dead_letters,
             clock,
             parse,
-            [*_checks(settings, ledger, clock, parse, s3, stops, dynamodb), *paced],
+            [*_checks(settings, ledger, clock, parse, s3, stops, dynamodb, _sdk_lacking_tracking(ses)), *paced],
             _throttle_retry(settings),
             stops,
         )
@@ -162,8 +163,18 @@ class Consumer:
         return [by_record.get(id(record), result) for record, result in zip(records, results, strict=True)]
 
 
+def _sdk_lacking_tracking(ses: Any) -> str | None:
+    """The SDK's version when it predates SendEmail's ConfigurationOverrides (None: it has them)."""
+    if ses is None or carries_tracking_overrides(ses):
+        return None
+    import botocore
+
+    return str(botocore.__version__)
+
+
 def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, parse: ParseJob, s3: Any = None,
-            stops: SesStops | None = None, dynamodb: Any = None) -> list[Check]:
+            stops: SesStops | None = None, dynamodb: Any = None, sdk_lacking_tracking: str | None = None,
+            ) -> list[Check]:
     """The checks between a job's parsing and its pacing (the last check, ``_pacing``), in order; those this
     deployment does not use are left out. The parts only some deployments use are imported by those only: a cold
     start compiles what it runs."""
@@ -174,6 +185,8 @@ def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, parse: Parse
         checks.append(RecipientsAllowed(settings.allowed_recipients))
     if settings.ses_events:
         checks.append(OwnConfigurationSet(settings.configuration_set))
+    if sdk_lacking_tracking is not None:
+        checks.append(TrackingUnsupported(sdk_lacking_tracking))
     if settings.fifo:
         from .fifo_check import NoSendAtOnFifo
 

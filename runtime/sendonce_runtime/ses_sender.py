@@ -20,7 +20,7 @@ from botocore.exceptions import (
 
 from sendonce_contract.address import redact_addresses
 from sendonce_contract.key_tags import PIPELINE_TAG, key_tags
-from sendonce_contract.message import ParsedJob, RawContent, SimpleContent, TemplateContent
+from sendonce_contract.message import ParsedJob, RawContent, SimpleContent, TemplateContent, Tracking
 
 # SES's throttling error for the 24-hour quota, as its documentation words it (the rate's is "Maximum sending rate").
 QUOTA_MESSAGE = "Daily message quota exceeded"
@@ -121,7 +121,21 @@ def build_request(
         request["ConfigurationSetName"] = configuration_set
     if tenants and job.tenant is not None:
         request["TenantName"] = job.tenant
+    if job.tracking is not None:
+        request["ConfigurationOverrides"] = {"Tracking": _tracking(job.tracking)}
     return request
+
+
+def _tracking(tracking: Tracking) -> dict[str, str]:
+    settings = {"OpenTrackingEnabled": tracking.opens, "ClickTrackingEnabled": tracking.clicks}
+    return {name: "ENABLED" if on else "DISABLED" for name, on in settings.items() if on is not None}
+
+
+def carries_tracking_overrides(client: Any) -> bool:
+    """Whether ``client``'s SDK (in Lambda, the runtime's boto3) knows SendEmail's ``ConfigurationOverrides``
+    (SES, August 2026): an older one refuses the request's member before sending anything."""
+    members = client.meta.service_model.operation_model("SendEmail").input_shape.members
+    return "ConfigurationOverrides" in members
 
 
 def _tags(job: ParsedJob, pipeline_tag: str | None) -> list[tuple[str, str]]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from .cfn_buckets import configure_cloudformation_buckets
 from .cfn_secrets import teach_cloudformation_secrets
+from .cfn_ses_tenants import teach_cloudformation_ses_tenants
 from .cloudformation import make_cloudformation_redeployable
 from .request_counts import count_requests
 from .sent_mail_api import serve_ses_sends
@@ -68,8 +69,10 @@ PATCHES = (
           "may drop the shard's records. The local runners play the mappings instead; they stay deployed and "
           "readable",
           hand_event_sources_to_the_runners),
-    Patch("SESV2Response.send_email (logged with its configuration set, tags, tenant, attachments and headers)",
-          "moto's SES keeps none of them (it accepts TenantName, Attachments and Headers and drops them; it has "
+    Patch("SESV2Response.send_email (logged with its configuration set, tags, tenant, attachments, headers and "
+          "tracking overrides)",
+          "moto's SES keeps none of them (it accepts TenantName, Attachments, Headers and ConfigurationOverrides "
+          "and drops them; it has "
           "no tenants to check a name against) and publishes no "
           "events: the local publisher (.ses_publisher) plays SES's event publishing from this log, and the log "
           "keeps each attachment's name, type, disposition, content id, size and SHA-256 (.ses_parts) and each "
@@ -89,9 +92,9 @@ PATCHES = (
           "while the account's sending is paused or its tenant is disabled (SendingPausedException) and past the "
           "daily quota (LimitExceededException); the state is a moto backend's, so moto's reset forgets it",
           play_ses_account),
-    Patch("SESV2Response (CreateTenant, GetTenant, ListTenants, DeleteTenant and the tenants' reputation entities "
-          "added: .ses_tenants, moved out of the account's patch above, whose SendEmail check asks it whether a "
-          "tenant is disabled)",
+    Patch("SESV2Response (CreateTenant, GetTenant, ListTenants, DeleteTenant, PutTenantSuppressionAttributes and "
+          "the tenants' reputation entities with their policies added: .ses_tenants, moved out of the account's "
+          "patch above, whose SendEmail check asks it whether a tenant is disabled)",
           "moto's SES has no tenants: SES's tenant is DISABLED when its customer-managed or its SES-managed status "
           "is, and then SES refuses its sends (the patch above); the tenants are a moto backend's, so moto's reset "
           "forgets them",
@@ -125,6 +128,10 @@ PATCHES = (
     Patch("CloudFormation's model list (AWS::SecretsManager::Secret added)",
           "moto's CloudFormation skips the type, so a stack with key_privacy would deploy without its secret",
           teach_cloudformation_secrets),
+    Patch("CloudFormation's model list (AWS::SES::Tenant added: .cfn_ses_tenants)",
+          "moto's CloudFormation skips the type, so add_ses_tenant would deploy no tenant, and `sendonce tenants` "
+          "would show none of its settings",
+          teach_cloudformation_ses_tenants),
     Patch("FakeBucket.create_from_cloudformation_json (LifecycleConfiguration, PublicAccessBlockConfiguration)",
           "moto's CloudFormation sets only a bucket's encryption and tags, so an attachments bucket would deploy "
           "with no expiry and no public access block; they are set through moto's own S3 calls",

@@ -93,8 +93,8 @@ class LocalAws:
     def ses_sends(self, since: int = 0) -> list[dict[str, Any]]:
         """What the emulator's SES accepted, read over HTTP (``GET /moto-api/sendonce/ses-sends``): each send with
         the time SES accepted it (``acceptedAt``, epoch seconds), its addresses, subject, configuration set, tags,
-        SES tenant (``tenantName``, null when none), headers and attachments (name, type, disposition, content id,
-        size and SHA-256)."""
+        SES tenant (``tenantName``, null when none), headers, attachments (name, type, disposition, content id,
+        size and SHA-256) and tracking overrides (``tracking``: ``OpenTrackingEnabled``, ``ClickTrackingEnabled``)."""
         import json
 
         from .sent_mail_api import SENDS_PATH

@@ -46,7 +46,7 @@ from moto.core.base_backend import BackendDict, BaseBackend
 
 from .ses_api import ControlRefused, SesError, add_sesv2_operations, control, request_params, serve_control
 from .ses_limits import SES_RATE, _recipients
-from .ses_tenants import ses_tenants_backends
+from .ses_tenant_backend import ses_tenants_backends
 from .wrap import wrap_once
 
 ACCOUNT_CONTROL_PATH = "/moto-api/sendonce/ses-account"

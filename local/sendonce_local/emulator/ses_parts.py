@@ -54,4 +54,5 @@ def send_as_json(send: Any) -> dict[str, Any]:
         "configurationSet": fields["configuration_set"], "tags": dict(fields["tags"]), "tenantName": send.tenant_name,
         "headers": [list(pair) for pair in send.headers],
         "attachments": [attachment.as_json() for attachment in send.attachments],
+        "tracking": dict(send.tracking),
     }

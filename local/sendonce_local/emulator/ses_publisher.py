@@ -47,6 +47,8 @@ class AcceptedSend:
     attachments: tuple[SentAttachment, ...] = ()
     headers: tuple[tuple[str, str], ...] = ()
     tenant_name: str | None = None  # SendEmail's TenantName (SES tenants), None when the send named none
+    # SendEmail's ConfigurationOverrides.Tracking (OpenTrackingEnabled, ClickTrackingEnabled), empty when none
+    tracking: tuple[tuple[str, str], ...] = ()
 
 
 class SendLog:
@@ -100,6 +102,7 @@ def accepted_send(params: dict[str, Any], message_id: str) -> AcceptedSend:
         configuration_set=params.get("ConfigurationSetName"),
         tags=tuple((t["Name"], t["Value"]) for t in params.get("EmailTags", [])),
         attachments=attachments, headers=headers, tenant_name=params.get("TenantName") or None,
+        tracking=tuple(sorted(((params.get("ConfigurationOverrides") or {}).get("Tracking") or {}).items())),
     )
 
 

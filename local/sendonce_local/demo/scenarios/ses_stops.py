@@ -32,7 +32,8 @@ from sendonce_producer import EmailJob
 from ...emulator.request_counts import REQUESTS
 from ...emulator.server import LocalAws
 from ...emulator.ses_limits import SES_RATE
-from ...emulator.ses_tenants import DISABLED, ENABLED, REPUTATION_CONTROL_PATH
+from ...emulator.ses_tenant_backend import DISABLED, ENABLED
+from ...emulator.ses_tenants import REPUTATION_CONTROL_PATH
 from ...emulator.sqs_delays import DELAYS_CONTROL_PATH
 from ...lambda_service.stack_runners import StackRunners
 from ..phase import PhaseReport
