@@ -14,7 +14,7 @@ from aws_cdk import aws_sqs as sqs
 from cdk_nag import AwsSolutionsChecks, ServerlessChecks
 from constructs import Construct
 
-from sendonce_constructs import SES_MAILBOX_SIMULATOR, SendOnceEmailQueue
+from sendonce_constructs import SES_MAILBOX_SIMULATOR, OnSuspectedDouble, SendOnceEmailQueue
 
 # Who a non-production stage may email: SES's mailbox simulator (success@, bounce@, complaint@ ...) and the team.
 STAGING_RECIPIENTS = [SES_MAILBOX_SIMULATOR, "qa.example.com"]
@@ -46,6 +46,12 @@ class ReceiptsStack(cdk.Stack):
             # Password resets (`priority="urgent"`) get a queue and consumer of their own and a fifth of send_rate,
             # lent to receipts while none wait: a flood of receipts never holds a reset back.
             urgent_lane=True,
+            # A reset link or a one-time code met more than 15 minutes after it was enqueued (a backlog, an SES
+            # stop, a redrive) is not sent: recorded EXPIRED and published, as the customer has asked again by then.
+            urgent_max_job_age=cdk.Duration.minutes(15),
+            # A producer that keys jobs wrongly (an SQS message id, a timestamp) turns every retry into a new email:
+            # the same receipt to the same customer under another key within the hour is held in the DLQ, unsent.
+            suspected_doubles=OnSuspectedDouble.HOLD,
             # The shops this platform sends for: each job's `tenant` is its SQS MessageGroupId (fair queues) and
             # SES's TenantName (each shop's reputation kept apart).
             ses_tenants=True,

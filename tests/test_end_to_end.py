@@ -127,6 +127,19 @@ def test_a_tenants_stop_and_the_accounts_lose_nothing_and_hold_the_other_tenant_
     assert stops.ses_requests - stops.sends < stops.flood_jobs
     assert "SQS's delays over 20 s as 20 s for this phase" in output
     assert json.loads((out / "report.json").read_text())["ses_stops"]["ok"] is True
+    # One-time codes enqueued as the account's pause began, each valid 5 s: stale once SES sends, so never sent.
+    assert stops.codes == 10 and stops.codes_sent == 0 and stops.codes_expired == stops.codes
+
+
+def test_a_producer_keying_receipts_by_sqs_message_id_gets_each_sent_once_its_second_copies_held(demo):
+    report, out, output = demo
+    mis_keyed = report.phases["mis_keyed"]
+    assert mis_keyed is not None and mis_keyed.ok, mis_keyed.lines() if mis_keyed else output
+    assert (mis_keyed.orders, mis_keyed.events, mis_keyed.keys) == (10, 20, 20)
+    assert mis_keyed.emails_per_order == {1: 10} and mis_keyed.held == 10
+    assert "the same content under key" in mis_keyed.held_reason, mis_keyed.held_reason
+    assert "suspected-double" not in report.dead_letters  # deleted from the DLQ once counted, as an operator would
+    assert json.loads((out / "report.json").read_text())["mis_keyed"]["ok"] is True
 
 
 def test_with_send_events_lost_the_only_doubles_are_detected_and_inside_the_crash_window(demo):

@@ -79,7 +79,7 @@ def test_what_the_consumer_and_the_recorder_write_the_operator_command_and_the_r
     busy = view.get("k:busy")
     assert busy is not None and busy.lease_expires_at_ms is not None
     # The local report reads them as the operator command does.
-    records = report._ledger_records(pipeline.table_name, list(items))
+    records = report.ledger_records(pipeline.table_name, list(items))
     assert records["k:each"] == each and records["k:double"].double_send
     assert report._delivery_outcomes(records.values())["bounced (Permanent/General)"] == 1
     assert set(report._confirmation_ms(records.values())) == {"p50", "p90", "max"}

@@ -122,10 +122,11 @@ def test_default_alarms_watch_the_dlqs_the_oldest_message_unknown_records_double
     assert urgent["ApproximateAgeOfOldestMessage"]["Threshold"] == 60  # the urgent lane's tighter default
     assert set(by_metric) == {"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage",
                               "UnknownRecords", "DoubleSends", "QuotaExhausted", "SesStopped", "ContractTooNew",
-                              "Errors", "QuotaUsedPercent", None}  # None: metric math (DynamoDB's trouble, the rates)
+                              "Errors", "QuotaUsedPercent", "SuspectedDoubles",  # the example's guard holds them
+                              None}  # None: metric math (DynamoDB's trouble, the rates)
     # both dead-letter queues, the outcome publisher's failures, DynamoDB's trouble, the bounce and complaint rates,
     # and the urgent lane's own three (its DLQ, its oldest message, its function's errors)
-    assert len(alarms) == 17
+    assert len(alarms) == 18
     assert by_metric["QuotaUsedPercent"]["Threshold"] == 80
     assert by_metric["QuotaUsedPercent"]["Statistic"] == "Maximum"
     [ledger] = [a["Metrics"] for name, a in alarms.items() if "LedgerTrouble" in name]

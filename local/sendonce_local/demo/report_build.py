@@ -37,13 +37,13 @@ def build_report(
     expected = {*workload.subject_to_key, *(residual.workload.subject_to_key if residual else ()),
                 *(burst.subjects if burst else ()), *(s for f in fault_bursts or () for s in f.subjects)}
     unexpected = sum(1 for subject in subjects if subject not in expected)
-    records = _ledger_records(table_name, list(per_key))
+    records = ledger_records(table_name, list(per_key))
     statuses = {key: record.status for key, record in records.items()}
     dead, samples, copies, dead_keys = _dead_letters(dead_letter_queue_url)
     lost = {key: "DLQ" if key in dead_keys else statuses.get(key, "absent")
             for key, count in per_key.items() if count == 0}
     missing_refusals = sorted(workload.refused_keys - dead_keys)
-    refusal_statuses = {k: record.status for k, record in _ledger_records(table_name, missing_refusals).items()}
+    refusal_statuses = {k: record.status for k, record in ledger_records(table_name, missing_refusals).items()}
     return Report(
         policy=policy,
         jobs_enqueued=workload.jobs,
@@ -80,7 +80,7 @@ def _residual(residual: Residual, sent_emails: list[Any], table_name: str) -> Re
         key = residual.workload.subject_to_key.get(subject_of(message))
         if key is not None:
             ids_per_key[key].append(str(message.id))
-    records = _ledger_records(table_name, list(ids_per_key))
+    records = ledger_records(table_name, list(ids_per_key))
     twice = sorted(key for key, ids in ids_per_key.items() if len(ids) >= 2)
     return ResidualReport(
         keys=len(ids_per_key),
@@ -111,7 +111,7 @@ def _confirmation_ms(records: Iterable[EmailRecord]) -> dict[str, int]:
     return {"p50": waits[len(waits) // 2], "p90": waits[int(len(waits) * 0.9)], "max": waits[-1]}
 
 
-def _ledger_records(table_name: str, keys: list[str]) -> dict[str, EmailRecord]:
+def ledger_records(table_name: str, keys: list[str]) -> dict[str, EmailRecord]:
     """The ledger records of ``keys``, read as the operator command reads them."""
     dynamodb: Any = boto3.client("dynamodb")
     records: dict[str, EmailRecord] = {}

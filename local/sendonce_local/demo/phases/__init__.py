@@ -6,11 +6,12 @@ one entry each, which says what the phase checks, its report and the emails it c
 from __future__ import annotations
 
 from ..phase import Phase
-from . import attachments, flood, outcome_events, ses_stops, sql_outbox
+from . import attachments, flood, mis_keyed, outcome_events, ses_stops, sql_outbox
 
 PHASES = (
     Phase("flood", flood.flood_phase, flood.is_phase_email),
     Phase("ses_stops", ses_stops.ses_stops_phase, ses_stops.is_phase_email),
+    Phase("mis_keyed", mis_keyed.mis_keyed_phase, mis_keyed.is_phase_email),
     Phase("sql_outbox", sql_outbox.sql_outbox_phase, sql_outbox.is_phase_email),
     Phase("attachments", attachments.attachments_phase, attachments.is_phase_email),
     # Last: it waits for the outcome publisher to read every phase's writes, then stops it.

@@ -3,10 +3,13 @@ emulator's reputation control) for a stretch while its bulk jobs flood the queue
 quiet tenant's jobs arrive; as that stretch ends, the account's sending is paused (``PutAccountSendingAttributes``)
 for as long while urgent jobs and more of the quiet tenant's arrive. Both lanes' consumers run as deployed: each
 lane learns each stop from one refusal, parks the stopped jobs, asks SES once a minute, and sends when SES sends.
+As the account's pause begins, one-time codes arrive on the urgent lane, each valid for a few seconds
+(``expiresAt``): they wait behind the stop past their expiry and must not be sent at all, each recorded ``EXPIRED``.
 
 Counted from the emulator's log of sends over HTTP, never from the consumer's output. The guarantee: every key once,
-none in either lane's DLQ, and the quiet tenant's time to SES while the other tenant is stopped within twice its
-time alone (or within a second of it: at a p95 under a second the host's scheduling is the difference). Reported
+none in either lane's DLQ, no code sent and each recorded ``EXPIRED``, and the quiet tenant's time to SES while the
+other tenant is stopped within twice its time alone (or within a second of it: at a p95 under a second the host's
+scheduling is the difference). Reported
 beside it: the SES requests the stops cost (learning each stop, then asking once a minute), from the emulator's
 request counts.
 
@@ -22,11 +25,13 @@ import random
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import IO, Any
 
 import boto3
 
 from sendonce_contract.priority import DEFAULT_PRIORITY, Priority
+from sendonce_contract.schema import Status
 from sendonce_producer import EmailJob
 
 from ...emulator.request_counts import REQUESTS
@@ -37,6 +42,7 @@ from ...emulator.ses_tenants import REPUTATION_CONTROL_PATH
 from ...emulator.sqs_delays import DELAYS_CONTROL_PATH
 from ...lambda_service.stack_runners import StackRunners
 from ..phase import PhaseReport
+from ..report_build import ledger_records
 from ..workload import SENDER, keys_by_emails
 from .burst_drain import queue_depth
 from .flood import FLOOD_FACTOR, TICK_S, WAIT_AIM, Lanes, percentile, sends_by_key
@@ -45,6 +51,7 @@ SUBJECT_PREFIX = "SES stops phase: "
 WAIT_SLACK_S = 1.0  # the quiet tenant's p95 may also be within this much of alone
 CAUSE = "played by the demo: a reputation finding on this tenant"
 QUIET, URGENT, FLOOD = "quiet", "urgent", "flood"
+CODE_LIFETIME_S = 5.0  # a one-time code's expiresAt, from its enqueueing: well inside a stop and a parked job's wait
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,7 @@ class StopsPlan:
     pause_s: float  # how long each stop lasts: the tenant's, then the account's
     flood_s: float  # the stopped tenant's jobs arrive for this long at FLOOD_FACTOR x SES's rate
     arrivals: int  # the quiet tenant's jobs through each stop and alone; urgent jobs through the account's stop
+    codes: int = 10  # one-time codes enqueued as the account's pause begins, each expiring CODE_LIFETIME_S later
     longest_delay_s: int = 20  # SQS's delays over this, played as this: a parked job comes back this soon
 
     def flood_jobs(self, rate: float) -> int:
@@ -75,7 +83,14 @@ class SesStopsReport(PhaseReport):
     sends: int  # emails it accepted
     resumed_s: float  # from the account's pause ending until every job was sent
     longest_delay_s: int
+    codes: int = 0
+    codes_sent: int = 0  # emails SES accepted for the codes: each one late, so none may be sent
+    codes_expired: int = 0  # codes whose key the ledger recorded EXPIRED
     drained: bool = True
+
+    @property
+    def codes_held(self) -> bool:
+        return self.codes_sent == 0 and self.codes_expired == self.codes
 
     @property
     def quiet_wait_held(self) -> bool:
@@ -85,7 +100,7 @@ class SesStopsReport(PhaseReport):
     @property
     def ok(self) -> bool:
         return (self.drained and not self.keys_sent_twice and not self.keys_lost and self.dead_letters == 0
-                and self.quiet_wait_held)
+                and self.quiet_wait_held and self.codes_held)
 
     def p(self, run: str, q: float = 0.95) -> float:
         return percentile(self.waits_s.get(run, []), q)
@@ -95,6 +110,8 @@ class SesStopsReport(PhaseReport):
                  f"{len(self.keys_lost)} keys not sent" if self.keys_lost else "",
                  f"{self.dead_letters} jobs in the DLQs" if self.dead_letters else "",
                  "" if self.drained else "not drained within its bound",
+                 "" if self.codes_held else (f"of {self.codes} one-time codes past their expiry, {self.codes_sent} "
+                                             f"sent late and {self.codes_expired} recorded EXPIRED"),
                  "" if self.quiet_wait_held else (
                      f"tenant {self.quiet_tenant}'s p95 time to SES {self.p('tenant_stopped'):.2f} s while "
                      f"{self.flood_tenant} was stopped, against {self.p('alone'):.2f} s alone")]
@@ -102,7 +119,8 @@ class SesStopsReport(PhaseReport):
 
     def summary(self) -> str:
         return (f"SES stops: {sum(self.emails_per_key.values())} keys each once through a tenant's and the "
-                f"account's stop, none in the DLQs, tenant {self.quiet_tenant} unhindered")
+                f"account's stop, none in the DLQs, tenant {self.quiet_tenant} unhindered; {self.codes} one-time codes "
+                "expired behind the stop, none sent late")
 
     def as_dict(self) -> dict[str, Any]:
         data = {**asdict(self), "ok": self.ok}
@@ -123,6 +141,8 @@ class SesStopsReport(PhaseReport):
             f"{self.p('tenant_stopped', 0.5):.2f} s, p95 {self.p('tenant_stopped'):.2f} s; alone p50 "
             f"{self.p('alone', 0.5):.2f} s, p95 {self.p('alone'):.2f} s (held to at most {WAIT_AIM:g}x alone, or "
             f"{WAIT_SLACK_S:g} s more)",
+            f"    one-time codes enqueued as the pause began, each valid {CODE_LIFETIME_S:g} s: {self.codes}; sent by "
+            f"SES {self.codes_sent}; recorded EXPIRED {self.codes_expired} (stale, so not sent)",
             f"    SES asked {self.ses_requests} times for {self.sends} emails: {self.ses_requests - self.sends} "
             "refusals (each lane learning each stop once, then asking once a minute, and SES's rate throttling the "
             "flood once it could send)",
@@ -159,6 +179,19 @@ def _enqueue(lanes: Lanes, jobs: _Jobs, schedule: list[tuple[float, str, str]], 
                      priority=Priority.URGENT if who == URGENT else DEFAULT_PRIORITY) for key, who in batch])
         if failures:
             raise RuntimeError(f"the emulator refused jobs: {failures}")
+
+
+def _enqueue_codes(lanes: Lanes, count: int, seed: int) -> list[str]:
+    """One-time codes on the urgent lane, each expiring CODE_LIFETIME_S from now: their keys."""
+    expires_at = datetime.now(UTC) + timedelta(seconds=CODE_LIFETIME_S)
+    keys = [f"code:{seed}:{n}" for n in range(count)]
+    failures = lanes.pipeline().enqueue_many([
+        EmailJob(key, SENDER, [f"{key.replace(':', '-')}@example.org"], subject=SUBJECT_PREFIX + key,
+                 text="Your one-time code: 246810. It works for the next few seconds.", expires_at=expires_at,
+                 priority=Priority.URGENT) for key in keys])
+    if failures:
+        raise RuntimeError(f"the emulator refused jobs: {failures}")
+    return keys
 
 
 def _flood(rate: float, plan: StopsPlan, seed: int) -> list[tuple[float, str, str]]:
@@ -202,7 +235,7 @@ def run_ses_stops(lanes: Lanes, aws: LocalAws, rate: float, plan: StopsPlan, see
     tenants: dict[str, str | None] = {FLOOD: lanes.flood_tenant, QUIET: lanes.quiet_tenant, URGENT: None}
     jobs, since, bound = _Jobs(), len(aws.ses_sends(0)), time.monotonic() + bound_s
     requests_before = REQUESTS.snapshot()
-    drained, resumed_s, alone_keys, sent = True, 0.0, set(), {}
+    drained, resumed_s, alone_keys, sent, codes = True, 0.0, set(), {}, []
     runners: StackRunners | None = None
     try:
         SES_RATE.limit(rate)
@@ -223,6 +256,7 @@ def run_ses_stops(lanes: Lanes, aws: LocalAws, rate: float, plan: StopsPlan, see
         drained = _wait_sent(aws, lanes, since, quiet, bound, settled=False) and drained
         paused_at = time.time()
         ses.put_account_sending_attributes(SendingEnabled=False)
+        codes = _enqueue_codes(lanes, plan.codes, seed)
         _enqueue(lanes, jobs, _arrivals("paused", (QUIET, URGENT), plan.arrivals, plan.pause_s, seed + 1), tenants)
         time.sleep(max(0.0, paused_at + plan.pause_s - time.time()))
         ses.put_account_sending_attributes(SendingEnabled=True)
@@ -241,6 +275,8 @@ def run_ses_stops(lanes: Lanes, aws: LocalAws, rate: float, plan: StopsPlan, see
                 undo()
     requests = REQUESTS.snapshot() - requests_before
     per_key = Counter({key: len(sent.get(key, [])) for key in jobs.who})
+    expired = [r for r in ledger_records(lanes.config(lanes.urgent).table_name, codes).values()
+               if r.status == Status.EXPIRED.value]
     waits: dict[str, list[float]] = {"alone": [], "tenant_stopped": []}
     for key, who in jobs.who.items():
         if who == QUIET and sent.get(key) and ":paused:" not in key:
@@ -253,4 +289,5 @@ def run_ses_stops(lanes: Lanes, aws: LocalAws, rate: float, plan: StopsPlan, see
         keys_lost=sorted(k for k, n in per_key.items() if n == 0),
         dead_letters=sum(queue_depth(sqs, url) for url in lanes.dead_letter_queues) - dead_before,
         waits_s=waits, ses_requests=requests["sesv2", "SendEmail"], sends=sum(per_key.values()),
-        resumed_s=resumed_s, longest_delay_s=plan.longest_delay_s, drained=drained)
+        resumed_s=resumed_s, longest_delay_s=plan.longest_delay_s, codes=len(codes),
+        codes_sent=sum(len(sent.get(key, [])) for key in codes), codes_expired=len(expired), drained=drained)
