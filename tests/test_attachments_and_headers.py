@@ -105,6 +105,13 @@ def test_a_header_value_as_long_as_ses_takes_is_sent_and_one_character_more_is_r
     assert reason_code(dead) == "invalid-message" and aws.ses_sends(since=1) == []
 
 
+def test_an_inline_reference_takes_the_cid_scheme_in_any_case_and_the_content_id_exactly(pipeline, aws):
+    outcome = handle(pipeline.consumer(), receipt("receipt:a5:u1", html='<img src="CID:logo">', attachments=[logo()]))
+    assert outcome["outcome"] == "sent"
+    [send] = aws.ses_sends()
+    assert [a["contentId"] for a in send["attachments"]] == ["logo"]
+
+
 def test_a_job_without_attachments_or_headers_sends_neither(pipeline, aws):
     assert handle(pipeline.consumer(), job("receipt:a2:u1"))["outcome"] == "sent"
     [send] = aws.ses_sends()
@@ -120,6 +127,7 @@ BAD_INPUTS = {
                      "attachment-type-refused"),
     "path in the file name": ({"attachments": [invoice() | {"fileName": "../invoice.pdf"}]}, "invalid-message"),
     "inline not in the html": ({"html": "<p>no image</p>", "attachments": [logo()]}, "invalid-message"),
+    "inline referred to in another case": ({"attachments": [logo() | {"contentId": "Logo"}]}, "invalid-message"),
     "both content and s3": ({"attachments": [invoice() | {"s3": S3_MISSING["s3"]}]}, "invalid-message"),
     "a header SES sets": ({"headers": {"Message-ID": "<x@example.org>"}}, "header-refused"),
     "a content header": ({"headers": {"Content-Type": "text/plain"}}, "header-refused"),

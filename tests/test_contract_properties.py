@@ -155,7 +155,8 @@ def assert_obeys_ses_rules(request: dict[str, Any]) -> None:
         if attachment["ContentDisposition"] == "INLINE":
             assert 1 <= len(attachment["ContentId"]) <= 78
             if "Simple" in content:
-                assert f"cid:{attachment['ContentId']}" in content["Simple"]["Body"]["Html"]["Data"]
+                html = content["Simple"]["Body"]["Html"]["Data"]
+                assert re.search(f"(?i:cid:){re.escape(attachment['ContentId'])}", html), (attachment, html)
     assert sum(encoded_size(len(a["RawContent"])) for a in attachments) <= MAX_MESSAGE_BYTES
 
 

@@ -222,7 +222,8 @@ def _s3(value: object, file_name: str) -> S3Location:
 
 
 def inline_references_missing(html: str | None, attachments: tuple[Attachment, ...]) -> list[str]:
-    """The content ids of inline attachments the html never refers to as ``cid:<id>``."""
-    text = (html or "").lower()
+    """The content ids of inline attachments the html never refers to as ``cid:<id>``: the scheme in any case, as a
+    URL's is, the id exactly, as a mail client looks it up (``cid:logo`` does not show ``Logo`` everywhere)."""
+    text = html or ""
     return [a.content_id for a in attachments
-            if a.content_id is not None and f"cid:{a.content_id.lower()}" not in text]
+            if a.content_id is not None and not re.search(f"(?i:cid:){re.escape(a.content_id)}", text)]

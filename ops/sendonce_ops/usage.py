@@ -1,7 +1,8 @@
 """The command line's usage errors, said as every other error of ours is: one line, with the fix, exit code 2.
 
 argparse prints its whole usage block first, and a misspelt option (``--stak Shop info``) surfaces as the next
-word's error (``invalid choice: 'Shop'``); here an option no command declares is named with its closest match.
+word's error (``invalid choice: 'Shop'``); here an option the command given does not declare is named with its
+closest match among the command's own options.
 Both console commands (``sendonce`` and ``sendonce-local``) parse with it.
 """
 
@@ -14,30 +15,65 @@ from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
 
+class _Subcommands(argparse._SubParsersAction):  # type: ignore[type-arg]
+    """A subcommand's ``--help`` opens with the line the command list shows for it."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> Any:
+        kwargs.setdefault("description", kwargs.get("help"))
+        return super().add_parser(name, **kwargs)
+
+
 class OneLineParser(argparse.ArgumentParser):
+    def add_subparsers(self, **kwargs: Any) -> Any:
+        kwargs.setdefault("action", _Subcommands)
+        return super().add_subparsers(**kwargs)
+
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: {' '.join(message.split())} (see `{self.prog} --help`)\n")
 
     def parse_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:  # type: ignore[override]
         words = list(sys.argv[1:] if args is None else args)
-        known = set(_option_strings(self))
+        chain = _command_chain(self, words)
+        known = {option for parser in chain for option in _own_options(parser)}
         for word in words:
             if word == "--":
                 break
             option = word.split("=", 1)[0]
             if option.startswith("--") and option not in known and not _abbreviates(option, known):
                 close = difflib.get_close_matches(option, sorted(known), n=1)
-                self.error(f"unknown option {option}" + (f"; did you mean {close[0]}?" if close else ""))
+                chain[-1].error(f"unknown option {option}" + (f"; did you mean {close[0]}?" if close else ""))
         return super().parse_args(words, namespace)
 
 
-def _option_strings(parser: argparse.ArgumentParser) -> Iterator[str]:
-    """Every long option of ``parser`` and of its subcommands, at any depth."""
+def _command_chain(parser: argparse.ArgumentParser, words: Sequence[str]) -> list[argparse.ArgumentParser]:
+    """The parser and the subcommands ``words`` name, in order (``sendonce dlq redrive``): only their options are
+    the command's, so a misspelt option is matched against those and the error points to that command's help."""
+    chain, value_next = [parser], False
+    for word in words:
+        if word == "--":
+            break
+        if value_next:
+            value_next = False
+            continue
+        if word.startswith("-"):
+            action = next((a for p in chain for a in p._actions if word.split("=", 1)[0] in a.option_strings), None)
+            value_next = action is not None and "=" not in word and action.nargs != 0
+            continue
+        subcommand = _subcommands(chain[-1]).get(word)
+        if subcommand is not None:
+            chain.append(subcommand)
+    return chain
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    return {name: sub for action in parser._actions if isinstance(action, argparse._SubParsersAction)
+            for name, sub in action.choices.items()}
+
+
+def _own_options(parser: argparse.ArgumentParser) -> Iterator[str]:
+    """The long options ``parser`` itself declares (not its subcommands')."""
     for action in parser._actions:
         yield from (option for option in action.option_strings if option.startswith("--"))
-        if isinstance(action, argparse._SubParsersAction):
-            for subparser in action.choices.values():
-                yield from _option_strings(subparser)
 
 
 def _abbreviates(option: str, known: set[str]) -> bool:

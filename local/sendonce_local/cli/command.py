@@ -118,7 +118,6 @@ def check_demo_can_run(project_dir: Path) -> None:
 
 def _demo(args: argparse.Namespace) -> int:
     from ..demo.options import DemoOptions
-    from ..demo.run import run_demo
 
     keys = args.keys or (QUICK_KEYS if args.quick else DemoOptions.keys)
     options = DemoOptions(out_dir=args.out, stack=args.stack, keys=keys, fault_probability=args.faults,
@@ -130,6 +129,8 @@ def _demo(args: argparse.Namespace) -> int:
                           DemoOptions.phase_fault_probability,
                           stops_pause_s=QUICK_STOPS_PAUSE_S if args.quick else DemoOptions.stops_pause_s)
     check_demo_can_run(options.project_dir.resolve())
+    from ..demo.run import run_demo  # after the check: its phases import sendonce-producer
+
     report = run_demo(options, say=lambda line: print(line, flush=True))
     return 0 if report.ok else 1
 
