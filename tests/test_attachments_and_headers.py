@@ -128,6 +128,8 @@ BAD_INPUTS = {
     "path in the file name": ({"attachments": [invoice() | {"fileName": "../invoice.pdf"}]}, "invalid-message"),
     "inline not in the html": ({"html": "<p>no image</p>", "attachments": [logo()]}, "invalid-message"),
     "inline referred to in another case": ({"attachments": [logo() | {"contentId": "Logo"}]}, "invalid-message"),
+    "inline named only inside a longer id": ({"html": '<img src="cid:logo2">', "attachments": [logo()]},
+                                             "invalid-message"),
     "both content and s3": ({"attachments": [invoice() | {"s3": S3_MISSING["s3"]}]}, "invalid-message"),
     "a header SES sets": ({"headers": {"Message-ID": "<x@example.org>"}}, "header-refused"),
     "a content header": ({"headers": {"Content-Type": "text/plain"}}, "header-refused"),

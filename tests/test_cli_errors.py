@@ -175,6 +175,8 @@ def test_an_unknown_option_is_matched_against_its_own_command_and_points_to_that
                 "see `sendonce tenants --help`")
     usage_error(capsys, sendonce, ["--table", "dlq", "dlq", "redrive", "--limt", "2"],
                 "sendonce dlq redrive: unknown option --limt; did you mean --limit?")
+    # An abbreviated option's value is its value, whatever it spells (argparse takes --tab for --table).
+    usage_error(capsys, sendonce, ["--tab", "status", "info", "--bogus"], "sendonce info: unknown option --bogus")
 
 
 def test_a_command_s_help_opens_with_what_the_command_list_says_of_it(capsys):

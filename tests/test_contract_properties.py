@@ -156,7 +156,8 @@ def assert_obeys_ses_rules(request: dict[str, Any]) -> None:
             assert 1 <= len(attachment["ContentId"]) <= 78
             if "Simple" in content:
                 html = content["Simple"]["Body"]["Html"]["Data"]
-                assert re.search(f"(?i:cid:){re.escape(attachment['ContentId'])}", html), (attachment, html)
+                reference = f"(?i:cid:){re.escape(attachment['ContentId'])}(?=[\\s\"'<>)]|$)"
+                assert re.search(reference, html), (attachment, html)
     assert sum(encoded_size(len(a["RawContent"])) for a in attachments) <= MAX_MESSAGE_BYTES
 
 

@@ -221,9 +221,14 @@ def _s3(value: object, file_name: str) -> S3Location:
     return S3Location(bucket, key)
 
 
+# A cid: URL naming an id, ended as an attribute value or CSS url() ends it (so cid:logo2 is not a reference to logo).
+_CID_REFERENCE = r"(?i:cid:){}(?=[\s\"'<>)]|$)"
+
+
 def inline_references_missing(html: str | None, attachments: tuple[Attachment, ...]) -> list[str]:
     """The content ids of inline attachments the html never refers to as ``cid:<id>``: the scheme in any case, as a
     URL's is, the id exactly, as a mail client looks it up (``cid:logo`` does not show ``Logo`` everywhere)."""
     text = html or ""
     return [a.content_id for a in attachments
-            if a.content_id is not None and not re.search(f"(?i:cid:){re.escape(a.content_id)}", text)]
+            if a.content_id is not None and not re.search(_CID_REFERENCE.format(re.escape(a.content_id)), text)]
+

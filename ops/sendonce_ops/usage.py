@@ -56,13 +56,22 @@ def _command_chain(parser: argparse.ArgumentParser, words: Sequence[str]) -> lis
             value_next = False
             continue
         if word.startswith("-"):
-            action = next((a for p in chain for a in p._actions if word.split("=", 1)[0] in a.option_strings), None)
-            value_next = action is not None and "=" not in word and action.nargs != 0
+            action = _action_of(chain, word.split("=", 1)[0])
+            value_next = action is not None and "=" not in word and action.nargs != 0  # no option takes several
             continue
         subcommand = _subcommands(chain[-1]).get(word)
         if subcommand is not None:
             chain.append(subcommand)
     return chain
+
+
+def _action_of(chain: Sequence[argparse.ArgumentParser], option: str) -> argparse.Action | None:
+    """The action ``option`` names in the chain: by its name, or by a prefix of one name only, as argparse reads it."""
+    actions = {name: action for parser in chain for action in parser._actions for name in action.option_strings}
+    if option in actions:
+        return actions[option]
+    named = {id(action): action for name, action in actions.items() if name.startswith(option)}
+    return next(iter(named.values())) if len(named) == 1 else None
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

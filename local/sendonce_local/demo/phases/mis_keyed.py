@@ -101,11 +101,13 @@ def _held(sqs: Any, dlq_url: str, keys: set[str], found: dict[str, str]) -> None
     """Add to ``found`` the phase's keys in the DLQ as suspected doubles, with their reasons, and delete them, as
     an operator does who sees they are doubles (a redrive would send them); any other message read is left
     invisible for a moment only (the report reads the DLQ at the end)."""
+    seen: set[str] = set()
     while True:
         messages = sqs.receive_message(QueueUrl=dlq_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"],
                                        VisibilityTimeout=2).get("Messages", [])
-        if not messages:
+        if not messages or all(m["MessageId"] in seen for m in messages):  # read through, or back to the start
             return
+        seen.update(m["MessageId"] for m in messages)
         for message in messages:
             attributes = {n: a.get("StringValue", "") for n, a in message.get("MessageAttributes", {}).items()}
             key = attributes.get(DeadLetter.DEDUPE_KEY, "")
