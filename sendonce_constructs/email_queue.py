@@ -665,18 +665,21 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             raise SendOnceConfigurationError(f"add_ses_tenant: {error}; pick a name SES and SQS both take",
                                              f"{ID_PREFIX}InvalidTenantName", self.node.path) from None
         policy, suppression_attributes = self._tenant_settings(reputation_policy, suppression)
-        stack = Stack.of(self)
-        return ses.CfnTenant(
+        tenant = ses.CfnTenant(
             self, f"SesTenant{tenant_name}", tenant_name=tenant_name,
             resource_associations=[ses.CfnTenant.ResourceAssociationProperty(resource_arn=arn)
-                                   for arn in self._tenant_resources],
-            reputation_entity=None if policy is None else ses.CfnTenant.ReputationEntityProperty(
-                policy=ses.CfnTenant.ReputationPolicyProperty(
-                    reputation_entity_policy=policy.arn(stack.partition, stack.region))),
-            suppression_attributes=None if suppression_attributes is None else (
-                ses.CfnTenant.TenantSuppressionAttributesProperty(
-                    suppressed_reasons=[reason.value for reason in suppression_attributes.reasons],
-                    suppression_scope=suppression_attributes.scope.value)))
+                                   for arn in self._tenant_resources])
+        # As property overrides, not CfnTenant's keyword arguments: the L1 gained them only in aws-cdk-lib 2.275,
+        # and the oldest aws-cdk-lib this library supports is older.
+        if policy is not None:
+            stack = Stack.of(self)
+            tenant.add_property_override("ReputationEntity.Policy.ReputationEntityPolicy",
+                                         policy.arn(stack.partition, stack.region))
+        if suppression_attributes is not None:
+            tenant.add_property_override("SuppressionAttributes", {
+                "SuppressedReasons": [reason.value for reason in suppression_attributes.reasons],
+                "SuppressionScope": suppression_attributes.scope.value})
+        return tenant
 
     def _tenant_settings(self, policy: object, suppression: object) -> tuple[ReputationPolicy | None,
                                                                               TenantSuppression | None]:
