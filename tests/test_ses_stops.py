@@ -206,7 +206,7 @@ def test_a_lane_with_batches_of_one_tops_them_up_to_ten_while_the_account_is_sto
 def test_parked_copies_made_together_leave_one_message_per_job_through_lost_answers_and_kills(
         pipeline, ses_faults, slow, fault):
     jobs, clock = Jobs(f"parked-{list(PARKED_FAULTS).index(fault)}"), FakeClock()
-    consumer, _ = slow_consumer(pipeline, slow, jobs, clock, sender_identity=SENDER_DOMAIN)
+    consumer, log = slow_consumer(pipeline, slow, jobs, clock, sender_identity=SENDER_DOMAIN)
     consumer.redelivery.postponement_s = lambda outcome, postponements: 0
     keys = [f"receipt:l{n}:u1" for n in range(4)]
     for key in keys:
@@ -235,8 +235,16 @@ def test_parked_copies_made_together_leave_one_message_per_job_through_lost_answ
         records = jobs.receive(wait_s=3)
         if records:
             jobs.acknowledge(consumer.handle(event(*records), FakeContext(clock)), *records)
-    assert {key: pipeline.emails_for(key) for key in keys} == dict.fromkeys(keys, 1)
+    emails = {key: pipeline.emails_for(key) for key in keys}
+    assert emails == dict.fromkeys(keys, 1), unsent_story(pipeline, jobs, log, [k for k, n in emails.items() if n != 1])
     assert jobs.depth() == 0 and pipeline.dead_letters() == []
+
+
+def unsent_story(pipeline, jobs: Jobs, log: io.StringIO, keys: list[str]) -> str:
+    """What became of jobs not sent once: where their messages are, their ledger records, the consumer's lines."""
+    lines = [line for line in log.getvalue().splitlines() if any(key in line for key in keys)]
+    return "\n".join([f"queue depth {jobs.depth()}, DLQ {pipeline.dead_letters()}",
+                      *(f"ledger {key}: {pipeline.ledger_item(key)}" for key in keys), *lines])
 
 
 def test_a_lapsed_sender_identity_parks_every_job_instead_of_dead_lettering_them(pipeline, ses_faults):
