@@ -654,7 +654,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             findings (``ReputationPolicy.NONE``, ``STANDARD`` or ``STRICT``). Default: SES's, standard.
         :param suppression: the tenant's suppression list: ``TenantSuppression()`` keeps its own, added to on hard
             bounces and complaints, so one customer's bad addresses never suppress another's mail. Default: SES's,
-            the account's list."""
+            the account's list.
+        :returns: the tenant resource; its policy and suppression list are property overrides, not its attributes."""
         if not self._ses_tenants:
             raise SendOnceConfigurationError("add_ses_tenant needs ses_tenants=True on the SendOnceEmailQueue: "
                                              "without it no send names a tenant", f"{ID_PREFIX}NeedsSesTenants",
