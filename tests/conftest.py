@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from consumer_harness import Pipeline, create_pipeline
 from ses_fault_proxy import SesFaultProxy
-from slow_aws import LATE_S, Jobs, SlowServices
+from slow_aws import Jobs, SlowServices
 from sql_databases import OutboxDatabase, mysql_or_skip
 
 from sendonce_local.emulator import server as emulator
@@ -84,8 +84,8 @@ def jobs(aws: LocalAws) -> Jobs:
 
 @pytest.fixture
 def slow(aws: LocalAws) -> Iterator[SlowServices]:
-    """DynamoDB and SQS behind a proxy that can be told to answer late or refuse."""
-    proxy = SlowServices(aws.endpoint, late_s=LATE_S).start()
+    """DynamoDB, SQS and S3 behind a proxy that can be told to lose answers (the calls carried out) or refuse."""
+    proxy = SlowServices(aws.endpoint, late_s=None).start()
     try:
         yield proxy
     finally:

@@ -22,11 +22,10 @@ from sendonce_runtime.outcome_log import OutcomeLog
 # A 3 s function's ledger and SQS calls (the construct's sizing): the consumer's deadline guard, on a fake clock,
 # plans with it.
 LEDGER_BUDGET_MS = 900
-# The clients' real read timeout, and the proxy's late answers past it: the sized 120 ms read timeout is shorter
-# than the emulator's ordinary answer on a loaded host now and then, which made a prompt answer look lost (as did
-# 0.6 s with five processes busy a core, and 1 s with about eight: a stress run with tests beside it).
-HARNESS_READ_TIMEOUT_S = 1.5
-LATE_S = 3.0
+# The clients' real read timeout: longer than any answer of a loaded host (the sized 120 ms, then 1.5 s, were
+# passed now and then in a stress run, which made a prompt answer look lost). The answers a test means to lose are
+# lost by the proxy closing the connection once the call is carried out, whatever this timeout.
+HARNESS_READ_TIMEOUT_S = 30.0
 # The sized 0.75 s for SES's answer, which a loaded emulator passed now and then, made a send look ambiguous.
 SES_READ_TIMEOUT_S = 10.0
 MAX_RECEIVES = 5

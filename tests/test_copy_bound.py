@@ -26,10 +26,10 @@ from sendonce_local.emulator.slow_services import LATE, Rule
 from sendonce_runtime.ses_stops import PROBE_EVERY_MS
 
 # What can go wrong around one delivery of a waiting job (SES throttles it, so it waits again).
-COPY_ANSWER_LOST = "copy answer lost"  # SendMessage carried out, its answer late past the read timeout
+COPY_ANSWER_LOST = "copy answer lost"  # SendMessage carried out, its answer lost
 ACK_LOST = "killed before the acknowledgement"  # the invocation dies after the copy: Lambda deletes nothing
-HOLD_ANSWER_LOST = "visibility answer lost"  # ChangeMessageVisibility carried out, answered late
-DELETE_ANSWER_LOST = "copy's delete answer lost"  # the copy's delete of its original (a batch's), answered late
+HOLD_ANSWER_LOST = "visibility answer lost"  # ChangeMessageVisibility carried out, its answer lost
+DELETE_ANSWER_LOST = "copy's delete answer lost"  # the copy's delete of its original (a batch's), its answer lost
 # SES accepts, the SENT record's write is carried out but its answer lost: a copy carries the completion, and its
 # original is held as any copied original is (a kill before the acknowledgement must not bring it back first).
 COMPLETION_ANSWER_LOST = "completion's answer lost"

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import json
-import time
 
 import pytest
 from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
@@ -220,11 +219,4 @@ def test_an_unrecorded_send_travels_with_a_copy_so_no_other_copy_sends_it_again(
     clock.advance(3_600_000)
     assert built.handle(event(sqs_record(body)), FakeContext(clock)) == {"batchItemFailures": []}
     assert lines(log)[-1]["outcome"] == "duplicate"
-    # On a loaded host an answer may also come late past the 3 s function's read timeouts, unplanned: the copy then
-    # carries its completion on in one more copy. Whatever is left is delivered as Lambda would, and sends nothing.
-    deadline = time.monotonic() + 60
-    while jobs.depth():
-        assert time.monotonic() < deadline, "a copy stayed in the queue"
-        for record in jobs.receive():
-            jobs.acknowledge(built.handle(event(record), FakeContext(clock)), record)
-    assert pipeline.emails_for("receipt:lt7:u1") == 1
+    assert jobs.depth() == 0 and pipeline.emails_for("receipt:lt7:u1") == 1

@@ -2,8 +2,11 @@
 throttled table bring, which the emulator cannot be asked for (the tests and the fault bursts use it).
 
 A late answer is carried out first and answered after ``late_s``: a client whose read timeout is shorter gives
-up although the request was carried out, which is the case that matters (a lost answer is not a failure). A
-refusal is answered at once with the error code given, as DynamoDB's throttling is.
+up although the request was carried out, which is the case that matters (a lost answer is not a failure). With
+``late_s=None`` the connection is closed without an answer once the request is carried out: the answer is lost at
+once, whatever the client's read timeout, so a test can give its clients a read timeout no loaded host reaches
+and still lose exactly the answers it means to. A refusal is answered at once with the error code given, as
+DynamoDB's throttling is.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ def operation_of(request: ProxiedRequest) -> str:
 
 
 class SlowServices(ForwardingProxy):
-    def __init__(self, upstream: str, late_s: float = 0.5) -> None:
+    def __init__(self, upstream: str, late_s: float | None = 0.5) -> None:
         self.late_s = late_s
         self._rules: list[Rule] = []
         self._until = 0.0
@@ -73,6 +76,8 @@ class SlowServices(ForwardingProxy):
             return forward()
         if rule.fault == LATE:
             reply = forward()
+            if self.late_s is None:
+                return None  # carried out, the connection closed unanswered
             time.sleep(self.late_s)  # the client gave up already; the write happened
             return reply
         if request.service == "s3":  # S3 answers errors in XML
