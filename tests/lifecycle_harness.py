@@ -7,8 +7,8 @@
   stays out of sight in the real queue too (a long real visibility timeout), and is made visible and received again
   when it is due, so every receive count and receipt handle is the one SQS would give. It also plays what the
   emulator does not: the queue's retention (a message older than it is deleted), a FIFO queue's five-minute
-  deduplication window, the maximum message size counting the message attributes, and a delete by a receipt handle
-  older than the message's latest, which SQS answers as done without deleting.
+  deduplication window, and a delete by a receipt handle older than the message's latest, which SQS answers as done
+  without deleting. (The maximum message size, attributes counted, is the emulator's own: its patches play it.)
 - :class:`CallFaults`: a consumer invocation killed after any of its AWS calls took effect (or before the first),
   the answer of one call lost after the call took effect (or its request before it could), or one call answering so
   late on the fake clock that the invocation reaches its deadline and Lambda kills it.

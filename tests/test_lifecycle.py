@@ -35,14 +35,14 @@ keeps a message; never for what the guarantees say is never dead-lettered: SES's
 At the end (the faults stopped, SES sending, the pipeline run until its queue drains, an operator deciding the
 ``UNKNOWN`` keys): the queue is empty, and every job ended sent, cancelled, or in the DLQ with such a reason.
 
-Replay: every failure names its seed and the one command that reruns its run,
-``SENDONCE_LIFECYCLE_SEED=<seed> .venv/bin/python -m pytest tests/test_lifecycle.py -k '<the failing parameters>'``
-(with ``SENDONCE_EXAMPLES`` too when it was set): the same draws, the same failure, which the rerun shrinks to its
-fewest steps (``make test`` reports a failure as found, unshrunk: shrinking replays the world hundreds of times).
-Hypothesis prints the steps; the failure says what happened in the world, invocation by invocation. Without the
-variable each run draws a new seed. With ten records at once (``parallelism=10``) which call a kill meets can differ
-between runs. ``make test`` draws a few dozen examples; ``make test-soak`` (``SENDONCE_EXAMPLES=8``) eight times as
-many. ``SENDONCE_LIFECYCLE_JOURNAL=1`` prints what happened in every example.
+Replay: every failure names its seed and prints the one command that reruns its run, ``SENDONCE_LIFECYCLE_SEED=<seed>
+.venv/bin/python -m pytest '<the failing test's id>'`` (``SENDONCE_EXAMPLES`` too when it was set): the same draws,
+the same failure, which the rerun shrinks to its fewest steps (``make test`` reports a failure as found, unshrunk:
+shrinking replays the world hundreds of times). Hypothesis prints the steps; the failure says what happened in the
+world, invocation by invocation. Without the variable each run draws a new seed. With ten records at once
+(``parallelism=10``) which call a kill meets can differ between runs. ``make test`` draws 24 examples (six of each
+parameter set); ``make test-soak`` (``SENDONCE_EXAMPLES=8``) eight times as many. ``SENDONCE_LIFECYCLE_JOURNAL=1``
+prints what happened in every example.
 """
 
 from __future__ import annotations
@@ -116,11 +116,16 @@ from sendonce_runtime.settings import Settings
 RESEND, NEVER = DeliveryPolicy.RESEND_WITHOUT_EVIDENCE, DeliveryPolicy.NEVER_RESEND
 REPLAYING = bool(os.environ.get("SENDONCE_LIFECYCLE_SEED"))
 SEED = int(os.environ.get("SENDONCE_LIFECYCLE_SEED") or random.SystemRandom().randrange(2**32))
-# The one command that reruns a run (the examples' count too, which the draws depend on).
-_SCALE = os.environ.get("SENDONCE_EXAMPLES")
-RERUN = " ".join([f"SENDONCE_LIFECYCLE_SEED={SEED}", *([f"SENDONCE_EXAMPLES={_SCALE}"] if _SCALE else []),
-                  ".venv/bin/python -m pytest tests/test_lifecycle.py -k '<the failing parameters>'",
-                  *([] if REPLAYING else ["(shrinks the failure to its fewest steps)"])])
+_SCALE = os.environ.get("SENDONCE_EXAMPLES")  # the examples' count, which the draws depend on
+
+
+def rerun(test_id: str) -> str:
+    """The command that reruns this run of the test ``test_id`` (its pytest node id): its seed, the examples' scale,
+    the test with its parameters."""
+    return " ".join([f"SENDONCE_LIFECYCLE_SEED={SEED}", *([f"SENDONCE_EXAMPLES={_SCALE}"] if _SCALE else []),
+                     f".venv/bin/python -m pytest '{test_id}'",
+                     *([] if REPLAYING else ["(shrinks the failure to its fewest steps)"])])
+
 
 # The pipeline, as the construct deploys it with these props.
 FUNCTION_TIMEOUT_MS = 30_000
@@ -189,7 +194,6 @@ FIFO_WAITS = frozenset({"throttled", "in_flight_elsewhere", "ses_stopped", "quot
                         "awaiting_evidence"})
 PARKED = frozenset({"ses_stopped", "quota_exhausted"})
 MAY_HAVE_SENT = frozenset({"ambiguous", "sent_unrecorded"})
-_runs = itertools.count(1)
 
 
 @dataclass
@@ -278,8 +282,12 @@ class Deployment:
     Each example (:class:`World`) gets its own queues, keys and clock."""
 
     def __init__(self, aws: Any, slow: Any, ses_proxy: SesFaultProxy, tmp_path: Any, policy: DeliveryPolicy,
-                 fifo: bool) -> None:
+                 fifo: bool, test_id: str) -> None:
         self.aws, self.slow, self.ses_proxy, self.policy, self.fifo = aws, slow, ses_proxy, policy, fifo
+        self.test_id = test_id
+        # The examples' numbers, which name their keys and queues: counted per test (each has an emulator reset for
+        # it), so a rerun of one test's parameters alone draws the same names.
+        self.runs = itertools.count(1)
         self.sqs, self.dynamodb, self.ses = boto3.client("sqs"), boto3.client("dynamodb"), boto3.client("sesv2")
         self.table = "dedupe"
         for table, key in ((self.table, Ledger.KEY), ("outbox", OutboxItem.KEY)):
@@ -336,7 +344,7 @@ class World:
     def __init__(self, deployment: Deployment, parallelism: int, seed: int) -> None:
         d = self.d = deployment
         self.policy, self.fifo, self.parallelism, self.seed = d.policy, d.fifo, parallelism, seed
-        self.run = next(_runs)
+        self.run = next(d.runs)
         self.keys = {name: f"receipt:{self.run}:{name}" for name in KEY_NAMES}
         self.names = {key: name for name, key in self.keys.items()}
         self.story = Story(tuple(self.keys.values()))
@@ -680,7 +688,7 @@ class World:
     def fail(self, what: str) -> None:
         names = ", ".join(f"{name} = {key}" for name, key in self.keys.items())
         raise AssertionError(f"{what}\n\nkeys: {names}\nwhat happened (the last 40):\n"
-                             + "\n".join(self.story.journal[-40:]) + f"\n\nrerun: {RERUN}")
+                             + "\n".join(self.story.journal[-40:]) + f"\n\nrerun: {rerun(self.d.test_id)}")
 
     def check(self) -> None:
         self._check_cancels()
@@ -1008,15 +1016,15 @@ def ses_proxy(aws: Any) -> Iterator[SesFaultProxy]:
 @pytest.mark.parametrize("fifo", [False, True], ids=["standard", "fifo"])
 @pytest.mark.parametrize("policy", [RESEND, NEVER], ids=lambda p: p.value)
 def test_each_job_is_sent_once_cancelled_or_dead_lettered_with_its_reason(aws, slow, ses_proxy, tmp_path, policy,
-                                                                          fifo):
-    deployment = Deployment(aws, slow, ses_proxy, tmp_path, policy, fifo)
+                                                                          fifo, request):
+    deployment = Deployment(aws, slow, ses_proxy, tmp_path, policy, fifo, request.node.nodeid)
     try:
         machine = type("Lifecycle", (Lifecycle,), {"deployment": deployment})
         hypothesis_seed(SEED)(machine)
         try:
             run_state_machine_as_test(machine, settings=SETTINGS)
         except BaseException as error:  # the harness's own errors too
-            error.add_note(f"rerun: {RERUN}")
+            error.add_note(f"rerun: {rerun(request.node.nodeid)}")
             raise
     finally:
         deployment.close()
