@@ -370,6 +370,7 @@ class World:
             "QueueArn"]
         self.queue = d.queue
         self.queue.start(self.queue_url, queue_arn, self.dlq_url, self.clock)
+        self.dead_letters_judged = 0  # the queue's dead letters already held against the guarantees
         d.call_faults.start(self.clock)
         d.sql_relay.settings = dataclasses.replace(d.sql_relay.settings, queue_url=self.queue_url)
         self.pipeline_name = f"Test/Receipts{self.run}"  # its own SES stops on the shared table
@@ -502,6 +503,7 @@ class World:
             + (f"; DynamoDB throttled ({throttle or 'every call'})" if throttle is not False else "")
             + (f"; {'; '.join(happened)}" if happened else "") + (f"; {killed}" if killed and not happened else "")
             + (f"; emails sent: {[self.names[e.key] for e in emails]}" if emails else ""))
+        self._check_dead_letters()  # as the ledger stood when they were sent: an operator may resolve a key later
 
     def _outcomes(self, log_start: int) -> dict[str, str]:
         """Each record's outcome, by message id, from the instance's log lines since ``log_start``; a line counting
@@ -748,7 +750,10 @@ class World:
                     self.fail(f"{self.names[key]} is UNKNOWN with no crash, lost answer or ambiguous send of it")
 
     def _check_dead_letters(self) -> None:
-        for dead in self.queue.dead_letters:
+        """Each dead letter judged once, at the first check after it was sent: against the key's record then, not
+        a later lifetime's (a resolve --resend, a new claim past dedupe_ttl, counts its sends afresh)."""
+        judged, self.dead_letters_judged = self.dead_letters_judged, len(self.queue.dead_letters)
+        for dead in self.queue.dead_letters[judged:]:
             why = self._why_not_allowed(dead.reason_code, dead.key, dead.source_message_id, dead.sent_ms)
             if why:
                 self.fail(f"{self.names.get(dead.key or '', dead.key)} dead-lettered with {dead.reason_code} "
