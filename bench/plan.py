@@ -31,6 +31,9 @@ class Plan:
     pacing_repeats: int = 2
     pacing_timeouts_s: tuple[int, ...] = (3, 5, 30)
     pacing_pollers: tuple[int, ...] = (2, 5, 20)
+    ceiling_factor: int = 50  # the SES-rate section's bursts are this many times SES's rate
+    ceiling_repeats: int = 2
+    ceiling_timeouts_s: tuple[int, ...] = (3, 5)  # the independent load run's
     flood_s: float = 1.5  # the flood section's bulk jobs arrive at 40 x SES's rate for this long
     flood_arrivals: int = 24  # urgent jobs, and as many of the quiet tenant's, per run (a p95 of 24 is not the slowest)
     flood_gap_s: float = 2.0  # an urgent job and a quiet tenant's in each, at random times in its halves
@@ -47,7 +50,8 @@ class Plan:
 QUICK = Plan(records=60, repeats=2, workers=(1, 4), import_runs=5, synth_runs=1, latency_batches=3,
              evidence_emails=20, burst_factor=10, privacy_emails=2_000, outcome_emails=50, scheduled_hours=2,
              outbox_jobs=300, outbox_latency_jobs=3, outbox_transactions=100, pacing_factor=2, pacing_repeats=1,
-             pacing_timeouts_s=(5,), pacing_pollers=(2,), flood_s=0.2, flood_arrivals=2, flood_gap_s=1.0,
+             pacing_timeouts_s=(5,), pacing_pollers=(2,), ceiling_factor=2, ceiling_repeats=1,
+             ceiling_timeouts_s=(5,), flood_s=0.2, flood_arrivals=2, flood_gap_s=1.0,
              flood_repeats=1, flood_timeouts_s=(5,), fault_factor=2, fault_repeats=1, stop_jobs=10,
              attachment_emails=10, attachment_s3_emails=2, guard_emails=10)
 FULL = Plan(records=400, repeats=5, workers=(1, 2, 4, 8), import_runs=21, synth_runs=3, latency_batches=20,

@@ -35,7 +35,13 @@ from render import (  # noqa: E402
     write_section,
 )
 from scenarios import attachments, lifecycle  # noqa: E402
-from scenarios.bursts import burst_scenario, fault_burst_scenario, pacing_scenario, recipient_burst_scenario  # noqa: E402
+from scenarios.bursts import (  # noqa: E402
+    burst_scenario,
+    fault_burst_scenario,
+    pacing_scenario,
+    recipient_burst_scenario,
+    ses_rate_ceiling_scenario,
+)
 from scenarios.calls import count_calls  # noqa: E402
 from scenarios.cold_start import asset_sizes, cold_starts, synth_seconds  # noqa: E402
 from scenarios.evidence import evidence_costs  # noqa: E402
@@ -65,6 +71,8 @@ SECTIONS = {
         recipient_burst_scenario(plan.burst_factor), plan.burst_factor)),
     "pacing": (PACING_SECTION, lambda plan: render_pacing(pacing_scenario(
         plan.pacing_factor, plan.pacing_repeats, plan.pacing_timeouts_s, plan.pacing_pollers), plan.pacing_factor)),
+    "ses-rate": (render.CEILING_SECTION, lambda plan: render.render_ses_rate_ceiling(ses_rate_ceiling_scenario(
+        plan.ceiling_factor, plan.ceiling_repeats, plan.ceiling_timeouts_s), plan.ceiling_factor)),
     "flood": (FLOOD_SECTION, lambda plan: render_flood(flood_scenario(
         plan.flood_timeouts_s, plan.flood_s, plan.flood_arrivals, plan.flood_gap_s, plan.flood_repeats))),
     "fault-burst": (render.FAULT_BURST_SECTION, lambda plan: render.render_fault_burst(
@@ -146,6 +154,8 @@ def run(plan: Plan, command: str) -> str:
     recipients = recipient_burst_scenario(plan.burst_factor)
     print("burst at function timeouts...", file=sys.stderr)
     pacing = SECTIONS["pacing"][1](plan)
+    print("a burst with send_rate above SES's rate...", file=sys.stderr)
+    pacing += SECTIONS["ses-rate"][1](plan)
     print("urgent and quiet-tenant jobs through a flood...", file=sys.stderr)
     flood = SECTIONS["flood"][1](plan)
     print("bursts through slow and throttled answers...", file=sys.stderr)

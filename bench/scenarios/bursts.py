@@ -18,14 +18,16 @@ RECIPIENTS_PER_JOB = 5
 
 
 @contextmanager
-def _burst_consumer(send_rate: float, timeout_s: int = 30, pollers: int = BURST_POLLERS,
+def _burst_consumer(send_rate: float, timeout_s: int = 30, pollers: int = BURST_POLLERS, reads_ses_rate: bool = False,
                     ) -> Iterator[tuple[Any, Any, Any, str, Callable[[], list[str]], IO[str]]]:
     """An emulator of its own with the burst's table, queue and DLQ (and the pace table where the construct makes
     one: its instances at most one email a second each, more than one of them), and the consumer as deployed with
     default props plus ``send_rate`` and ``max_concurrency`` = ``pollers``: as many instances as the construct runs
     of them (no more than the rate in emails a second, two at least), each paced at send_rate over their number, one
     poller per instance: (function, event source, emulator environment, DLQ url, the subjects SES accepted, the
-    runners' log)."""
+    runners' log). With ``reads_ses_rate`` the consumer plans under SES's own rate, as the construct deploys a paced
+    lane (its planned rate in the consumer's settings); without, it paces at its share of send_rate alone, as before
+    it did."""
     from aws_cdk import Duration
 
     from sendonce_constructs import derivations
@@ -55,6 +57,7 @@ def _burst_consumer(send_rate: float, timeout_s: int = 30, pollers: int = BURST_
         environment = ConsumerConfig(
             table_name="burst", dead_letter_queue_url=dlq["QueueUrl"], queue_url=queue["QueueUrl"],
             parallelism=10, max_send_rate=per_instance, max_receive_count=5,
+            planned_send_rate=send_rate if reads_ses_rate else None,
             time_budget=TimeBudget.for_function_timeout(timeout_s)).to_env()
         function = FunctionSpec("burst-consumer", HANDLER, runtime_asset_dir(), environment, timeout_s=timeout_s)
         arn = sqs.get_queue_attributes(QueueUrl=queue["QueueUrl"], AttributeNames=["QueueArn"])[
@@ -109,6 +112,31 @@ def pacing_scenario(factor: int, repeats: int, timeouts_s: tuple[int, ...] = PAC
                     reports.setdefault((timeout_s, count), []).append(run_burst(
                         function, source, environment, dlq_url, subjects, PACING_RATE, int(factor * PACING_RATE),
                         seed=21 + repeat, log=log))
+    return reports
+
+
+CEILING_SEND_RATE = 14.0  # the example app's send_rate (SES's production default)
+CEILING_SES_RATE = 4.0  # what the emulator's SES accepts a second: less than the pipeline was told
+CEILING_POLLERS = 5
+
+
+def ses_rate_ceiling_scenario(factor: int, repeats: int, timeouts_s: tuple[int, ...] = (3, 5),
+                              ) -> dict[tuple[int, bool], list[Any]]:
+    """9g. ``factor`` x SES's rate in jobs at once, the pipeline's ``send_rate`` above what SES accepts, for each
+    function timeout: the consumer pacing at its share of send_rate alone (as before issue 56) and planning under
+    SES's own rate, alternating in each repeat so drift hits both alike, each run with its own in-process emulator:
+    the burst reports by (function timeout, reads SES's rate)."""
+    from sendonce_local.demo.scenarios.load import run_burst
+
+    reports: dict[tuple[int, bool], list[Any]] = {}
+    for repeat in range(repeats):
+        for timeout_s in timeouts_s:
+            for reads in (False, True):
+                with _burst_consumer(CEILING_SEND_RATE, timeout_s, CEILING_POLLERS, reads_ses_rate=reads) as (
+                        function, source, environment, dlq_url, subjects, log):
+                    reports.setdefault((timeout_s, reads), []).append(run_burst(
+                        function, source, environment, dlq_url, subjects, CEILING_SES_RATE,
+                        int(factor * CEILING_SES_RATE), seed=41 + repeat, log=log))
     return reports
 
 

@@ -5,7 +5,6 @@ emulator for each run, both lanes' consumers run from the cloud assembly as `sen
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -52,17 +51,29 @@ def _deploy(out: Path) -> Any:
     return load_stack(STACK, out)
 
 
+def deadline_hand_backs(log: str) -> int:
+    """The records the consumers handed back for want of time (``deadline``), read from their JSON lines: a figure
+    of how the consumer works, not a count of emails (those come from SES)."""
+    count = 0
+    for line in log.splitlines():
+        try:
+            count += json.loads(line[line.index("{"):]).get("outcome") == "deadline"
+        except ValueError:
+            continue
+    return count
+
+
 def flood_scenario(timeouts_s: tuple[int, ...], flood_s: float, arrivals: int, gap_s: float,
-                   repeats: int) -> dict[int, list[Any]]:
+                   repeats: int) -> dict[int, list[tuple[Any, int]]]:
     """For each function timeout, ``repeats`` runs, each in an emulator of its own: the flood scenario's report of
-    each."""
-    reports: dict[int, list[Any]] = {}
+    each, and the records its consumers handed back at their deadline."""
+    reports: dict[int, list[tuple[Any, int]]] = {}
     for timeout_s in timeouts_s:
         reports[timeout_s] = _runs(timeout_s, flood_s, arrivals, gap_s, repeats)
     return reports
 
 
-def _runs(timeout_s: int, flood_s: float, arrivals: int, gap_s: float, repeats: int) -> list[Any]:
+def _runs(timeout_s: int, flood_s: float, arrivals: int, gap_s: float, repeats: int) -> list[tuple[Any, int]]:
     from sendonce_local.demo.example_app import declared_tenants
     from sendonce_local.demo.scenarios.flood import FloodPlan, Lanes, run_flood
     from sendonce_local.emulator.server import local_aws
@@ -73,10 +84,12 @@ def _runs(timeout_s: int, flood_s: float, arrivals: int, gap_s: float, repeats: 
         out = Path(folder)
         _synth(out, timeout_s)
         for repeat in range(repeats):
-            with local_aws(pointed=True) as aws, open(os.devnull, "w") as log:
+            with local_aws(pointed=True) as aws, tempfile.TemporaryFile("w+") as log:
                 stack = _deploy(out)
                 lanes = Lanes(stack.consumer(HANDLER), stack.consumer(HANDLER, lane="urgent"),
                               *declared_tenants(stack.template)[:2])
-                reports.append(run_flood(lanes, aws.environment, aws.ses_sends, FLOOD_RATE,
-                                         FloodPlan(flood_s, arrivals, gap_s), seed=31 + repeat, log=log))
+                report = run_flood(lanes, aws.environment, aws.ses_sends, FLOOD_RATE,
+                                   FloodPlan(flood_s, arrivals, gap_s), seed=31 + repeat, log=log)
+                log.seek(0)
+                reports.append((report, deadline_hand_backs(log.read())))
     return reports
