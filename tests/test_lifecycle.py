@@ -1029,7 +1029,7 @@ def test_each_job_is_sent_once_cancelled_or_dead_lettered_with_its_reason(aws, s
         try:
             run_state_machine_as_test(machine, settings=SETTINGS)
         except BaseException as error:  # the harness's own errors too
-            error.add_note(f"rerun: {rerun(request.node.nodeid)}")
+            error.add_note(f"rerun: {rerun(deployment.test_id)}")
             raise
     finally:
         deployment.close()

@@ -54,10 +54,12 @@ def _deploy(out: Path) -> Any:
 def deadline_hand_backs(log: str) -> int:
     """The records the consumers handed back for want of time (``deadline``), read from their JSON lines: a figure
     of how the consumer works, not a count of emails (those come from SES)."""
+    from sendonce_runtime.outcome import Outcome
+
     count = 0
     for line in log.splitlines():
         try:
-            count += json.loads(line[line.index("{"):]).get("outcome") == "deadline"
+            count += json.loads(line[line.index("{"):]).get("outcome") == Outcome.DEADLINE.value
         except ValueError:
             continue
     return count
