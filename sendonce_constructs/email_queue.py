@@ -123,9 +123,10 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     :param max_delivery_duration: how long SES keeps trying to deliver the (bulk) lane's emails once it accepted
         them (its configuration set's ``MaxDeliverySeconds``): past it SES gives up and publishes a bounce, so a
         receiving server that is down for hours does not take the email hours late. Default: SES's, 14 hours.
-    :param urgent_max_delivery_duration: the urgent lane's, as ``max_delivery_duration``: the urgent lane then sends
-        through its own configuration set (publishing SES's events as the other does), so one-time codes give up in
-        minutes while receipts keep trying for hours. Default: as the bulk lane's.
+    :param urgent_max_delivery_duration: the urgent lane's, as ``max_delivery_duration``, so one-time codes give up
+        in minutes while receipts keep trying for hours. The urgent lane sends through a configuration set of its
+        own beside the one the construct makes (publishing SES's events as the other does; SES charges nothing for a
+        set); with the user's own ``configuration_set``, both lanes send through that. Default: as the bulk lane's.
     :param provisioned_pollers: the (bulk) lane's event source in provisioned mode: ``minimum_pollers`` always
         ready, scaling to ``maximum_pollers``, for a lower, steadier latency when a burst arrives after a quiet
         spell. Costs money while idle: AWS bills each poller provisioned (at least ``minimum_pollers``, 2 or more on
@@ -358,6 +359,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             queue_encryption=props.encryption, encryption_key=props.encryption_key,
             max_delivery_duration=props.max_delivery_duration,
             urgent_max_delivery_duration=props.urgent_max_delivery_duration if props.urgent_lane else None,
+            urgent_lane=props.urgent_lane,
         ) if props.ses_events else None
         outcome_events = OutcomeEvents(
             self, "OutcomeEvents", table=ledger.table, bus=props.outcome_bus, pipeline_tag=self.node.addr,

@@ -47,6 +47,7 @@ class SesEvidence(Construct):
         encryption_key: kms.IKey | None,
         max_delivery_duration: Duration | None = None,
         urgent_max_delivery_duration: Duration | None = None,
+        urgent_lane: bool = False,
     ) -> None:
         super().__init__(scope, id)
         if configuration_set is None:
@@ -64,14 +65,15 @@ class SesEvidence(Construct):
             self, "EventDestination", configuration_set=self.configuration_set,
             destination=ses.EventDestination.event_bus(default_bus), events=EVIDENCE_EVENTS,
         )
-        # The urgent lane's own set when its delivery window differs: its events reach the same rule (it matches
-        # the pipeline's tag, not the set), so the evidence is the same.
+        # The urgent lane's own set beside the one the construct makes, so its delivery window (and SES's per-set
+        # metrics) stand apart from bulk's; with the user's own set, both lanes send through that. Its events reach
+        # the same rule (it matches the pipeline's tag, not the set), so the evidence is the same.
         self.urgent_configuration_set: ses.IConfigurationSet | None = None
-        if urgent_max_delivery_duration is not None:
+        if urgent_lane and configuration_set is None:
             self.urgent_configuration_set = ses.ConfigurationSet(
                 self, "UrgentConfigurationSet", suppression_reasons=suppression_reasons,
                 disable_suppression_list=disable_suppression_list or None,
-                max_delivery_duration=urgent_max_delivery_duration)
+                max_delivery_duration=urgent_max_delivery_duration or max_delivery_duration)
             ses.ConfigurationSetEventDestination(
                 self, "UrgentEventDestination", configuration_set=self.urgent_configuration_set,
                 destination=ses.EventDestination.event_bus(default_bus), events=EVIDENCE_EVENTS)

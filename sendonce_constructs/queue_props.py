@@ -293,7 +293,8 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             "and its key recorded ``EXPIRED`` (``Expired`` metric, ``Email Expired`` event), as a job past its own "
             f"``{EXPIRES_AT_FIELD}`` is.",
             rule=f"{MIN_JOB_AGE_S} s to {MAX_JOB_AGE_S // 86_400} days, counted from the job's first queueing (its "
-            f"delayed copies and dead letters carry it; a redrive keeps it); a job's own `{EXPIRES_AT_FIELD}` wins",
+            f"delayed copies and dead letters carry it; a redrive keeps it); a job's own `{EXPIRES_AT_FIELD}` wins; "
+            "a job past it is not sent, its key recorded `EXPIRED` (one conditional write)",
         )]
     urgent_max_job_age: Annotated[
         Duration | None, Prop(
@@ -317,9 +318,10 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
         Duration | None, Prop(
             default=None,
             default_doc="as the bulk lane's",
-            doc="the urgent lane's, as ``max_delivery_duration``: the urgent lane then sends through its own "
-            "configuration set (publishing SES's events as the other does), so one-time codes give up in minutes "
-            "while receipts keep trying for hours.",
+            doc="the urgent lane's, as ``max_delivery_duration``, so one-time codes give up in minutes while "
+            "receipts keep trying for hours. The urgent lane sends through a configuration set of its own beside the "
+            "one the construct makes (publishing SES's events as the other does; SES charges nothing for a set); "
+            "with the user's own ``configuration_set``, both lanes send through that.",
             rule=f"{MIN_DELIVERY_S // 60} minutes to {MAX_DELIVERY_S // 3600} hours; only with `urgent_lane`; as "
             "`max_delivery_duration`, on a configuration set the construct makes",
         )]
@@ -333,7 +335,8 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             "every hour, as event poller units on Lambda's pricing page, whether jobs arrive or not.",
             rule=f"`aws_lambda.ProvisionedPollerConfig`: minimum_pollers {MIN_SQS_POLLERS} to {MAX_SQS_MIN_POLLERS}, "
             f"maximum_pollers {MIN_SQS_POLLERS} to {MAX_SQS_POLLERS}, minimum at most maximum; not with "
-            "`max_concurrency` (so not with `send_rate`): Lambda takes one or the other",
+            "`max_concurrency` (so not with `send_rate`): Lambda takes one or the other; billed per poller-hour "
+            "while idle",
         )]
     urgent_provisioned_pollers: Annotated[
         lambda_.ProvisionedPollerConfig | None, Prop(

@@ -1,5 +1,5 @@
 """Each lane bounds how long SES keeps trying to deliver its emails (``max_delivery_duration``,
-``urgent_max_delivery_duration``: a configuration set's MaxDeliverySeconds); the urgent lane then sends through a
+``urgent_max_delivery_duration``: a configuration set's MaxDeliverySeconds); the urgent lane sends through a
 configuration set of its own, whose events are the same evidence as the other's."""
 
 from __future__ import annotations
@@ -53,14 +53,22 @@ def test_each_lane_has_its_own_delivery_window_and_the_urgent_one_its_own_config
     assert granted == sorted([bulk_set, urgent_set])
 
 
-def test_without_an_urgent_window_the_lanes_share_the_one_set_and_no_resource_is_added():
+def test_without_an_urgent_window_the_urgent_lanes_own_set_keeps_the_bulk_lanes_window():
     _, plain = build(urgent_lane=True)
     _, windowed = build(urgent_lane=True, max_delivery_duration=HOURS(2))
     assert list(sets_by_id(plain)) == list(sets_by_id(windowed))
-    [the_set] = sets_by_id(windowed)
-    assert sets_by_id(windowed)[the_set]["DeliveryOptions"] == {"MaxDeliverySeconds": 7200}
-    assert lane_sets(windowed) == {"bulk": {"Ref": the_set}, "urgent": {"Ref": the_set}}
-    assert "DeliveryOptions" not in sets_by_id(plain)[the_set]
+    [bulk_set] = [name for name in sets_by_id(windowed) if "Urgent" not in name]
+    [urgent_set] = [name for name in sets_by_id(windowed) if "Urgent" in name]
+    assert [sets_by_id(windowed)[name]["DeliveryOptions"] for name in (bulk_set, urgent_set)] == [
+        {"MaxDeliverySeconds": 7200}] * 2
+    assert lane_sets(windowed) == {"bulk": {"Ref": bulk_set}, "urgent": {"Ref": urgent_set}}
+    assert all("DeliveryOptions" not in properties for properties in sets_by_id(plain).values())
+
+
+def test_the_users_own_set_is_both_lanes():
+    _, shared = build(urgent_lane=True, configuration_set="users-set")
+    assert sets_by_id(shared) == {}
+    assert lane_sets(shared) == {"bulk": "users-set", "urgent": "users-set"}
 
 
 def test_an_ses_tenant_has_both_lanes_sets_associated():

@@ -21,6 +21,7 @@ from sendonce_local.lambda_service.sqs_source import EventSourceSpec, lambda_rec
 from sendonce_ops.cli import main as sendonce
 from sendonce_producer import EmailJob, InvalidJob, cancel, status
 from sendonce_runtime.outcome_log import OutcomeLog
+from sendonce_runtime.send_rate import PaceSends, TokenBucket
 
 MINUTE_MS = 60_000
 
@@ -76,6 +77,47 @@ def test_a_throttled_job_that_expires_while_it_waits_is_not_sent_when_it_comes_b
     clock.advance(2 * MINUTE_MS)
     assert deliver(consumer, body, clock)["outcome"] == "expired"
     assert pipeline.emails_for("otp:e3:u1") == 0 and ses_faults.send_requests == 1
+
+
+def test_a_paced_job_whose_turn_comes_after_its_expiry_is_handed_back_not_sent_then_expires(pipeline):
+    clock = FakeClock()
+    consumer = pipeline.consumer(clock, parallelism=1, max_send_rate=0.5)
+    [pace] = [check for check in consumer.processor.checks if isinstance(check, PaceSends)]
+    pace._sleep = lambda _seconds: None  # the wait for a token is not slept here: it is judged
+    pace.pace = TokenBucket(0.5, monotonic=lambda: 0.0)  # one token every 2 s, on a stopped clock
+    first, late = code("otp:e7:u1", clock.now + MINUTE_MS), code("otp:e8:u1", clock.now + 1_000)
+    consumer.log = OutcomeLog(log := io.StringIO(), pipeline="Test/Receipts")
+    # The second code's token comes 2 s on, its expiry 1 s on: the invocation has the time, the code does not.
+    response = consumer.handle(event(sqs_record(first), record := sqs_record(late)), FakeContext(clock))
+    assert failed_ids(response) == {record["messageId"]}
+    outcomes = [json.loads(text)["outcome"] for text in log.getvalue().splitlines() if '"outcome"' in text]
+    assert outcomes == ["sent", "paced"]
+    clock.advance(2_000)  # it comes back at its turn
+    assert deliver(consumer, late, clock)["outcome"] == "expired"
+    assert pipeline.emails_for("otp:e7:u1") == 1 and pipeline.emails_for("otp:e8:u1") == 0
+
+
+def test_a_redriven_job_met_after_its_expiry_is_not_sent(pipeline, ses_faults):
+    """Refused by SES into the DLQ, fixed and redriven by ``sendonce dlq redrive`` after its expiry: the redrive
+    delivers it, and it is acknowledged unsent."""
+    clock = FakeClock()
+    consumer = pipeline.consumer(clock)
+    body = code("otp:e9:u1", clock.now + 10 * MINUTE_MS)
+    ses_faults.script(Fault.REJECT)
+    assert deliver(consumer, body, clock)["outcome"] == "refused"
+    [dead] = pipeline.dead_letters()
+    boto3.client("sqs").change_message_visibility(QueueUrl=pipeline.dead_letter_queue_url,
+                                                  ReceiptHandle=dead["ReceiptHandle"], VisibilityTimeout=0)
+    jobs = boto3.client("sqs").create_queue(QueueName="expiring-jobs")["QueueUrl"]
+    assert sendonce(["--queue", jobs, "--dlq", pipeline.dead_letter_queue_url, "--dedupe-ttl", "604800", "dlq",
+                     "redrive"]) == 0
+    [moved] = boto3.client("sqs").receive_message(QueueUrl=jobs, MessageAttributeNames=["All"],
+                                                  MessageSystemAttributeNames=["All"])["Messages"]
+    clock.advance(11 * MINUTE_MS)  # the redrive came after the code's ten minutes
+    source = EventSourceSpec(queue_url=jobs, queue_arn="arn:aws:sqs:us-east-1:123456789012:expiring-jobs")
+    assert deliver_record(consumer, lambda_record(moved, source, "us-east-1"), clock)["outcome"] == "expired"
+    assert status(pipeline.table_name, "otp:e9:u1").state is Status.EXPIRED
+    assert pipeline.emails_for("otp:e9:u1") == 0 and ses_faults.send_requests == 1
 
 
 def test_an_expired_copy_of_a_key_already_sent_or_cancelled_is_settled_by_its_record(pipeline):

@@ -129,6 +129,26 @@ def test_cancelled_unknown_and_sent_twice_are_outcomes_too(pipeline, subscribed)
                                              ("k:twice", "sent"): 1, ("k:twice", "sent-twice"): 1})
 
 
+def test_an_expired_job_and_a_suspected_double_reach_the_bus_once_each_through_the_stream(pipeline, subscribed):
+    """Issue 58's outcomes as an app hears them: the consumer's writes, the table's stream, the publisher, the bus."""
+    from datetime import UTC, datetime
+
+    from sendonce_contract.message import CONTRACT_VERSION
+    from sendonce_contract.mis_keyed import OnSuspectedDouble
+
+    clock = FakeClock()
+    consumer = pipeline.consumer(clock, pipeline_name="Test/Receipts", suspected_doubles=OnSuspectedDouble.FLAG,
+                                 guard_window_s=600)
+    stale = datetime.fromtimestamp((clock.now_ms() - 1_000) / 1000, UTC).isoformat()
+    receipt = {"subject": "Your receipt for order 8891", "text": "Thanks for your order."}
+    for body in (job("k:stale", expiresAt=stale, contractVersion=CONTRACT_VERSION), job("k:first", **receipt),
+                 job("k:again", **receipt), job("k:again", **receipt)):  # the last: SQS delivering it twice
+        consumer.handle(event(sqs_record(body)), FakeContext(clock))
+    heard = per_key(subscribed())
+    assert heard[("k:stale", "expired")] == 1 and heard[("k:again", "suspected-double")] == 1
+    assert ("k:first", "suspected-double") not in heard and ("k:stale", "sent") not in heard
+
+
 def test_every_emails_event_carries_tenant_null_when_its_job_named_none(pipeline, subscribed):
     clock = FakeClock()
     assert cancel(pipeline.table_name, "k:cancelled").cancelled

@@ -246,7 +246,10 @@ def test_duplicates_do_not_use_up_the_send_rate(pipeline):
 
 def test_pacing_counts_every_recipient_of_a_job(pipeline):
     consumer = pipeline.consumer(FakeClock(), parallelism=1, max_send_rate=0.5)
-    pace_of(consumer)._sleep = lambda _seconds: None  # the invocation's hold for the next token, not waited here
+    pace = pace_of(consumer)
+    pace._sleep = lambda _seconds: None  # the invocation's hold for the next token, not waited here
+    # A bucket on a stopped clock: real time passing on a loaded host would earn the second job's tokens.
+    pace.pace = TokenBucket(0.5, monotonic=lambda: 0.0)
     recipients = {"to": ["a@example.org", "b@example.org"], "cc": ["c@example.org"], "bcc": ["d@example.org"]}
     first, second = sqs_record(job("many:1", **recipients)), sqs_record(job("many:2", **recipients))
     # Four recipients a job, one token every two seconds: the first finds a full bucket and goes into debt; the

@@ -12,6 +12,7 @@ import json
 import re
 import time
 from collections import Counter
+from datetime import UTC, datetime
 
 import boto3
 import pytest
@@ -22,6 +23,7 @@ from slow_aws import Jobs
 from slow_aws import consumer as slow_consumer
 
 from sendonce_contract.deploy_config import TimeBudget
+from sendonce_contract.message import CONTRACT_VERSION
 from sendonce_contract.outcome_events import SENDING_RESUMED, SENDING_STOPPED, transitions
 from sendonce_contract.schema import DeadLetter, SesStopItem
 from sendonce_local.emulator.slow_services import LATE, Rule
@@ -86,6 +88,24 @@ def test_a_paused_account_is_learned_once_asked_once_a_minute_and_every_job_sent
     assert sorted(line["outcome"] for line in deliver(consumer, jobs, clock)) == ["sent"] * 6
     assert {key: pipeline.emails_for(key) for key in keys} == dict.fromkeys(keys, 1)
     assert SesStopItem.RESUMED_AT in stop_item(pipeline)
+    assert pipeline.dead_letters() == [] and jobs.depth() == 0
+
+
+def test_a_one_time_code_parked_behind_a_stop_expires_instead_of_going_when_ses_sends_again(pipeline, ses_faults):
+    jobs, clock = Jobs("paused-codes"), FakeClock()
+    consumer, _ = stopped_consumer(pipeline, jobs, clock)
+    expires_at = datetime.fromtimestamp((clock.now + 90_000) / 1000, UTC).isoformat()
+    jobs.enqueue(job("receipt:x1:u1"))
+    jobs.enqueue(job("otp:x2:u1", expiresAt=expires_at, contractVersion=CONTRACT_VERSION))
+    ses_faults.script(Fault.SENDING_PAUSED, Fault.SENDING_PAUSED)  # the first send, then the first minute's probe
+    assert [line["outcome"] for line in deliver(consumer, jobs, clock)] == ["ses_stopped"] * 2
+    clock.advance(MINUTE_MS)
+    assert [line["outcome"] for line in deliver(consumer, jobs, clock)] == ["ses_stopped"] * 2
+
+    clock.advance(MINUTE_MS)  # SES sends again, after the code's 90 s
+    outcomes = {line["dedupeKey"]: line["outcome"] for line in deliver(consumer, jobs, clock)}
+    assert outcomes == {"receipt:x1:u1": "sent", "otp:x2:u1": "expired"}
+    assert pipeline.emails_for("receipt:x1:u1") == 1 and pipeline.emails_for("otp:x2:u1") == 0
     assert pipeline.dead_letters() == [] and jobs.depth() == 0
 
 

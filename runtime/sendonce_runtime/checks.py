@@ -30,16 +30,23 @@ from .sqs_record import SqsRecord
 class Delivery:
     """One record on its way to a send: the message, its parsed job and the invocation's deadline."""
 
-    __slots__ = ("deadline", "job", "record")
+    __slots__ = ("deadline", "expires_at_ms", "job", "record")
 
-    def __init__(self, record: SqsRecord, job: ParsedJob, deadline: Deadline) -> None:
+    def __init__(self, record: SqsRecord, job: ParsedJob, deadline: Deadline, expires_at_ms: int | None = None,
+                 ) -> None:
         self.record = record
         self.job = job
         self.deadline = deadline
+        # When the job stops being worth sending (its expiresAt, or its lane's age limit), once ``Expiry`` has
+        # read it: a later step that waits (pacing) never waits past it.
+        self.expires_at_ms = expires_at_ms
 
     def with_job(self, job: ParsedJob) -> Delivery:
         """The same delivery carrying ``job`` (a step that filled in what the job refers to, as its attachments)."""
-        return Delivery(self.record, job, self.deadline)
+        return Delivery(self.record, job, self.deadline, self.expires_at_ms)
+
+    def expiring_at(self, expires_at_ms: int | None) -> Delivery:
+        return Delivery(self.record, self.job, self.deadline, expires_at_ms)
 
     def result(self, outcome: Outcome, reason: str) -> RecordResult:
         return RecordResult(self.record.message_id, outcome, self.job.dedupe_key, reason=reason)
@@ -187,7 +194,7 @@ class Expiry:
             expires_at_ms = queued_at_ms + self._max_age_ms
             what = f"its lane's age limit (max_job_age, {self._max_age_ms // 1000:,} s from its first queueing)"
         if expires_at_ms is None or now_ms <= expires_at_ms:
-            return rest(delivery)
+            return rest(delivery.expiring_at(expires_at_ms))
         late = f"met {(now_ms - expires_at_ms) / 1000:,.0f} s after {what}"
         try:
             for _ in range(2):  # a record that vanished between the write and its reading: once more

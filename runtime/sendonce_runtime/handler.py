@@ -89,7 +89,7 @@ class Consumer:
         clock = clock or SystemClock()
         dead_letters = DeadLetterQueue(sqs, settings.dead_letter_queue_url, settings.fifo)
         ledger = DedupeLedger(dynamodb, settings.table_name, settings.dedupe_ttl_s, clock)
-        pacing = _pacing(settings, sqs, ses)
+        pacing = _pacing(settings, sqs, ses, clock)
         paced = [pacing] if pacing is not None else []
         parse = _parse(settings, secrets)
         sender = SesSender(ses, settings.configuration_set, settings.pipeline_tag, settings.ses_tenants,
@@ -211,7 +211,7 @@ def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, parse: Parse
     return checks
 
 
-def _pacing(settings: Settings, sqs: Any, ses: Any = None) -> PaceSends | None:
+def _pacing(settings: Settings, sqs: Any, ses: Any = None, clock: Clock | None = None) -> PaceSends | None:
     """With a send rate: the last check before the claim, and the hold after a batch (``send_rate``)."""
     if not settings.max_send_rate:
         return None
@@ -220,7 +220,8 @@ def _pacing(settings: Settings, sqs: Any, ses: Any = None) -> PaceSends | None:
     from .send_rate import PaceSends
 
     return PaceSends(_pace(settings, sqs, ses), settings.budget.record_budget_ms, 1 / settings.max_send_rate,
-                     hold_after_send=settings.lane == Priority.URGENT.value)
+                     hold_after_send=settings.lane == Priority.URGENT.value,
+                     now_ms=(clock or SystemClock()).now_ms)
 
 
 def _pace(settings: Settings, sqs: Any, ses: Any = None) -> Pace:

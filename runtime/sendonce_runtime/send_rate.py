@@ -24,7 +24,7 @@ from typing import NamedTuple, Protocol
 from sendonce_contract.deploy_config import RECEIVE_LEAD_S, answer_margin_ms
 
 from .checks import Delivery, Rest
-from .clock import Deadline
+from .clock import Deadline, SystemClock
 from .outcome import Outcome, RecordResult, Redeliver, Verdict
 
 # A busy spell ends once no batch was behind for this many tokens' intervals: an instance that keeps up now and
@@ -140,8 +140,10 @@ class PaceSends:
     def __init__(self, pace: Pace, record_budget_ms: int, token_interval_s: float,
                  sleep: Callable[[float], None] = time.sleep, hold_after_send: bool = False,
                  monotonic: Callable[[], float] = time.monotonic,
-                 phase_shift: Callable[[], float] = random.random) -> None:
+                 phase_shift: Callable[[], float] = random.random,
+                 now_ms: Callable[[], int] | None = None) -> None:
         self.pace = pace
+        self._now_ms = now_ms or SystemClock().now_ms  # the wall clock a job's expiry is on (the consumer's)
         self._record_budget_ms = record_budget_ms
         self._token_interval_s = token_interval_s  # at the instance's own share of the rate
         self._sleep, self._monotonic, self._phase_shift = sleep, monotonic, phase_shift
@@ -201,5 +203,9 @@ class PaceSends:
         return starts
 
     def _spare_s(self, delivery: Delivery) -> float:
-        """How long the record may still wait for its tokens: what is left once its send is budgeted."""
-        return (delivery.deadline.remaining_ms() - self._record_budget_ms) / 1000
+        """How long the record may still wait for its tokens: what is left once its send is budgeted, and never
+        past its expiry (handed back instead, it meets ``Expiry`` when it comes back, and is not sent)."""
+        spare_s = (delivery.deadline.remaining_ms() - self._record_budget_ms) / 1000
+        if delivery.expires_at_ms is None:
+            return spare_s
+        return min(spare_s, (delivery.expires_at_ms - self._now_ms()) / 1000)
