@@ -16,7 +16,7 @@ from sendonce_contract.deploy_config import RECEIVE_LEAD_S, answer_margin_ms
 from sendonce_contract.message import parse_job
 from sendonce_runtime.checks import Delivery
 from sendonce_runtime.clock import Deadline
-from sendonce_runtime.outcome import Outcome, RecordResult
+from sendonce_runtime.outcome import Outcome, RecordResult, Redeliver
 from sendonce_runtime.send_rate import BUSY_SPELL_GAP_TOKENS, PaceSends, TokenBucket
 from sendonce_runtime.sqs_record import SqsRecord
 
@@ -84,13 +84,31 @@ def test_a_job_with_more_recipients_than_the_bucket_holds_waits_for_a_full_bucke
     assert bucket.take(1, max_wait_s=10).wait_s == pytest.approx(2.5)
 
 
-def test_put_back_jobs_get_turns_at_the_rate_after_the_tokens_taken_and_those_put_back_before_them():
+def test_a_batchs_put_back_jobs_get_turns_at_the_rate_behind_each_other_and_the_next_batch_starts_afresh():
+    """Spread within a batch, each at its turn; not across batches: a put-back job goes back to the lane's queue,
+    which every instance serves, so turns reserved by earlier batches would hold it back past when it can go."""
     clock = FakeTime()
     bucket = TokenBucket(rate=2, monotonic=clock.monotonic)
-    assert bucket.take(2, max_wait_s=0) is not None  # the whole bucket: the next token is half a second away
-    assert [bucket.defer(1), bucket.defer(1), bucket.defer(2)] == [0.5, 1.0, 1.5]
-    clock.now += 1.5  # the turns of the first two and one of the third's two recipients have passed
-    assert bucket.defer(1) == 1.0
+    pace = _paced(bucket, clock, record_budget_ms=29_800)  # no time to wait for a token in the invocation
+    deadline = Deadline(_Remaining(clock, 30.0))
+
+    def turns(*recipients: int) -> list[float | None]:
+        found = []
+        for n, count in enumerate(recipients):
+            record = sqs_record(job(f"turn:{clock.now}:{n}", to=[f"u{i}@example.org" for i in range(count)]))
+            delivery = Delivery(SqsRecord.from_event(record), parse_job(record["body"], record["messageId"]),
+                                deadline)
+            verdict = pace(delivery, lambda d, r=record: RecordResult(r["messageId"], Outcome.SENT))
+            found.append(verdict.retry_after_s if isinstance(verdict, Redeliver) else None)
+        pace.after_batch(deadline, [])
+        return found
+
+    # The first takes the whole bucket; the next token is half a second away, and each put-back job waits behind
+    # those put back before it (whole seconds: SQS's delays).
+    assert turns(2, 1, 1, 2) == [None, 1, 1, 2]
+    # The next batch (once its invocation held for its next token): its turns start from the bucket again, not
+    # behind the last batch's, which its jobs took back to the queue.
+    assert turns(2, 2) == [1, 2]
 
 
 def test_a_drained_bucket_starts_at_its_rate_with_no_burst():

@@ -124,9 +124,9 @@ class LendingBuckets:
     def wait_for(self, tokens: int) -> float:
         return min(bucket.wait_for(tokens) for bucket in self._usable())
 
-    def defer(self, tokens: int) -> float:
+    def defer(self, tokens: int, ahead: int = 0) -> float:
         """A put-back job's turn, on bulk's own bucket: the loan may end before it comes back."""
-        return self.own.defer(tokens)
+        return self.own.defer(tokens, ahead)
 
     def _usable(self) -> tuple[TokenBucket, ...]:
         if self._urgent_busy():

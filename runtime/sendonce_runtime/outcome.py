@@ -70,7 +70,7 @@ class Wait:
     DOUBLING = "doubling"  # jittered, doubling with each postponement: a refusal to back off from
     PARKED = "parked"  # SQS's 15 minutes a copy, while SES stops the lane's sending (one copy each time)
     DEPLOY = "deploy"  # about five minutes, the time a deploy of the upgraded consumer takes
-    TURN = "turn"  # one to three seconds, or longer when the send rate says its turn comes later
+    TURN = "turn"  # its turn at the send rate (one to three seconds where the turn is not known)
     LEASE = "lease"  # a few seconds, at most until the other worker's lease ends
     SEND_AT = "send_at"  # the time left until its sendAt, at most SQS's 15 minutes a copy
 

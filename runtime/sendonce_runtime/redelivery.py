@@ -8,7 +8,7 @@ reason, never silently, when that budget is spent.
   count; the ledger makes a duplicate copy harmless). On a FIFO queue, where a copy would lose its place in the
   group, the message becomes visible again after the same delay, growing with each receive, while that leaves
   it the receives it keeps for a worker killed or failing; then it moves to the back of its group as a copy.
-- No send slot left in this invocation (the pipeline's own pacing): the same, after one to three seconds, without
+- No send slot left in this invocation (the pipeline's own pacing): the same, due at its turn at the rate, without
   growing: the job was not refused, it only waits its turn.
 - Another worker holds the key (a copy of the job in flight elsewhere): the same, after a few seconds (at most until
   that worker's lease ends), by when it has usually finished and this copy is a duplicate. On a FIFO queue the
@@ -513,7 +513,7 @@ def _within_own_wait(wait: str, delay_s: int, own_s: int | None) -> int:
     if own_s is None:
         return delay_s
     if wait == Wait.TURN:
-        return min(SQS_MAX_DELAY_S, max(delay_s, own_s))  # its turn at the rate
+        return min(SQS_MAX_DELAY_S, max(1, own_s))  # its turn at the rate, which pacing spreads (``send_rate``)
     if wait == Wait.LEASE:
         return min(delay_s, own_s)  # the other worker's lease may end sooner
     if wait == Wait.SEND_AT:

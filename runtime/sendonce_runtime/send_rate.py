@@ -47,7 +47,7 @@ class Pace(Protocol):
 
     def wait_for(self, tokens: int) -> float: ...
 
-    def defer(self, tokens: int) -> float: ...
+    def defer(self, tokens: int, ahead: int = 0) -> float: ...
 
 
 class TokenBucket:
@@ -70,9 +70,6 @@ class TokenBucket:
         self._lock = threading.Lock()
         self._tokens = self.capacity
         self._filled_at = monotonic()
-        # Jobs put back get turns after every token taken and every job put back before them, at the rate, so
-        # they come back spread, each when it can be sent, not all at once.
-        self._deferred_until = self._filled_at
 
     def take(self, tokens: int, max_wait_s: float) -> Slot | None:
         """Take ``tokens`` if they are earned within ``max_wait_s``; None (and nothing taken) if later."""
@@ -104,14 +101,13 @@ class TokenBucket:
             self._fill()
             self._tokens = min(self._tokens, 0.0)
 
-    def defer(self, tokens: int) -> float:
-        """Seconds until the turn of a job of ``tokens`` recipients that found no tokens in its invocation."""
+    def defer(self, tokens: int, ahead: int = 0) -> float:
+        """Seconds until the turn of a job of ``tokens`` recipients that found no tokens in its invocation, behind
+        ``ahead`` tokens its batch put back before it."""
         self._scale()
         with self._lock:
-            now = self._fill()
-            turn = max(self._deferred_until, now + self._wait_s(tokens))
-            self._deferred_until = turn + tokens / self.rate
-            return turn - now
+            self._fill()
+            return self._wait_s(tokens) + ahead / self.rate
 
     def _scale(self) -> None:
         """The rate SES allows now (read outside the bucket's lock: a read of SES's quota may take a round trip)."""
@@ -154,6 +150,12 @@ class PaceSends:
         # instance sends them.
         self._behind = False
         self._behind_at: float | None = None  # when a batch of this instance was last behind
+        # The tokens this batch put back so far: its put-back jobs come back spread at the instance's rate, each
+        # at its turn, not all at once. Counted per batch only: a put-back job goes back to the lane's queue, which
+        # all instances serve, so turns reserved across batches would hold jobs back past when the lane can send
+        # them (a burst's last jobs waited out seconds of turns long since free: BENCHMARKS 9g).
+        self._put_back_tokens = 0
+        self._put_back_lock = threading.Lock()
 
     def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
         job = delivery.job
@@ -161,8 +163,10 @@ class PaceSends:
         slot = self.pace.take(tokens, max_wait_s=max(0.0, self._spare_s(delivery)))
         if slot is None:
             self._behind = True
+            with self._put_back_lock:
+                ahead, self._put_back_tokens = self._put_back_tokens, self._put_back_tokens + tokens
             return Redeliver(delivery.result(Outcome.PACED, "the send rate leaves no send slot in this invocation"),
-                             retry_after_s=math.ceil(self.pace.defer(tokens)))
+                             retry_after_s=math.ceil(self.pace.defer(tokens, ahead)))
         if slot.wait_s > 0:
             self._behind = True
             self._sleep(slot.wait_s)
@@ -179,6 +183,8 @@ class PaceSends:
         """Once the instance is behind (or, on the urgent lane, after a send), wait until its next token is a
         receive's lead away, as long as the invocation can still answer in time; the seconds waited."""
         behind, self._behind = self._behind, False
+        with self._put_back_lock:
+            self._put_back_tokens = 0
         sent = any(result.outcome.meaning.spends_send_slot for result in results)
         if not (behind or (self._hold_after_send and sent)):
             return 0.0
