@@ -5,11 +5,15 @@ emulator's SES behind a proxy that throttles as SES does."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from consumer_harness import FakeClock, FakeContext, event, failed_ids, job, sqs_record
 from ses_fault_proxy import Fault
+from slow_aws import Jobs
 
 from sendonce_contract.priority import Priority
+from sendonce_contract.schema import DeadLetter
 from sendonce_runtime.lane_share import URGENT_RETRY_PATIENCE_S, URGENT_RETRY_PAUSE_S
 
 
@@ -28,12 +32,15 @@ def test_an_urgent_send_ses_throttles_is_tried_again_in_its_invocation(pipeline,
 def test_an_urgent_send_throttled_past_the_retry_s_patience_waits_as_a_delayed_copy(pipeline, ses_faults):
     tries = int(URGENT_RETRY_PATIENCE_S / URGENT_RETRY_PAUSE_S) + 1
     ses_faults.script(*[Fault.THROTTLE] * (tries + 5))
-    consumer = pipeline.consumer(parallelism=1, lane=Priority.URGENT.value)
-    record = sqs_record(job("urgent:still-throttled"))
+    jobs = Jobs("urgent-jobs")
+    consumer = pipeline.consumer(parallelism=1, lane=Priority.URGENT.value, queue_url=jobs.url, max_receive_count=5)
+    jobs.enqueue(job("urgent:still-throttled"))
+    [record] = jobs.receive()
     response = consumer.handle(event(record), FakeContext(FakeClock(), budget_ms=30_000))
-    assert failed_ids(response) == {record["messageId"]}  # redelivered, never dead-lettered
+    jobs.acknowledge(response, record)
     assert ses_faults.send_requests == tries and pipeline.emails_for("urgent:still-throttled") == 0
     assert pipeline.ledger_item("urgent:still-throttled") is None  # its claim released: a later try sends it
+    assert_waits_as_a_delayed_copy(jobs, response, "urgent:still-throttled")
 
 
 def test_an_urgent_retry_never_outlives_the_record_s_budget(pipeline, ses_faults):
@@ -49,7 +56,20 @@ def test_an_urgent_retry_never_outlives_the_record_s_budget(pipeline, ses_faults
 
 def test_a_bulk_send_ses_throttles_waits_as_a_delayed_copy_as_before(pipeline, ses_faults):
     ses_faults.script(Fault.THROTTLE)
-    consumer = pipeline.consumer(parallelism=1, lane=Priority.BULK.value)
-    record = sqs_record(job("bulk:throttled"))
+    jobs = Jobs("bulk-jobs")
+    consumer = pipeline.consumer(parallelism=1, lane=Priority.BULK.value, queue_url=jobs.url, max_receive_count=5)
+    jobs.enqueue(job("bulk:throttled"))
+    [record] = jobs.receive()
     response = consumer.handle(event(record), FakeContext(FakeClock(), budget_ms=30_000))
-    assert failed_ids(response) == {record["messageId"]} and ses_faults.send_requests == 1
+    jobs.acknowledge(response, record)
+    assert ses_faults.send_requests == 1
+    assert_waits_as_a_delayed_copy(jobs, response, "bulk:throttled")
+
+
+def assert_waits_as_a_delayed_copy(jobs: Jobs, response: dict, key: str) -> None:
+    """The original acknowledged and one delayed copy of the job in its place: SQS's own counts, then the copy."""
+    assert response == {"batchItemFailures": []}  # not handed back: a receive is not spent on waiting
+    assert jobs.depth() == 1  # the copy alone: the original is deleted
+    [copy] = jobs.receive(wait_s=30)  # due within a throttle's first delay
+    assert json.loads(copy["body"])["dedupeKey"] == key and copy["attributes"]["ApproximateReceiveCount"] == "1"
+    assert copy["messageAttributes"][DeadLetter.POSTPONEMENTS]["stringValue"] == "1"  # a copy, its first wait
