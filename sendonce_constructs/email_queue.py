@@ -43,7 +43,7 @@ from .monitoring import PipelineMetrics, build_alarms, build_dashboard
 from .network import VpcEgressCheck
 from .outbox import Outbox
 from .outcome_events import OutcomeEvents
-from .parts import Consumer, Evidence, Lane, Ledger, Monitoring, Queues
+from .parts import Evidence, Lane, LaneConsumer, LedgerParts, Monitoring, Queues
 from .props import PipelineProps, known, resolve_props, seconds
 from .queue_props import SendOnceEmailQueueProps
 from .quota_watch import build_quota_watch
@@ -318,7 +318,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
                       provisioned_pollers=props.urgent_provisioned_pollers)
         return bulk, urgent
 
-    def _build_ledger(self, props: PipelineProps) -> Ledger:
+    def _build_ledger(self, props: PipelineProps) -> LedgerParts:
         table: dynamodb.ITable = props.existing_table or dynamodb.Table(
             self,
             ChildId.DEDUPE_TABLE,
@@ -341,9 +341,9 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         if table_key is not None and table_key is not props.encryption_key:
             data_keys.append(table_key)
         key_secret = build_key_secret(self, props.encryption_key) if props.key_privacy else None
-        return Ledger(table=table, data_keys=data_keys, key_secret=key_secret)
+        return LedgerParts(table=table, data_keys=data_keys, key_secret=key_secret)
 
-    def _function_options(self, props: PipelineProps, ledger: Ledger) -> FunctionOptions:
+    def _function_options(self, props: PipelineProps, ledger: LedgerParts) -> FunctionOptions:
         return FunctionOptions(
             runtime=props.runtime, architecture=props.architecture, log_retention=props.log_retention,
             tracing=props.tracing, data_keys=list(ledger.data_keys), log_level=props.log_level,
@@ -351,7 +351,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             security_groups=props.security_groups, precompiled_bytecode=props.precompiled_bytecode,
         )
 
-    def _build_evidence(self, props: PipelineProps, ledger: Ledger, function_options: FunctionOptions) -> Evidence:
+    def _build_evidence(self, props: PipelineProps, ledger: LedgerParts, function_options: FunctionOptions) -> Evidence:
         ses_evidence = SesEvidence(
             self, "SesEvidence", table=ledger.table, configuration_set=props.configuration_set,
             suppression_reasons=props.suppression_reasons, disable_suppression_list=props.disable_suppression_list,
@@ -375,8 +375,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         return Evidence(ses=ses_evidence, outcome_events=outcome_events, configuration_set_name=configuration_set_name,
                         urgent_configuration_set_name=urgent_set.configuration_set_name if urgent_set else None)
 
-    def _build_consumer(self, props: PipelineProps, lane: Lane, ledger: Ledger, evidence: Evidence,
-                        attachments: Attachments | None, function_options: FunctionOptions) -> Consumer:
+    def _build_consumer(self, props: PipelineProps, lane: Lane, ledger: LedgerParts, evidence: Evidence,
+                        attachments: Attachments | None, function_options: FunctionOptions) -> LaneConsumer:
         """A lane's consumer: the job queue's (``Consumer``, as without lanes) or the urgent lane's
         (``UrgentConsumer``): the same code and grants, its own queue, DLQ, concurrency, pace and batch size."""
         urgent = lane.name == Priority.URGENT.value
@@ -419,11 +419,11 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         if attachments is not None:
             self._grant_attachments_read(attachments, consumer.role, ledger)
         self._grant_ses(props, function, evidence.configuration_set_of(urgent))
-        return Consumer(function=function, role=consumer.role, log_group=consumer.log_group,
+        return LaneConsumer(function=function, role=consumer.role, log_group=consumer.log_group,
                         event_source=event_source)
 
     def _build_outbox(self, props: PipelineProps, queues: Queues, urgent_queues: Queues | None,
-                      function_options: FunctionOptions, ledger: Ledger) -> Outbox | None:
+                      function_options: FunctionOptions, ledger: LedgerParts) -> Outbox | None:
         if not props.outbox:
             return None
         return Outbox(self, "Outbox", queue=queues.queue, fifo=props.fifo, function_options=function_options,
@@ -456,14 +456,14 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
                                              f"{ID_PREFIX}NeedsOutcomeEvents", self.node.path)
         return self.outcome_events.rule(self, id, [target] if target else [], outcomes)
 
-    def _grant_attachments_read(self, attachments: Attachments, role: iam.IRole, ledger: Ledger) -> None:
+    def _grant_attachments_read(self, attachments: Attachments, role: iam.IRole, ledger: LedgerParts) -> None:
         # The consumer decrypts with the pipeline's own key already (a data key); a bucket's other key is granted.
         attachments.grant_read(role, with_key=attachments.key not in ledger.data_keys)
         acknowledge(role, objects_finding(attachments.bucket),
                     "GetObject on the attachments bucket's objects: a job names its attachment's key, which is "
                     "known only when the job arrives.")
 
-    def _build_outputs(self, props: PipelineProps, queues: Queues, urgent_queues: Queues | None, ledger: Ledger,
+    def _build_outputs(self, props: PipelineProps, queues: Queues, urgent_queues: Queues | None, ledger: LedgerParts,
                        outbox: Outbox | None, attachments: Attachments | None) -> None:
         # What `sendonce --stack NAME` reads to find this pipeline; the description says which pipeline and part.
         for output_id, value, part in ((OutputId.DEDUPE_TABLE_NAME, ledger.table.table_name, OutputPart.TABLE),
@@ -496,7 +496,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             CfnOutput(self, OutputId.ATTACHMENTS_BUCKET_NAME, value=attachments.bucket.bucket_name,
                       description=output_description(self.pipeline_name, OutputPart.ATTACHMENTS))
 
-    def _consumer_environment(self, props: PipelineProps, lane: Lane, ledger: Ledger, evidence: Evidence,
+    def _consumer_environment(self, props: PipelineProps, lane: Lane, ledger: LedgerParts, evidence: Evidence,
                               attachments: Attachments | None) -> dict[str, str]:
         timeout_s = seconds(props.function_timeout)
         max_receive_count = known(props.max_receive_count)

@@ -45,7 +45,7 @@ class Lane:
 
 
 @dataclass(frozen=True)
-class Ledger:
+class LedgerParts:
     """The dedupe table, the customer keys its data is under (the queues' and table's key, and an existing table's
     own: without them every claim is AccessDenied) and, with key_privacy, the key secret."""
 
@@ -72,7 +72,7 @@ class Evidence:
 
 
 @dataclass(frozen=True)
-class Consumer:
+class LaneConsumer:
     function: lambda_.Function
     role: iam.IRole
     log_group: logs.ILogGroup

@@ -30,7 +30,7 @@ from sendonce_contract.job_lifetime import (
     job_lifetime_s,
     job_lifetime_terms,
 )
-from sendonce_contract.job_lifetime import seconds_text as _s
+from sendonce_contract.job_lifetime import seconds_text as _seconds
 from sendonce_contract.message import SES_NAME
 from sendonce_contract.mis_keyed import (
     MAX_GUARD_WINDOW_S,
@@ -170,7 +170,7 @@ class Unit(NamedTuple):
     span: Callable[[float, float], str]
 
 
-SECONDS = Unit(_s, lambda low, high: f"between {_s(low)} and {_s(high)}")
+SECONDS = Unit(_seconds, lambda low, high: f"between {_seconds(low)} and {_seconds(high)}")
 MEGABYTES = Unit(lambda size: f"{size:g} MB", lambda low, high: f"between {low:g} and {high:g} MB")
 PLAIN = Unit(lambda number: f"{number:g}", lambda low, high: f"between {low:g} and {high:g}")
 
@@ -255,14 +255,14 @@ def check_visibility_timeout(
     minimum = minimum_visibility_timeout_s(function_timeout, window)
     if visibility_timeout < minimum:
         _fail(
-            f"visibility_timeout ({_s(visibility_timeout)}) must be at least {VISIBILITY_FACTOR} x "
-            f"function_timeout ({_s(function_timeout)}) + max_batching_window ({_s(window)}) "
-            f"= {_s(minimum)}, or a message still being sent becomes visible to a second consumer; "
+            f"visibility_timeout ({_seconds(visibility_timeout)}) must be at least {VISIBILITY_FACTOR} x "
+            f"function_timeout ({_seconds(function_timeout)}) + max_batching_window ({_seconds(window)}) "
+            f"= {_seconds(minimum)}, or a message still being sent becomes visible to a second consumer; "
             "raise visibility_timeout, or lower function_timeout or max_batching_window"
         )
     if visibility_timeout > SQS_MAX_VISIBILITY_S:
         _fail(
-            f"visibility_timeout ({_s(visibility_timeout)}) exceeds SQS's maximum of {SQS_MAX_VISIBILITY_S} s "
+            f"visibility_timeout ({_seconds(visibility_timeout)}) exceeds SQS's maximum of {SQS_MAX_VISIBILITY_S} s "
             f"(12 hours); lower function_timeout so that {VISIBILITY_FACTOR} x function_timeout fits"
         )
 
@@ -272,12 +272,12 @@ def check_batching(batch_size: Number, max_batching_window: Number, fifo: bool) 
     if is_known(max_batching_window):
         if fifo and max_batching_window > 0:
             _fail(
-                f"max_batching_window ({_s(max_batching_window)}) is not supported with fifo=True: Lambda's "
+                f"max_batching_window ({_seconds(max_batching_window)}) is not supported with fifo=True: Lambda's "
                 "event source for FIFO queues does not batch over time; leave max_batching_window unset"
             )
         if not 0 <= max_batching_window <= MAX_BATCHING_WINDOW_S:
             _fail(
-                f"max_batching_window ({_s(max_batching_window)}) must be between 0 s and "
+                f"max_batching_window ({_seconds(max_batching_window)}) must be between 0 s and "
                 f"{MAX_BATCHING_WINDOW_S} s, the event source's limit"
             )
     if not is_known(batch_size):
@@ -394,17 +394,17 @@ def check_urgent_oldest_message_alarm_threshold(urgent_oldest_message_alarm_thre
                                                 oldest_message_alarm_threshold: Number, urgent_lane: bool) -> None:
     given = urgent_oldest_message_alarm_threshold_given
     if given is not None and not urgent_lane:
-        _fail(f"urgent_oldest_message_alarm_threshold ({_s(given) if is_known(given) else 'a token'}) was given "
+        _fail(f"urgent_oldest_message_alarm_threshold ({_seconds(given) if is_known(given) else 'a token'}) was given "
               "without urgent_lane: there is no urgent queue to watch; set urgent_lane=True or leave it unset")
     threshold = urgent_oldest_message_alarm_threshold
     if not (urgent_lane and is_known(threshold)):
         return
     if threshold <= 0:
-        _fail(f"urgent_oldest_message_alarm_threshold ({_s(threshold)}) must be above 0 s")
+        _fail(f"urgent_oldest_message_alarm_threshold ({_seconds(threshold)}) must be above 0 s")
     if is_known(oldest_message_alarm_threshold) and oldest_message_alarm_threshold is not None \
             and threshold > oldest_message_alarm_threshold:
-        _fail(f"urgent_oldest_message_alarm_threshold ({_s(threshold)}) is above oldest_message_alarm_threshold "
-              f"({_s(oldest_message_alarm_threshold)}): urgent jobs would alarm later than bulk ones; lower it")
+        _fail(f"urgent_oldest_message_alarm_threshold ({_seconds(threshold)}) is above oldest_message_alarm_threshold "
+              f"({_seconds(oldest_message_alarm_threshold)}): urgent jobs would alarm later than bulk ones; lower it")
 
 
 @rule("InvalidMaxReceiveCount")
@@ -423,8 +423,8 @@ def check_dedupe_ttl(dedupe_ttl: Number, retention_period: Number) -> None:
         return
     if dedupe_ttl < retention_period:
         _fail(
-            f"dedupe_ttl ({_s(dedupe_ttl)}) must be at least the queue's retention_period "
-            f"({_s(retention_period)}): a key forgotten while its message can still be delivered is sent "
+            f"dedupe_ttl ({_seconds(dedupe_ttl)}) must be at least the queue's retention_period "
+            f"({_seconds(retention_period)}): a key forgotten while its message can still be delivered is sent "
             "twice; raise dedupe_ttl or lower retention_period"
         )
 
@@ -436,9 +436,9 @@ def check_outbox_dedupe_ttl(outbox: bool, dedupe_ttl: Number, retention_period: 
     minimum = outbox_minimum_dedupe_ttl_s(retention_period)
     if dedupe_ttl < minimum:
         _fail(
-            f"dedupe_ttl ({_s(dedupe_ttl)}) must be at least stream retention (86400 s) + retention_period "
-            f"({_s(retention_period)}) + the DLQ's 14 days = {_s(minimum)} with outbox=True: a relayed job can "
-            "arrive that late, and a forgotten key is sent twice; raise dedupe_ttl or leave it unset"
+            f"dedupe_ttl ({_seconds(dedupe_ttl)}) must be at least stream retention (86400 s) + retention_period "
+            f"({_seconds(retention_period)}) + the DLQ's 14 days = {_seconds(minimum)} with outbox=True: a relayed job "
+            "can arrive that late, and a forgotten key is sent twice; raise dedupe_ttl or leave it unset"
         )
 
 
@@ -453,7 +453,7 @@ def check_evidence_grace_period(
         return
     if not EVIDENCE_MIN_GRACE_S <= grace_s <= SQS_MAX_VISIBILITY_S:
         _fail(
-            f"evidence_grace_period ({_s(grace_s)}) must be between {EVIDENCE_MIN_GRACE_S} s and "
+            f"evidence_grace_period ({_seconds(grace_s)}) must be between {EVIDENCE_MIN_GRACE_S} s and "
             f"{SQS_MAX_VISIBILITY_S} s (12 hours, SQS's longest visibility timeout, which brings the job back when "
             "it ends); pick a period in that range"
         )
@@ -467,10 +467,10 @@ def check_evidence_grace_period(
         needed = 2 * visibility_timeout_s + grace_s
         if retention_s < needed:
             _fail(
-                f"retention_period ({_s(retention_s)}) must be at least 2 x visibility_timeout "
-                f"({_s(visibility_timeout_s)}) + evidence_grace_period ({_s(grace_s)}) = {_s(needed)}, or a job "
-                "waiting for SES's events expires from the queue; raise retention_period or lower "
-                "evidence_grace_period"
+                f"retention_period ({_seconds(retention_s)}) must be at least 2 x visibility_timeout "
+                f"({_seconds(visibility_timeout_s)}) + evidence_grace_period ({_seconds(grace_s)}) = "
+                f"{_seconds(needed)}, or a job waiting for SES's events expires from the queue; raise retention_period "
+                "or lower evidence_grace_period"
             )
 
 
@@ -616,9 +616,10 @@ def check_dead_letter_queue(dead_letter_queue: QueueFacts | None, fifo: bool) ->
 def check_dead_letter_queue_retention(dead_letter_queue: QueueFacts | None) -> None:
     retention_s = None if dead_letter_queue is None else dead_letter_queue.retention_s
     if is_known(retention_s) and retention_s < DEAD_LETTER_RETENTION_S:
-        _fail(f"dead_letter_queue keeps messages {_s(retention_s)}; it must keep them {DEAD_LETTER_RETENTION_S} s "
-              "(14 days, SQS's longest): a job dead-lettered is a job not sent, and the dedupe_ttl rules count on "
-              "it waiting that long for a redrive; create it with retention_period=Duration.days(14)")
+        _fail(f"dead_letter_queue keeps messages {_seconds(retention_s)}; it must keep them "
+              f"{DEAD_LETTER_RETENTION_S} s (14 days, SQS's longest): a job dead-lettered is a job not sent, and the "
+              "dedupe_ttl rules count on it waiting that long for a redrive; create it with "
+              "retention_period=Duration.days(14)")
 
 
 @rule("DeadLetterQueueMessageSize")
@@ -750,10 +751,10 @@ def check_guard_window(guard_window: Number, guard_window_given: Number,
                        suspected_doubles: OnSuspectedDouble | None, recipient_cap: Number) -> None:
     """The window is the guard's: it means nothing without it, and DynamoDB keeps each window's items."""
     if is_known(guard_window_given) and suspected_doubles is None and recipient_cap is None:
-        _fail(f"guard_window ({_s(guard_window_given)}) was given without suspected_doubles or recipient_cap: it is "
-              "the mis-keyed-producer guard's window; turn one of them on or leave guard_window unset")
+        _fail(f"guard_window ({_seconds(guard_window_given)}) was given without suspected_doubles or recipient_cap: "
+              "it is the mis-keyed-producer guard's window; turn one of them on or leave guard_window unset")
     if is_known(guard_window) and not MIN_GUARD_WINDOW_S <= guard_window <= MAX_GUARD_WINDOW_S:
-        _fail(f"guard_window ({_s(guard_window)}) must be between {MIN_GUARD_WINDOW_S} s and "
+        _fail(f"guard_window ({_seconds(guard_window)}) must be between {MIN_GUARD_WINDOW_S} s and "
               f"{MAX_GUARD_WINDOW_S // 3600} hours: the guard compares each email with those of the window before "
               "it; for example Duration.hours(1)")
 
@@ -764,8 +765,8 @@ def check_max_job_age(max_job_age: Number, urgent_max_job_age: Number, urgent_la
     lane."""
     for name, age in (("max_job_age", max_job_age), ("urgent_max_job_age", urgent_max_job_age)):
         if is_known(age) and not MIN_JOB_AGE_S <= age <= MAX_JOB_AGE_S:
-            _fail(f"{name} ({_s(age)}) must be between {MIN_JOB_AGE_S} s and {MAX_JOB_AGE_S // DAY_S} days: a job "
-                  "older than this since its first queueing is not sent; for example Duration.minutes(15) for "
+            _fail(f"{name} ({_seconds(age)}) must be between {MIN_JOB_AGE_S} s and {MAX_JOB_AGE_S // DAY_S} days: "
+                  "a job older than this since its first queueing is not sent; for example Duration.minutes(15) for "
                   "one-time codes, or leave it unset")
     if urgent_max_job_age is not None and not urgent_lane:
         _fail("urgent_max_job_age was given without urgent_lane: it is the urgent lane's age limit; set "
@@ -817,7 +818,7 @@ def check_max_delivery_duration(max_delivery_duration: Number, urgent_max_delive
         if duration is None:
             continue
         if is_known(duration) and not MIN_DELIVERY_S <= duration <= MAX_DELIVERY_S:
-            _fail(f"{name} ({_s(duration)}) must be between {MIN_DELIVERY_S // 60} minutes and "
+            _fail(f"{name} ({_seconds(duration)}) must be between {MIN_DELIVERY_S // 60} minutes and "
                   f"{MAX_DELIVERY_S // 3600} hours (SES's MaxDeliverySeconds): how long SES keeps trying to deliver "
                   "an email; for example Duration.minutes(15) for one-time codes")
         if not ses_events or configuration_set is not None:

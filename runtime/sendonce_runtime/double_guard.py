@@ -36,7 +36,7 @@ from sendonce_contract.schema import GuardItem
 from .aws_errors import LEDGER_ERRORS, LEDGER_THROTTLE_CODES, describe, error_code, ledger_outcome
 from .checks import Delivery, Rest
 from .clock import Clock
-from .ledger import CONDITION_FAILED
+from .dynamodb_values import condition_failed, found_item
 from .outcome import Outcome, Redeliver, Verdict, amended
 from .settings import Settings
 
@@ -163,10 +163,9 @@ def _unless_condition_failed(write: Callable[[], Any]) -> dict[str, Any] | None:
     try:
         write()
     except ClientError as error:
-        if error_code(error) != CONDITION_FAILED:
+        if not condition_failed(error):
             raise
-        found: Any = error.response.get("Item")  # ReturnValuesOnConditionCheckFailure's item
-        return dict(found or {})
+        return dict(found_item(error) or {})
     return None
 
 

@@ -28,6 +28,7 @@ from sendonce_contract.record import every_ses_message_id, second_email
 from sendonce_contract.schema import SES_EVENTS_BY_NAME, Ledger, Status
 
 from .clock import Clock
+from .dynamodb_values import condition_failed, found_item
 from .ses_events import SesEvent
 
 # SES stamps an email's acceptance (mail.timestamp) with its clock, the consumer a lifetime's start with the
@@ -104,9 +105,9 @@ class EvidenceLedger:
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as error:
-            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+            if not condition_failed(error):
                 raise
-            return Recorded(_refused(error.response.get("Item"), now_ms))
+            return Recorded(_refused(found_item(error), now_ms))
         old = response.get("Attributes", {})
         reported = set(old.get(Ledger.SES_MESSAGE_IDS, {}).get("SS", []))
         # After a resend, the first email's late event meets the resend's recorded id here even if the resend's own

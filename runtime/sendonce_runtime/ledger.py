@@ -15,8 +15,8 @@ from sendonce_contract.record import EmailRecord, every_ses_message_id, second_e
 from sendonce_contract.schema import Ledger, Status
 
 from .clock import Clock
+from .dynamodb_values import condition_failed, found_item, number, string
 
-CONDITION_FAILED = "ConditionalCheckFailedException"
 # Owner and status are DynamoDB reserved words: expressions name them through these placeholders.
 NAMES = {"#owner": Ledger.OWNER, "#status": Ledger.STATUS}
 KEY, EXPIRES_AT, LEASE = Ledger.KEY, Ledger.EXPIRES_AT, Ledger.LEASE_EXPIRES_AT
@@ -49,14 +49,6 @@ class Completion:
 NOT_RECORDED = Completion(False)
 
 
-def _n(value: int) -> dict[str, str]:
-    return {"N": str(value)}
-
-
-def _s(value: str) -> dict[str, str]:
-    return {"S": value}
-
-
 class DedupeLedger:
     def __init__(self, client: Any, table_name: str, ttl_s: int, clock: Clock) -> None:
         self._client = client
@@ -70,30 +62,30 @@ class DedupeLedger:
         ``tenant`` (as the logs show it) is kept on the record, so its outcome events name it."""
         now_ms = self._clock.now_ms()
         item = {
-            Ledger.KEY: _s(key),
-            Ledger.STATUS: _s(Status.IN_FLIGHT.value),
-            Ledger.OWNER: _s(owner),
-            Ledger.LEASE_EXPIRES_AT: _n(lease_expires_at_ms),
-            Ledger.EXPIRES_AT: _n(now_ms // 1000 + self._ttl_s),
-            Ledger.PAYLOAD_HASH: _s(payload_hash),
-            Ledger.CLAIMED_AT: _n(now_ms),
-            Ledger.LIFETIME_STARTED_AT: _n(now_ms),  # only here: a takeover carries on the dead worker's lifetime
-            Ledger.ATTEMPTS: _n(1),
+            Ledger.KEY: string(key),
+            Ledger.STATUS: string(Status.IN_FLIGHT.value),
+            Ledger.OWNER: string(owner),
+            Ledger.LEASE_EXPIRES_AT: number(lease_expires_at_ms),
+            Ledger.EXPIRES_AT: number(now_ms // 1000 + self._ttl_s),
+            Ledger.PAYLOAD_HASH: string(payload_hash),
+            Ledger.CLAIMED_AT: number(now_ms),
+            Ledger.LIFETIME_STARTED_AT: number(now_ms),  # only here: a takeover carries on the dead worker's lifetime
+            Ledger.ATTEMPTS: number(1),
         }
         return self._create(item, tenant, now_ms, " OR #owner = :owner", {"#owner": Ledger.OWNER},
-                            {":owner": _s(owner)})
+                            {":owner": string(owner)})
 
     def record_expired(self, key: str, payload_hash: str, tenant: str | None = None) -> Claim:
         """Record ``key`` EXPIRED (a job met after its expiresAt, never sent) if it has no live record (won); else
         the record that stands, which decides instead (None if it vanished in between: the caller tries again)."""
         now_ms = self._clock.now_ms()
         item = {
-            Ledger.KEY: _s(key),
-            Ledger.STATUS: _s(Status.EXPIRED.value),
-            Ledger.FOUND_EXPIRED_AT: _n(now_ms),
-            Ledger.EXPIRES_AT: _n(now_ms // 1000 + self._ttl_s),
-            Ledger.PAYLOAD_HASH: _s(payload_hash),
-            Ledger.LIFETIME_STARTED_AT: _n(now_ms),
+            Ledger.KEY: string(key),
+            Ledger.STATUS: string(Status.EXPIRED.value),
+            Ledger.FOUND_EXPIRED_AT: number(now_ms),
+            Ledger.EXPIRES_AT: number(now_ms // 1000 + self._ttl_s),
+            Ledger.PAYLOAD_HASH: string(payload_hash),
+            Ledger.LIFETIME_STARTED_AT: number(now_ms),
         }
         return self._create(item, tenant, now_ms)
 
@@ -102,13 +94,13 @@ class DedupeLedger:
         """Write ``item`` as the key's record if it has none or only an expired one (or ``or_also`` holds); else
         the record that stands (None if it vanished in between: the caller tries again)."""
         if tenant is not None:
-            item[Ledger.TENANT] = _s(tenant)
+            item[Ledger.TENANT] = string(tenant)
         try:
             self._client.put_item(
                 TableName=self._table,
                 Item=item,
                 ConditionExpression=f"attribute_not_exists({KEY}) OR {EXPIRES_AT} < :now_s{or_also}",
-                ExpressionAttributeValues={":now_s": _n(now_ms // 1000), **(values or {})},
+                ExpressionAttributeValues={":now_s": number(now_ms // 1000), **(values or {})},
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
                 **({"ExpressionAttributeNames": names} if names else {}),
             )
@@ -118,7 +110,7 @@ class DedupeLedger:
 
     def read(self, key: str) -> EmailRecord | None:
         """The key's record as it stands (a strongly consistent read), or None when it has none or it expired."""
-        item = self._client.get_item(TableName=self._table, Key={KEY: _s(key)}, ConsistentRead=True).get("Item")
+        item = self._client.get_item(TableName=self._table, Key={KEY: string(key)}, ConsistentRead=True).get("Item")
         if not item:
             return None
         record = EmailRecord.from_item(item)
@@ -134,7 +126,7 @@ class DedupeLedger:
         try:
             response = self._client.update_item(
                 TableName=self._table,
-                Key={KEY: _s(previous.key)},
+                Key={KEY: string(previous.key)},
                 UpdateExpression=(
                     f"SET #owner = :owner, {LEASE} = :lease, {Ledger.CLAIMED_AT} = :now_ms, "
                     f"{Ledger.PAYLOAD_HASH} = :hash ADD {Ledger.ATTEMPTS} :one"
@@ -142,13 +134,13 @@ class DedupeLedger:
                 ConditionExpression=condition if unsent else f"{condition} AND {LEASE} < :now_ms",
                 ExpressionAttributeNames=NAMES,
                 ExpressionAttributeValues={
-                    ":owner": _s(owner),
-                    ":lease": _n(lease_expires_at_ms),
-                    ":now_ms": _n(now_ms),
-                    ":hash": _s(payload_hash),
-                    ":one": _n(0 if unsent else 1),  # an unsent claim's attempt sent nothing: not counted
-                    ":previous": _s(previous.owner),
-                    ":in_flight": _s(Status.IN_FLIGHT.value),
+                    ":owner": string(owner),
+                    ":lease": number(lease_expires_at_ms),
+                    ":now_ms": number(now_ms),
+                    ":hash": string(payload_hash),
+                    ":one": number(0 if unsent else 1),  # an unsent claim's attempt sent nothing: not counted
+                    ":previous": string(previous.owner),
+                    ":in_flight": string(Status.IN_FLIGHT.value),
                 },
                 ReturnValues="UPDATED_NEW",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
@@ -163,15 +155,15 @@ class DedupeLedger:
         try:
             self._client.update_item(
                 TableName=self._table,
-                Key={KEY: _s(previous.key)},
+                Key={KEY: string(previous.key)},
                 UpdateExpression=f"SET #status = :unknown, {Ledger.UNKNOWN_AT} = :now_ms",
                 ConditionExpression="#owner = :previous AND #status = :in_flight",
                 ExpressionAttributeNames=NAMES,
                 ExpressionAttributeValues={
-                    ":unknown": _s(Status.UNKNOWN.value),
-                    ":now_ms": _n(self._clock.now_ms()),
-                    ":previous": _s(previous.owner),
-                    ":in_flight": _s(Status.IN_FLIGHT.value),
+                    ":unknown": string(Status.UNKNOWN.value),
+                    ":now_ms": number(self._clock.now_ms()),
+                    ":previous": string(previous.owner),
+                    ":in_flight": string(Status.IN_FLIGHT.value),
                 },
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
@@ -187,7 +179,7 @@ class DedupeLedger:
         try:
             response = self._client.update_item(
                 TableName=self._table,
-                Key={KEY: _s(key)},
+                Key={KEY: string(key)},
                 UpdateExpression=(
                     f"SET #status = :sent, {Ledger.SES_MESSAGE_ID} = :message_id, {Ledger.SENT_AT} = :now_ms, "
                     f"{EXPIRES_AT} = :expires REMOVE {LEASE}"
@@ -195,16 +187,16 @@ class DedupeLedger:
                 ConditionExpression="#owner = :owner",
                 ExpressionAttributeNames=NAMES,
                 ExpressionAttributeValues={
-                    ":sent": _s(Status.SENT.value),
-                    ":message_id": _s(ses_message_id),
-                    ":now_ms": _n(now_ms),
-                    ":expires": _n(now_ms // 1000 + self._ttl_s),
-                    ":owner": _s(owner),
+                    ":sent": string(Status.SENT.value),
+                    ":message_id": string(ses_message_id),
+                    ":now_ms": number(now_ms),
+                    ":expires": number(now_ms // 1000 + self._ttl_s),
+                    ":owner": string(owner),
                 },
                 ReturnValues="ALL_OLD",
             )
         except ClientError as error:
-            if _code(error) == CONDITION_FAILED:
+            if condition_failed(error):
                 return NOT_RECORDED
             raise
         return Completion(True, second_email(every_ses_message_id(response.get("Attributes", {})), ses_message_id))
@@ -222,39 +214,35 @@ class DedupeLedger:
         try:
             self._client.delete_item(
                 TableName=self._table,
-                Key={KEY: _s(key)},
+                Key={KEY: string(key)},
                 ConditionExpression=(f"#owner = :owner AND {Ledger.ATTEMPTS} = :one "
                                      f"AND attribute_not_exists({Ledger.SES_MESSAGE_IDS})"),
                 ExpressionAttributeNames={"#owner": Ledger.OWNER},
-                ExpressionAttributeValues={":owner": _s(owner), ":one": _n(1)},
+                ExpressionAttributeValues={":owner": string(owner), ":one": number(1)},
             )
         except ClientError as error:
-            if _code(error) != CONDITION_FAILED:
+            if not condition_failed(error):
                 raise
 
     def _end_lease(self, key: str, owner: str) -> None:
         try:
             self._client.update_item(
                 TableName=self._table,
-                Key={KEY: _s(key)},
+                Key={KEY: string(key)},
                 # The refused attempt sent nothing: counted apart, so the sends that may have gone stay known.
                 UpdateExpression=f"SET {LEASE} = :zero ADD {Ledger.REFUSED_SENDS} :one",
                 ConditionExpression="#owner = :owner AND #status = :in_flight",
                 ExpressionAttributeNames=NAMES,
-                ExpressionAttributeValues={":zero": _n(0), ":one": _n(1), ":owner": _s(owner),
-                                           ":in_flight": _s(Status.IN_FLIGHT.value)},
+                ExpressionAttributeValues={":zero": number(0), ":one": number(1), ":owner": string(owner),
+                                           ":in_flight": string(Status.IN_FLIGHT.value)},
             )
         except ClientError as error:
-            if _code(error) != CONDITION_FAILED:
+            if not condition_failed(error):
                 raise
 
     def _old_record(self, error: ClientError) -> EmailRecord | None:
         """The item that failed the condition, or None if it vanished in between (the caller tries again)."""
-        if _code(error) != CONDITION_FAILED:
+        if not condition_failed(error):
             raise error
-        item: dict[str, Any] | None = error.response.get("Item")  # type: ignore[assignment]
+        item = found_item(error)
         return EmailRecord.from_item(item) if item else None
-
-
-def _code(error: ClientError) -> str:
-    return str(error.response.get("Error", {}).get("Code", ""))

@@ -23,10 +23,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 from sendonce_contract.message import ParsedJob
 from sendonce_contract.schema import SesStopItem
 
-from .aws_errors import error_code
 from .checks import Delivery, Rest
 from .clock import Clock, Deadline
-from .ledger import CONDITION_FAILED
+from .dynamodb_values import condition_failed, found_item, number, string
 from .outcome import Outcome, Redeliver, Verdict
 from .ses_sender import Accepted, Refused, SendOutcome, Stop
 
@@ -64,17 +63,17 @@ class StopBoard:
         """Record that SES refused a send of ``scope`` (a new stop, or a probe refused, whose kind and reason may
         have changed): when the lane may ask again. A stop the lane knows keeps its probe time."""
         now = self._clock.now_ms()
-        values = {":kind": _s(kind), ":reason": _s(reason), ":expires": _n(now // 1000 + STOP_ITEM_TTL_S)}
+        values = {":kind": string(kind), ":reason": string(reason), ":expires": number(now // 1000 + STOP_ITEM_TTL_S)}
         try:
             item = self._write(scope, f"SET {SesStopItem.KIND} = :kind, {SesStopItem.REASON} = :reason, "
                                f"{SesStopItem.EXPIRES_AT} = :expires", LIVE, values)
             return int(item[SesStopItem.PROBE_AT]["N"])
         except ClientError as error:
-            if not _conditional(error):
+            if not condition_failed(error):
                 raise
         # A new stop, or one after a resumption: the stream publishes it.
-        values.update({":probe": _n(now + PROBE_EVERY_MS), ":now": _n(now), ":scope": _s(scope),
-                       ":lane": _s(self._lane or "")})
+        values.update({":probe": number(now + PROBE_EVERY_MS), ":now": number(now), ":scope": string(scope),
+                       ":lane": string(self._lane or "")})
         try:
             self._write(scope, f"SET {SesStopItem.KIND} = :kind, {SesStopItem.REASON} = :reason, "
                         f"{SesStopItem.PROBE_AT} = :probe, {SesStopItem.EXPIRES_AT} = :expires, "
@@ -82,7 +81,7 @@ class StopBoard:
                         f"{SesStopItem.LANE} = :lane REMOVE {SesStopItem.RESUMED_AT}",
                         f"NOT ({LIVE})", values)
         except ClientError as error:
-            old = _old_item(error)
+            old = found_item(error)
             if old is not None and _live(old):
                 return int(old[SesStopItem.PROBE_AT]["N"])  # another instance recorded it first
             raise
@@ -96,13 +95,13 @@ class StopBoard:
         try:
             self._write(scope, f"SET {SesStopItem.PROBE_AT} = :probe, {SesStopItem.EXPIRES_AT} = :expires",
                         f"{LIVE} AND {SesStopItem.PROBE_AT} <= :now",
-                        {":probe": _n(now + PROBE_EVERY_MS), ":now": _n(now),
-                         ":expires": _n(now // 1000 + STOP_ITEM_TTL_S)})
+                        {":probe": number(now + PROBE_EVERY_MS), ":now": number(now),
+                         ":expires": number(now // 1000 + STOP_ITEM_TTL_S)})
             return True, now + PROBE_EVERY_MS
         except ClientError as error:
-            if not _conditional(error):
+            if not condition_failed(error):
                 raise
-            old = _old_item(error)
+            old = found_item(error)
             if old is None:
                 return True, now + PROBE_EVERY_MS
             if not _live(old):
@@ -112,14 +111,14 @@ class StopBoard:
     def resumed(self, scope: str) -> None:
         """SES accepted a send of ``scope``: the stop is over (the stream publishes it)."""
         try:
-            self._write(scope, f"SET {SesStopItem.RESUMED_AT} = :now", LIVE, {":now": _n(self._clock.now_ms())})
+            self._write(scope, f"SET {SesStopItem.RESUMED_AT} = :now", LIVE, {":now": number(self._clock.now_ms())})
         except ClientError as error:
-            if not _conditional(error):
+            if not condition_failed(error):
                 raise
 
     def _write(self, scope: str, update: str, condition: str, values: dict[str, Any]) -> dict[str, Any]:
         response = self._client.update_item(
-            TableName=self._table, Key={SesStopItem.KEY: _s(SesStopItem.key(self._pipeline, self._lane, scope))},
+            TableName=self._table, Key={SesStopItem.KEY: string(SesStopItem.key(self._pipeline, self._lane, scope))},
             UpdateExpression=update, ConditionExpression=condition, ExpressionAttributeValues=values,
             ReturnValues="ALL_NEW", ReturnValuesOnConditionCheckFailure="ALL_OLD")
         return dict(response.get("Attributes", {}))
@@ -252,21 +251,3 @@ LIVE = f"attribute_exists({SesStopItem.STOPPED_AT}) AND attribute_not_exists({Se
 
 def _live(item: dict[str, Any]) -> bool:
     return SesStopItem.STOPPED_AT in item and SesStopItem.RESUMED_AT not in item and SesStopItem.PROBE_AT in item
-
-
-def _old_item(error: ClientError) -> dict[str, Any] | None:
-    """The item a failed conditional write found (ReturnValuesOnConditionCheckFailure), None when absent."""
-    item = error.response.get("Item")
-    return item if isinstance(item, dict) else None
-
-
-def _conditional(error: ClientError) -> bool:
-    return error_code(error) == CONDITION_FAILED
-
-
-def _s(value: str) -> dict[str, str]:
-    return {"S": value}
-
-
-def _n(value: int) -> dict[str, str]:
-    return {"N": str(value)}
