@@ -11,7 +11,7 @@ from ses_fault_proxy import Fault
 from slow_aws import Jobs, consumer
 
 from sendonce_contract.message import CONTRACT_VERSION
-from sendonce_contract.schema import DeadLetter
+from sendonce_contract.schema import CopyAttribute
 from sendonce_local.emulator.slow_services import Rule
 from sendonce_runtime.clock import Deadline
 from sendonce_runtime.sqs_record import SqsRecord
@@ -36,12 +36,12 @@ def test_every_unsent_claim_token_not_yet_taken_over_is_carried_on(pipeline, slo
     jobs = Jobs("tokens")
     built, _ = consumer(pipeline, slow, jobs)
     built.redelivery.postponement_s = lambda outcome, postponements: 0
-    record = delivered_with(jobs, job("receipt:tokens:u1"), {DeadLetter.UNSENT_CLAIM: "a" * 32 + " " + "b" * 32})
+    record = delivered_with(jobs, job("receipt:tokens:u1"), {CopyAttribute.UNSENT_CLAIM: "a" * 32 + " " + "b" * 32})
     slow.fault(Rule("dynamodb", None, "ProvisionedThroughputExceededException"))
     jobs.acknowledge(built.handle(event(record), FakeContext(FakeClock())), record)
     slow.clear()
     [copy] = jobs.receive()
-    tokens = attribute(copy, DeadLetter.UNSENT_CLAIM).split()
+    tokens = attribute(copy, CopyAttribute.UNSENT_CLAIM).split()
     assert tokens[:2] == ["a" * 32, "b" * 32] and len(tokens) == 3
 
 
@@ -53,10 +53,10 @@ def test_a_completion_is_carried_on_by_a_copy_made_before_its_turn_to_be_written
     built, _ = consumer(pipeline, slow, jobs)
     built.redelivery.postponement_s = lambda outcome, postponements: 0
     newer = job("receipt:carried:u1", contractVersion=CONTRACT_VERSION + 1)
-    record = delivered_with(jobs, newer, {DeadLetter.UNRECORDED_SEND: "owner-1 ses-id-1"})
+    record = delivered_with(jobs, newer, {CopyAttribute.UNRECORDED_SEND: "owner-1 ses-id-1"})
     jobs.acknowledge(built.handle(event(record), FakeContext(FakeClock())), record)
     [copy] = jobs.receive()
-    assert attribute(copy, DeadLetter.UNRECORDED_SEND) == "owner-1 ses-id-1"
+    assert attribute(copy, CopyAttribute.UNRECORDED_SEND) == "owner-1 ses-id-1"
 
 
 def test_a_message_the_consumer_took_itself_is_held_until_its_copy_can_delete_it(pipeline, ses_faults, slow):

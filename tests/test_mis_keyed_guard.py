@@ -19,7 +19,7 @@ from sendonce_constructs import OnSuspectedDouble
 from sendonce_contract import outcome_events
 from sendonce_contract.deploy_config import Env
 from sendonce_contract.key_digest import key_digest
-from sendonce_contract.schema import DeadLetter, GuardItem, ReasonCode
+from sendonce_contract.schema import CopyAttribute, DeadLetter, GuardItem, ReasonCode
 from sendonce_local.lambda_service.sqs_source import EventSourceSpec, lambda_record
 from sendonce_ops.cli import main as sendonce
 from sendonce_runtime.outcome_log import OutcomeLog
@@ -187,7 +187,7 @@ def test_a_released_job_passes_the_guard_unchecked(pipeline):
     consumer = guarded(pipeline, clock, recipient_cap=1)
     deliver(consumer, clock, job("cap:1"))
     record = sqs_record(job("cap:2"))
-    record["messageAttributes"] = {DeadLetter.RELEASED: {"dataType": "String",
+    record["messageAttributes"] = {CopyAttribute.RELEASED: {"dataType": "String",
                                                          "stringValue": ReasonCode.RECIPIENT_CAP.value}}
     [released] = deliver(consumer, clock, records=[record])
     assert released["outcome"] == "sent" and pipeline.emails_for("cap:2") == 1

@@ -25,7 +25,7 @@ from slow_aws import consumer as slow_consumer
 from sendonce_contract.deploy_config import TimeBudget
 from sendonce_contract.message import CONTRACT_VERSION
 from sendonce_contract.outcome_events import SENDING_RESUMED, SENDING_STOPPED, transitions
-from sendonce_contract.schema import DeadLetter, SesStopItem
+from sendonce_contract.schema import CopyAttribute, DeadLetter, SesStopItem
 from sendonce_local.emulator.slow_services import LATE, Rule
 from sendonce_runtime.outcome_log import OutcomeLog
 from sendonce_runtime.redelivery import parked_margin_s
@@ -333,7 +333,7 @@ def test_a_job_waits_no_longer_than_the_queue_keeps_a_message_then_is_dead_lette
     [line] = deliver(consumer, jobs, clock)
     assert line["outcome"] == "ses_stopped" and pipeline.dead_letters() == []
     [copy] = jobs.receive()
-    queued_at = int(copy["messageAttributes"][DeadLetter.PARKED_SINCE]["stringValue"])
+    queued_at = int(copy["messageAttributes"][CopyAttribute.PARKED_SINCE]["stringValue"])
     assert abs(queued_at - clock.now) < 60_000  # the message's own SentTimestamp, carried by each copy
     consumer.redelivery.postponement_s = lambda outcome, postponements: 900  # the real wait
     # The last wait ends a quarter of this hour's retention before it (an event source may be behind a backlog):
@@ -508,13 +508,13 @@ def test_a_parked_job_keeps_its_first_queueing_time_through_a_wait_that_is_not_a
     ses_faults.script(Fault.SENDING_PAUSED)
     assert [line["outcome"] for line in deliver(consumer, jobs, clock)] == ["ses_stopped"]
     [parked] = jobs.receive()
-    queued_at = parked["messageAttributes"][DeadLetter.PARKED_SINCE]["stringValue"]
+    queued_at = parked["messageAttributes"][CopyAttribute.PARKED_SINCE]["stringValue"]
     clock.advance(MINUTE_MS)  # the lane's turn to ask SES again: the job asks, and SES throttles it
     ses_faults.script(Fault.THROTTLE, Fault.SENDING_PAUSED)
     jobs.acknowledge(consumer.handle(event(parked), FakeContext(clock)), parked)
     [throttled] = jobs.receive()
-    assert throttled["messageAttributes"][DeadLetter.PARKED_SINCE]["stringValue"] == queued_at
+    assert throttled["messageAttributes"][CopyAttribute.PARKED_SINCE]["stringValue"] == queued_at
     clock.advance(MINUTE_MS)
     jobs.acknowledge(consumer.handle(event(throttled), FakeContext(clock)), throttled)
     [parked_again] = jobs.receive()
-    assert parked_again["messageAttributes"][DeadLetter.PARKED_SINCE]["stringValue"] == queued_at
+    assert parked_again["messageAttributes"][CopyAttribute.PARKED_SINCE]["stringValue"] == queued_at

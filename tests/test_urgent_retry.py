@@ -13,7 +13,7 @@ from ses_fault_proxy import Fault
 from slow_aws import Jobs
 
 from sendonce_contract.priority import Priority
-from sendonce_contract.schema import DeadLetter
+from sendonce_contract.schema import CopyAttribute
 from sendonce_runtime.lane_share import URGENT_RETRY_PATIENCE_S, URGENT_RETRY_PAUSE_S
 
 
@@ -72,4 +72,4 @@ def assert_waits_as_a_delayed_copy(jobs: Jobs, response: dict, key: str) -> None
     assert jobs.depth() == 1  # the copy alone: the original is deleted
     [copy] = jobs.receive(wait_s=30)  # due within a throttle's first delay
     assert json.loads(copy["body"])["dedupeKey"] == key and copy["attributes"]["ApproximateReceiveCount"] == "1"
-    assert copy["messageAttributes"][DeadLetter.POSTPONEMENTS]["stringValue"] == "1"  # a copy, its first wait
+    assert copy["messageAttributes"][CopyAttribute.POSTPONEMENTS]["stringValue"] == "1"  # a copy, its first wait

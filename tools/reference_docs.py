@@ -160,6 +160,13 @@ def dead_letter_attributes() -> str:
                                                  if name != DeadLetter.PREFIX])
 
 
+def copy_attributes() -> str:
+    from sendonce_contract.schema import CopyAttribute
+
+    return _table(("message attribute", "what a delayed copy carries"),
+                  [(f"`{name}`", beside or above or "") for name, beside, above, _ in _commented_names(CopyAttribute)])
+
+
 @cache
 def _all_on_alarms(urgent_lane: bool = False, guard: bool = False) -> tuple[tuple[str, str, str], ...]:
     """(name, threshold, description) of every alarm a pipeline with every alarm-bearing option on makes (and
@@ -353,6 +360,7 @@ RENDERERS: Mapping[str, Callable[[], str]] = {
     "alarms": alarms,
     "reason-codes": reason_codes,
     "dead-letter-attributes": dead_letter_attributes,
+    "copy-attributes": copy_attributes,
     "outcome-events": outcome_events,
     "message-schema": message_schema,
     "cli-sendonce": cli_sendonce,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from .schema import GUARD_HOLDS, UNSENT_CLAIMS_CARRIED, DeadLetter
+from .schema import GUARD_HOLDS, UNSENT_CLAIMS_CARRIED, CopyAttribute
 from .sqs_limits import SQS_MAX_RECEIPT_HANDLE_CHARS
 
 OWNER_TOKEN_CHARS: Final = 32  # a claim's owner token, uuid4().hex
@@ -20,13 +20,13 @@ NUMBER_CHARS: Final = 20  # a 64-bit integer in decimal, its sign included (a co
 
 # Each attribute a copy may carry: its SQS data type and its longest value, in characters (all of them ASCII).
 COPY_ATTRIBUTES: Final[dict[str, tuple[str, int]]] = {
-    DeadLetter.POSTPONEMENTS: ("Number", NUMBER_CHARS),
-    DeadLetter.SUPERSEDES: ("String", SQS_MAX_RECEIPT_HANDLE_CHARS),
-    DeadLetter.UNSENT_CLAIM: ("String", UNSENT_CLAIMS_CARRIED * (OWNER_TOKEN_CHARS + 1) - 1),  # space-separated
-    DeadLetter.UNRECORDED_SEND: ("String", OWNER_TOKEN_CHARS + 1 + SES_MESSAGE_ID_CHARS),  # "owner ses-message-id"
-    DeadLetter.PARKED_SINCE: ("Number", NUMBER_CHARS),
-    DeadLetter.RELEASED: ("String", max(len(reason.value) for reason in GUARD_HOLDS)),
-    DeadLetter.FIRST_QUEUED_AT: ("Number", NUMBER_CHARS),
+    CopyAttribute.POSTPONEMENTS: ("Number", NUMBER_CHARS),
+    CopyAttribute.SUPERSEDES: ("String", SQS_MAX_RECEIPT_HANDLE_CHARS),
+    CopyAttribute.UNSENT_CLAIM: ("String", UNSENT_CLAIMS_CARRIED * (OWNER_TOKEN_CHARS + 1) - 1),  # space-separated
+    CopyAttribute.UNRECORDED_SEND: ("String", OWNER_TOKEN_CHARS + 1 + SES_MESSAGE_ID_CHARS),  # "owner ses-message-id"
+    CopyAttribute.PARKED_SINCE: ("Number", NUMBER_CHARS),
+    CopyAttribute.RELEASED: ("String", max(len(reason.value) for reason in GUARD_HOLDS)),
+    CopyAttribute.FIRST_QUEUED_AT: ("Number", NUMBER_CHARS),
 }
 # The most bytes a copy's own attributes take, as SQS counts them.
 COPY_ATTRIBUTES_MAX_BYTES: Final = sum(len(name) + len(kind) + longest

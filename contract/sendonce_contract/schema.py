@@ -266,36 +266,43 @@ SES_EVENTS_BY_NAME = {event.name: event for event in SES_EVENT_TYPES}
 IGNORED_SES_EVENT_TYPES = frozenset({"Open", "Click", "Subscription"})
 
 
+class CopyAttribute:
+    """The message attributes a delayed copy of a job carries from the message it replaces (``redelivery``): its
+    own state, never in the job's body; ``copy_room`` bounds their size."""
+
+    # How many times the job was put back.
+    POSTPONEMENTS = "sendonce.postponements"
+    # The receipt handle of the message it replaces, which the copy deletes when it arrives (so a copy whose
+    # original was not acknowledged never leaves two messages behind it).
+    SUPERSEDES = "sendonce.supersedes"
+    # The owner token of a claim its original wrote but never sent under (the claim's answer was lost, or SES
+    # refused the send and the release failed): the copy may take that claim over.
+    UNSENT_CLAIM = "sendonce.unsentClaim"
+    # "owner ses-message-id" of a send SES accepted whose SENT record could not be written; the copy writes it when
+    # DynamoDB answers again.
+    UNRECORDED_SEND = "sendonce.unrecordedSend"
+    # When the job's first message was queued (epoch ms), so a lane's age limit (max_job_age) counts from there
+    # whatever the job waited for; a dead letter carries it too, and a redrive keeps it.
+    FIRST_QUEUED_AT = "sendonce.firstQueuedAt"
+    # On a job a redrive sent back after the mis-keyed-producer guard held it (its reason code): the guard lets it
+    # through, as an operator decided. Carried by its copies.
+    RELEASED = "sendonce.released"
+    # On a copy of a job parked while SES stops sending: when its message was queued, as its first parking found it
+    # (epoch ms), so a job waits no longer than the queue keeps a message, then is dead-lettered.
+    PARKED_SINCE = "sendonce.parkedSince"
+
+
 class DeadLetter:
     """The message attributes the consumer and the recorder attach to what they dead-letter."""
 
-    PREFIX = "sendonce."  # every attribute of ours; a redrive strips them to restore the original job
+    PREFIX = "sendonce."  # every attribute of ours, a copy's too; a redrive strips them to restore the original job
     REASON_CODE = "sendonce.reasonCode"
     REASON = "sendonce.reason"
     SOURCE_MESSAGE_ID = "sendonce.sourceMessageId"
     SOURCE_QUEUE = "sendonce.sourceQueue"
     DEDUPE_KEY = "sendonce.dedupeKey"
     RECEIVE_COUNT = "sendonce.receiveCount"
-    # On a delayed copy of a throttled job, not in the DLQ: how many times it was put back.
-    POSTPONEMENTS = "sendonce.postponements"
-    # On a delayed copy: the receipt handle of the message it replaces, which the copy deletes when it arrives
-    # (so a copy whose original was not acknowledged never leaves two messages behind it).
-    SUPERSEDES = "sendonce.supersedes"
-    # On a delayed copy: the owner token of a claim its original wrote but never sent under (the claim's answer
-    # was lost, or SES refused the send and the release failed): the copy may take that claim over.
-    UNSENT_CLAIM = "sendonce.unsentClaim"
-    # On a delayed copy: "owner ses-message-id" of a send SES accepted whose SENT record could not be written;
-    # the copy writes it when DynamoDB answers again.
-    UNRECORDED_SEND = "sendonce.unrecordedSend"
-    # On every delayed copy, and on a dead letter: when the job's first message was queued (epoch ms), so a lane's
-    # age limit (max_job_age) counts from there whatever the job waited for, a redrive from the DLQ included.
-    FIRST_QUEUED_AT = "sendonce.firstQueuedAt"
-    # On a job a redrive sent back after the mis-keyed-producer guard held it (its reason code): the guard lets it
-    # through, as an operator decided. Carried by its copies.
-    RELEASED = "sendonce.released"
-    # On a delayed copy of a job parked while SES stops sending: when its message was queued, as its first parking
-    # found it (epoch ms), so a job waits no longer than the queue keeps a message, then is dead-lettered.
-    PARKED_SINCE = "sendonce.parkedSince"
+    FIRST_QUEUED_AT = CopyAttribute.FIRST_QUEUED_AT  # kept through a stay in the DLQ
 
 
 # The most unsent-claim tokens one copy carries (each 32 characters): one per delivery in a row whose ledger call
@@ -326,7 +333,7 @@ class ReasonCode(enum.StrEnum):
     REDRIVEN_BY_SQS = "redrive: maxReceiveCount reached"
 
 
-# The mis-keyed-producer guard's holds: a redrive sends such a job back marked released (DeadLetter.RELEASED), and
+# The mis-keyed-producer guard's holds: a redrive sends such a job back marked released (CopyAttribute.RELEASED), and
 # the guard lets it through.
 GUARD_HOLDS = frozenset({ReasonCode.SUSPECTED_DOUBLE, ReasonCode.RECIPIENT_CAP})
 

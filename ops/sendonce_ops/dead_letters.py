@@ -10,7 +10,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from sendonce_contract.priority import Priority, priority_of, queue_for
-from sendonce_contract.schema import GUARD_HOLDS, DeadLetter, ReasonCode
+from sendonce_contract.schema import GUARD_HOLDS, CopyAttribute, DeadLetter, ReasonCode
 
 PEEK_VISIBILITY_S = 30
 BATCH = 10
@@ -244,7 +244,7 @@ def _copy_of(message: dict[str, Any], queue_url: str, fifo: bool) -> dict[str, A
     }
     held = reason_code(message)
     if held in GUARD_HOLDS:  # the mis-keyed-producer guard held it: an operator's redrive sends it
-        attributes[DeadLetter.RELEASED] = {"DataType": "String", "StringValue": held}
+        attributes[CopyAttribute.RELEASED] = {"DataType": "String", "StringValue": held}
     request: dict[str, Any] = {"QueueUrl": queue_url, "MessageBody": message["Body"]}
     if attributes:
         request["MessageAttributes"] = attributes

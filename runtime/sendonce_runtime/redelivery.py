@@ -44,7 +44,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from sendonce_contract.copy_room import COPY_ATTRIBUTES, COPY_ATTRIBUTES_MAX_BYTES
-from sendonce_contract.schema import DeadLetter
+from sendonce_contract.schema import CopyAttribute
 from sendonce_contract.sqs_limits import (
     SQS_MAX_BATCH_ENTRIES,
     SQS_MAX_DELAY_S,
@@ -432,14 +432,14 @@ class Redelivery:
         replaced."""
         attributes = {name: {"DataType": kind, "StringValue": value}
                       for name, kind, value in record.message_attributes if name not in OURS}
-        ours = {DeadLetter.POSTPONEMENTS: str(postponements), DeadLetter.SUPERSEDES: record.receipt_handle,
+        ours = {CopyAttribute.POSTPONEMENTS: str(postponements), CopyAttribute.SUPERSEDES: record.receipt_handle,
                 # Tokens carried in and not taken over yet still name claims nobody sent under.
-                DeadLetter.UNSENT_CLAIM: unsent_claim or carried_claims(record.unsent_claims),
+                CopyAttribute.UNSENT_CLAIM: unsent_claim or carried_claims(record.unsent_claims),
                 # A completion carried in and not written yet (the job waited before its turn to write it).
-                DeadLetter.UNRECORDED_SEND: " ".join(unrecorded_send or record.unrecorded_send or ()),
-                DeadLetter.PARKED_SINCE: "" if parked_since is None else str(parked_since),
-                DeadLetter.RELEASED: record.released or "",
-                DeadLetter.FIRST_QUEUED_AT: "" if record.first_queued_at is None else str(record.first_queued_at)}
+                CopyAttribute.UNRECORDED_SEND: " ".join(unrecorded_send or record.unrecorded_send or ()),
+                CopyAttribute.PARKED_SINCE: "" if parked_since is None else str(parked_since),
+                CopyAttribute.RELEASED: record.released or "",
+                CopyAttribute.FIRST_QUEUED_AT: "" if record.first_queued_at is None else str(record.first_queued_at)}
         attributes.update({name: {"DataType": "Number" if name in NUMBERS else "String",
                                   "StringValue": value} for name, value in ours.items() if value})
         request: dict[str, Any] = {"MessageBody": record.body, "DelaySeconds": min(delay_s, SQS_MAX_DELAY_S),

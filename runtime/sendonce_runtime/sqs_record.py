@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from sendonce_contract.schema import GUARD_HOLDS, UNSENT_CLAIMS_CARRIED, DeadLetter
+from sendonce_contract.schema import GUARD_HOLDS, UNSENT_CLAIMS_CARRIED, CopyAttribute, DeadLetter
 
 
 class SqsRecord(NamedTuple):
@@ -23,7 +23,7 @@ class SqsRecord(NamedTuple):
 
     @property
     def postponements(self) -> int:
-        value = next((v for name, _, v in self.message_attributes if name == DeadLetter.POSTPONEMENTS), "0")
+        value = next((v for name, _, v in self.message_attributes if name == CopyAttribute.POSTPONEMENTS), "0")
         return int(value) if value.isdigit() else 0
 
     def _attribute(self, name: str) -> str | None:
@@ -32,32 +32,32 @@ class SqsRecord(NamedTuple):
     @property
     def unsent_claims(self) -> tuple[str, ...]:
         """Owner tokens of claims an earlier delivery of this job wrote (or may have) and surely never sent under."""
-        return tuple((self._attribute(DeadLetter.UNSENT_CLAIM) or "").split())
+        return tuple((self._attribute(CopyAttribute.UNSENT_CLAIM) or "").split())
 
     @property
     def unrecorded_send(self) -> tuple[str, str] | None:
         """(owner, SES message id) of a send SES accepted that an earlier delivery could not record."""
-        parts = (self._attribute(DeadLetter.UNRECORDED_SEND) or "").split()
+        parts = (self._attribute(CopyAttribute.UNRECORDED_SEND) or "").split()
         return (parts[0], parts[1]) if len(parts) == 2 else None
 
     @property
     def parked_since(self) -> int | None:
         """When this job was first parked while SES stopped sending (epoch ms), carried by its copies."""
-        value = self._attribute(DeadLetter.PARKED_SINCE) or ""
+        value = self._attribute(CopyAttribute.PARKED_SINCE) or ""
         return int(value) if value.isdigit() else None
 
     @property
     def first_queued_at(self) -> int | None:
         """When the job's first message was queued (epoch ms): carried by its copies and dead letters, else this
         message's own SentTimestamp."""
-        value = self._attribute(DeadLetter.FIRST_QUEUED_AT) or ""
+        value = self._attribute(CopyAttribute.FIRST_QUEUED_AT) or ""
         return int(value) if value.isdigit() else self.sent_at_ms
 
     @property
     def released(self) -> str | None:
         """The guard's hold an operator's redrive released this job from: marked by ``sendonce dlq redrive``, or
         the DLQ's own reason code on a message SQS's move task brought back with its attributes. None otherwise."""
-        for name in (DeadLetter.RELEASED, DeadLetter.REASON_CODE):
+        for name in (CopyAttribute.RELEASED, DeadLetter.REASON_CODE):
             value = self._attribute(name)
             if value in GUARD_HOLDS:
                 return value
@@ -66,7 +66,7 @@ class SqsRecord(NamedTuple):
     @property
     def supersedes(self) -> str | None:
         """The receipt handle of the message this delayed copy replaces."""
-        return self._attribute(DeadLetter.SUPERSEDES)
+        return self._attribute(CopyAttribute.SUPERSEDES)
 
     @classmethod
     def from_event(cls, record: dict[str, Any]) -> SqsRecord:
