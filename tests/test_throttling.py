@@ -338,3 +338,21 @@ def test_on_a_fifo_queue_sends_that_may_have_gone_as_often_as_it_allows_receives
     assert dead["MessageAttributes"][DeadLetter.REASON_CODE]["StringValue"] == "max-receives"
     assert "5 sends that may have gone" in dead["MessageAttributes"][DeadLetter.REASON]["StringValue"]
     assert len(delayed_copies(queue.consumer, queue.url)) == 1  # its third receive's wait, at its group's back
+
+
+def test_a_fifo_lane_through_a_two_hour_stop_dead_letters_nothing_and_sends_the_job_once(fifo_pipeline,
+                                                                                           fifo_ses_faults):
+    """SES pauses the account for two hours: the parked FIFO job waits by its visibility (SQS's longest delay a wait)
+    while that keeps it the receives it keeps for failures, then at its group's back as a fresh message, on and on,
+    never moved to the DLQ by its receives; when SES sends again it goes once."""
+    clock = FakeClock()
+    queue = FifoJobQueue(fifo_pipeline, "receipt:fifo-long-stop:u1", clock=clock)
+    fifo_ses_faults.script(*[Fault.SENDING_PAUSED] * 9)  # each 15-minute wait's delivery asks SES again
+    outcomes = []
+    for _ in range(9):
+        outcomes.append(queue.deliver())
+        clock.advance(15 * 60_000)  # its wait, played at once by the queue
+    assert outcomes == ["ses_stopped"] * 9 and fifo_pipeline.dead_letters() == []
+    assert queue.deliver() == "sent"  # two hours and a quarter on, SES sends again
+    assert fifo_pipeline.emails_for("receipt:fifo-long-stop:u1") == 1 and fifo_pipeline.dead_letters() == []
+    assert {copy["MessageGroupId"] for copy in delayed_copies(queue.consumer, queue.url)} == {"ada"}
