@@ -131,7 +131,7 @@ COMPAT_TESTS := tests/test_construct_defaults.py tests/test_construct_props.py t
 	tests/test_ses_evidence_construct.py tests/test_security_and_observability.py tests/test_tenants.py \
 	tests/test_delivery_window.py tests/test_lanes_construct.py tests/test_mis_keyed_guard.py tests/test_expiry.py \
 	tests/test_attachments_bucket.py tests/test_allowed_recipients.py tests/test_cancel.py tests/test_quota_watch.py \
-	tests/test_key_privacy.py tests/test_outcome_events.py
+	tests/test_key_privacy.py tests/test_outcome_events.py tests/test_waiting_room.py
 test-compat: $(COMPAT_VENV)/.installed node_modules/.installed
 	$(COMPAT_VENV)/bin/python -c 'import importlib.metadata as m; print("aws-cdk-lib", m.version("aws-cdk-lib"))'
 	$(COMPAT_VENV)/bin/python -m pytest -q -n 2 --dist loadfile $(COMPAT_TESTS)

@@ -23,7 +23,7 @@ class Plan:
     burst_factor: int  # the burst is this many times SES's rate
     privacy_emails: int = 20_000
     outcome_emails: int = 500
-    scheduled_hours: int = 24
+    scheduled_hours: tuple[int, ...] = (1, 24, 168)  # an hour, a day, a week ahead
     outbox_jobs: int = 3_000  # the backlog one relay drains, per run
     outbox_latency_jobs: int = 100  # committed one at a time, with NOTIFY and with polling only (about 1 s each)
     outbox_transactions: int = 1_000  # application transactions per run, half with `add`
@@ -48,7 +48,7 @@ class Plan:
 
 
 QUICK = Plan(records=60, repeats=2, workers=(1, 4), import_runs=5, synth_runs=1, latency_batches=3,
-             evidence_emails=20, burst_factor=10, privacy_emails=2_000, outcome_emails=50, scheduled_hours=2,
+             evidence_emails=20, burst_factor=10, privacy_emails=2_000, outcome_emails=50, scheduled_hours=(2,),
              outbox_jobs=300, outbox_latency_jobs=3, outbox_transactions=100, pacing_factor=2, pacing_repeats=1,
              pacing_timeouts_s=(5,), pacing_pollers=(2,), ceiling_factor=2, ceiling_repeats=1,
              ceiling_timeouts_s=(5,), flood_s=0.2, flood_arrivals=2, flood_gap_s=1.0,

@@ -38,7 +38,7 @@ from sendonce_producer.sql_relay import RelaySettings
 # The headings `--only` finds a section by in an existing report.
 KEY_PRIVACY_SECTION = "## 11. Key privacy: the cost of a private key per email"
 OUTCOME_SECTION = "## 12. Outcome events: cost per email"
-SCHEDULED_SECTION = "## 13. A scheduled email: cost per hour of waiting"
+SCHEDULED_SECTION = "## 13. A scheduled email: what its wait costs"
 COLD_START_SECTION = "## 3. Cold start: import time in a fresh interpreter (ms)"
 ASSET_SECTION = "## 4. The Lambda asset"
 GUARD_SECTION = "## 16. The mis-keyed-producer guard: what it costs per email"
@@ -653,26 +653,43 @@ def render_outcome_events(figures: dict[str, Any]) -> str:
     ])
 
 
-def render_scheduled(figures: dict[str, Any]) -> str:
-    hours = figures["hours"]
-    copies_per_hour = figures["send_message"] / hours
-    # Each copy is one SendMessage (the consumer's), and one receive and one delete by the event source, at worst
-    # one each when the queue holds nothing else to share a batch with.
-    requests_per_hour = 3 * copies_per_hour
+def render_scheduled(figures: list[dict[str, Any]]) -> str:
+    """13: each wait as delayed copies and in the waiting room, from one run."""
+    rows = []
+    for figure in figures:
+        requests = figure["requests"]
+        sqs = sum(n for name, n in requests.items() if name in ("send_message", "send_message_batch"))
+        writes = sum(n for name, n in requests.items() if name in ("put_item", "batch_write_item"))
+        # Each copy, and the message the watch sends back, is also received and deleted by the event source.
+        delivered = sqs
+        total = sqs + writes + 2 * delivered
+        dollars = (sqs + 2 * delivered) * SQS_PRICE_PER_MILLION + writes * WRITE_PRICE_PER_MILLION
+        waits = "the waiting room" if figure["room"] else "delayed copies (before)"
+        rows.append(f"| {figure['hours']} h | {waits} | {figure['deliveries']} | {sqs} | {writes} | "
+                    f"{total} | ${dollars:.2f} | {figure['sent']} |")
     return "\n".join([
         SCHEDULED_SECTION,
         "",
-        f"One job with `sendAt` {hours} hours ahead, delivered again each time its delayed copy would come back "
-        "(SQS delays a message at most 15 minutes), until it was sent. `make bench ARGS=\"--only scheduled\"` "
+        "One job with `sendAt` hours ahead, delivered again each time it would come back (a delayed copy when its "
+        "15 minutes end; from the waiting room when the schedule watch's run a minute before its time sends it "
+        "back), until it was sent, once waiting as delayed copies and once in the waiting room (`waiting_room`), in "
+        "one run. Counted: every request made for its wait before the delivery that sends it (the consumer's "
+        "SendMessage and PutItem, the watch's SendMessageBatch entry and BatchWriteItem: in the room, three of its "
+        "own however long it waits), and, on paper, the event source's receive and delete of each message that "
+        "brought it back. `make bench ARGS=\"--only scheduled\"` "
         "reruns this section alone.",
         "",
-        f"- deliveries until sent: {figures['deliveries']}; emails sent: {figures['sent']}; receives spent: none "
-        "(each copy is a new message)",
-        f"- the consumer's SendMessage calls per hour of waiting: **{copies_per_hour:.2f}**; with the event "
-        f"source's receive and delete for each copy, at most {requests_per_hour:.0f} SQS requests an hour",
-        f"- on paper: at most ${requests_per_hour * SQS_PRICE_PER_MILLION:.2f} per million scheduled emails per "
-        f"hour of waiting (${SQS_PRICE_PER_MILLION:.2f} per million requests; a receive or delete shared by a "
-        "batch of ten costs a tenth), and one consumer invocation per copy at worst",
+        "| wait | waits as | deliveries | SQS sends | DynamoDB writes | requests in all (with receives and deletes) "
+        "| per million jobs | emails sent |",
+        "|---|---|---|---|---|---|---|---|",
+        *rows,
+        "",
+        f"Prices: ${SQS_PRICE_PER_MILLION:.2f} per million SQS requests, ${WRITE_PRICE_PER_MILLION:.3f} per million "
+        "DynamoDB write units (one per item up to 1 KB: a job's item is its size in KB). A job alone pays each of "
+        "its requests whole; in a batch the watch's SendMessageBatch and BatchWriteItem (ten and 25 jobs a request) "
+        "and the event source's receive and delete cost a fraction. The room's fixed cost, whatever waits: the "
+        "watch's run each minute (43,800 Lambda invocations a month, within the free tier at 128 MB) and its "
+        "Query of each lane's room (eventually consistent reads are half a read unit each).",
         "",
     ])
 

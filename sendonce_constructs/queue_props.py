@@ -671,6 +671,18 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             rule=f"{MIN_GUARD_WINDOW_S} s to {MAX_GUARD_WINDOW_S // 3600} hours; only with `suspected_doubles` or "
             "`recipient_cap`",
         )]
+    waiting_room: Annotated[
+        bool, Prop(
+            default=False,
+            default_doc="False (a job scheduled beyond 15 minutes waits as delayed copies)",
+            doc="a DynamoDB table where a job whose ``sendAt`` is more than 15 minutes ahead waits, and a small "
+            "function an EventBridge schedule runs every minute that sends each back to its lane's queue shortly "
+            "before its ``sendAt``: about three requests a job for its whole wait, where delayed copies cost 12 "
+            "SQS requests an hour (a week ahead: about 2,000). The function runs 43,800 times a month whether jobs "
+            "wait or not (within Lambda's free tier at 128 MB), and reads the table once a lane a run.",
+            rule="a standard queue only (FIFO queues refuse `sendAt`); a job larger than the room's item (about "
+            "380 KB) waits as delayed copies",
+        )]
     quota_watch: Annotated[
         bool, Prop(
             default=True,

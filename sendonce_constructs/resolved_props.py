@@ -101,6 +101,7 @@ class PipelineProps:
     suspected_doubles: OnSuspectedDouble | None
     recipient_cap: int | None
     guard_window: Duration
+    waiting_room: bool
     quota_watch: bool
     quota_alarm_threshold: float
     attachments_bucket: bool | s3.IBucket

@@ -828,3 +828,11 @@ def check_max_delivery_duration(max_delivery_duration: Number, urgent_max_delive
     if urgent_max_delivery_duration is not None and not urgent_lane:
         _fail("urgent_max_delivery_duration was given without urgent_lane: it is the urgent lane's; set "
               "urgent_lane=True, or give max_delivery_duration for the pipeline's one lane")
+
+
+@rule("InvalidWaitingRoom")
+def check_waiting_room(waiting_room: bool, fifo: bool) -> None:
+    """A waiting room holds scheduled jobs, which a FIFO queue refuses."""
+    if waiting_room and fifo:
+        _fail("waiting_room=True was given with fifo=True: the room holds jobs scheduled with sendAt, which a FIFO "
+              "queue refuses, so nothing would ever wait there; drop waiting_room, or schedule on a standard queue")

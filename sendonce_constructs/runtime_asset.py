@@ -28,6 +28,7 @@ from sendonce_runtime.entry_points import (
     QUOTA_WATCH_HANDLER,
     RECORDER_HANDLER,
     RELAY_HANDLER,
+    SCHEDULE_WATCH_HANDLER,
 )
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ __all__ = [
     "QUOTA_WATCH_HANDLER",
     "RECORDER_HANDLER",
     "RELAY_HANDLER",
+    "SCHEDULE_WATCH_HANDLER",
     "bundle_files",
     "package_dir",
     "runtime_asset_dir",

@@ -63,7 +63,10 @@ def test_the_outcome_event_and_scheduled_email_sections_count_what_they_cost(tmp
                         str(out)], check=True, capture_output=True, text=True, timeout=300)
     text = out.read_text()
     assert "outcome events per email: **2.00**" in text  # Send, and Delivery or Bounce, for each ordinary email
-    assert "SendMessage calls per hour of waiting: **4.00**" in text  # one copy every 15 minutes
+    # Two hours as delayed copies: one every 15 minutes, each sent, received and deleted; in the waiting room: its
+    # write, the watch's send and delete, and the receive and delete of the message sent back.
+    assert "| 2 h | delayed copies (before) | 9 | 8 | 0 | 24 |" in text
+    assert "| 2 h | the waiting room | 2 | 1 | 2 | 5 |" in text
 
 
 def test_the_attachments_section_counts_each_s3_request_and_prices_both_ways(tmp_path: Path):

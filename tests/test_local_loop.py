@@ -46,7 +46,7 @@ class Shop(cdk.Stack):
         staging = {"allowed_recipients": ["ada@example.org"]} if VARIANT == "allowed" else {}
         receipts = SendOnceEmailQueue(self, "Receipts", sender="example.com", max_concurrency=2,
                                       function_timeout=cdk.Duration.seconds(10 if VARIANT == "first" else 12),
-                                      **staging)
+                                      waiting_room=True, **staging)
         receipts.on_outcome("Heard", targets.SqsQueue(sqs.Queue(self, "Heard")))  # the app's outcome queue
         table = dynamodb.Table(self, "Ledger", partition_key=dynamodb.Attribute(
             name="dedupeKey", type=dynamodb.AttributeType.STRING))
@@ -191,6 +191,9 @@ def test_the_loop_run_twice_with_late_jobs_and_ses_evidence(serve: Emulator, app
     first = _command(serve, app_dir, "sendonce-local", "run", "--stack", "Shop", "--until-drained")
     assert first.returncode == 0, first.stderr
     assert "example.com verified in the emulator" in first.stdout
+    # EventBridge's part, played: the waiting room's watch each minute, the quota watch every five.
+    assert re.search(r"playing EventBridge's schedule \S*WaitingRoomSchedule\S*: \S+ every 60 s", first.stdout)
+    assert re.search(r"playing EventBridge's schedule \S*QuotaWatchSchedule\S*: \S+ every 300 s", first.stdout)
     assert "sent" in first.stdout and "-> DLQ (invalid-message)" in first.stdout, first.stdout
     summary = first.stdout.strip().splitlines()[-1]
     # A SENT record whose write a loaded host timed out travels with a copy, which then counts as a duplicate.

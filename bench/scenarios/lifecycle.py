@@ -125,11 +125,15 @@ def outcome_event_costs(emails: int) -> dict[str, Any]:
             "put_events": calls["put_events"], "invocations": invocations, "cpu_ms": cpu_ms}
 
 
-def scheduled_costs(hours: int) -> dict[str, Any]:
-    """One job scheduled ``hours`` ahead, handled on each delivery with the clock moved to when its copy would
-    come back, until it is sent: the consumer's own SQS calls, counted."""
+def scheduled_costs(hours: tuple[int, ...]) -> list[dict[str, Any]]:
+    """For each wait, one job scheduled that many hours ahead, waiting as delayed copies (before the waiting room)
+    and in the waiting room, in one run: handled on each delivery with the clock moved to when it would come back,
+    until it is sent; every AWS request made for it counted (the consumer's, and the schedule watch's run that
+    sends it back)."""
+    from sendonce_contract.waiting_room import DUE, ROOM, ScheduleWatchConfig
     from sendonce_runtime.handler import Consumer
     from sendonce_runtime.outcome_log import OutcomeLog
+    from sendonce_runtime.schedule_watch import ScheduleWatch
     from sendonce_runtime.settings import Settings
 
     class Clock:
@@ -138,31 +142,49 @@ def scheduled_costs(hours: int) -> dict[str, Any]:
         def now_ms(self) -> int:
             return Clock.now
 
+    figures = []
     with _emulator() as aws:
         _table("scheduled-ledger", stream=False)
+        boto3.client("dynamodb").create_table(
+            TableName="scheduled-room", BillingMode="PAY_PER_REQUEST",
+            KeySchema=[{"AttributeName": ROOM, "KeyType": "HASH"}, {"AttributeName": DUE, "KeyType": "RANGE"}],
+            AttributeDefinitions=[{"AttributeName": ROOM, "AttributeType": "S"},
+                                  {"AttributeName": DUE, "AttributeType": "S"}])
         sqs = boto3.client("sqs")
         jobs = sqs.create_queue(QueueName="scheduled-jobs")["QueueUrl"]  # the copies wait here, delayed
         dlq = sqs.create_queue(QueueName="scheduled-dlq")["QueueUrl"]
         identities = boto3.client("sesv2").list_email_identities()["EmailIdentities"]
         if not any(i["IdentityName"] == "example.com" for i in identities):
             boto3.client("sesv2").create_email_identity(EmailIdentity="example.com")
-        calls: Counter[str] = Counter()
-        settings = Settings(table_name="scheduled-ledger", dead_letter_queue_url=dlq, queue_url=jobs,
-                            max_receive_count=5)
-        clock = Clock()
-        due = datetime.fromtimestamp((clock.now + hours * 3_600_000) / 1000, UTC).isoformat()
-        body = _job("k:later", "ada@example.org", sendAt=due)
-        consumer = Consumer.from_clients(settings, boto3.client("dynamodb"), boto3.client("sesv2"),
-                                         _Counting(sqs, calls), clock, OutcomeLog(io.StringIO()))
-        deliveries = 0
-        while True:  # SQS would hand back each copy when its delay ends: deliver the job again then
-            deliveries += 1
-            copies_before = calls["send_message"]
-            consumer.handle({"Records": [sqs_record(body)]}, LambdaContext(remaining_ms=60_000))
-            if calls["send_message"] == copies_before:
-                break
-            Clock.now += COPY_DELAY_S * 1000
-        sent = len(aws.sent_emails())
-    return {"hours": hours, "deliveries": deliveries, "send_message": calls["send_message"], "sent": sent}
+        for wait_hours in hours:
+            for room in (False, True):
+                calls: Counter[str] = Counter()
+                settings = Settings(table_name="scheduled-ledger", dead_letter_queue_url=dlq, queue_url=jobs,
+                                    max_receive_count=5, dedupe_ttl_s=(wait_hours + 24) * 3_600,
+                                    waiting_room_table="scheduled-room" if room else None)
+                clock = Clock()
+                key = f"k:later:{wait_hours}:{room}"
+                due = datetime.fromtimestamp((clock.now + wait_hours * 3_600_000) / 1000, UTC).isoformat()
+                body = _job(key, "ada@example.org", sendAt=due)
+                dynamodb = _Counting(boto3.client("dynamodb"), calls)
+                consumer = Consumer.from_clients(settings, dynamodb, boto3.client("sesv2"), _Counting(sqs, calls),
+                                                 clock, OutcomeLog(io.StringIO()))
+                watch = ScheduleWatch(ScheduleWatchConfig("scheduled-room", jobs), dynamodb, _Counting(sqs, calls),
+                                      clock, io.StringIO())
+                sent_before, deliveries, due_ms = len(aws.sent_emails()), 0, clock.now + wait_hours * 3_600_000
+                waiting: Counter[str] = Counter()  # the requests before the delivery that sends it
+                while len(aws.sent_emails()) == sent_before and deliveries < 10_000:
+                    waiting = Counter(calls)
+                    deliveries += 1
+                    consumer.handle({"Records": [sqs_record(body)]}, LambdaContext(remaining_ms=60_000))
+                    if room:  # the watch's run a minute before it is due sends it back, delayed the rest
+                        Clock.now = due_ms - 60_000
+                        watch.run()
+                        Clock.now = due_ms
+                    else:  # SQS hands its copy back when the copy's delay ends
+                        Clock.now = min(Clock.now + COPY_DELAY_S * 1000, due_ms)
+                figures.append({"hours": wait_hours, "room": room, "deliveries": deliveries,
+                                "sent": len(aws.sent_emails()) - sent_before, "requests": dict(waiting)})
+    return figures
 
 

@@ -65,6 +65,7 @@ class Env:
     SUSPECTED_DOUBLES = "SENDONCE_SUSPECTED_DOUBLES"
     RECIPIENT_CAP = "SENDONCE_RECIPIENT_CAP"
     GUARD_WINDOW_S = "SENDONCE_GUARD_WINDOW_S"
+    WAITING_ROOM_TABLE = "SENDONCE_WAITING_ROOM_TABLE"  # where a job scheduled beyond SQS's longest delay waits
 
 
 # The most calls besides the send one record makes in a row: claim, release after a refusal, dead-letter send.
@@ -246,6 +247,9 @@ class ConsumerConfig(NamedTuple):
     suspected_doubles: Annotated[OnSuspectedDouble | None, Var(Env.SUSPECTED_DOUBLES, SUSPECTED_DOUBLES)] = None
     recipient_cap: Annotated[int | None, Var(Env.RECIPIENT_CAP, INTEGER)] = None
     guard_window_s: Annotated[int | None, Var(Env.GUARD_WINDOW_S, INTEGER)] = None
+    # The waiting room: a job whose sendAt is further ahead than SQS can delay a message waits there, at a fixed
+    # cost, until the schedule watch sends it back (``waiting_room``). None: it waits as delayed copies.
+    waiting_room_table: Annotated[str | None, Var(Env.WAITING_ROOM_TABLE, TEXT)] = None
 
     @property
     def guarded(self) -> bool:

@@ -97,6 +97,7 @@ class Metric:
     RENDERING_FAILURES = "RenderingFailures"
     # The quota watch's (a percentage).
     QUOTA_USED_PERCENT = "QuotaUsedPercent"
+    SCHEDULED_RELEASED = "ScheduledReleased"  # the schedule watch's: jobs sent back from the waiting room
 
 
 class Status(enum.Enum):

@@ -16,6 +16,8 @@ class ChildId:
     URGENT_DEAD_LETTER_QUEUE = "UrgentDeadLetterQueue"
     URGENT_CONSUMER = "UrgentConsumer"
     ATTACHMENTS_BUCKET = "AttachmentsBucket"  # with attachments_bucket=True
+    WAITING_ROOM = "WaitingRoom"  # on a standard queue: where a job scheduled beyond SQS's longest delay waits
+    SCHEDULE_WATCH = "ScheduleWatch"  # its function, which EventBridge runs each minute
 
 
 class OutputId:

@@ -34,6 +34,7 @@ from .settings import Settings
 from .shell import Once
 from .sqs_record import SqsRecord
 from .top_up import TopUp
+from .waiting_room import WaitingRoom
 
 if TYPE_CHECKING:
     from .dead_letter_events import DeadLetterEvents
@@ -111,7 +112,7 @@ class Consumer:
         )
         redelivery = Redelivery(sqs, settings.queue_url, settings.fifo, dead_letters, settings.max_receive_count,
                                 call_ms=settings.budget.ledger_call_ms, clock=clock,
-                                retention_s=settings.queue_retention_s)
+                                retention_s=settings.queue_retention_s, room=_waiting_room(settings, dynamodb))
         top_up = None
         if settings.queue_url and not settings.fifo and sqs is not None:
             top_up = TopUp(sqs, settings.queue_url, stops.account_stopped, settings.budget.ledger_call_ms)
@@ -161,6 +162,15 @@ class Consumer:
             self.log.write(result, record.receive_count, (time.perf_counter() - started) * 1000)
             by_record[id(record)] = result
         return [by_record.get(id(record), result) for record, result in zip(records, results, strict=True)]
+
+
+def _waiting_room(settings: Settings, dynamodb: Any) -> WaitingRoom | None:
+    """Where a job scheduled beyond SQS's longest delay waits; none on a FIFO queue (which refuses sendAt)."""
+    if not settings.waiting_room_table or settings.fifo:
+        return None
+    from sendonce_contract.priority import Priority
+
+    return WaitingRoom(dynamodb, settings.waiting_room_table, settings.lane or Priority.BULK.value)
 
 
 def _sdk_lacking_tracking(ses: Any) -> str | None:

@@ -52,12 +52,14 @@ from sendonce_contract.sqs_limits import (
     VISIBLE_AFTER_TIMEOUTS,
     batches,
 )
+from sendonce_contract.waiting_room import ROOM_AFTER_S
 
 from .clock import Clock, Deadline, SystemClock
 from .dead_letter import DeadLetterQueue
 from .outcome import DEAD_LETTER_REASONS, Decided, Outcome, RecordResult, Redeliver, UnrecordedSend, Wait
 from .sqs_answers import Answer, Refusal, call, call_batched
 from .sqs_record import SqsRecord, carried_claims
+from .waiting_room import WaitingRoom
 
 THROTTLE_BASE_DELAY_S = 2.0
 CONTRACT_TOO_NEW_DELAY_S = 300.0  # about the time a deploy of the upgraded consumer takes
@@ -117,8 +119,10 @@ class Redelivery:
         call_ms: int = 0,
         clock: Clock | None = None,
         retention_s: int | None = None,
+        room: WaitingRoom | None = None,
     ) -> None:
         self._client = client
+        self._room = room  # where a job scheduled beyond SQS's longest delay waits (None: as delayed copies)
         self._queue_url = queue_url
         self._fifo = fifo
         self._dead_letters = dead_letters
@@ -155,6 +159,10 @@ class Redelivery:
         copy = self._plan_copy(record, decided)
         if isinstance(copy, RecordResult):
             return copy
+        if copy is not None and self._admitted_to_room(copy):
+            return copy.redeliver.result._replace(
+                postponed_s=copy.redeliver.retry_after_s,
+                reason=f"{copy.redeliver.result.reason or 'scheduled'}: in the waiting room until then")
         if copy is not None and self._can_copy(deadline):
             copied = self._replace_by_copy(copy, deadline)
             if copied is not None:
@@ -184,6 +192,21 @@ class Redelivery:
             if n not in results:
                 results[n] = self._without_copy(record, redeliver, copies.get(n), deadline, later)
         return [results[n] for n in range(len(parked))]
+
+    def _admitted_to_room(self, copy: _Copy) -> bool:
+        """A scheduled job due further ahead than SQS can delay it, written to the waiting room (it comes back from
+        there shortly before its sendAt): one write for its whole wait, not a copy every 15 minutes."""
+        redeliver = copy.redeliver
+        if (self._room is None or redeliver.result.outcome.meaning.postponed != Wait.SEND_AT
+                or redeliver.retry_after_s is None or redeliver.retry_after_s <= ROOM_AFTER_S
+                or redeliver.result.dedupe_key is None):
+            return False
+        request = self._copy_request(copy.record, 0, copy.postponements, None, None, copy.parked_since)
+        del request["DelaySeconds"]  # the schedule watch's: the rest of its wait when it sends it back
+        # Acknowledged once the room holds it: nothing for the job's message to delete when it comes back.
+        request["MessageAttributes"].pop(CopyAttribute.SUPERSEDES, None)
+        due_ms = self._clock.now_ms() + redeliver.retry_after_s * 1000
+        return self._room.admit(request, due_ms, redeliver.result.dedupe_key)
 
     def _plan_copy(self, record: SqsRecord, redeliver: Redeliver) -> _Copy | RecordResult | None:
         """The copy a postponed job's wait calls for (None: not postponed); or, for a job parked as long as the

@@ -141,7 +141,12 @@ def run(options: RunOptions, out: IO[str] | None = None, stop: threading.Event |
                 say(f"stream positions kept in {checkpoints.path}")
             for consumer in deployed.consumers:
                 say(f"polling {consumer.source.queue_url} for {consumer.function.name}")
-            runners.start(deployed.consumers, deployed.stream_functions)
+            for schedule in deployed.schedules:
+                say(f"playing EventBridge's schedule {schedule.rule}: {schedule.function.name} every "
+                    f"{schedule.every_s:g} s (moto never fires a scheduled rule)")
+            for line in deployed.unplayed_schedules:
+                say(line)
+            runners.start(deployed.consumers, deployed.stream_functions).play_schedules(deployed.schedules)
             say("until every queue is drained" if options.until_drained else "until Ctrl-C")
             _wait(runners, watch, options, stop, say)
         finally:
@@ -185,6 +190,7 @@ def _follow_deploys(runners: StackRunners, watch: StackWatch, options: RunOption
         if not options.skip_identities and sender_identities(deployed.template):
             verify_identities(options.stack, deployed.template, lambda _: None)  # a new pipeline's sender, quietly
         line = runners.reload(deployed)
+        runners.play_schedules(deployed.schedules)
     except (StackNotFound, BotoCoreError, ClientError, OSError, ValueError) as error:
         # The run goes on with what it has: a later deploy is read again.
         say(f"a deploy of {options.stack} completed but could not be read ({' '.join(str(error).split())[:200]}): "

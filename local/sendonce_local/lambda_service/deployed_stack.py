@@ -86,7 +86,7 @@ def read_template(stack_name: str, cdk_out: Path) -> dict[str, Any]:
                         f"{', '.join(synthesized)}; run with {pick}, or synthesize and deploy {stack_name} first")
 
 
-def _functions(stack_name: str, cdk_out: Path) -> list[tuple[str, FunctionSpec, list[dict[str, Any]]]]:
+def read_functions(stack_name: str, cdk_out: Path) -> list[tuple[str, FunctionSpec, list[dict[str, Any]]]]:
     """Each function of the stack: its logical id, its spec (code from cdk.out) and its event source mappings."""
     template = read_template(stack_name, cdk_out)
     lambda_client = boto3.client("lambda")
@@ -109,12 +109,14 @@ def _functions(stack_name: str, cdk_out: Path) -> list[tuple[str, FunctionSpec, 
     return found
 
 
-def read_event_sources(stack_name: str, cdk_out: Path) -> tuple[list[DeployedConsumer], list[DeployedStreamFunction]]:
+def read_event_sources(stack_name: str, cdk_out: Path,
+                       found: list[tuple[str, FunctionSpec, list[dict[str, Any]]]] | None = None,
+                       ) -> tuple[list[DeployedConsumer], list[DeployedStreamFunction]]:
     """The stack's SQS-triggered functions and its DynamoDB-stream-triggered ones (an outbox relay, the outcome
-    publisher), with their event source settings."""
+    publisher), with their event source settings (of ``found``, its functions read already, when given)."""
     sqs = boto3.client("sqs")
     consumers, streams = [], []
-    for logical_id, function, mappings in _functions(stack_name, cdk_out):
+    for logical_id, function, mappings in found if found is not None else read_functions(stack_name, cdk_out):
         for mapping in mappings:
             arn = mapping["EventSourceArn"]
             if arn.startswith("arn:aws:sqs:"):

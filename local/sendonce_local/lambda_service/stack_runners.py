@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -22,7 +22,14 @@ from sendonce_contract.deploy_config import Env
 from sendonce_contract.priority import Priority
 
 from .checkpoints import StreamCheckpoints
-from .deployed_stack import DeployedConsumer, DeployedStreamFunction, read_event_sources, read_template
+from .deployed_stack import (
+    DeployedConsumer,
+    DeployedStreamFunction,
+    read_event_sources,
+    read_functions,
+    read_template,
+)
+from .schedule_source import DeployedSchedule, ScheduleRunner, read_schedules
 from .sqs_source import EventSourceRunner, FaultPlan
 from .stack_gaps import make_skipped_configuration_sets
 from .stream_source import StreamEventSourceRunner
@@ -35,6 +42,8 @@ class DeployedStack:
     consumers: list[DeployedConsumer]  # its SQS-triggered functions
     stream_functions: list[DeployedStreamFunction]  # its DynamoDB-stream-triggered ones
     configuration_sets: list[str]  # made by API: the emulator's CloudFormation skips them
+    schedules: list[DeployedSchedule] = field(default_factory=list)  # its rate(...) rules' targets
+    unplayed_schedules: list[str] = field(default_factory=list)  # a line each for the rules not played
 
     def consumer(self, handler: str, lane: str | None = None) -> DeployedConsumer:
         """The SQS-triggered function whose handler is ``handler`` (one of the runtime's entry points); of a
@@ -52,8 +61,10 @@ def load_stack(stack: str, cdk_out: Path) -> DeployedStack:
     :class:`.deployed_stack.StackNotFound`, naming the stacks that can."""
     template = read_template(stack, cdk_out)
     configuration_sets = make_skipped_configuration_sets(stack, cdk_out)
-    consumers, stream_functions = read_event_sources(stack, cdk_out)
-    return DeployedStack(stack, template, consumers, stream_functions, configuration_sets)
+    found = read_functions(stack, cdk_out)
+    consumers, stream_functions = read_event_sources(stack, cdk_out, found)
+    schedules, unplayed = read_schedules(template, {logical_id: function for logical_id, function, _ in found})
+    return DeployedStack(stack, template, consumers, stream_functions, configuration_sets, schedules, unplayed)
 
 
 def _consumer_key(consumer: DeployedConsumer) -> tuple[str, str]:
@@ -75,6 +86,7 @@ class StackRunners:
         self._checkpoints, self._faults = checkpoints, faults
         self._consumers: dict[tuple[str, str], tuple[DeployedConsumer, EventSourceRunner]] = {}
         self._relays: dict[tuple[str, str], tuple[DeployedStreamFunction, StreamEventSourceRunner]] = {}
+        self._schedules: dict[str, tuple[DeployedSchedule, ScheduleRunner]] = {}
 
     @property
     def runners(self) -> list[EventSourceRunner]:
@@ -98,10 +110,23 @@ class StackRunners:
         self._consumers.update(new_consumers)
         return self
 
+    def play_schedules(self, schedules: list[DeployedSchedule]) -> StackRunners:
+        """Start playing each scheduled rule (EventBridge's part), replacing those of the same rules that changed."""
+        changed = [s for s in schedules if self._schedules.get(s.rule, (None,))[0] != s]
+        gone = [rule for rule in self._schedules if rule not in {s.rule for s in schedules}]
+        _together([self._schedules.pop(rule)[1].stop for rule in [*gone, *(s.rule for s in changed)]
+                   if rule in self._schedules])
+        started = {s.rule: (s, ScheduleRunner(s, self._environment, self._log)) for s in changed}
+        _together([runner.start for _, runner in started.values()])
+        self._schedules.update(started)
+        return self
+
     def stop(self) -> None:
-        _together([*(r.stop for r in self.runners), *(r.stop for r in self.relays)])
+        _together([*(r.stop for r in self.runners), *(r.stop for r in self.relays),
+                   *(runner.stop for _, runner in self._schedules.values())])
         self._consumers.clear()
         self._relays.clear()
+        self._schedules.clear()
 
     def reload(self, deployed: DeployedStack) -> str | None:
         """Swap the runners of what changed in ``deployed`` (the stack loaded again after a deploy); a line saying

@@ -1,0 +1,85 @@
+"""The waiting room (on a standard queue): a table of the pipeline's own where a job scheduled beyond SQS's longest
+delay waits at a fixed cost, and the schedule watch, a small function an EventBridge schedule runs each minute,
+which sends each job back to its lane's queue shortly before its sendAt (``sendonce_contract.waiting_room``)."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from sendonce_contract.stack_names import ChildId
+from sendonce_contract.waiting_room import DUE, ROOM, WATCH_EVERY_S, ScheduleWatchConfig
+
+from .acknowledgements import acknowledge
+from .bundled_function import BundledFunction, FunctionOptions
+from .runtime_asset import SCHEDULE_WATCH_HANDLER
+
+# A run reads and sends back at most what one minute brought due (a page at a time, stopping with time to spare).
+WATCH_TIMEOUT = Duration.seconds(50)
+
+
+class WaitingRoom(Construct):
+    def __init__(self, scope: Construct, pipeline_name: str, *, queue: sqs.IQueue, urgent_queue: sqs.IQueue | None,
+                 options: FunctionOptions, encryption_key: kms.IKey | None, removal_policy: RemovalPolicy | None,
+                 deletion_protection: bool | None) -> None:
+        super().__init__(scope, ChildId.WAITING_ROOM)
+        self.table = dynamodb.Table(
+            self, "Table",
+            partition_key=dynamodb.Attribute(name=ROOM, type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name=DUE, type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True),
+            removal_policy=removal_policy, deletion_protection=deletion_protection,
+            encryption=dynamodb.TableEncryption.CUSTOMER_MANAGED if encryption_key else None,
+            encryption_key=encryption_key,
+        )
+        watch = BundledFunction(
+            self, ChildId.SCHEDULE_WATCH, handler=SCHEDULE_WATCH_HANDLER,
+            description=f"sendonce {pipeline_name}: sends scheduled jobs back to their queue shortly before sendAt",
+            role_description="sendonce schedule watch: its waiting room, its pipeline's job queues, its logs",
+            timeout=WATCH_TIMEOUT, options=options, invoked_by="its EventBridge schedule", memory_size=128,
+            # One run at a time: two would send the same jobs back (harmless, the ledger sends each once) for nothing.
+            reserved_concurrent_executions=1,
+            environment=ScheduleWatchConfig(self.table.table_name, queue.queue_url,
+                                            urgent_queue.queue_url if urgent_queue is not None else None,
+                                            pipeline_name).to_env(),
+        )
+        self.function, self.role, self.log_group = watch.function, watch.role, watch.log_group
+        self.table.grant(self.function, "dynamodb:Query", "dynamodb:BatchWriteItem")
+        for lane_queue in (queue, urgent_queue):
+            if lane_queue is not None:
+                lane_queue.grant_send_messages(self.function)
+        self.schedule = events.Rule(
+            self, "Schedule", schedule=events.Schedule.rate(Duration.minutes(WATCH_EVERY_S // 60)),
+            description=f"sendonce {pipeline_name}: the schedule watch, every minute",
+            targets=[targets.LambdaFunction(self.function, retry_attempts=0)])
+        acknowledge(self.schedule, "Serverless-EventBusDLQ",
+                    "A missed run is made up by the next one a minute later: the jobs stay in the room until sent.")
+
+    def grant_admit(self, grantee: iam.IGrantable) -> None:
+        """A consumer writes a scheduled job into the room."""
+        self.table.grant(grantee, "dynamodb:PutItem")
+
+    def errors_alarm(self, topic: sns.ITopic | None) -> cloudwatch.Alarm:
+        alarm = cloudwatch.Alarm(
+            self, "ErrorsAlarm",
+            metric=self.function.metric_errors(period=Duration.minutes(5), statistic="Sum"),
+            threshold=3, evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            alarm_description="The schedule watch failed three runs in five minutes: scheduled jobs stay in the "
+                              "waiting room past their sendAt (none is lost; each goes once a run succeeds).",
+        )
+        if topic is not None:
+            alarm.add_alarm_action(actions.SnsAction(topic))
+        return alarm
