@@ -689,7 +689,7 @@ def render_scheduled(figures: list[dict[str, Any]]) -> str:
         "its requests whole; in a batch the watch's SendMessageBatch and BatchWriteItem (ten and 25 jobs a request) "
         "and the event source's receive and delete cost a fraction. The room's fixed cost, whatever waits: the "
         "watch's run each minute (43,800 Lambda invocations a month, within the free tier at 128 MB) and its "
-        "Query of each lane's room (eventually consistent reads are half a read unit each).",
+        "strongly consistent Query of each lane's room (a read unit per 4 KB it returns, one at least).",
         "",
     ])
 

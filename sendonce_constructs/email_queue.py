@@ -21,6 +21,7 @@ from sendonce_contract.deploy_config import PROP_FIELDS, ConsumerConfig, TimeBud
 from sendonce_contract.job_lifetime import DEAD_LETTER_RETENTION_S
 from sendonce_contract.priority import Priority
 from sendonce_contract.schema import Ledger as LedgerSchema
+from sendonce_contract.schema import Metric
 from sendonce_contract.ses_tenant_settings import (
     InvalidTenantSetting,
     ReputationPolicy,
@@ -260,8 +261,10 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         self.attachments_expiry: Duration | None = self._attachments.expiry if self._attachments else None
         function_options = self._function_options(resolved, ledger)
         self.waiting_room = None if not resolved.waiting_room else WaitingRoom(
-            self, self.pipeline_name, queue=queues.queue,
-            urgent_queue=urgent_queues.queue if urgent_queues is not None else None, options=function_options,
+            self, self.pipeline_name, queue=queues.queue, dead_letter_queue=queues.dead_letter_queue,
+            urgent_queue=urgent_queues.queue if urgent_queues is not None else None,
+            urgent_dead_letter_queue=urgent_queues.dead_letter_queue if urgent_queues is not None else None,
+            options=function_options,
             encryption_key=resolved.encryption_key, removal_policy=resolved.removal_policy,
             deletion_protection=resolved.deletion_protection)
         evidence = self._build_evidence(resolved, ledger, function_options)
@@ -459,7 +462,8 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         if props.alarms and evidence.outcome_events is not None:
             alarms["OutcomeEventFailures"] = evidence.outcome_events.failures_alarm(props.alarm_topic)
         if props.alarms and self.waiting_room is not None:
-            alarms["ScheduleWatchErrors"] = self.waiting_room.errors_alarm(props.alarm_topic)
+            alarms.update(self.waiting_room.alarms(props.alarm_topic, self.metric(
+                Metric.SCHEDULED_LEFT, statistic="Maximum", period=Duration.minutes(5))))
         dashboard = build_dashboard(self, self, alarms) if props.dashboard else None
         return Monitoring(quota_watch=quota_watch, alarms=alarms, dashboard=dashboard)
 

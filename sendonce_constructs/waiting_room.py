@@ -28,7 +28,8 @@ WATCH_TIMEOUT = Duration.seconds(50)
 
 
 class WaitingRoom(Construct):
-    def __init__(self, scope: Construct, pipeline_name: str, *, queue: sqs.IQueue, urgent_queue: sqs.IQueue | None,
+    def __init__(self, scope: Construct, pipeline_name: str, *, queue: sqs.IQueue, dead_letter_queue: sqs.IQueue,
+                 urgent_queue: sqs.IQueue | None, urgent_dead_letter_queue: sqs.IQueue | None,
                  options: FunctionOptions, encryption_key: kms.IKey | None, removal_policy: RemovalPolicy | None,
                  deletion_protection: bool | None) -> None:
         super().__init__(scope, ChildId.WAITING_ROOM)
@@ -47,16 +48,16 @@ class WaitingRoom(Construct):
             self, ChildId.SCHEDULE_WATCH, handler=SCHEDULE_WATCH_HANDLER,
             description=f"sendonce {pipeline_name}: sends scheduled jobs back to their queue shortly before sendAt",
             role_description="sendonce schedule watch: its waiting room, its pipeline's job queues, its logs",
+            # Two runs at once (one slow past a minute) send the same jobs back: the ledger sends each once.
             timeout=WATCH_TIMEOUT, options=options, invoked_by="its EventBridge schedule", memory_size=128,
-            # One run at a time: two would send the same jobs back (harmless, the ledger sends each once) for nothing.
-            reserved_concurrent_executions=1,
-            environment=ScheduleWatchConfig(self.table.table_name, queue.queue_url,
-                                            urgent_queue.queue_url if urgent_queue is not None else None,
-                                            pipeline_name).to_env(),
+            environment=ScheduleWatchConfig(
+                self.table.table_name, queue.queue_url, urgent_queue.queue_url if urgent_queue is not None else None,
+                pipeline_name, dead_letter_queue.queue_url,
+                urgent_dead_letter_queue.queue_url if urgent_dead_letter_queue is not None else None).to_env(),
         )
         self.function, self.role, self.log_group = watch.function, watch.role, watch.log_group
         self.table.grant(self.function, "dynamodb:Query", "dynamodb:BatchWriteItem")
-        for lane_queue in (queue, urgent_queue):
+        for lane_queue in (queue, dead_letter_queue, urgent_queue, urgent_dead_letter_queue):
             if lane_queue is not None:
                 lane_queue.grant_send_messages(self.function)
         self.schedule = events.Rule(
@@ -70,16 +71,26 @@ class WaitingRoom(Construct):
         """A consumer writes a scheduled job into the room."""
         self.table.grant(grantee, "dynamodb:PutItem")
 
-    def errors_alarm(self, topic: sns.ITopic | None) -> cloudwatch.Alarm:
-        alarm = cloudwatch.Alarm(
-            self, "ErrorsAlarm",
-            metric=self.function.metric_errors(period=Duration.minutes(5), statistic="Sum"),
-            threshold=3, evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            alarm_description="The schedule watch failed three runs in five minutes: scheduled jobs stay in the "
-                              "waiting room past their sendAt (none is lost; each goes once a run succeeds).",
-        )
+    def alarms(self, topic: sns.ITopic | None, left: cloudwatch.IMetric) -> dict[str, cloudwatch.Alarm]:
+        """The watch failing its runs, and jobs left due in the room run after run (``left``: ScheduledLeft)."""
+        found = {
+            "ScheduleWatchErrors": cloudwatch.Alarm(
+                self, "ErrorsAlarm",
+                metric=self.function.metric_errors(period=Duration.minutes(5), statistic="Sum"),
+                threshold=3, evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                alarm_description="The schedule watch failed three runs in five minutes: scheduled jobs stay in "
+                                  "the waiting room past their sendAt (none is lost; each goes once a run succeeds)."),
+            "ScheduledJobsLeft": cloudwatch.Alarm(
+                self, "LeftAlarm", metric=left, threshold=1, evaluation_periods=3,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                alarm_description="Scheduled jobs due stayed in the waiting room through every run of 15 minutes: "
+                                  "SQS refused them for other than what they are (access, a key), or the watch "
+                                  "has more due than a run reaches. Its log lines say which."),
+        }
         if topic is not None:
-            alarm.add_alarm_action(actions.SnsAction(topic))
-        return alarm
+            for alarm in found.values():
+                alarm.add_alarm_action(actions.SnsAction(topic))
+        return found

@@ -95,9 +95,19 @@ from ses_fault_proxy import Fault, SesFaultProxy
 
 from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_contract.deploy_config import TimeBudget
+from sendonce_contract.priority import Priority
 from sendonce_contract.record import EmailRecord
-from sendonce_contract.schema import DeadLetter, Ledger, OutboxItem, ReasonCode
+from sendonce_contract.schema import DEDUPE_KEY, DeadLetter, Ledger, OutboxItem, ReasonCode
 from sendonce_contract.sqs_limits import message_bytes
+from sendonce_contract.waiting_room import (
+    DUE,
+    RELEASE_AHEAD_S,
+    ROOM,
+    WATCH_EVERY_S,
+    ScheduleWatchConfig,
+    due_ms_of,
+    room_of,
+)
 from sendonce_local.emulator.slow_services import Rule
 from sendonce_ops.cli import main as sendonce
 from sendonce_producer import EmailJob, JobTooLarge, cancel, enqueue, enqueue_many, outbox_put, sql_outbox
@@ -111,6 +121,7 @@ from sendonce_runtime.handler import Consumer
 from sendonce_runtime.outbox_relay import relay as relay_stream_records
 from sendonce_runtime.outcome_log import OutcomeLog
 from sendonce_runtime.redelivery import FIFO_RECEIVES_KEPT_FOR_FAILURES, parked_margin_s
+from sendonce_runtime.schedule_watch import ScheduleWatch
 from sendonce_runtime.settings import Settings
 
 RESEND, NEVER = DeliveryPolicy.RESEND_WITHOUT_EVIDENCE, DeliveryPolicy.NEVER_RESEND
@@ -329,6 +340,7 @@ class Deployment:
         self.consumer_sqs = self.call_faults.watch(self.queue.watch(boto3.client("sqs", config=ledger), "consumer"))
         self.producer_sqs = self.queue.watch(boto3.client("sqs"), "producer")
         self.operator_sqs = self.queue.watch(boto3.client("sqs"), "operator")
+        self.watch_sqs = self.queue.watch(boto3.client("sqs"), "schedule watch")
         self.sql_relay = OutboxRelay(database(f"sqlite:///{self.sql_path}"), RelaySettings(
             "https://sqs.us-east-1.amazonaws.com/123456789012/unused" + (".fifo" if fifo else ""),
             retention_s=3_600), sqs=self.producer_sqs, log=lambda line: None,
@@ -341,7 +353,7 @@ class Deployment:
 class World:
     """One example: its queue and DLQ, keys, fake clock and consumer instances, and the story of what happened."""
 
-    def __init__(self, deployment: Deployment, parallelism: int, seed: int) -> None:
+    def __init__(self, deployment: Deployment, parallelism: int, seed: int, waiting_room: bool = False) -> None:
         d = self.d = deployment
         self.policy, self.fifo, self.parallelism, self.seed = d.policy, d.fifo, parallelism, seed
         self.run = next(d.runs)
@@ -374,12 +386,26 @@ class World:
         d.call_faults.start(self.clock)
         d.sql_relay.settings = dataclasses.replace(d.sql_relay.settings, queue_url=self.queue_url)
         self.pipeline_name = f"Test/Receipts{self.run}"  # its own SES stops on the shared table
+        # With a waiting room, its own table, and the schedule watch EventBridge runs each minute (its SQS client
+        # played on the fake clock, unfaulted, as the recorder's).
+        room = f"room-{self.run}" if waiting_room else None
+        self.watch: ScheduleWatch | None = None
+        self.next_watch_ms = self.clock.now_ms()
+        if room is not None:
+            d.dynamodb.create_table(
+                TableName=room, BillingMode="PAY_PER_REQUEST",
+                KeySchema=[{"AttributeName": ROOM, "KeyType": "HASH"}, {"AttributeName": DUE, "KeyType": "RANGE"}],
+                AttributeDefinitions=[{"AttributeName": ROOM, "AttributeType": "S"},
+                                      {"AttributeName": DUE, "AttributeType": "S"}])
+            self.watch = ScheduleWatch(ScheduleWatchConfig(room, self.queue_url), d.dynamodb, d.watch_sqs,
+                                       self.clock, io.StringIO())
+        self.room = room
         self.settings = Settings(
             table_name=d.table, dead_letter_queue_url=self.dlq_url, delivery=self.policy, dedupe_ttl_s=DEDUPE_TTL_S,
             parallelism=parallelism, fifo=self.fifo, configuration_set=CONFIGURATION_SET,
             pipeline_name=self.pipeline_name, time_budget=TIME_BUDGET, evidence_grace_ms=GRACE_MS,
             pipeline_tag=PIPELINE_TAG, queue_url=self.queue_url, max_receive_count=MAX_RECEIVE_COUNT,
-            sender_identity=SENDER_DOMAIN, queue_retention_s=RETENTION_S)
+            sender_identity=SENDER_DOMAIN, queue_retention_s=RETENTION_S, waiting_room_table=room)
         self.recorder_log = io.StringIO()
         recorder = EventRecorder.from_clients(
             RecorderSettings(d.table, d.evidence_dlq_url, PIPELINE_TAG, self.pipeline_name), d.dynamodb, d.sqs,
@@ -549,6 +575,7 @@ class World:
         stops at the last thing that happened."""
         for _ in range(invocations):
             self._deliver_events()
+            self._watch_the_room()
             batch = self.queue.next_batch(BATCH_SIZE, behind_ms)
             if batch:
                 self.invoke(batch)
@@ -556,8 +583,8 @@ class World:
                 continue
             now = self.clock.now_ms()
             due = self.queue.next_due_ms(now - behind_ms)
-            upcoming = [t for t in (None if due is None else due + behind_ms, self.events.next_due_ms(now))
-                        if t is not None]
+            upcoming = [t for t in (None if due is None else due + behind_ms, self.events.next_due_ms(now),
+                                    self._next_release_ms()) if t is not None]
             if not upcoming or min(upcoming) > target_ms:
                 break
             self.clock.now = min(upcoming)
@@ -567,6 +594,35 @@ class World:
             self.clock.now = max(self.clock.now, target_ms)
             self._deliver_events()
         return True
+
+    def _watch_the_room(self) -> None:
+        """EventBridge's schedule, played: the watch runs each minute of the fake clock (once for the minutes a
+        jump passed over, as a watch that was down catches up)."""
+        if self.watch is None or self.clock.now_ms() < self.next_watch_ms:
+            return
+        released, _ = self.watch.run()
+        if released:
+            self.note(f"the schedule watch sent {released} job(s) back from the waiting room")
+        self.next_watch_ms = self.clock.now_ms() + WATCH_EVERY_S * 1000
+
+    def _next_release_ms(self) -> int | None:
+        """When the watch next sends a job back: its first run at which the room's earliest job is due within the
+        watch's reach."""
+        if self.watch is None or self.room is None:
+            return None
+        page = self.d.dynamodb.query(TableName=self.room, KeyConditionExpression="#room = :room",
+                                     ExpressionAttributeNames={"#room": ROOM}, Limit=1, ConsistentRead=True,
+                                     ExpressionAttributeValues={":room": {"S": room_of(Priority.BULK.value)}})
+        if not page["Items"]:
+            return None
+        reach_ms = due_ms_of(page["Items"][0][DUE]["S"]) - RELEASE_AHEAD_S * 1000 + 1
+        return max(self.next_watch_ms, reach_ms)
+
+    def waiting_in_room(self) -> list[str]:
+        if self.room is None:
+            return []
+        items = self.d.dynamodb.scan(TableName=self.room, ConsistentRead=True)["Items"]
+        return [self.names.get(item[DEDUPE_KEY]["S"], item[DEDUPE_KEY]["S"]) for item in items]
 
     def _deliver_events(self) -> None:
         if self.events.deliver_due():
@@ -810,6 +866,7 @@ class World:
         counts = self.d.sqs.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=[
             "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
             "ApproximateNumberOfMessagesDelayed"])["Attributes"]
+        left += [f"{name} (in the waiting room)" for name in self.waiting_in_room()]
         if left or not drained or any(int(n) for n in counts.values()):
             self.fail(f"the queue did not drain in {DRAIN_INVOCATIONS} invocations and {DRAIN_MS // 60_000} "
                       f"minutes: {left or counts}")
@@ -902,11 +959,11 @@ class Lifecycle(RuleBasedStateMachine):
         assert self.world is not None
         return self.world
 
-    @initialize(parallelism=st.sampled_from([1, 10]), seed=st.integers(0, 2**31))
-    def deploy(self, parallelism: int, seed: int) -> None:
-        self.world = World(self.deployment, parallelism, seed)
+    @initialize(parallelism=st.sampled_from([1, 10]), seed=st.integers(0, 2**31), waiting_room=st.booleans())
+    def deploy(self, parallelism: int, seed: int, waiting_room: bool) -> None:
+        self.world = World(self.deployment, parallelism, seed, waiting_room and not self.deployment.fifo)
         self.w.note(f"a {'FIFO' if self.w.fifo else 'standard'} pipeline, {self.w.policy.value}, parallelism "
-                    f"{parallelism}")
+                    f"{parallelism}" + (", a waiting room for scheduled jobs" if self.w.watch else ""))
 
     @rule(key=key_names, path=st.sampled_from(ENQUEUE_PATHS), send_at=st.sampled_from(list(SEND_AT_MS)),
           at_limit=st.booleans())

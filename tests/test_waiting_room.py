@@ -66,8 +66,8 @@ class Room:
         self.watch = ScheduleWatch(ScheduleWatchConfig(self.table, self.jobs.url), counted(
             boto3.client("dynamodb"), self.calls), counted(boto3.client("sqs"), self.calls), clock, io.StringIO())
 
-    def deliver(self, wait_s: float = 10) -> list[dict]:
-        records = self.jobs.receive(wait_s=wait_s)
+    def deliver(self, wait_s: float = 10, batch_size: int = 10) -> list[dict]:
+        records = self.jobs.receive(wait_s=wait_s, batch_size=batch_size)
         assert records, "a batch was due"
         self.consumer.log = OutcomeLog(log := io.StringIO(), pipeline="Shop/Receipts")
         self.jobs.acknowledge(self.consumer.handle(event(*records), FakeContext(self.clock)), *records)
@@ -131,8 +131,9 @@ def test_a_job_delivered_twice_waits_once_and_a_cancelled_one_is_not_sent_when_i
                  scheduled("reminder:r3:u1", send_at)):
         room.jobs.enqueue(body)
     while room.jobs.depth():
-        room.deliver()
-    assert len(room.waiting()) == 2  # the copy of r2 wrote the same item
+        room.deliver(batch_size=1)
+        clock.advance(300)  # each delivery at its own moment: the item's time is the job's sendAt, not theirs
+    assert len(room.waiting()) == 2  # the copy of r2 found its item: it waits once
     assert cancel(pipeline.table_name, "reminder:r3:u1").cancelled
     clock.now = send_at - 1_000
     assert room.watch.run() == (2, 0)
@@ -164,6 +165,44 @@ def test_a_watch_killed_between_its_send_and_its_delete_sends_the_job_again_and_
     if len(outcomes) == 1:  # the two arrived apart
         outcomes += [line["outcome"] for line in room.deliver()]
     assert sorted(outcomes) == ["duplicate", "sent"] and pipeline.emails_for("reminder:r4:u1") == 1
+
+
+def test_another_job_of_the_same_key_and_time_does_not_replace_the_one_waiting_and_meets_the_ledger(pipeline):
+    """A producer's mistake: the same key and sendAt with other content. The first waits in the room; the other
+    waits as delayed copies, and at their time the ledger sends the key once, the first job's."""
+    clock = FakeClock()
+    room = Room(pipeline, clock)
+    send_at = clock.now + 2 * DAY_MS
+    room.jobs.enqueue(scheduled("reminder:r7:u1", send_at))
+    room.deliver()
+    room.jobs.enqueue(job("reminder:r7:u1", sendAt=at(send_at), contractVersion=CONTRACT_VERSION, text="Other."))
+    [line] = room.deliver()
+    assert line["outcome"] == "scheduled" and "waiting room" not in line["reason"]
+    [item] = room.waiting()
+    assert json.loads(json.loads(item["request"]["S"])["MessageBody"]).get("text") != "Other."
+
+
+def test_a_job_sqs_will_never_take_back_goes_to_its_lanes_dlq_with_the_reason_not_left_in_the_room(pipeline):
+    """The lane's queue takes less than the job (its maximum lowered by a later deploy): tried alone once more,
+    refused for its size, it is dead-lettered with SQS's words; the room is empty, nothing is sent early."""
+    clock = FakeClock()
+    table = make_room()
+    small = boto3.client("sqs").create_queue(QueueName=f"small-{table}", Attributes={"MaximumMessageSize": "1024"})[
+        "QueueUrl"]
+    from sendonce_runtime.waiting_room import WaitingRoom
+
+    body = json.dumps(job("reminder:r8:u1", text="x" * 2_000))
+    assert WaitingRoom(boto3.client("dynamodb"), table, Priority.BULK.value).admit(
+        {"MessageBody": body, "MessageAttributes": {}}, clock.now + 60_000, "reminder:r8:u1")
+    watch = ScheduleWatch(ScheduleWatchConfig(table, small, dead_letter_queue_url=pipeline.dead_letter_queue_url),
+                          boto3.client("dynamodb"), boto3.client("sqs"), clock, io.StringIO())
+    assert watch.run() == (1, 0)
+    [dead] = pipeline.dead_letters()
+    attributes = {name: value["StringValue"] for name, value in dead["MessageAttributes"].items()}
+    assert attributes["sendonce.reasonCode"] == "invalid-message" and dead["Body"] == body
+    assert "SQS refused to take it back from the waiting room" in attributes["sendonce.reason"]
+    assert attributes["sendonce.dedupeKey"] == "reminder:r8:u1"
+    assert boto3.client("dynamodb").scan(TableName=table)["Items"] == []
 
 
 def test_a_job_due_within_sqs_s_longest_delay_or_when_the_room_refuses_it_waits_as_a_delayed_copy(pipeline):
@@ -212,7 +251,7 @@ def test_the_construct_makes_the_room_its_watch_and_its_schedule_granted_no_more
     on_room = [s for s in policy_statements(template) if room_id in str(s["Resource"])]
     assert sorted(tuple(statement_actions(s)) for s in on_room) == sorted(
         [("dynamodb:PutItem",), ("dynamodb:PutItem",), ("dynamodb:Query", "dynamodb:BatchWriteItem")])
-    assert "ScheduleWatchErrors" in pipeline.alarms
+    assert {"ScheduleWatchErrors", "ScheduledJobsLeft"} <= set(pipeline.alarms)
     for pack in (AwsSolutionsChecks, ServerlessChecks):
         report = pack(stack.node.root).validate_scope(stack)
         assert report.violations == [] and report.success, report.violations

@@ -168,9 +168,11 @@ def copy_attributes() -> str:
 
 
 @cache
-def _all_on_alarms(urgent_lane: bool = False, guard: bool = False) -> tuple[tuple[str, str, str], ...]:
+def _all_on_alarms(urgent_lane: bool = False, guard: bool = False, room: bool = False,
+                   ) -> tuple[tuple[str, str, str], ...]:
     """(name, threshold, description) of every alarm a pipeline with every alarm-bearing option on makes (and
-    with ``urgent_lane``, its urgent lane's alarms; with ``guard``, the mis-keyed-producer guard's)."""
+    with ``urgent_lane``, its urgent lane's alarms; with ``guard``, the mis-keyed-producer guard's; with ``room``,
+    the waiting room's)."""
     import aws_cdk as cdk
     from aws_cdk import aws_cloudwatch as cloudwatch
 
@@ -181,7 +183,7 @@ def _all_on_alarms(urgent_lane: bool = False, guard: bool = False) -> tuple[tupl
 
     pipeline = SendOnceEmailQueue(stack, "Receipts", sender="example.com", urgent_lane=urgent_lane,
                                   suspected_doubles=OnSuspectedDouble.FLAG if guard else None,
-                                  recipient_cap=20 if guard else None)
+                                  recipient_cap=20 if guard else None, waiting_room=room)
     found = []
     for name, alarm in pipeline.alarms.items():
         resource = alarm.node.default_child
@@ -200,14 +202,20 @@ def _guard_alarms() -> tuple[tuple[str, str, str], ...]:
     return tuple(alarm for alarm in _all_on_alarms(guard=True) if alarm[0] not in default)
 
 
+def _room_alarms() -> tuple[tuple[str, str, str], ...]:
+    default = set(alarm_names_by_default())
+    return tuple(alarm for alarm in _all_on_alarms(room=True) if alarm[0] not in default)
+
+
 def alarm_names_by_default() -> list[str]:
     return [name for name, _, _ in _all_on_alarms()]
 
 
 def alarm_names() -> list[str]:
-    """Every alarm a pipeline can make: the default ones, the urgent lane's and the mis-keyed-producer guard's."""
+    """Every alarm a pipeline can make: the default ones, the urgent lane's, the mis-keyed-producer guard's and the
+    waiting room's."""
     return (alarm_names_by_default() + [name for name, _, _ in _urgent_lane_alarms()]
-            + [name for name, _, _ in _guard_alarms()])
+            + [name for name, _, _ in _guard_alarms()] + [name for name, _, _ in _room_alarms()])
 
 
 def alarms() -> str:
@@ -222,7 +230,10 @@ def alarms() -> str:
             + _table(("alarm", "fires", "what it means"), urgent)
             + "\n\nWith `suspected_doubles` and `recipient_cap`, one more each (the mis-keyed-producer guard's; see "
             "[choosing a key](../choosing.md#when-a-key-is-wrong-anyway-the-mis-keyed-producer-guard)):\n\n"
-            + _table(("alarm", "fires", "what it means"), guard))
+            + _table(("alarm", "fires", "what it means"), guard)
+            + "\n\nWith `waiting_room`, two more (the schedule watch's; see "
+            "[producing](../producing.md#an-email-for-later)):\n\n"
+            + _table(("alarm", "fires", "what it means"), rows(_room_alarms())))
 
 
 def _sample_ledger_item() -> dict[str, object]:

@@ -32,6 +32,7 @@ class Env:
 
     TABLE_NAME = "SENDONCE_TABLE_NAME"  # the dedupe ledger
     DLQ_URL = "SENDONCE_DLQ_URL"  # the job queue's dead-letter queue
+    URGENT_DLQ_URL = "SENDONCE_URGENT_DLQ_URL"  # the urgent lane's, for the schedule watch
     DELIVERY = "SENDONCE_DELIVERY"
     DEDUPE_TTL_SECONDS = "SENDONCE_DEDUPE_TTL_SECONDS"
     PARALLELISM = "SENDONCE_PARALLELISM"

@@ -97,7 +97,10 @@ class Metric:
     RENDERING_FAILURES = "RenderingFailures"
     # The quota watch's (a percentage).
     QUOTA_USED_PERCENT = "QuotaUsedPercent"
-    SCHEDULED_RELEASED = "ScheduledReleased"  # the schedule watch's: jobs sent back from the waiting room
+    # The schedule watch's, each run: the jobs it sent back from the waiting room, and those due it left there (SQS
+    # refused them with no DLQ to move them to, or the run ran out of time: the next run tries them again).
+    SCHEDULED_RELEASED = "ScheduledReleased"
+    SCHEDULED_LEFT = "ScheduledLeft"
 
 
 class Status(enum.Enum):

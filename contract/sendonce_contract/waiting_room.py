@@ -30,8 +30,10 @@ DUE_DIGITS: Final = 15  # epoch milliseconds until the year 33658
 
 # A job due further ahead than this waits in the room; nearer, as one delayed copy.
 ROOM_AFTER_S: Final = SQS_MAX_DELAY_S
-# How often EventBridge runs the schedule watch: a job goes back to its queue within this of its sendAt at worst.
+# How often EventBridge runs the schedule watch. A run sends back what is due (the urgent lane's first, a page of
+# PAGE_ITEMS at a time) for as long as its time allows; what it cannot reach waits for the next run.
 WATCH_EVERY_S: Final = 60
+PAGE_ITEMS: Final = 100
 # What one run of the watch sends back: the jobs due before its next two runs, each delayed for the rest of its
 # wait, so a job arrives at its sendAt, not up to a minute after it, and a run that fails is made up by the next.
 RELEASE_AHEAD_S: Final = 2 * WATCH_EVERY_S
@@ -66,15 +68,21 @@ class ScheduleWatchConfig(NamedTuple):
     queue_url: str
     urgent_queue_url: str | None = None
     pipeline_name: str | None = None  # the metrics' Pipeline dimension
+    # Each lane's DLQ: a job SQS will never take back (too large with its attributes) goes there with the reason.
+    dead_letter_queue_url: str | None = None
+    urgent_dead_letter_queue_url: str | None = None
 
     def to_env(self) -> dict[str, str]:
         env = {Env.WAITING_ROOM_TABLE: self.table_name, Env.QUEUE_URL: self.queue_url}
         put(env, Env.URGENT_QUEUE_URL, self.urgent_queue_url)
         put(env, Env.PIPELINE_NAME, self.pipeline_name)
+        put(env, Env.DLQ_URL, self.dead_letter_queue_url)
+        put(env, Env.URGENT_DLQ_URL, self.urgent_dead_letter_queue_url)
         return env
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Self:
         require(env, Env.WAITING_ROOM_TABLE, Env.QUEUE_URL)
         return cls(env[Env.WAITING_ROOM_TABLE], env[Env.QUEUE_URL], env.get(Env.URGENT_QUEUE_URL) or None,
-                   env.get(Env.PIPELINE_NAME) or None)
+                   env.get(Env.PIPELINE_NAME) or None, env.get(Env.DLQ_URL) or None,
+                   env.get(Env.URGENT_DLQ_URL) or None)

@@ -167,7 +167,7 @@ class Schedule:
                 f"{self._horizon_s / 86_400:g} days ahead (its dedupe_ttl, at most "
                 f"{MAX_SEND_AT_AHEAD_S // 86_400} days): schedule nearer, or raise dedupe_ttl")
         return Redeliver(delivery.result(Outcome.SCHEDULED, "waiting for its sendAt"),
-                         retry_after_s=-(-wait_ms // 1000))
+                         retry_after_s=-(-wait_ms // 1000), due_at_ms=send_at_ms)
 
 
 class Expiry:

@@ -319,7 +319,7 @@ class Refusal:
 class Redeliver:
     """Not done: the redelivery brings the job back (a delayed copy, or the message visible again)."""
 
-    __slots__ = ("result", "retry_after_s", "unrecorded_send", "unsent_claim")
+    __slots__ = ("due_at_ms", "result", "retry_after_s", "unrecorded_send", "unsent_claim")
 
     def __init__(
         self,
@@ -327,9 +327,11 @@ class Redeliver:
         retry_after_s: int | None = None,
         unsent_claim: str | None = None,
         unrecorded_send: tuple[str, str] | None = None,
+        due_at_ms: int | None = None,
     ) -> None:
         self.result = result
         self.retry_after_s = retry_after_s  # the wait this record knows (a lease, a grace period, sendAt, its turn)
+        self.due_at_ms = due_at_ms  # a scheduled job's sendAt: the same for every delivery of it
         # The owner token of a claim this attempt wrote (or may have) but surely never sent under: its copy may
         # take that claim over instead of taking it for a dead worker's.
         self.unsent_claim = unsent_claim

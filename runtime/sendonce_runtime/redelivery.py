@@ -159,7 +159,7 @@ class Redelivery:
         copy = self._plan_copy(record, decided)
         if isinstance(copy, RecordResult):
             return copy
-        if copy is not None and self._admitted_to_room(copy):
+        if copy is not None and self._admitted_to_room(copy, deadline):
             return copy.redeliver.result._replace(
                 postponed_s=copy.redeliver.retry_after_s,
                 reason=f"{copy.redeliver.result.reason or 'scheduled'}: in the waiting room until then")
@@ -193,20 +193,21 @@ class Redelivery:
                 results[n] = self._without_copy(record, redeliver, copies.get(n), deadline, later)
         return [results[n] for n in range(len(parked))]
 
-    def _admitted_to_room(self, copy: _Copy) -> bool:
+    def _admitted_to_room(self, copy: _Copy, deadline: Deadline | None) -> bool:
         """A scheduled job due further ahead than SQS can delay it, written to the waiting room (it comes back from
-        there shortly before its sendAt): one write for its whole wait, not a copy every 15 minutes."""
+        there shortly before its sendAt): one write for its whole wait, not a copy every 15 minutes. Only with time
+        for the write: a kill at the deadline would lose the batch's acknowledgements."""
         redeliver = copy.redeliver
         if (self._room is None or redeliver.result.outcome.meaning.postponed != Wait.SEND_AT
                 or redeliver.retry_after_s is None or redeliver.retry_after_s <= ROOM_AFTER_S
-                or redeliver.result.dedupe_key is None):
+                or redeliver.due_at_ms is None or redeliver.result.dedupe_key is None
+                or (deadline is not None and deadline.remaining_ms() < self._call_ms)):
             return False
         request = self._copy_request(copy.record, 0, copy.postponements, None, None, copy.parked_since)
         del request["DelaySeconds"]  # the schedule watch's: the rest of its wait when it sends it back
         # Acknowledged once the room holds it: nothing for the job's message to delete when it comes back.
         request["MessageAttributes"].pop(CopyAttribute.SUPERSEDES, None)
-        due_ms = self._clock.now_ms() + redeliver.retry_after_s * 1000
-        return self._room.admit(request, due_ms, redeliver.result.dedupe_key)
+        return self._room.admit(request, redeliver.due_at_ms, redeliver.result.dedupe_key)
 
     def _plan_copy(self, record: SqsRecord, redeliver: Redeliver) -> _Copy | RecordResult | None:
         """The copy a postponed job's wait calls for (None: not postponed); or, for a job parked as long as the

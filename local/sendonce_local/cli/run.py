@@ -191,7 +191,7 @@ def _follow_deploys(runners: StackRunners, watch: StackWatch, options: RunOption
             verify_identities(options.stack, deployed.template, lambda _: None)  # a new pipeline's sender, quietly
         line = runners.reload(deployed)
         runners.play_schedules(deployed.schedules)
-    except (StackNotFound, BotoCoreError, ClientError, OSError, ValueError) as error:
+    except (StackNotFound, BotoCoreError, ClientError, OSError, ValueError, RuntimeError) as error:
         # The run goes on with what it has: a later deploy is read again.
         say(f"a deploy of {options.stack} completed but could not be read ({' '.join(str(error).split())[:200]}): "
             "the functions as read before keep running")

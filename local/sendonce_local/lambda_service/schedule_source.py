@@ -7,6 +7,7 @@ environment of its own (a worker process, as :mod:`.instances` starts them), wit
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 import uuid
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import IO, Any
 
-from .instances import FunctionSpec, LambdaInstance
+from .instances import STARTUP_BOUND_S, Ending, FunctionSpec, LambdaInstance
 
 _RATE = re.compile(r"^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$")
 _UNIT_S = {"minute": 60, "hour": 3_600, "day": 86_400}
@@ -75,6 +76,7 @@ class ScheduleRunner:
         self.schedule = schedule
         self._every_s = every_s or schedule.every_s
         self._instance = LambdaInstance(schedule.function, environment, log)
+        self._log = log
         region = environment.get("AWS_REGION", environment.get("AWS_DEFAULT_REGION", "us-east-1"))
         account = environment.get("CDK_DEFAULT_ACCOUNT", "123456789012")
         self._event = scheduled_event(f"arn:aws:events:{region}:{account}:rule/{schedule.rule}", region, account)
@@ -88,10 +90,25 @@ class ScheduleRunner:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=self.schedule.function.timeout_s + 5)
+        # An invocation under way ends by its timeout; a worker restarting after one, within its startup bound.
+        self._thread.join(timeout=self.schedule.function.timeout_s + STARTUP_BOUND_S + 5)
         self._instance.close()
 
     def _loop(self) -> None:
         while not self._stop.wait(self._every_s):
-            self._instance.invoke({**self._event, "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")})
+            try:
+                invocation = self._instance.invoke(
+                    {**self._event, "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")})
+            except (OSError, RuntimeError) as error:  # a worker that would not start: the next period tries again
+                self._say(f"{self.schedule.rule}: {self.schedule.function.name} did not run ({error})")
+                continue
             self.runs += 1
+            if invocation.ending is not Ending.RETURNED:  # EventBridge does not retry (the rule asks for none)
+                self._say(f"{self.schedule.rule}: {self.schedule.function.name} {invocation.ending.value}"
+                          + (f": {invocation.error}" if invocation.error else ""))
+
+    def _say(self, line: str) -> None:
+        if self._log is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._log.write(f"schedule {line}\n")
+                self._log.flush()

@@ -117,8 +117,8 @@ class StackRunners:
         _together([self._schedules.pop(rule)[1].stop for rule in [*gone, *(s.rule for s in changed)]
                    if rule in self._schedules])
         started = {s.rule: (s, ScheduleRunner(s, self._environment, self._log)) for s in changed}
+        self._schedules.update(started)  # first: one whose start fails is still stopped with the others
         _together([runner.start for _, runner in started.values()])
-        self._schedules.update(started)
         return self
 
     def stop(self) -> None:
