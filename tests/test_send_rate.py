@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 
@@ -340,6 +341,35 @@ def test_the_first_hold_of_a_busy_spell_shifts_the_instance_s_phase_by_a_random_
     clock.sleep(BUSY_SPELL_GAP_TOKENS * 1.0 + 1.0)  # no batch behind for longer than the gap: the spell ends
     assert batch("spell:4") == 0.0
     assert batch("spell:5") == pytest.approx(1.0 - RECEIVE_LEAD_S + 0.6)  # a new spell: shifted again
+
+
+def test_instances_woken_together_by_a_flood_end_up_sending_at_different_moments():
+    """Four instances at one email a second each, their first batches handed over at the same moment (a flood
+    after a quiet spell), each on its own timeline and with the phase shift's own randomness: after their first
+    holds their sends fall at distinct moments of the second, spread across it, where with no shift they would all
+    send together, and a quiet tenant's job would wait for the next of them up to a whole second."""
+    def phases(shift) -> list[float]:
+        found = []
+        for instance in range(4):
+            clock = FakeTime(0.0)
+            pace = PaceSends(TokenBucket(rate=1.0, monotonic=clock.monotonic), record_budget_ms=13_000,
+                             token_interval_s=1.0, sleep=clock.sleep, monotonic=clock.monotonic,
+                             phase_shift=shift(instance))
+            deadline = Deadline(_Remaining(clock, 3_600.0))
+            send = _sender(pace, deadline)
+            sent_at = []
+            for n in range(6):  # a flood: every batch finds a job, so the instance stays behind
+                assert send(f"flood:{instance}:{n}") is Outcome.SENT
+                sent_at.append(clock.now)
+                pace.after_batch(deadline, [RecordResult(f"m{n}", Outcome.SENT)])
+            found.append(round(sent_at[-1] % 1.0, 3))
+        return found
+
+    draws = random.Random(7)
+    spread = phases(lambda instance: draws.random)
+    assert len(set(spread)) == 4 and max(spread) - min(spread) > 0.25, spread
+    together = phases(lambda instance: lambda: 0.0)
+    assert len(set(together)) == 1, together  # the shift broken: they send in step
 
 
 @pytest.mark.parametrize(("rate", "budget_s", "held_s"), [
