@@ -106,13 +106,3 @@ def require(env: Mapping[str, str], *names: str) -> None:
     missing = [name for name in names if not env.get(name)]
     if missing:
         raise ConfigError(f"environment variables {', '.join(missing)} are not set; deploy with the construct")
-
-
-def put(env: dict[str, str], name: str, value: str | None) -> None:
-    if value is not None:
-        env[name] = value
-
-
-def read_flag(env: Mapping[str, str], name: str) -> bool:
-    text = env.get(name)
-    return bool(text) and read(name, text or "", FLAG.decode)

@@ -8,16 +8,15 @@ delivered twice waits as one item. The item holds the SendMessage request that p
 message attributes as a delayed copy carries them), the key to name it in logs.
 """
 
-from __future__ import annotations
-
+# No postponed annotations here: env_settings reads the configs' field declarations at run time.
 import hashlib
 import json
 import os
 from collections.abc import Mapping
-from typing import Any, Final, NamedTuple, Self
+from typing import Annotated, Any, Final, NamedTuple, Self
 
 from .deploy_config import Env
-from .env_settings import put, require
+from .env_settings import TEXT, Var, from_env, to_env
 from .schema import DEDUPE_KEY
 from .sqs_limits import SQS_MAX_DELAY_S
 
@@ -62,27 +61,19 @@ def item(lane: str, due_ms: int, dedupe_key: str, request: Mapping[str, Any]) ->
 
 class ScheduleWatchConfig(NamedTuple):
     """The schedule watch's (``sendonce_runtime.schedule_watch.handler``) environment: the room, and each lane's
-    queue (the job queue's is the bulk lane's, or the only one)."""
+    queue (the job queue's is the bulk lane's, or the only one), declared as the consumer's config is."""
 
-    table_name: str
-    queue_url: str
-    urgent_queue_url: str | None = None
-    pipeline_name: str | None = None  # the metrics' Pipeline dimension
+    table_name: Annotated[str, Var(Env.WAITING_ROOM_TABLE, TEXT, required=True)]
+    queue_url: Annotated[str, Var(Env.QUEUE_URL, TEXT, required=True)]
+    urgent_queue_url: Annotated[str | None, Var(Env.URGENT_QUEUE_URL, TEXT)] = None
+    pipeline_name: Annotated[str | None, Var(Env.PIPELINE_NAME, TEXT)] = None  # the metrics' Pipeline dimension
     # Each lane's DLQ: a job SQS will never take back (too large with its attributes) goes there with the reason.
-    dead_letter_queue_url: str | None = None
-    urgent_dead_letter_queue_url: str | None = None
+    dead_letter_queue_url: Annotated[str | None, Var(Env.DLQ_URL, TEXT)] = None
+    urgent_dead_letter_queue_url: Annotated[str | None, Var(Env.URGENT_DLQ_URL, TEXT)] = None
 
     def to_env(self) -> dict[str, str]:
-        env = {Env.WAITING_ROOM_TABLE: self.table_name, Env.QUEUE_URL: self.queue_url}
-        put(env, Env.URGENT_QUEUE_URL, self.urgent_queue_url)
-        put(env, Env.PIPELINE_NAME, self.pipeline_name)
-        put(env, Env.DLQ_URL, self.dead_letter_queue_url)
-        put(env, Env.URGENT_DLQ_URL, self.urgent_dead_letter_queue_url)
-        return env
+        return to_env(self)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] = os.environ) -> Self:
-        require(env, Env.WAITING_ROOM_TABLE, Env.QUEUE_URL)
-        return cls(env[Env.WAITING_ROOM_TABLE], env[Env.QUEUE_URL], env.get(Env.URGENT_QUEUE_URL) or None,
-                   env.get(Env.PIPELINE_NAME) or None, env.get(Env.DLQ_URL) or None,
-                   env.get(Env.URGENT_DLQ_URL) or None)
+        return from_env(cls, env)
