@@ -11,6 +11,10 @@ import enum
 
 # The job's field that names its key, and the partition key of the ledger and the outbox.
 DEDUPE_KEY = "dedupeKey"
+# The dedupe table's key space, in one line: a job's dedupe key (which never starts with white space:
+# message.check_key), or the pipeline's own item, whose key starts with this space and names what it is
+# (SesStopItem's " ses-stop ...", GuardItem's " guard ..."); the two never meet.
+OWN_ITEM_PREFIX = " "
 # The job's field that names its tenant (sendonce_contract.tenant), and the ledger's attribute that keeps it.
 TENANT_FIELD = "tenant"
 # The job's field that names its lane (sendonce_contract.priority).
@@ -161,12 +165,12 @@ class Ledger:
 class SesStopItem:
     """A lane's record of an SES stop, in the dedupe table: one item per lane and scope (the account, or one
     tenant), written by the consumer that learns the stop and read by the lane's other instances, so the lane asks
-    SES again at most once a minute whatever its number of instances. Its key starts with a space, which no job's
-    dedupe key may (:func:`sendonce_contract.message.check_key`), so it never meets a job's record; the outcome
-    stream publishes its stop and its resumption."""
+    SES again at most once a minute whatever its number of instances. Its key is one of the pipeline's own items'
+    (:data:`OWN_ITEM_PREFIX`), so it never meets a job's record; the outcome stream publishes its stop and its
+    resumption."""
 
     KEY = Ledger.KEY
-    KEY_PREFIX = " ses-stop "  # then the pipeline, the lane ("jobs" without lanes) and the scope
+    KEY_PREFIX = f"{OWN_ITEM_PREFIX}ses-stop "  # then the pipeline, the lane ("jobs" without lanes) and the scope
     KIND = "sesStop"  # paused, setup or quota
     SCOPE = "stopScope"  # "account", or the tenant's name
     LANE = "lane"
@@ -184,7 +188,7 @@ class SesStopItem:
 
 class GuardItem:
     """The mis-keyed-producer guard's items, in the dedupe table beside the keys' records (docs: choosing a key).
-    Their keys start with a space, which no job's dedupe key may, so they never meet a job's record.
+    Their keys are the pipeline's own items' (:data:`OWN_ITEM_PREFIX`), so they never meet a job's record.
 
     A content item stands for the recipients and content of one email (their digest) for a window, naming the first
     key that sent it; a key that sends the same within the window is added to its ``suspects`` once, which the
@@ -192,7 +196,7 @@ class GuardItem:
     one window (the 16-character digest of each)."""
 
     KEY = Ledger.KEY
-    KEY_PREFIX = " guard "  # then the pipeline, "content" or "recipient", the digest (and the window's number)
+    KEY_PREFIX = f"{OWN_ITEM_PREFIX}guard "  # then the pipeline, "content" or "recipient", the digest (the window's)
     KIND = "guard"  # "content" or "recipient"
     CONTENT = "content"
     RECIPIENT = "recipient"
