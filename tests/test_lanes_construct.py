@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import aws_cdk as cdk
@@ -62,8 +63,16 @@ def test_the_lanes_split_send_rate_and_bulk_may_read_the_urgent_queue_to_borrow_
     concurrency = {name: m["Properties"].get("ScalingConfig", {}).get("MaximumConcurrency")
                    for name, m in mappings.items() if "SqsEventSource" in name and "Evidence" not in name}
     assert sorted(concurrency.values()) == [2, 5]
-    policies = str(template.find_resources("AWS::IAM::Policy"))
-    assert "sqs:GetQueueAttributes" in policies
+    # Bulk's consumer may read the urgent queue's counts, and nothing else of it.
+    assert pipeline.urgent_queue is not None
+    stack = cdk.Stack.of(pipeline)
+    urgent_queue = stack.get_logical_id(pipeline.urgent_queue.node.default_child)
+    bulk_role = stack.get_logical_id(pipeline.role.node.default_child)
+    on_urgent_queue = [statement for policy in template.find_resources("AWS::IAM::Policy").values()
+                       if {"Ref": bulk_role} in policy["Properties"]["Roles"]
+                       for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+                       if urgent_queue in json.dumps(statement["Resource"])]
+    assert [statement["Action"] for statement in on_urgent_queue] == ["sqs:GetQueueAttributes"]
     assert pipeline.urgent_function is not None
 
 

@@ -11,6 +11,7 @@ from construct_support import build, only
 
 from sendonce_constructs import SendOnceConfigurationError
 from sendonce_contract.deploy_config import Env
+from sendonce_contract.key_tags import PIPELINE_TAG
 
 EVENT_TYPES = ["send", "delivery", "bounce", "complaint", "reject", "deliveryDelay", "renderingFailure"]
 
@@ -51,12 +52,22 @@ def test_the_rule_matches_this_pipelines_emails_only_and_feeds_the_recorders_que
 
 
 def test_two_pipelines_in_one_stack_match_different_tags():
-    stack = cdk.Stack(cdk.App(), "Two")
-    first, _ = build(stack)
     from sendonce_constructs import SendOnceEmailQueue
 
+    stack = cdk.Stack(cdk.App(), "Two")
+    first = SendOnceEmailQueue(stack, "Receipts", sender="example.com")
     second = SendOnceEmailQueue(stack, "Resets", sender="example.com")
     assert first.node.addr != second.node.addr
+    # Each pipeline's rule matches its own tag, and its consumer tags its emails with it.
+    template = cdk.assertions.Template.from_stack(stack)
+    for pipeline in (first, second):
+        assert pipeline.evidence is not None
+        rule_id = stack.get_logical_id(pipeline.evidence.rule.node.default_child)
+        pattern = template.find_resources("AWS::Events::Rule")[rule_id]["Properties"]["EventPattern"]
+        assert pattern["detail"]["mail"]["tags"][PIPELINE_TAG] == [pipeline.node.addr]
+        consumer = template.find_resources("AWS::Lambda::Function")[
+            stack.get_logical_id(pipeline.function.node.default_child)]
+        assert consumer["Properties"]["Environment"]["Variables"][Env.PIPELINE_TAG] == pipeline.node.addr
 
 
 def test_a_users_configuration_set_gets_the_event_destination_and_no_second_set_is_made():

@@ -322,6 +322,8 @@ def test_the_daily_quota_parks_the_lane_and_sends_when_the_window_frees_it(pipel
     assert stop_item(pipeline)[SesStopItem.KIND]["S"] == "quota"
     clock.advance(MINUTE_MS)
     assert sorted(line["outcome"] for line in deliver(consumer, jobs, clock)) == ["sent"] * 3
+    assert {n: pipeline.emails_for(f"receipt:q{n}:u1") for n in range(3)} == dict.fromkeys(range(3), 1)
+    assert pipeline.dead_letters() == [] and jobs.depth() == 0
 
 
 def test_a_job_waits_no_longer_than_the_queue_keeps_a_message_then_is_dead_lettered_as_ses_paused(

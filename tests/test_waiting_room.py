@@ -73,6 +73,14 @@ class Room:
         self.jobs.acknowledge(self.consumer.handle(event(*records), FakeContext(self.clock)), *records)
         return [json.loads(line) for line in log.getvalue().splitlines() if '"outcome"' in line]
 
+    def delayed_copies(self) -> int:
+        """The job queue's messages, each a delayed copy (SQS's own counts: none visible or in flight)."""
+        counts = self.jobs.sqs.get_queue_attributes(QueueUrl=self.jobs.url, AttributeNames=[
+            "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed"])["Attributes"]
+        assert counts["ApproximateNumberOfMessages"] == counts["ApproximateNumberOfMessagesNotVisible"] == "0", counts
+        return int(counts["ApproximateNumberOfMessagesDelayed"])
+
     def waiting(self) -> list[dict]:
         return boto3.client("dynamodb").scan(TableName=self.table)["Items"]
 
@@ -180,6 +188,7 @@ def test_another_job_of_the_same_key_and_time_does_not_replace_the_one_waiting_a
     assert line["outcome"] == "scheduled" and "waiting room" not in line["reason"]
     [item] = room.waiting()
     assert json.loads(json.loads(item["request"]["S"])["MessageBody"]).get("text") != "Other."
+    assert room.delayed_copies() == 1  # the other job's copy, its original gone
 
 
 def test_a_job_sqs_will_never_take_back_goes_to_its_lanes_dlq_with_the_reason_not_left_in_the_room(pipeline):
@@ -216,7 +225,7 @@ def test_a_job_due_within_sqs_s_longest_delay_or_when_the_room_refuses_it_waits_
     room.jobs.enqueue(scheduled("reminder:r6:u1", clock.now + DAY_MS))
     [line] = room.deliver()
     assert line["outcome"] == "scheduled" and "waiting room" not in line["reason"]
-    assert room.jobs.depth() == 2  # both wait as delayed copies: nothing lost
+    assert room.delayed_copies() == 2  # both wait as delayed copies, their originals gone: nothing lost
 
 
 # -- the construct -------------------------------------------------------------------------------------------------
