@@ -12,9 +12,9 @@ export NO_MKDOCS_2_WARNING := 1
 # Every distribution, each built from its own folder: `make dist` writes their wheels and sdists to $(DIST).
 DISTRIBUTIONS := contract producer .
 # make test's workers (pytest-xdist): on two cores the suite waits on its emulator, its subprocesses and the slow
-# proxy's late answers much of the time, so more workers than cores fill it (1,369 tests: 307 s with three, 272 s
-# with four). Tests stay on one worker by file, so a module's deploys run once; each worker has its own emulator,
-# PostgreSQL and MySQL database.
+# proxy's late answers much of the time, so more workers than cores fill it (measured at 1,369 tests: 307 s with
+# three, 272 s with four). Tests stay on one worker by file, so a module's deploys run once; each worker has its own
+# emulator, PostgreSQL and MySQL database.
 TEST_WORKERS ?= 4
 DIST ?= dist
 
