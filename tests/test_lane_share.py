@@ -49,6 +49,7 @@ class UrgentQueue:
 class Run:
     urgent_sends: list[float] = field(default_factory=list)
     bulk_sends: list[float] = field(default_factory=list)
+    queue_reads: int = 0  # the bulk instances' reads of the urgent queue's counts
     busy: list[tuple[float, float]] = field(default_factory=list)  # intervals with urgent work queued
 
     def count(self, sends: list[float], start: float, end: float) -> int:
@@ -93,6 +94,7 @@ def play(share: float, arrivals: list[tuple[float, int]]) -> Run:
                 run.bulk_sends.append(clock.now)
     if busy_since is not None:
         run.busy.append((busy_since, RUN_S))
+    run.queue_reads = queue.calls
     return run
 
 
@@ -141,6 +143,8 @@ def test_with_no_urgent_work_at_all_bulk_sends_the_whole_rate_and_reads_the_queu
     run = play(0.2, [])
     assert run.urgent_sends == []
     assert len(run.bulk_sends) >= SEND_RATE * (RUN_S - 2 * WATCH_PERIOD_S)
+    # Each bulk instance reads the urgent queue once a period, not once a send (about ten a second here).
+    assert run.queue_reads <= BULK_INSTANCES * (RUN_S / WATCH_PERIOD_S + 1)
 
 
 def test_a_bulk_instance_that_cannot_read_the_urgent_queue_keeps_to_its_own_share():
@@ -213,3 +217,8 @@ def test_the_urgent_lane_counts_as_idle_only_once_no_read_found_work_for_its_idl
     clock.now += WATCH_PERIOD_S
     assert watch.busy() is False
     assert queue.calls == int(URGENT_IDLE_AFTER_S / WATCH_PERIOD_S) + 2  # still once a second
+    # Within a period, asked again and again (every send of a bulk instance asks), the queue is not read again.
+    for _ in range(50):
+        clock.now += WATCH_PERIOD_S / 100
+        watch.busy()
+    assert queue.calls == int(URGENT_IDLE_AFTER_S / WATCH_PERIOD_S) + 2
