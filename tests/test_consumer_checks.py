@@ -38,11 +38,11 @@ def test_a_consumer_runs_only_the_checks_its_deployment_uses_in_order(overrides,
     assert wired(**overrides) == expected
 
 
-def test_a_deployment_without_pacing_key_privacy_or_an_attachments_bucket_never_imports_them():
+def test_a_deployment_without_pacing_key_privacy_an_attachments_bucket_or_a_waiting_room_never_imports_them():
     probe = ("import sys; from sendonce_runtime.handler import Consumer; "
              "from sendonce_runtime.settings import Settings; "
              "Consumer.from_clients(Settings(table_name='t', dead_letter_queue_url='q'), None, None, None); "
              "print(sorted(m for m in sys.modules "
-             "if m.endswith(('.send_rate', '.key_privacy', '.attachment_reader'))))")
+             "if m.endswith(('.send_rate', '.key_privacy', '.attachment_reader', '.waiting_room'))))")
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert loaded.strip() == "[]"

@@ -34,12 +34,12 @@ from .settings import Settings
 from .shell import Once
 from .sqs_record import SqsRecord
 from .top_up import TopUp
-from .waiting_room import WaitingRoom
 
 if TYPE_CHECKING:
     from .dead_letter_events import DeadLetterEvents
     from .lane_share import UrgentThrottleRetry
     from .send_rate import Pace, PaceSends
+    from .waiting_room import WaitingRoom
 
 
 class Consumer:
@@ -169,6 +169,8 @@ def _waiting_room(settings: Settings, dynamodb: Any) -> WaitingRoom | None:
     if not settings.waiting_room_table or settings.fifo:
         return None
     from sendonce_contract.priority import Priority
+
+    from .waiting_room import WaitingRoom  # only a deployment with a room compiles it at a cold start
 
     return WaitingRoom(dynamodb, settings.waiting_room_table, settings.lane or Priority.BULK.value)
 

@@ -41,7 +41,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sendonce_contract.copy_room import COPY_ATTRIBUTES, COPY_ATTRIBUTES_MAX_BYTES
 from sendonce_contract.schema import CopyAttribute
@@ -52,14 +52,15 @@ from sendonce_contract.sqs_limits import (
     VISIBLE_AFTER_TIMEOUTS,
     batches,
 )
-from sendonce_contract.waiting_room import ROOM_AFTER_S
 
 from .clock import Clock, Deadline, SystemClock
 from .dead_letter import DeadLetterQueue
 from .outcome import DEAD_LETTER_REASONS, Decided, Outcome, RecordResult, Redeliver, UnrecordedSend, Wait
 from .sqs_answers import Answer, Refusal, call, call_batched
 from .sqs_record import SqsRecord, carried_claims
-from .waiting_room import WaitingRoom
+
+if TYPE_CHECKING:
+    from .waiting_room import WaitingRoom
 
 THROTTLE_BASE_DELAY_S = 2.0
 CONTRACT_TOO_NEW_DELAY_S = 300.0  # about the time a deploy of the upgraded consumer takes
@@ -199,7 +200,7 @@ class Redelivery:
         for the write: a kill at the deadline would lose the batch's acknowledgements."""
         redeliver = copy.redeliver
         if (self._room is None or redeliver.result.outcome.meaning.postponed != Wait.SEND_AT
-                or redeliver.retry_after_s is None or redeliver.retry_after_s <= ROOM_AFTER_S
+                or redeliver.retry_after_s is None or redeliver.retry_after_s <= self._room.after_s
                 or redeliver.due_at_ms is None or redeliver.result.dedupe_key is None
                 or (deadline is not None and deadline.remaining_ms() < self._call_ms)):
             return False

@@ -99,31 +99,30 @@ class ScheduleWatch:
                 return
 
     def _send_back(self, queue_url: str, items: list[dict[str, Any]]
-                   ) -> tuple[list[dict[str, Any]], list[tuple[dict[str, Any], Refusal]]]:
-        """Each item's job sent to its queue, delayed until its due time: the items SQS took, and those it refused
-        for what they are (it would refuse them again every run)."""
+                   ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Each item's job sent to its queue, delayed until its due time: the items SQS took, and those it
+        refused."""
         now_ms = self._clock.now_ms()
         entries: dict[str, dict[str, Any]] = {}
         for n, item in enumerate(items):
             request = json.loads(item[REQUEST]["S"])
             wait_s = math.ceil((due_ms_of(item[DUE]["S"]) - now_ms) / 1000)
             entries[str(n)] = {**request, "DelaySeconds": max(0, min(wait_s, SQS_MAX_DELAY_S))}
-        said: dict[str, Refusal] = {}
-        answers = call_batched(self._sqs.send_message_batch, queue_url, entries, said)
+        answers = call_batched(self._sqs.send_message_batch, queue_url, entries)
         # Only what SQS surely took leaves the room: a send whose answer was lost may not have gone, and is sent
         # again by the next run (the ledger absorbs a second one).
         return ([items[int(n)] for n, answer in answers.items() if answer is Answer.DONE],
-                [(items[int(n)], said[n]) for n, answer in answers.items() if answer is Answer.REFUSED and n in said])
+                [items[int(n)] for n, answer in answers.items() if answer is Answer.REFUSED])
 
     def _dead_letter(self, dead_letter_queue_url: str | None, queue_url: str,
-                     refused: list[tuple[dict[str, Any], Refusal]]) -> list[dict[str, Any]]:
+                     refused: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The jobs SQS refused to take back, each tried once more alone: sent then, or, refused for what the
         message is (too long, too many attributes: it would be refused every run), moved to its lane's DLQ with
         SQS's reason, where a redrive sends it once the producer fixed it. Any other refusal (access, a key) leaves
         it in the room for the next run. The items now out of the room."""
         gone = []
         dead_letters = DeadLetterQueue(self._sqs, dead_letter_queue_url, fifo=False) if dead_letter_queue_url else None
-        for item, _ in refused:
+        for item in refused:
             request = json.loads(item[REQUEST]["S"])
             said: list[Refusal] = []
             entry = {**request, "DelaySeconds": 0}

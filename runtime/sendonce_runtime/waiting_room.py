@@ -12,12 +12,14 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from sendonce_contract.waiting_room import DUE, MAX_REQUEST_BYTES, REQUEST, item
+from sendonce_contract.waiting_room import DUE, MAX_REQUEST_BYTES, REQUEST, ROOM_AFTER_S, item
 
 from .dynamodb_values import condition_failed, found_item
 
 
 class WaitingRoom:
+    after_s = ROOM_AFTER_S  # it holds a job due further ahead than this; a nearer one waits as one delayed copy
+
     def __init__(self, client: Any, table: str, lane: str) -> None:
         self._client = client
         self._table = table

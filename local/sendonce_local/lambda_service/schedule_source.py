@@ -61,7 +61,7 @@ def read_schedules(template: dict[str, Any], functions: dict[str, FunctionSpec])
 
 
 def scheduled_event(rule_arn: str, region: str, account: str) -> dict[str, Any]:
-    """The event EventBridge sends a scheduled rule's target."""
+    """The event EventBridge sends a scheduled rule's target, now."""
     return {"version": "0", "id": str(uuid.uuid4()), "detail-type": "Scheduled Event", "source": "aws.events",
             "account": account, "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "region": region,
             "resources": [rule_arn], "detail": {}}
@@ -79,7 +79,8 @@ class ScheduleRunner:
         self._log = log
         region = environment.get("AWS_REGION", environment.get("AWS_DEFAULT_REGION", "us-east-1"))
         account = environment.get("CDK_DEFAULT_ACCOUNT", "123456789012")
-        self._event = scheduled_event(f"arn:aws:events:{region}:{account}:rule/{schedule.rule}", region, account)
+        self._rule_arn, self._region, self._account = (f"arn:aws:events:{region}:{account}:rule/{schedule.rule}",
+                                                       region, account)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"schedule {schedule.rule}", daemon=True)
         self.runs = 0
@@ -97,8 +98,7 @@ class ScheduleRunner:
     def _loop(self) -> None:
         while not self._stop.wait(self._every_s):
             try:
-                invocation = self._instance.invoke(
-                    {**self._event, "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")})
+                invocation = self._instance.invoke(scheduled_event(self._rule_arn, self._region, self._account))
             except (OSError, RuntimeError) as error:  # a worker that would not start: the next period tries again
                 self._say(f"{self.schedule.rule}: {self.schedule.function.name} did not run ({error})")
                 continue
