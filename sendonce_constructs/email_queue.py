@@ -51,7 +51,7 @@ from .quota_watch import build_quota_watch
 from .runtime_asset import HANDLER
 from .synth_warnings import warn
 from .unresolved import is_known
-from .waiting_room import WaitingRoom
+from .waiting_room import SesStopsWatched, WaitingRoom
 
 DLQ_RETENTION = Duration.seconds(DEAD_LETTER_RETENTION_S)  # the TTL rules count on this figure
 # Why each lane's own DLQ has no queue behind it (cdk-nag's finding), by whether it is the urgent lane's.
@@ -260,14 +260,16 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         self.attachments_bucket: s3.IBucket | None = self._attachments.bucket if self._attachments else None
         self.attachments_expiry: Duration | None = self._attachments.expiry if self._attachments else None
         function_options = self._function_options(resolved, ledger)
+        evidence = self._build_evidence(resolved, ledger, function_options)
         self.waiting_room = None if not resolved.waiting_room else WaitingRoom(
             self, self.pipeline_name, queue=queues.queue, dead_letter_queue=queues.dead_letter_queue,
             urgent_queue=urgent_queues.queue if urgent_queues is not None else None,
             urgent_dead_letter_queue=urgent_queues.dead_letter_queue if urgent_queues is not None else None,
             options=function_options,
             encryption_key=resolved.encryption_key, removal_policy=resolved.removal_policy,
-            deletion_protection=resolved.deletion_protection)
-        evidence = self._build_evidence(resolved, ledger, function_options)
+            deletion_protection=resolved.deletion_protection,
+            stops=SesStopsWatched(ledger.table, *self._sender_identity(resolved), evidence.configuration_set_name,
+                                  resolved.ses_tenants))
         self.evidence, self.outcome_events = evidence.ses, evidence.outcome_events
         consumer = self._build_consumer(resolved, bulk, ledger, evidence, self._attachments, function_options)
         self.function, self.role, self.log_group = consumer.function, consumer.role, consumer.log_group
@@ -544,7 +546,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             # Only SES's events and the outcome events match on the tag.
             pipeline_tag=self.node.addr if grace is not None or outcome_bus is not None else None,
             attachments_bucket=attachments.bucket.bucket_name if attachments is not None else None,
-            sender_identity=props.sender if isinstance(props.sender, str) else props.sender.email_identity_name,
+            sender_identity=self._sender_identity(props)[0],
             queue_retention_s=_whole_seconds(seconds(props.retention_period)),
             max_job_age_s=_whole_seconds(seconds(props.urgent_max_job_age if lane.name == Priority.URGENT.value
                                                  else props.max_job_age)),
@@ -553,15 +555,16 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             waiting_room_table=self.waiting_room.table.table_name if self.waiting_room is not None else None,
         ).to_env()
 
+    def _sender_identity(self, props: PipelineProps) -> tuple[str, str]:
+        """The pipeline's SES identity: its name and its ARN."""
+        sender = props.sender
+        if isinstance(sender, str):
+            return sender, ses_permissions.identity_arn(Stack.of(self), sender)
+        return sender.email_identity_name, sender.email_identity_arn
+
     def _grant_ses(self, props: PipelineProps, function: lambda_.IFunction, configuration_set_name: str | None) -> None:
         stack = Stack.of(self)
-        sender = props.sender
-        identity_arn = (
-            ses_permissions.identity_arn(stack, sender)
-            if isinstance(sender, str)
-            else sender.email_identity_arn
-        )
-        resources = [identity_arn]
+        resources = [self._sender_identity(props)[1]]
         if configuration_set_name is not None:
             resources.append(ses_permissions.configuration_set_arn(stack, configuration_set_name))
         resources += [

@@ -1,10 +1,13 @@
 """The waiting room (on a standard queue): a table of the pipeline's own where a job scheduled beyond SQS's longest
-delay waits at a fixed cost, and the schedule watch, a small function an EventBridge schedule runs each minute,
-which sends each job back to its lane's queue shortly before its sendAt (``sendonce_contract.waiting_room``)."""
+delay, or parked while SES stops sending, waits at a fixed cost, and the schedule watch, a small function an
+EventBridge schedule runs each minute, which sends each job back to its lane's queue shortly before its sendAt, or
+once SES says it sends again (``sendonce_contract.waiting_room``)."""
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from dataclasses import dataclass
+
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
 from aws_cdk import aws_dynamodb as dynamodb
@@ -19,7 +22,8 @@ from constructs import Construct
 from sendonce_contract.stack_names import ChildId
 from sendonce_contract.waiting_room import DUE, ROOM, WATCH_EVERY_S, ScheduleWatchConfig
 
-from .acknowledgements import acknowledge
+from . import ses_permissions
+from .acknowledgements import acknowledge, wildcard_resource_finding
 from .bundled_function import BundledFunction, FunctionOptions
 from .runtime_asset import SCHEDULE_WATCH_HANDLER
 
@@ -27,11 +31,22 @@ from .runtime_asset import SCHEDULE_WATCH_HANDLER
 WATCH_TIMEOUT = Duration.seconds(50)
 
 
+@dataclass(frozen=True)
+class SesStopsWatched:
+    """What the watch reads to end SES's stops: the lanes' stop items in the dedupe table, and what SES is asked."""
+
+    ledger_table: dynamodb.ITable
+    sender_identity: str
+    sender_identity_arn: str
+    configuration_set_name: str | None
+    ses_tenants: bool
+
+
 class WaitingRoom(Construct):
     def __init__(self, scope: Construct, pipeline_name: str, *, queue: sqs.IQueue, dead_letter_queue: sqs.IQueue,
                  urgent_queue: sqs.IQueue | None, urgent_dead_letter_queue: sqs.IQueue | None,
                  options: FunctionOptions, encryption_key: kms.IKey | None, removal_policy: RemovalPolicy | None,
-                 deletion_protection: bool | None) -> None:
+                 deletion_protection: bool | None, stops: SesStopsWatched) -> None:
         super().__init__(scope, ChildId.WAITING_ROOM)
         self.table = dynamodb.Table(
             self, "Table",
@@ -46,17 +61,21 @@ class WaitingRoom(Construct):
         )
         watch = BundledFunction(
             self, ChildId.SCHEDULE_WATCH, handler=SCHEDULE_WATCH_HANDLER,
-            description=f"sendonce {pipeline_name}: sends scheduled jobs back to their queue shortly before sendAt",
-            role_description="sendonce schedule watch: its waiting room, its pipeline's job queues, its logs",
+            description=f"sendonce {pipeline_name}: sends waiting jobs back: at sendAt, or once SES sends again",
+            role_description="sendonce schedule watch: its waiting room, its pipeline's job queues and stop items, "
+                             "SES's status, its logs",
             # Two runs at once (one slow past a minute) send the same jobs back: the ledger sends each once.
             timeout=WATCH_TIMEOUT, options=options, invoked_by="its EventBridge schedule", memory_size=128,
             environment=ScheduleWatchConfig(
                 self.table.table_name, queue.queue_url, urgent_queue.queue_url if urgent_queue is not None else None,
                 pipeline_name, dead_letter_queue.queue_url,
-                urgent_dead_letter_queue.queue_url if urgent_dead_letter_queue is not None else None).to_env(),
+                urgent_dead_letter_queue.queue_url if urgent_dead_letter_queue is not None else None,
+                stops.ledger_table.table_name, stops.sender_identity, stops.configuration_set_name).to_env(),
         )
         self.function, self.role, self.log_group = watch.function, watch.role, watch.log_group
-        self.table.grant(self.function, "dynamodb:Query", "dynamodb:BatchWriteItem")
+        self.table.grant(self.function, "dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:UpdateItem",
+                         "dynamodb:DeleteItem")
+        self._grant_stops(stops)
         for lane_queue in (queue, dead_letter_queue, urgent_queue, urgent_dead_letter_queue):
             if lane_queue is not None:
                 lane_queue.grant_send_messages(self.function)
@@ -67,9 +86,27 @@ class WaitingRoom(Construct):
         acknowledge(self.schedule, "Serverless-EventBusDLQ",
                     "A missed run is made up by the next one a minute later: the jobs stay in the room until sent.")
 
+    def _grant_stops(self, stops: SesStopsWatched) -> None:
+        """A lane's stop item read and marked over; SES asked whether a stop is over."""
+        stops.ledger_table.grant(self.function, "dynamodb:GetItem", "dynamodb:UpdateItem")
+        self.role.add_to_principal_policy(ses_permissions.account_read_statement())
+        acknowledge(self.role, "AwsSolutions-IAM5[Resource::*]", ses_permissions.ACCOUNT_READ_REASON)
+        stack = Stack.of(self)
+        self.role.add_to_principal_policy(iam.PolicyStatement(actions=["ses:GetEmailIdentity"],
+                                                              resources=[stops.sender_identity_arn]))
+        if stops.configuration_set_name is not None:
+            self.role.add_to_principal_policy(iam.PolicyStatement(
+                actions=["ses:GetConfigurationSet"],
+                resources=[ses_permissions.configuration_set_arn(stack, stops.configuration_set_name)]))
+        if stops.ses_tenants:  # a tenant's stop: its GetTenant
+            self.role.add_to_principal_policy(ses_permissions.tenant_status_statement(stack))
+            acknowledge(self.role, wildcard_resource_finding(stack, ses_permissions.any_tenant_arn(stack)),
+                        "ses_tenants: a stopped tenant is named at run time; SES's tenant ARNs end in an id SES "
+                        "assigns, so no tenant can be named at synth. Only this account's tenants in this region.")
+
     def grant_admit(self, grantee: iam.IGrantable) -> None:
-        """A consumer writes a scheduled job into the room."""
-        self.table.grant(grantee, "dynamodb:PutItem")
+        """A consumer writes a scheduled job into the room, and a parked batch with its stop's marker."""
+        self.table.grant(grantee, "dynamodb:PutItem", "dynamodb:BatchWriteItem", "dynamodb:UpdateItem")
 
     def alarms(self, topic: sns.ITopic | None, left: cloudwatch.IMetric) -> dict[str, cloudwatch.Alarm]:
         """The watch failing its runs, and jobs left due in the room run after run (``left``: ScheduledLeft)."""

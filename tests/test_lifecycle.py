@@ -600,7 +600,7 @@ class World:
         jump passed over, as a watch that was down catches up)."""
         if self.watch is None or self.clock.now_ms() < self.next_watch_ms:
             return
-        released, _ = self.watch.run()
+        released, _, _ = self.watch.run()
         if released:
             self.note(f"the schedule watch sent {released} job(s) back from the waiting room")
         self.next_watch_ms = self.clock.now_ms() + WATCH_EVERY_S * 1000

@@ -102,9 +102,9 @@ def test_a_job_scheduled_30_days_ahead_waits_in_the_room_for_three_requests_and_
 
     for days in (1, 7, 29):  # the watch runs every minute meanwhile; a run on a day reads and releases nothing
         clock.now = send_at - (30 - days) * DAY_MS
-        assert room.watch.run() == (0, 0)
+        assert room.watch.run() == (0, 0, 0)
     clock.now = send_at - 1_000  # the last run before its sendAt (its message delayed the second left)
-    assert room.watch.run() == (1, 0)
+    assert room.watch.run() == (1, 0, 0)
     assert room.waiting() == [] and room.jobs.depth() == 1
     released = {name: count for name, count in room.calls.items() if name != "Query"}
     assert released == {"PutItem": 1, "SendMessageBatch": 1, "BatchWriteItem": 1}  # three requests in all
@@ -144,7 +144,7 @@ def test_a_job_delivered_twice_waits_once_and_a_cancelled_one_is_not_sent_when_i
     assert len(room.waiting()) == 2  # the copy of r2 found its item: it waits once
     assert cancel(pipeline.table_name, "reminder:r3:u1").cancelled
     clock.now = send_at - 1_000
-    assert room.watch.run() == (2, 0)
+    assert room.watch.run() == (2, 0, 0)
     clock.now = send_at
     outcomes = {line["dedupeKey"]: line["outcome"] for line in room.deliver()}
     assert outcomes == {"reminder:r2:u1": "sent", "reminder:r3:u1": "cancelled"}
@@ -167,7 +167,7 @@ def test_a_watch_killed_between_its_send_and_its_delete_sends_the_job_again_and_
         room.watch.run()
     room.watch._dynamodb.meta.events.unregister("before-call.dynamodb.BatchWriteItem", killed)
     assert len(room.waiting()) == 1  # sent back, not deleted
-    assert room.watch.run() == (1, 0)  # the next minute's run sends it again
+    assert room.watch.run() == (1, 0, 0)  # the next minute's run sends it again
     clock.now = send_at
     outcomes = [line["outcome"] for line in room.deliver()]
     if len(outcomes) == 1:  # the two arrived apart
@@ -205,7 +205,7 @@ def test_a_job_sqs_will_never_take_back_goes_to_its_lanes_dlq_with_the_reason_no
         {"MessageBody": body, "MessageAttributes": {}}, clock.now + 60_000, "reminder:r8:u1")
     watch = ScheduleWatch(ScheduleWatchConfig(table, small, dead_letter_queue_url=pipeline.dead_letter_queue_url),
                           boto3.client("dynamodb"), boto3.client("sqs"), clock, io.StringIO())
-    assert watch.run() == (1, 0)
+    assert watch.run() == (1, 0, 0)
     [dead] = pipeline.dead_letters()
     attributes = {name: value["StringValue"] for name, value in dead["MessageAttributes"].items()}
     assert attributes["sendonce.reasonCode"] == "invalid-message" and dead["Body"] == body
@@ -252,14 +252,22 @@ def test_the_construct_makes_the_room_its_watch_and_its_schedule_granted_no_more
     assert rule["Properties"]["Targets"][0]["Arn"] == {"Fn::GetAtt": [watch_id, "Arn"]}
     env = template.find_resources("AWS::Lambda::Function")[watch_id]["Properties"]["Environment"]["Variables"]
     assert env[Env.WAITING_ROOM_TABLE] == {"Ref": room_id} and Env.URGENT_QUEUE_URL in env
-    # Both lanes' consumers write into the room (PutItem only); the watch reads it and sends to both queues.
+    # Both lanes' consumers write into the room (a scheduled job, a parked batch and its stop's marker); the watch
+    # reads it, sends to both queues and removes what it sent; it reads and ends the lanes' stops, asking SES.
     for consumer in (pipeline.function, pipeline.urgent_function):
         variables = template.find_resources("AWS::Lambda::Function")[
             stack.get_logical_id(consumer.node.default_child)]["Properties"]["Environment"]["Variables"]
         assert variables[Env.WAITING_ROOM_TABLE] == {"Ref": room_id}
     on_room = [s for s in policy_statements(template) if room_id in str(s["Resource"])]
+    writes = ("dynamodb:PutItem", "dynamodb:BatchWriteItem", "dynamodb:UpdateItem")
     assert sorted(tuple(statement_actions(s)) for s in on_room) == sorted(
-        [("dynamodb:PutItem",), ("dynamodb:PutItem",), ("dynamodb:Query", "dynamodb:BatchWriteItem")])
+        [writes, writes, ("dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")])
+    watch_role = stack.get_logical_id(pipeline.waiting_room.role.node.default_child)
+    watch_actions = {action for name, policy in template.find_resources("AWS::IAM::Policy").items()
+                     if {"Ref": watch_role} in policy["Properties"]["Roles"]
+                     for s in policy["Properties"]["PolicyDocument"]["Statement"] for action in statement_actions(s)}
+    assert {"ses:GetAccount", "ses:GetEmailIdentity", "dynamodb:GetItem"} <= watch_actions
+    assert not {"ses:SendEmail", "dynamodb:PutItem"} & watch_actions  # it never sends, nor claims a key
     assert {"ScheduleWatchErrors", "ScheduledJobsLeft"} <= set(pipeline.alarms)
     for pack in (AwsSolutionsChecks, ServerlessChecks):
         report = pack(stack.node.root).validate_scope(stack)

@@ -27,6 +27,7 @@ COPY_ATTRIBUTES: Final[dict[str, tuple[str, int]]] = {
     CopyAttribute.PARKED_SINCE: ("Number", NUMBER_CHARS),
     CopyAttribute.RELEASED: ("String", max(len(reason.value) for reason in GUARD_HOLDS)),
     CopyAttribute.FIRST_QUEUED_AT: ("Number", NUMBER_CHARS),
+    CopyAttribute.UNPARKED_AT: ("Number", NUMBER_CHARS),  # set by the schedule watch, not a copy: room kept for it
 }
 # The most bytes a copy's own attributes take, as SQS counts them.
 COPY_ATTRIBUTES_MAX_BYTES: Final = sum(len(name) + len(kind) + longest

@@ -104,6 +104,7 @@ class Metric:
     # The schedule watch's, each run: the jobs it sent back from the waiting room, and those due it left there (SQS
     # refused them with no DLQ to move them to, or the run ran out of time: the next run tries them again).
     SCHEDULED_RELEASED = "ScheduledReleased"
+    PARKED_RELEASED = "ParkedReleased"  # the schedule watch sent a stop's parked jobs back, SES sending again
     SCHEDULED_LEFT = "ScheduledLeft"
 
 
@@ -298,6 +299,9 @@ class CopyAttribute:
     # On a copy of a job parked while SES stops sending: when its message was queued, as its first parking found it
     # (epoch ms), so a job waits no longer than the queue keeps a message, then is dead-lettered.
     PARKED_SINCE = "sendonce.parkedSince"
+    # On a job the schedule watch sent back from the waiting room once SES said it sends again (epoch ms): it goes
+    # to SES whatever its consumer last heard of the stop. Never carried by a copy.
+    UNPARKED_AT = "sendonce.unparkedAt"
 
 
 class DeadLetter:

@@ -1,5 +1,6 @@
-"""DynamoDB's low-level shapes, written once: an attribute value from a Python value, and what a conditional write
-that failed says (its error code, and the item it found: ``ReturnValuesOnConditionCheckFailure``)."""
+"""DynamoDB's low-level shapes, written once: an attribute value from a Python value, what a conditional write
+that failed says (its error code, and the item it found: ``ReturnValuesOnConditionCheckFailure``), and a batch's
+size."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from botocore.exceptions import ClientError
 from .aws_errors import error_code
 
 CONDITION_FAILED = "ConditionalCheckFailedException"
+MAX_BATCH_WRITES = 25  # the puts or deletes one BatchWriteItem carries at most
 
 
 def string(value: str) -> dict[str, str]:

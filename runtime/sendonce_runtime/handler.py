@@ -110,11 +110,13 @@ class Consumer:
             _throttle_retry(settings),
             stops,
         )
+        room = _waiting_room(settings, dynamodb)
         redelivery = Redelivery(sqs, settings.queue_url, settings.fifo, dead_letters, settings.max_receive_count,
                                 call_ms=settings.budget.ledger_call_ms, clock=clock,
-                                retention_s=settings.queue_retention_s, room=_waiting_room(settings, dynamodb))
+                                retention_s=settings.queue_retention_s, room=room)
         top_up = None
-        if settings.queue_url and not settings.fifo and sqs is not None:
+        # With a waiting room a parked job costs one write for its whole stop: nothing to top up for.
+        if settings.queue_url and not settings.fifo and sqs is not None and room is None:
             top_up = TopUp(sqs, settings.queue_url, stops.account_stopped, settings.budget.ledger_call_ms)
         return cls(settings, processor, redelivery, log, _dead_letter_events(settings, events, clock),
                    after_batch=paced, top_up=top_up)
@@ -165,7 +167,8 @@ class Consumer:
 
 
 def _waiting_room(settings: Settings, dynamodb: Any) -> WaitingRoom | None:
-    """Where a job scheduled beyond SQS's longest delay waits; none on a FIFO queue (which refuses sendAt)."""
+    """Where a job scheduled beyond SQS's longest delay, or parked while SES stops sending, waits; none on a FIFO
+    queue (which refuses sendAt, and whose jobs keep their group's order by waiting in their queue)."""
     if not settings.waiting_room_table or settings.fifo:
         return None
     from sendonce_contract.priority import Priority

@@ -9,9 +9,12 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from sendonce_contract.schema import Metric, ReasonCode
+
+if TYPE_CHECKING:
+    from .ses_stops import LaneStop
 
 
 class Outcome(enum.Enum):
@@ -319,7 +322,7 @@ class Refusal:
 class Redeliver:
     """Not done: the redelivery brings the job back (a delayed copy, or the message visible again)."""
 
-    __slots__ = ("due_at_ms", "result", "retry_after_s", "unrecorded_send", "unsent_claim")
+    __slots__ = ("due_at_ms", "result", "retry_after_s", "stop", "unrecorded_send", "unsent_claim")
 
     def __init__(
         self,
@@ -328,8 +331,10 @@ class Redeliver:
         unsent_claim: str | None = None,
         unrecorded_send: tuple[str, str] | None = None,
         due_at_ms: int | None = None,
+        stop: LaneStop | None = None,
     ) -> None:
         self.result = result
+        self.stop = stop  # a parked job's: the stop it waits out (``ses_stops``), which the waiting room files it by
         self.retry_after_s = retry_after_s  # the wait this record knows (a lease, a grace period, sendAt, its turn)
         self.due_at_ms = due_at_ms  # a scheduled job's sendAt: the same for every delivery of it
         # The owner token of a claim this attempt wrote (or may have) but surely never sent under: its copy may

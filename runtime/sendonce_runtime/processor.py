@@ -26,7 +26,7 @@ from .sqs_record import SqsRecord, carried_claims
 
 if TYPE_CHECKING:
     from .lane_share import UrgentThrottleRetry
-    from .ses_stops import SesStops
+    from .ses_stops import LaneStop, SesStops
 
 LOGGER = logging.getLogger("sendonce")
 # A lost race re-reads the state through the next conditional write; more rounds than this means churn.
@@ -209,20 +209,22 @@ class RecordProcessor:
                 attempt=attempt, reason="SES accepted; the SENT record could not be written yet"), owner)
         if isinstance(outcome, Refused):
             unsent = self._release(key, owner, attempt)
-            self._heard(outcome, job, deadline)
+            stop = self._heard(outcome, job, deadline)
             if outcome.retryable:
                 return Redeliver(RecordResult(record.message_id, _refused_outcome(outcome), key, attempt=attempt,
-                                              reason=outcome.reason), unsent_claim=unsent)
+                                              reason=outcome.reason), unsent_claim=unsent, stop=stop)
             return Refusal(RecordResult(record.message_id, Outcome.REFUSED, key, attempt=attempt,
                                         reason=outcome.reason))
         # Ambiguous: the record stays IN_FLIGHT; when its lease expires, the delivery policy decides.
         return Redeliver(RecordResult(record.message_id, Outcome.AMBIGUOUS, key, attempt=attempt,
                                       reason=outcome.reason, possible_sends=attempt - refused_sends))
 
-    def _heard(self, outcome: SendOutcome, job: ParsedJob, deadline: Deadline) -> None:
-        """Tell the stops what SES said, once the claim is settled: their calls never widen the crash window."""
-        if self._stops is not None:
-            self._stops.heard(outcome, job, deadline)
+    def _heard(self, outcome: SendOutcome, job: ParsedJob, deadline: Deadline) -> LaneStop | None:
+        """Tell the stops what SES said, once the claim is settled: their calls never widen the crash window. The
+        stop a refusal taught, if any."""
+        if self._stops is None:
+            return None
+        return self._stops.heard(outcome, job, deadline)
 
     def _abandon(self, key: str, owner: str, deadline: Deadline) -> None:
         """Best effort: delete a first claim of ours that may have been written (never a takeover's record)."""

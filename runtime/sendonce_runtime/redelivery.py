@@ -48,6 +48,7 @@ from sendonce_contract.schema import CopyAttribute
 from sendonce_contract.sqs_limits import (
     SQS_MAX_BATCH_ENTRIES,
     SQS_MAX_DELAY_S,
+    SQS_MAX_RETENTION_S,
     SQS_MAX_VISIBILITY_S,
     VISIBLE_AFTER_TIMEOUTS,
     batches,
@@ -55,6 +56,7 @@ from sendonce_contract.sqs_limits import (
 
 from .clock import Clock, Deadline, SystemClock
 from .dead_letter import DeadLetterQueue
+from .dynamodb_values import MAX_BATCH_WRITES
 from .outcome import DEAD_LETTER_REASONS, Decided, Outcome, RecordResult, Redeliver, UnrecordedSend, Wait
 from .sqs_answers import Answer, Refusal, call, call_batched
 from .sqs_record import SqsRecord, carried_claims
@@ -183,6 +185,9 @@ class Redelivery:
                 results[n] = copy
             elif copy is not None:
                 copies[n] = copy
+        if self._room is not None and copies:
+            results.update(self._park_in_room(copies, deadline))
+            copies = {n: copy for n, copy in copies.items() if n not in results}
         requests = {n: self._copy_request(copy.record, copy.delay_s, copy.postponements,
                                           copy.redeliver.unsent_claim, copy.redeliver.unrecorded_send,
                                           copy.parked_since) for n, copy in copies.items()}
@@ -193,6 +198,46 @@ class Redelivery:
             if n not in results:
                 results[n] = self._without_copy(record, redeliver, copies.get(n), deadline, later)
         return [results[n] for n in range(len(parked))]
+
+    def _park_in_room(self, copies: dict[int, _Copy], deadline: Deadline | None) -> dict[int, RecordResult]:
+        """The batch's parked jobs written to the waiting room, a stop's together, until the schedule watch hears
+        from SES that it sends again: one write for the whole stop, not a copy every 15 minutes. Each waits there
+        at most until the queue's retention would have ended its wait (then the watch sends it back, and, SES
+        still stopped, it is dead-lettered as ``ses-paused``). The results of those the room holds."""
+        assert self._room is not None
+        by_stop: dict[int, list[int]] = {}
+        for n, copy in copies.items():
+            if copy.redeliver.stop is not None and copy.redeliver.result.dedupe_key is not None:
+                by_stop.setdefault(id(copy.redeliver.stop), []).append(n)
+        results: dict[int, RecordResult] = {}
+        now_ms = self._clock.now_ms()
+        for numbers in by_stop.values():
+            # Only with time for the marker and the writes: a kill at the deadline would lose the acknowledgements.
+            writes = 1 + -(-len(numbers) // MAX_BATCH_WRITES)
+            if deadline is not None and deadline.remaining_ms() < (writes + 1) * self._call_ms:
+                break
+            jobs = [self._room_entry(copies[n], now_ms) for n in numbers]
+            stop = copies[numbers[0]].redeliver.stop
+            assert stop is not None
+            for index in self._room.park(stop, jobs):
+                n = numbers[index]
+                result = copies[n].redeliver.result
+                results[n] = result._replace(postponed_s=max(0, (jobs[index][2] - now_ms) // 1000), reason=(
+                    f"{result.reason or result.outcome.value}: in the waiting room until SES sends again"))
+        return results
+
+    def _room_entry(self, copy: _Copy, now_ms: int) -> tuple[dict[str, Any], str, int]:
+        """A parked job as the room holds it: the request that sends it back, its key, and the latest it may wait
+        (epoch ms): as long as the queue keeps a message, from its first parking, less the margin."""
+        request = self._copy_request(copy.record, 0, copy.postponements, copy.redeliver.unsent_claim,
+                                     copy.redeliver.unrecorded_send, copy.parked_since)
+        del request["DelaySeconds"]
+        request["MessageAttributes"].pop(CopyAttribute.SUPERSEDES, None)  # acknowledged once the room holds it
+        since = copy.parked_since if copy.parked_since is not None else now_ms
+        retention_s = self._retention_s if self._retention_s is not None else SQS_MAX_RETENTION_S
+        bound_ms = since + (retention_s - parked_margin_s(retention_s)) * 1000
+        assert copy.redeliver.result.dedupe_key is not None
+        return request, copy.redeliver.result.dedupe_key, bound_ms
 
     def _admitted_to_room(self, copy: _Copy, deadline: Deadline | None) -> bool:
         """A scheduled job due further ahead than SQS can delay it, written to the waiting room (it comes back from

@@ -1,11 +1,19 @@
 """The schedule watch: run each minute by an EventBridge schedule, it sends the jobs the waiting room holds back to
-their lane's queue shortly before their sendAt. Handler ``sendonce_runtime.schedule_watch.handler``.
+their lane's queue: a scheduled job shortly before its sendAt, a parked job once SES sends again. Handler
+``sendonce_runtime.schedule_watch.handler``.
 
 Each run reads each lane's room in due order (one Query a page) for the jobs due before its next two runs, sends
 each back as a delayed message due at its sendAt (``SendMessageBatch``, ten a request), and only then deletes its
 item (``BatchWriteItem``, 25 a request). Killed between the two, a job is sent back again by the next run: the
-consumer's ledger sends it once. A job whose send SQS refused stays in the room for the next run. One JSON line a
-run says what it released (``ScheduledReleased``, an EMF metric with the pipeline's name) and what it left.
+consumer's ledger sends it once. A job whose send SQS refused stays in the room for the next run.
+
+Then SES's stops: one Query finds every stop the room holds jobs for (a marker each). A stop is over when the lane's
+stop item says so (a consumer's probe saw SES accept a send) or when SES's own status says it sends again
+(:mod:`.ses_status`; the watch then marks the stop item over, so the lane's instances send again too). An over
+stop's jobs go back at once, in the order they were parked, marked so each goes to SES whatever its consumer last
+heard; a stop that holds sends back only the jobs whose wait reached the queue's retention (their consumer
+dead-letters them as ``ses-paused``). One JSON line a run says what it released (``ScheduledReleased`` and
+``ParkedReleased``, EMF metrics with the pipeline's name) and what it left.
 """
 
 from __future__ import annotations
@@ -16,9 +24,10 @@ from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, TextIO
 
 from sendonce_contract.priority import Priority
-from sendonce_contract.schema import Metric, ReasonCode
+from sendonce_contract.schema import CopyAttribute, Metric, ReasonCode
 from sendonce_contract.sqs_limits import SQS_MAX_DELAY_S
 from sendonce_contract.waiting_room import (
+    BELIEVED_AGAIN_AFTER_S,
     DUE,
     DUE_DIGITS,
     KEY,
@@ -26,19 +35,21 @@ from sendonce_contract.waiting_room import (
     RELEASE_AHEAD_S,
     REQUEST,
     ROOM,
+    STOPS,
     ScheduleWatchConfig,
+    StopMarker,
     due_ms_of,
     room_of,
 )
 
 from .clock import Clock, SystemClock
 from .dead_letter import DeadLetterQueue
+from .dynamodb_values import MAX_BATCH_WRITES, condition_failed
 from .metrics import emf_values
 from .shell import JsonLog, Once
 from .sqs_answers import Answer, Refusal, call, call_batched
 from .sqs_record import SqsRecord
 
-DYNAMODB_MAX_BATCH_WRITES = 25  # the deletes one BatchWriteItem carries at most
 # A run stops starting new pages this long before its deadline: a page's sends and deletes fit in what is left.
 PAGE_MARGIN_MS = 10_000
 # What SQS says of a message it will never take (beside its too-long codes): moved to the DLQ, not tried each run.
@@ -49,48 +60,136 @@ MESSAGE_REFUSALS = frozenset({"InvalidParameterValue", "InvalidMessageContents",
 class Released(NamedTuple):
     released: int  # sent back to their queue and gone from the room
     left: int  # due, but still in the room (SQS refused, or the run ran out of time): the next run sends them
+    unparked: int = 0  # of those released, the parked jobs of a stop that is over
+
+
+class _Lane(NamedTuple):
+    name: str
+    queue_url: str
+    dead_letter_queue_url: str | None
 
 
 class ScheduleWatch:
     def __init__(self, config: ScheduleWatchConfig, dynamodb: Any, sqs: Any, clock: Clock | None = None,
-                 stream: TextIO | None = None) -> None:
+                 stream: TextIO | None = None, ses: Any = None) -> None:
         self._config = config
         self._dynamodb = dynamodb
         self._sqs = sqs
+        self._ses = ses  # asked whether a stopped scope sends again
         self._clock = clock or SystemClock()
         self._log = JsonLog(stream, config.pipeline_name)
 
     def run(self, remaining_ms: Callable[[], int] = lambda: 60_000) -> Released:
-        released = left = dead_lettered = 0
-        lanes = [(Priority.BULK.value, self._config.queue_url, self._config.dead_letter_queue_url)]
+        tally = {"released": 0, "left": 0, "deadLettered": 0, "unparked": 0}
+        lanes = {Priority.BULK.value: _Lane(Priority.BULK.value, self._config.queue_url,
+                                            self._config.dead_letter_queue_url)}
         if self._config.urgent_queue_url:  # first: one-time codes never wait behind a campaign's release
-            lanes.insert(0, (Priority.URGENT.value, self._config.urgent_queue_url,
-                             self._config.urgent_dead_letter_queue_url))
-        for lane, queue_url, dead_letter_queue_url in lanes:
-            for page in self._due(lane, remaining_ms):
-                sent, refused = self._send_back(queue_url, page)
-                gone = sent + self._dead_letter(dead_letter_queue_url, queue_url, refused)
-                dead_lettered += len(gone) - len(sent)  # (or sent alone at the second try)
-                released += self._delete(gone)
-                left += len(page) - len(gone)
-        line: dict[str, Any] = {"level": "INFO", "logger": "sendonce.schedule", "released": released, "left": left,
-                                "deadLettered": dead_lettered}
+            lanes = {Priority.URGENT.value: _Lane(Priority.URGENT.value, self._config.urgent_queue_url,
+                                                  self._config.urgent_dead_letter_queue_url), **lanes}
+        limit_ms = self._clock.now_ms() + RELEASE_AHEAD_S * 1000
+        for lane in lanes.values():
+            self._release(lane, room_of(lane.name), limit_ms, None, remaining_ms, tally)
+        if self._config.ledger_table_name:
+            self._release_stops(lanes, remaining_ms, tally)
+        line: dict[str, Any] = {"level": "INFO", "logger": "sendonce.schedule", **tally}
         if self._config.pipeline_name is not None:
-            line.update(emf_values(self._config.pipeline_name, {Metric.SCHEDULED_RELEASED: (released, "Count"),
-                                                                 Metric.SCHEDULED_LEFT: (left, "Count")},
-                                   self._clock.now_ms()))
+            line.update(emf_values(self._config.pipeline_name, {
+                Metric.SCHEDULED_RELEASED: (tally["released"] - tally["unparked"], "Count"),
+                Metric.PARKED_RELEASED: (tally["unparked"], "Count"),
+                Metric.SCHEDULED_LEFT: (tally["left"], "Count")}, self._clock.now_ms()))
         self._log.emit(line)
-        return Released(released, left)
+        return Released(tally["released"], tally["left"], tally["unparked"])
 
-    def _due(self, lane: str, remaining_ms: Callable[[], int]) -> Iterator[list[dict[str, Any]]]:
-        """The lane's items due before the next two runs, a page at a time, while the run has time for a page."""
-        limit = f"{self._clock.now_ms() + RELEASE_AHEAD_S * 1000:0{DUE_DIGITS}d}"
+    def _release(self, lane: _Lane, room: str, limit_ms: int, unparked_at_ms: int | None,
+                 remaining_ms: Callable[[], int], tally: dict[str, int]) -> int:
+        """The room's jobs due before ``limit_ms`` sent back to the lane's queue and deleted; how many are left."""
+        left = 0
+        for page in self._due(room, limit_ms, remaining_ms):
+            sent, refused = self._send_back(lane.queue_url, page, room == room_of(lane.name), unparked_at_ms)
+            gone = sent + self._dead_letter(lane.dead_letter_queue_url, lane.queue_url, refused)
+            tally["deadLettered"] += len(gone) - len(sent)  # (or sent alone at the second try)
+            released = self._delete(gone)
+            tally["released"] += released
+            if unparked_at_ms is not None:
+                tally["unparked"] += released
+            left += len(page) - len(gone)
+        tally["left"] += left
+        return left
+
+    def _release_stops(self, lanes: dict[str, _Lane], remaining_ms: Callable[[], int],
+                       tally: dict[str, int]) -> None:
+        """Each stop's parked jobs: all of them once it is over, else those whose wait reached its bound."""
+        assert self._config.ledger_table_name is not None
+        from .ses_status import SesStatus
+        from .ses_stops import mark_resumed, stop_live
+
+        status = SesStatus(self._ses, self._config.sender_identity, self._config.configuration_set)
+        markers = [StopMarker.from_item(item) for item in self._dynamodb.query(
+            TableName=self._config.table_name, KeyConditionExpression="#room = :room",
+            ExpressionAttributeNames={"#room": ROOM}, ExpressionAttributeValues={":room": {"S": STOPS}},
+            ConsistentRead=True)["Items"]]
+        order = list(lanes)
+        for marker in sorted(markers, key=lambda m: order.index(m.lane) if m.lane in order else len(order)):
+            lane = lanes.get(marker.lane)
+            if lane is None or remaining_ms() <= PAGE_MARGIN_MS:
+                continue
+            now_ms = self._clock.now_ms()
+            over = not stop_live(self._dynamodb, self._config.ledger_table_name, marker.stop_key)
+            on_ses_word = False
+            if not over and self._believes_ses(marker, now_ms) and status.sends_again(marker.kind, marker.tenant_name):
+                mark_resumed(self._dynamodb, self._config.ledger_table_name, marker.stop_key, now_ms)
+                over = on_ses_word = True
+            if not over:
+                self._release(lane, marker.room, now_ms, None, remaining_ms, tally)  # those at their bound
+                continue
+            if on_ses_word:
+                self._note_release(marker, now_ms)
+            left = self._release(lane, marker.room, 10 ** DUE_DIGITS, now_ms, remaining_ms, tally)
+            if left == 0 and not self._believed_lately(marker, now_ms) and not on_ses_word:
+                self._remove(marker)
+
+    @staticmethod
+    def _believes_ses(marker: StopMarker, now_ms: int) -> bool:
+        """Whether SES's status is asked about the stop: not while a release on its word was contradicted lately
+        (the stop holds again: SES refused the jobs its status said it would send)."""
+        return not ScheduleWatch._believed_lately(marker, now_ms)
+
+    @staticmethod
+    def _believed_lately(marker: StopMarker, now_ms: int) -> bool:
+        return marker.released_at_ms is not None and now_ms - marker.released_at_ms < BELIEVED_AGAIN_AFTER_S * 1000
+
+    def _note_release(self, marker: StopMarker, now_ms: int) -> None:
+        """The marker remembers a release on SES's word, so a stop SES's refusals renew is not released on its
+        word again for a while."""
+        self._dynamodb.update_item(
+            TableName=self._config.table_name, Key={ROOM: {"S": STOPS}, DUE: {"S": marker.room}},
+            UpdateExpression="SET #released = :now", ConditionExpression="attribute_exists(#room)",
+            ExpressionAttributeNames={"#released": StopMarker.RELEASED_AT, "#room": ROOM},
+            ExpressionAttributeValues={":now": {"N": str(now_ms)}})
+
+    def _remove(self, marker: StopMarker) -> None:
+        """The marker of an over stop whose jobs are all back, removed unless a consumer parked a job since (its
+        token changed): then the next run finds that job."""
+        from botocore.exceptions import ClientError
+
+        try:
+            self._dynamodb.delete_item(
+                TableName=self._config.table_name, Key={ROOM: {"S": STOPS}, DUE: {"S": marker.room}},
+                ConditionExpression="#token = :token", ExpressionAttributeNames={"#token": StopMarker.TOKEN},
+                ExpressionAttributeValues={":token": {"S": marker.token}})
+        except ClientError as error:
+            if not condition_failed(error):
+                raise
+
+    def _due(self, room: str, limit_ms: int, remaining_ms: Callable[[], int]) -> Iterator[list[dict[str, Any]]]:
+        """The room's items due before ``limit_ms``, a page at a time, while the run has time for a page."""
+        limit = f"{min(limit_ms, 10 ** DUE_DIGITS - 1):0{DUE_DIGITS}d}~"
         start: dict[str, Any] | None = None
         while remaining_ms() > PAGE_MARGIN_MS:
             page = self._dynamodb.query(
                 TableName=self._config.table_name, KeyConditionExpression="#room = :room AND #due < :limit",
                 ExpressionAttributeNames={"#room": ROOM, "#due": DUE},
-                ExpressionAttributeValues={":room": {"S": room_of(lane)}, ":limit": {"S": limit}},
+                ExpressionAttributeValues={":room": {"S": room}, ":limit": {"S": limit}},
                 ConsistentRead=True, Limit=PAGE_ITEMS, **({"ExclusiveStartKey": start} if start else {}))
             if page.get("Items"):
                 yield page["Items"]
@@ -98,16 +197,19 @@ class ScheduleWatch:
             if not start:
                 return
 
-    def _send_back(self, queue_url: str, items: list[dict[str, Any]]
+    def _send_back(self, queue_url: str, items: list[dict[str, Any]], scheduled: bool, unparked_at_ms: int | None
                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """Each item's job sent to its queue, delayed until its due time: the items SQS took, and those it
-        refused."""
+        """Each item's job sent to its queue, a scheduled one delayed until its due time, a parked one at once
+        (marked unparked when its stop is over): the items SQS took, and those it refused."""
         now_ms = self._clock.now_ms()
         entries: dict[str, dict[str, Any]] = {}
         for n, item in enumerate(items):
             request = json.loads(item[REQUEST]["S"])
             wait_s = math.ceil((due_ms_of(item[DUE]["S"]) - now_ms) / 1000)
-            entries[str(n)] = {**request, "DelaySeconds": max(0, min(wait_s, SQS_MAX_DELAY_S))}
+            entries[str(n)] = {**request, "DelaySeconds": max(0, min(wait_s, SQS_MAX_DELAY_S)) if scheduled else 0}
+            if unparked_at_ms is not None:
+                entries[str(n)]["MessageAttributes"] = {**request.get("MessageAttributes", {}), (
+                    CopyAttribute.UNPARKED_AT): {"DataType": "Number", "StringValue": str(unparked_at_ms)}}
         answers = call_batched(self._sqs.send_message_batch, queue_url, entries)
         # Only what SQS surely took leaves the room: a send whose answer was lost may not have gone, and is sent
         # again by the next run (the ledger absorbs a second one).
@@ -146,8 +248,8 @@ class ScheduleWatch:
 
     def _delete(self, items: list[dict[str, Any]]) -> int:
         deleted = 0
-        for start in range(0, len(items), DYNAMODB_MAX_BATCH_WRITES):
-            chunk = items[start:start + DYNAMODB_MAX_BATCH_WRITES]
+        for start in range(0, len(items), MAX_BATCH_WRITES):
+            chunk = items[start:start + MAX_BATCH_WRITES]
             requests = [{"DeleteRequest": {"Key": {ROOM: item[ROOM], DUE: item[DUE]}}} for item in chunk]
             for _ in range(2):  # DynamoDB's unprocessed deletes, once more; those left are sent again next run
                 answer = self._dynamodb.batch_write_item(RequestItems={self._config.table_name: requests})
@@ -162,7 +264,7 @@ def _build() -> ScheduleWatch:
     from . import aws_clients
 
     return ScheduleWatch(ScheduleWatchConfig.from_env(), aws_clients.recorder_client("dynamodb"),
-                         aws_clients.recorder_client("sqs"))
+                         aws_clients.recorder_client("sqs"), ses=aws_clients.recorder_client("sesv2"))
 
 
 _watch = Once(_build)

@@ -38,14 +38,20 @@ def tenant_scope(tenant: str) -> str:
     return f"tenant/{tenant}"  # "/" is in no SES tenant name, so it never reads as the account's
 
 
-class _Stop:
-    __slots__ = ("board_scope", "kind", "probe_at_ms", "reason")
+class LaneStop:
+    """A stop this instance knows: what the lane's stop item and a parked job's room name it by."""
 
-    def __init__(self, kind: str, reason: str, probe_at_ms: int, board_scope: str) -> None:
+    __slots__ = ("board_scope", "kind", "learned_at_ms", "probe_at_ms", "reason", "stop_key", "tenant_name")
+
+    def __init__(self, kind: str, reason: str, probe_at_ms: int, board_scope: str, stop_key: str,
+                 tenant: str | None, learned_at_ms: int) -> None:
         self.kind = kind
+        self.learned_at_ms = learned_at_ms  # this instance's last refusal of the scope
         self.reason = reason
         self.probe_at_ms = probe_at_ms
         self.board_scope = board_scope  # as the board names it: a tenant by its label (its digest, private keys)
+        self.stop_key = stop_key  # the lane's stop item (SesStopItem.key)
+        self.tenant_name = tenant  # a tenant's stop: SES's name for it, which the schedule watch asks GetTenant about
 
 
 class StopBoard:
@@ -110,15 +116,14 @@ class StopBoard:
 
     def resumed(self, scope: str) -> None:
         """SES accepted a send of ``scope``: the stop is over (the stream publishes it)."""
-        try:
-            self._write(scope, f"SET {SesStopItem.RESUMED_AT} = :now", LIVE, {":now": number(self._clock.now_ms())})
-        except ClientError as error:
-            if not condition_failed(error):
-                raise
+        mark_resumed(self._client, self._table, self.key(scope), self._clock.now_ms())
+
+    def key(self, scope: str) -> str:
+        return SesStopItem.key(self._pipeline, self._lane, scope)
 
     def _write(self, scope: str, update: str, condition: str, values: dict[str, Any]) -> dict[str, Any]:
         response = self._client.update_item(
-            TableName=self._table, Key={SesStopItem.KEY: string(SesStopItem.key(self._pipeline, self._lane, scope))},
+            TableName=self._table, Key={SesStopItem.KEY: string(self.key(scope))},
             UpdateExpression=update, ConditionExpression=condition, ExpressionAttributeValues=values,
             ReturnValues="ALL_NEW", ReturnValuesOnConditionCheckFailure="ALL_OLD")
         return dict(response.get("Attributes", {}))
@@ -128,7 +133,7 @@ class SesStops:
     """The check that parks the jobs of a scope SES stopped, and the listener told what SES said of each send
     once the record's claim is settled (so these calls never widen a send's crash window)."""
 
-    def __init__(self, board: StopBoard | None, clock: Clock,
+    def __init__(self, board: StopBoard, clock: Clock,
                  tenant_label: Callable[[ParsedJob], str | None] | None = None,
                  tenant_disabled: Callable[[str], bool | None] | None = None, ask_budget_ms: int = 0) -> None:
         self._board = board
@@ -137,26 +142,36 @@ class SesStops:
         self._tenant_disabled = tenant_disabled  # with ses_tenants: SES's GetTenant
         self._ask_budget_ms = ask_budget_ms  # the time left a GetTenant needs (its connect and read timeouts)
         self._asked: dict[str, tuple[bool, int]] = {}  # tenant -> (disabled, until when the answer stands)
-        self._stops: dict[str, _Stop] = {}
+        self._stops: dict[str, LaneStop] = {}
         self._lock = threading.Lock()  # a batch's records run on several threads
 
     def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
         scope = self._stopped_scope(delivery.job)
-        if scope is None or self._take_probe(scope):
+        if scope is None or self._unparked_since(delivery.record.unparked_at, scope) or self._take_probe(scope):
             return rest(delivery)
         stop = self._stops.get(scope)
         if stop is None:  # over since: another instance saw SES send
             return rest(delivery)
         outcome = Outcome.QUOTA_EXHAUSTED if stop.kind == Stop.QUOTA else Outcome.SES_STOPPED
-        return Redeliver(delivery.result(outcome, f"parked: SES stopped {self._describe(scope)} ({stop.reason})"))
+        return Redeliver(delivery.result(outcome, f"parked: SES stopped {self._describe(scope)} ({stop.reason})"),
+                         stop=stop)
+
+    def _unparked_since(self, unparked_at_ms: int | None, scope: str) -> bool:
+        """Whether the schedule watch sent this job back from the waiting room, SES having said it sends again,
+        since this instance last heard SES refuse the scope: it goes to SES, whatever the instance's probe time.
+        A refusal heard since parks it again, without asking SES for each job of the backlog."""
+        with self._lock:
+            stop = self._stops.get(scope)
+        return unparked_at_ms is not None and (stop is None or stop.learned_at_ms < unparked_at_ms)
 
     def account_stopped(self) -> bool:
         """Whether this instance knows the lane's whole sending stopped (the account's scope)."""
         with self._lock:
             return ACCOUNT in self._stops
 
-    def heard(self, outcome: SendOutcome, job: ParsedJob, deadline: Deadline | None = None) -> None:
-        """What SES said of a send: a stop to learn, or a send accepted that ends the stops of its scopes."""
+    def heard(self, outcome: SendOutcome, job: ParsedJob, deadline: Deadline | None = None) -> LaneStop | None:
+        """What SES said of a send: a stop to learn (returned), or a send accepted that ends the stops of its
+        scopes."""
         if isinstance(outcome, Refused) and outcome.stop is not None:
             tenant = job.tenant if outcome.stop == Stop.PAUSED and self._tenants_pause(job, deadline) else None
             label = self._label(job) if tenant is not None else None
@@ -166,10 +181,11 @@ class SesStops:
             # SES's reason with the tenant as the logs name it (its digest under key_privacy).
             reason = outcome.reason if not job.tenant or label in (None, job.tenant) else outcome.reason.replace(
                 job.tenant, str(label))
-            self._learn(scope, board_scope, outcome.stop, reason)
-        elif isinstance(outcome, Accepted) and self._stops:
+            return self._learn(scope, board_scope, outcome.stop, reason, tenant)
+        if isinstance(outcome, Accepted) and self._stops:
             for scope in self._scopes(job):
                 self._resume(scope)
+        return None
 
     def _tenants_pause(self, job: ParsedJob, deadline: Deadline | None) -> bool:
         """Whether a paused refusal of ``job`` is its tenant's: GetTenant says DISABLED, or SES cannot say (so no
@@ -209,8 +225,6 @@ class SesStops:
                 return stop is None
             stop.probe_at_ms = now + PROBE_EVERY_MS  # one probe per minute from this instance, whatever the board
             board_scope = stop.board_scope
-        if self._board is None:
-            return True
         try:
             won, probe_at = self._board.take_probe(board_scope)
         except (ClientError, BotoCoreError):
@@ -222,21 +236,23 @@ class SesStops:
                 self._stops[scope].probe_at_ms = probe_at
         return won or probe_at is None
 
-    def _learn(self, scope: str, board_scope: str, kind: str, reason: str) -> None:
-        probe_at = self._clock.now_ms() + PROBE_EVERY_MS
-        if self._board is not None:
-            with contextlib.suppress(ClientError, BotoCoreError):  # else this instance keeps its own minute
-                probe_at = self._board.stopped(board_scope, kind, reason)
+    def _learn(self, scope: str, board_scope: str, kind: str, reason: str, tenant: str | None) -> LaneStop:
+        now = self._clock.now_ms()
+        probe_at = now + PROBE_EVERY_MS
+        with contextlib.suppress(ClientError, BotoCoreError):  # else this instance keeps its own minute
+            probe_at = self._board.stopped(board_scope, kind, reason)
         with self._lock:
             known = self._stops.get(scope)
             # A probe this instance just took keeps its minute, whatever the lane's time the board returns.
             probe_at = max(probe_at, known.probe_at_ms) if known is not None else probe_at
-            self._stops[scope] = _Stop(kind, reason, probe_at, board_scope)
+            stop = self._stops[scope] = LaneStop(kind, reason, probe_at, board_scope, self._board.key(board_scope),
+                                                 tenant, now)
+        return stop
 
     def _resume(self, scope: str) -> None:
         with self._lock:
             stop = self._stops.pop(scope, None)
-        if stop is not None and self._board is not None:
+        if stop is not None:
             # If this fails, the others learn it at their next probe, which SES then accepts.
             with contextlib.suppress(ClientError, BotoCoreError):
                 self._board.resumed(stop.board_scope)
@@ -247,6 +263,24 @@ class SesStops:
 
 
 LIVE = f"attribute_exists({SesStopItem.STOPPED_AT}) AND attribute_not_exists({SesStopItem.RESUMED_AT})"
+
+
+def mark_resumed(client: Any, table: str, stop_key: str, now_ms: int) -> None:
+    """The lane's stop item marked over (SES accepted a send, or said it sends again): its instances send again by
+    their next probe, and the stream publishes the resumption. Nothing to do for a stop already over."""
+    try:
+        client.update_item(TableName=table, Key={SesStopItem.KEY: string(stop_key)},
+                           UpdateExpression=f"SET {SesStopItem.RESUMED_AT} = :now", ConditionExpression=LIVE,
+                           ExpressionAttributeValues={":now": number(now_ms)})
+    except ClientError as error:
+        if not condition_failed(error):
+            raise
+
+
+def stop_live(client: Any, table: str, stop_key: str) -> bool:
+    """Whether the lane's stop item says the stop still holds."""
+    item = client.get_item(TableName=table, Key={SesStopItem.KEY: string(stop_key)}, ConsistentRead=True)
+    return _live(item.get("Item", {}))
 
 
 def _live(item: dict[str, Any]) -> bool:

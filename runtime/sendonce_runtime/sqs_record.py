@@ -47,6 +47,12 @@ class SqsRecord(NamedTuple):
         return int(value) if value.isdigit() else None
 
     @property
+    def unparked_at(self) -> int | None:
+        """When the schedule watch sent this job back from a stop, SES having said it sends again (epoch ms)."""
+        value = self._attribute(CopyAttribute.UNPARKED_AT) or ""
+        return int(value) if value.isdigit() else None
+
+    @property
     def first_queued_at(self) -> int | None:
         """When the job's first message was queued (epoch ms): carried by its copies and dead letters, else this
         message's own SentTimestamp."""

@@ -1,20 +1,35 @@
 """The consumer's side of the waiting room (:mod:`sendonce_contract.waiting_room`): a job whose sendAt is further
-ahead than SQS can delay a message is written there once and acknowledged, instead of waiting as a chain of
-15-minute delayed copies (12 requests an hour). The schedule watch sends it back to its lane's queue shortly before
-its sendAt. Nothing is claimed meanwhile, so its key can still be cancelled.
+ahead than SQS can delay a message, or a job parked while SES stops sending, is written there once and acknowledged,
+instead of waiting as a chain of 15-minute delayed copies (4 to 12 requests an hour). The schedule watch sends it
+back to its lane's queue shortly before its sendAt, or once SES says it sends again. Nothing is claimed meanwhile,
+so its key can still be cancelled.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
+import uuid
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from sendonce_contract.waiting_room import DUE, MAX_REQUEST_BYTES, REQUEST, ROOM_AFTER_S, item
+from sendonce_contract.waiting_room import (
+    DUE,
+    MAX_REQUEST_BYTES,
+    REQUEST,
+    ROOM,
+    ROOM_AFTER_S,
+    StopMarker,
+    item,
+    room_of,
+    stop_room_of,
+)
 
-from .dynamodb_values import condition_failed, found_item
+from .dynamodb_values import MAX_BATCH_WRITES, condition_failed, found_item
+
+if TYPE_CHECKING:
+    from .ses_stops import LaneStop
 
 
 class WaitingRoom:
@@ -31,7 +46,7 @@ class WaitingRoom:
         same key and time waits there (different content: it meets the ledger as delayed copies, as any such
         job does). A write whose answer was lost may have taken it too; then both bring the job back at its
         sendAt, and the ledger sends it once."""
-        written = item(self._lane, due_ms, dedupe_key, request)
+        written = item(room_of(self._lane), due_ms, dedupe_key, request)
         if len(written[REQUEST]["S"].encode()) > MAX_REQUEST_BYTES:
             return False
         try:
@@ -45,3 +60,47 @@ class WaitingRoom:
         except BotoCoreError:
             return False
         return True
+
+    def park(self, stop: LaneStop, jobs: Sequence[tuple[Mapping[str, Any], str, int]]) -> set[int]:
+        """A batch's jobs parked by ``stop`` (each its request, its key and the latest it may wait, epoch ms), written
+        to the stop's room: the indices of those the room holds. The stop's marker is written first (one UpdateItem
+        a batch, a new token each time), then the jobs (25 a request): a job in the room always has a marker that
+        leads the watch to it. Those not written (too large for an item, DynamoDB's refusal) wait as delayed copies."""
+        room = stop_room_of(self._lane, stop.board_scope)
+        marker = StopMarker(room, self._lane, stop.kind, stop.reason, stop.stop_key, stop.tenant_name, uuid.uuid4().hex)
+        written = marker.item()
+        key = {ROOM: written.pop(ROOM), DUE: written.pop(DUE)}
+        names = {f"#{n}": name for n, name in enumerate(written)}
+        try:
+            # An update, not a put: the watch's note of its last release on SES's word (RELEASED_AT) stays.
+            self._client.update_item(
+                TableName=self._table, Key=key, ExpressionAttributeNames=names,
+                UpdateExpression="SET " + ", ".join(f"#{n} = :{n}" for n in range(len(written))),
+                ExpressionAttributeValues={f":{n}": value for n, value in enumerate(written.values())})
+        except (ClientError, BotoCoreError):
+            return set()
+        fitting = {n: written for n, (request, dedupe_key, bound_ms) in enumerate(jobs)
+                   if len((written := item(room, bound_ms, dedupe_key, request))[REQUEST]["S"].encode())
+                   <= MAX_REQUEST_BYTES}
+        numbers = list(fitting)
+        parked: set[int] = set()
+        for start in range(0, len(numbers), MAX_BATCH_WRITES):
+            parked.update(self._write_all({n: fitting[n] for n in numbers[start:start + MAX_BATCH_WRITES]}))
+        return parked
+
+    def _write_all(self, items: dict[int, dict[str, dict[str, str]]]) -> set[int]:
+        """The items DynamoDB took of one BatchWriteItem (its unprocessed ones tried once more)."""
+        pending = dict(items)
+        for _ in range(2):
+            try:
+                answer = self._client.batch_write_item(RequestItems={self._table: [
+                    {"PutRequest": {"Item": written}} for written in pending.values()]})
+            except (ClientError, BotoCoreError):
+                break  # not known to be written: each waits as a delayed copy (a second one in the room is harmless)
+            unprocessed = {(put["PutRequest"]["Item"][ROOM]["S"], put["PutRequest"]["Item"][DUE]["S"])
+                           for put in answer.get("UnprocessedItems", {}).get(self._table, [])}
+            pending = {n: written for n, written in pending.items()
+                       if (written[ROOM]["S"], written[DUE]["S"]) in unprocessed}
+            if not pending:
+                break
+        return set(items) - set(pending)

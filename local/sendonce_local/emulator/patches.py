@@ -24,7 +24,7 @@ from .service_patches import (
     make_sqs_message_moves_atomic,
     match_no_event_to_scheduled_rules,
 )
-from .ses_account import play_ses_account, serve_ses_account_control
+from .ses_account import answer_identities_verified, play_ses_account, serve_ses_account_control
 from .ses_limits import limit_ses_sends
 from .ses_publisher import record_ses_sends
 from .ses_tenants import play_ses_tenants, serve_ses_reputation_control
@@ -99,6 +99,11 @@ PATCHES = (
           "is, and then SES refuses its sends (the patch above); the tenants are a moto backend's, so moto's reset "
           "forgets them",
           play_ses_tenants),
+    Patch("moto.ses.models.EmailIdentity (VerifiedForSendingStatus)",
+          "moto's SES sends from every identity it holds, yet GetEmailIdentity answers VerifiedForSendingStatus "
+          "false for each; SES answers true for an identity it sends from, which is what the schedule watch asks "
+          "to end a stop of the pipeline's setup (an identity whose verification lapsed, verified again)",
+          answer_identities_verified),
     Patch("moto's API application (POST /moto-api/sendonce/ses-account added)",
           "SES has no API for the daily quota, raised through support: a test sets it here",
           serve_ses_account_control),

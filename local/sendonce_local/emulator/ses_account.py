@@ -9,6 +9,8 @@ What it plays:
   ``MaxSendRate``, the rate :data:`.ses_limits.SES_RATE` applies, or SES's production default of 14 when it applies
   none; ``SentLast24Hours``, the recipients of the sends this account and region's SES accepted in the last 24
   hours, SES's quotas counting recipients), ``ProductionAccessEnabled`` true and ``EnforcementStatus`` HEALTHY.
+- ``GetEmailIdentity``: ``VerifiedForSendingStatus`` true for every identity moto's SES holds, the identities it
+  sends from (moto answers false for each, although it sends from them).
 - ``PutAccountSendingAttributes``: while sending is disabled, SendEmail answers HTTP 400 ``SendingPausedException``
   with SES's own text, and the email is not accepted.
 - The daily quota: a send that would take ``SentLast24Hours`` past ``Max24HourSend`` answers HTTP 400
@@ -168,6 +170,22 @@ def play_ses_account() -> None:
         return send_email
 
     wrap_once(SESV2Response, "send_email", checked, "SES's account, tenant and daily quota stops")
+
+
+def answer_identities_verified() -> None:
+    """An identity moto's SES holds (which it sends from) answers ``VerifiedForSendingStatus`` true in
+    ``GetEmailIdentity``, as SES answers for an identity it sends from (idempotent)."""
+    from moto.ses.models import EmailIdentity
+
+    def verified(original: Callable[..., None]) -> Callable[..., None]:
+        @functools.wraps(original)
+        def init(self: Any, *args: Any, **kwargs: Any) -> None:
+            original(self, *args, **kwargs)
+            self.verified_for_sending_status = True
+
+        return init
+
+    wrap_once(EmailIdentity, "__init__", verified, "identities verified for sending")
 
 
 @control(ses_account_backends)

@@ -1,0 +1,71 @@
+"""Whether SES sends again for a stopped scope, in SES's own words rather than a refusal's text (docs: when SES
+stops sending, the table of which answer settles each kind). The schedule watch asks once a minute for each stop
+the waiting room holds jobs for; one ``GetAccount`` a run serves every stop.
+
+- Every kind: ``GetAccount``'s ``SendingEnabled`` true and its ``EnforcementStatus`` not ``SHUTDOWN``.
+- ``quota``: and its ``SendQuota``'s ``SentLast24Hours`` below ``Max24HourSend`` (-1: no quota).
+- ``paused`` of a tenant: and ``GetTenant``'s ``SendingStatus`` not ``DISABLED``.
+- ``setup``: and the pipeline's identity ``VerifiedForSendingStatus`` (``GetEmailIdentity``), and its configuration
+  set found (``GetConfigurationSet``).
+
+An answer SES does not give (an error, a timeout) is not a yes: the stop lasts until SES says so, or until a
+consumer's own probe (a send SES accepts) ends it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from .ses_sender import Stop
+
+
+class SesStatus:
+    """SES's answers for one run of the watch: each question asked once a run at most."""
+
+    def __init__(self, ses: Any, sender_identity: str | None, configuration_set: str | None) -> None:
+        self._ses = ses
+        self._sender_identity = sender_identity
+        self._configuration_set = configuration_set
+        self._answers: dict[str, dict[str, Any] | None] = {}
+
+    def sends_again(self, kind: str, tenant: str | None) -> bool:
+        account = self._answer("account", self._ses.get_account)
+        if account is None or not account.get("SendingEnabled", True) or account.get("EnforcementStatus") == "SHUTDOWN":
+            return False
+        if kind == Stop.QUOTA and not _within_quota(account):
+            return False
+        if tenant is not None:
+            answer = self._answer(f"tenant {tenant}", lambda: self._ses.get_tenant(TenantName=tenant))
+            if answer is None or answer.get("Tenant", {}).get("SendingStatus") == "DISABLED":
+                return False
+        if kind == Stop.SETUP and self._sender_identity:
+            identity = self._answer("identity", lambda: self._ses.get_email_identity(
+                EmailIdentity=self._sender_identity))
+            if identity is None or not identity.get("VerifiedForSendingStatus"):
+                return False
+        if kind == Stop.SETUP and self._configuration_set:  # NotFoundException: not yet
+            found = self._answer("configuration set", lambda: self._ses.get_configuration_set(
+                ConfigurationSetName=self._configuration_set))
+            if found is None:
+                return False
+        return True
+
+    def _answer(self, question: str, ask: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
+        """SES's answer, asked once a run; None when SES did not give one (an error, a timeout): not over."""
+        if question not in self._answers:
+            try:
+                self._answers[question] = dict(ask())
+            except (ClientError, BotoCoreError):
+                self._answers[question] = None
+        return self._answers[question]
+
+
+def _within_quota(account: dict[str, Any]) -> bool:
+    try:
+        most = float(account["SendQuota"]["Max24HourSend"])
+        return most < 0 or float(account["SendQuota"]["SentLast24Hours"]) < most
+    except (KeyError, TypeError, ValueError):
+        return False
