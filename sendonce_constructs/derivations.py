@@ -126,6 +126,11 @@ def paced_concurrency(send_rate: float | None, max_concurrency: int | None) -> i
     return paced_instances(float(rate), int(max_concurrency))
 
 
+def waiting_room(fifo: bool) -> bool:
+    """On for a standard queue; a FIFO queue refuses sendAt, and its parked jobs wait in their group."""
+    return not fifo
+
+
 def outcome_events(existing_table: dynamodb.ITable | None) -> bool:
     """On, unless an existing table has no stream to read them from (then off, with a warning)."""
     return existing_table is None or existing_table.table_stream_arn is not None

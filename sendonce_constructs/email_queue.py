@@ -215,12 +215,14 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         several recipients). Default: none.
     :param guard_window: the window of ``suspected_doubles`` (from a content's first key) and of ``recipient_cap``.
         Default: 1 hour.
-    :param waiting_room: a DynamoDB table where a job whose ``sendAt`` is more than 15 minutes ahead waits, and a
-        small function an EventBridge schedule runs every minute that sends each back to its lane's queue shortly
-        before its ``sendAt``: about three requests a job for its whole wait, where delayed copies cost 12 SQS
-        requests an hour (a week ahead: about 2,000). The function runs 43,800 times a month whether jobs wait or
-        not (within Lambda's free tier at 128 MB), and reads the table once a lane a run. Default: False (a job
-        scheduled beyond 15 minutes waits as delayed copies).
+    :param waiting_room: a DynamoDB table where a job whose ``sendAt`` is more than 15 minutes ahead, or a job
+        parked while SES stops sending, waits, and a small function an EventBridge schedule runs every minute that
+        sends each back to its lane's queue: a scheduled job shortly before its ``sendAt``, a parked one once SES
+        says it sends again (docs: when SES stops sending). About three requests a job for its whole wait, where
+        delayed copies cost 4 to 12 SQS requests an hour (a week ahead: about 2,000), and a stop's backlog moves
+        within a minute of SES sending again, not up to 15 minutes later. The function runs 43,800 times a month
+        whether jobs wait or not (within Lambda's free tier at 128 MB), and reads the table and asks SES's
+        GetAccount once a run. Default: on for a standard queue; off for a FIFO queue.
     :param quota_watch: a small function an EventBridge schedule runs every five minutes, reading SES's 24-hour
         quota (SESv2 GetAccount) into the ``QuotaUsedPercent`` metric. Default: True.
     :param quota_alarm_threshold: the share of SES's 24-hour quota used (percent) that raises the

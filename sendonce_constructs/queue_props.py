@@ -672,16 +672,19 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             "`recipient_cap`",
         )]
     waiting_room: Annotated[
-        bool, Prop(
-            default=False,
-            default_doc="False (a job scheduled beyond 15 minutes waits as delayed copies)",
-            doc="a DynamoDB table where a job whose ``sendAt`` is more than 15 minutes ahead waits, and a small "
-            "function an EventBridge schedule runs every minute that sends each back to its lane's queue shortly "
-            "before its ``sendAt``: about three requests a job for its whole wait, where delayed copies cost 12 "
-            "SQS requests an hour (a week ahead: about 2,000). The function runs 43,800 times a month whether jobs "
-            "wait or not (within Lambda's free tier at 128 MB), and reads the table once a lane a run.",
-            rule="a standard queue only (FIFO queues refuse `sendAt`); a job larger than the room's item (about "
-            "380 KB) waits as delayed copies",
+        bool | None, Prop(
+            default=Derived(derivations.waiting_room),
+            default_doc="on for a standard queue; off for a FIFO queue",
+            doc="a DynamoDB table where a job whose ``sendAt`` is more than 15 minutes ahead, or a job parked while "
+            "SES stops sending, waits, and a small function an EventBridge schedule runs every minute that sends "
+            "each back to its lane's queue: a scheduled job shortly before its ``sendAt``, a parked one once SES "
+            "says it sends again (docs: when SES stops sending). About three requests a job for its whole wait, "
+            "where delayed copies cost 4 to 12 SQS requests an hour (a week ahead: about 2,000), and a stop's "
+            "backlog moves within a minute of SES sending again, not up to 15 minutes later. The function runs "
+            "43,800 times a month whether jobs wait or not (within Lambda's free tier at 128 MB), and reads the "
+            "table and asks SES's GetAccount once a run.",
+            rule="a standard queue only (a FIFO queue refuses `sendAt`, and its parked jobs keep their group's order "
+            "by waiting in their queue); a job larger than the room's item (about 380 KB) waits as delayed copies",
         )]
     quota_watch: Annotated[
         bool, Prop(

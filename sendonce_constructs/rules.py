@@ -831,8 +831,10 @@ def check_max_delivery_duration(max_delivery_duration: Number, urgent_max_delive
 
 
 @rule("InvalidWaitingRoom")
-def check_waiting_room(waiting_room: bool, fifo: bool) -> None:
-    """A waiting room holds scheduled jobs, which a FIFO queue refuses."""
-    if waiting_room and fifo:
+def check_waiting_room(waiting_room_given: bool | None, fifo: bool) -> None:
+    """A waiting room holds scheduled and parked jobs, which a FIFO queue keeps in their group (left unset, it is on
+    for a standard queue only: ``derivations.waiting_room``)."""
+    if waiting_room_given and fifo:
         _fail("waiting_room=True was given with fifo=True: the room holds jobs scheduled with sendAt, which a FIFO "
-              "queue refuses, so nothing would ever wait there; drop waiting_room, or schedule on a standard queue")
+              "queue refuses, and a FIFO job parked while SES stops sending keeps its group's order by waiting in "
+              "its queue, so nothing would ever wait there; drop waiting_room, or schedule on a standard queue")

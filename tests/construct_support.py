@@ -22,8 +22,8 @@ def build(stack: cdk.Stack | None = None, **props: Any) -> tuple[SendOnceEmailQu
 
 
 # Parts tested on their own (test_ses_evidence_construct, test_outcome_events, the quota watch's in
-# test_security_and_observability): their resources are left out here.
-OWN_PARTS = ("SesEvidence", "OutcomeEvents", "QuotaWatch")
+# test_security_and_observability, test_waiting_room): their resources are left out here.
+OWN_PARTS = ("SesEvidence", "OutcomeEvents", "QuotaWatch", "WaitingRoom")
 
 
 def pipeline_resources(template: Template, resource_type: str, match: dict[str, Any] | None = None) -> dict:

@@ -76,7 +76,8 @@ def test_consumer_function_defaults():
     env = props["Environment"]["Variables"]
     assert env[Env.TABLE_NAME]["Ref"].startswith("ReceiptsDedupeTable")
     assert env[Env.DLQ_URL]["Ref"].startswith("ReceiptsDeadLetterQueue")
-    assert {k: v for k, v in env.items() if k not in (Env.TABLE_NAME, Env.DLQ_URL)} == {
+    assert env[Env.WAITING_ROOM_TABLE]["Ref"].startswith("ReceiptsWaitingRoomTable")
+    assert {k: v for k, v in env.items() if k not in (Env.TABLE_NAME, Env.DLQ_URL, Env.WAITING_ROOM_TABLE)} == {
         Env.DELIVERY: "resend-without-evidence",
         Env.DEDUPE_TTL_SECONDS: str(7 * 86_400),
         Env.PARALLELISM: "10",
@@ -122,7 +123,8 @@ def test_event_source_reports_partial_batch_failures():
 
 def test_consumer_gets_only_the_dynamodb_item_writes_it_makes():
     _, template = build()
-    [statement] = [s for s in policy_statements(template) if any(a.startswith("dynamodb:") for a in s["Action"])]
+    [statement] = [s for s in policy_statements(template) if any(a.startswith("dynamodb:") for a in s["Action"])
+                   and "ReceiptsDedupeTable" in str(s["Resource"])]
     assert sorted(statement["Action"]) == ["dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem"]
 
 
@@ -193,7 +195,7 @@ def test_existing_table_is_used_and_none_is_made():
     stack = make_stack()
     table = dynamodb.Table.from_table_name(stack, "Mine", "my-dedupe-table")
     pipeline, template = build(stack, existing_table=table)
-    template.resource_count_is("AWS::DynamoDB::Table", 0)
+    assert pipeline_resources(template, "AWS::DynamoDB::Table") == {}  # the waiting room's is its own
     assert pipeline.table is table
     env = only(template, "AWS::Lambda::Function")["Properties"]["Environment"]["Variables"]
     assert env[Env.TABLE_NAME] == "my-dedupe-table"
@@ -329,14 +331,16 @@ def test_logical_ids_are_pinned():
         "AWS::SQS::Queue": ["ReceiptsDeadLetterQueue2FBEE237", "ReceiptsOutcomeEventsFailures401EEFE5",
                             "ReceiptsQueue4CA61331", "ReceiptsSesEvidenceDeadLetterQueueD25CC1D6",
                             "ReceiptsSesEvidenceQueue73BD6BE9"],
-        "AWS::DynamoDB::Table": ["ReceiptsDedupeTable97CEC35F"],
+        "AWS::DynamoDB::Table": ["ReceiptsDedupeTable97CEC35F", "ReceiptsWaitingRoomTableB30F750C"],
         "AWS::Lambda::Function": ["ReceiptsConsumer2A19002C", "ReceiptsOutcomeEventsPublisherF6800E42",
-                                  "ReceiptsQuotaWatch682AFD25", "ReceiptsSesEvidenceRecorder8527EFB3"],
+                                  "ReceiptsQuotaWatch682AFD25", "ReceiptsSesEvidenceRecorder8527EFB3",
+                                  "ReceiptsWaitingRoomScheduleWatchF0FD2FE4"],
     }
-    # A paced pipeline, with lanes too, has the dedupe table only: the pace table of 0.2 is gone (CHANGELOG), and
-    # its consumers touch no table but the ledger.
+    # A paced pipeline, with lanes too, has the dedupe table and the waiting room only: the pace table of 0.2 is
+    # gone (CHANGELOG), and its consumers touch no table but the ledger and the room.
     _, paced = build(send_rate=5, max_concurrency=5, urgent_lane=True)
-    assert sorted(paced.find_resources("AWS::DynamoDB::Table")) == ["ReceiptsDedupeTable97CEC35F"]
+    assert sorted(paced.find_resources("AWS::DynamoDB::Table")) == ["ReceiptsDedupeTable97CEC35F",
+                                                                    "ReceiptsWaitingRoomTableB30F750C"]
     assert all("SENDONCE_PACE_TABLE" not in function["Properties"].get("Environment", {}).get("Variables", {})
                for function in paced.find_resources("AWS::Lambda::Function").values())
     # The attachments bucket: renaming it would leave behind the objects jobs still name.

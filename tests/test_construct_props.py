@@ -33,8 +33,9 @@ def test_a_vpc_places_every_bundled_function_in_it_and_stays_cdk_nag_clean():
     SendOnceEmailQueue(stack, "Receipts", sender="example.com", vpc=vpc, security_groups=[group], outbox=True)
     template = Template.from_stack(stack)
     configs = [f["VpcConfig"] for f in functions(template)]
-    # the consumer, the outbox relay, the SES event recorder, the outcome publisher, the quota watch
-    assert len(configs) == 5
+    # the consumer, the outbox relay, the SES event recorder, the outcome publisher, the quota watch, the schedule
+    # watch
+    assert len(configs) == 6
     assert all(c["SubnetIds"] == ["subnet-a", "subnet-b"] for c in configs)
     assert all(c["SecurityGroupIds"] == [{"Fn::GetAtt": [stack.get_logical_id(group.node.default_child),
                                                          "GroupId"]}] for c in configs)

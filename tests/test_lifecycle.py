@@ -103,6 +103,7 @@ from sendonce_contract.waiting_room import (
     DUE,
     RELEASE_AHEAD_S,
     ROOM,
+    STOPS,
     WATCH_EVERY_S,
     ScheduleWatchConfig,
     due_ms_of,
@@ -397,8 +398,10 @@ class World:
                 KeySchema=[{"AttributeName": ROOM, "KeyType": "HASH"}, {"AttributeName": DUE, "KeyType": "RANGE"}],
                 AttributeDefinitions=[{"AttributeName": ROOM, "AttributeType": "S"},
                                       {"AttributeName": DUE, "AttributeType": "S"}])
-            self.watch = ScheduleWatch(ScheduleWatchConfig(room, self.queue_url), d.dynamodb, d.watch_sqs,
-                                       self.clock, io.StringIO())
+            config = ScheduleWatchConfig(room, self.queue_url,
+                                         ledger_table_name=d.table, sender_identity=SENDER_DOMAIN,
+                                         configuration_set=CONFIGURATION_SET)
+            self.watch = ScheduleWatch(config, d.dynamodb, d.watch_sqs, self.clock, io.StringIO(), ses=d.ses)
         self.room = room
         self.settings = Settings(
             table_name=d.table, dead_letter_queue_url=self.dlq_url, delivery=self.policy, dedupe_ttl_s=DEDUPE_TTL_S,
@@ -610,6 +613,11 @@ class World:
         watch's reach."""
         if self.watch is None or self.room is None:
             return None
+        stops = self.d.dynamodb.query(TableName=self.room, KeyConditionExpression="#room = :room",
+                                      ExpressionAttributeNames={"#room": ROOM}, Limit=1, ConsistentRead=True,
+                                      ExpressionAttributeValues={":room": {"S": STOPS}})
+        if stops["Items"]:  # a stop's parked jobs: the watch asks SES about it each run
+            return self.next_watch_ms
         page = self.d.dynamodb.query(TableName=self.room, KeyConditionExpression="#room = :room",
                                      ExpressionAttributeNames={"#room": ROOM}, Limit=1, ConsistentRead=True,
                                      ExpressionAttributeValues={":room": {"S": room_of(Priority.BULK.value)}})
@@ -622,7 +630,7 @@ class World:
         if self.room is None:
             return []
         items = self.d.dynamodb.scan(TableName=self.room, ConsistentRead=True)["Items"]
-        return [self.names.get(item[DEDUPE_KEY]["S"], item[DEDUPE_KEY]["S"]) for item in items]
+        return [self.names.get(item[DEDUPE_KEY]["S"], item[DEDUPE_KEY]["S"]) for item in items if DEDUPE_KEY in item]
 
     def _deliver_events(self) -> None:
         if self.events.deliver_due():

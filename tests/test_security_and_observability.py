@@ -123,10 +123,11 @@ def test_default_alarms_watch_the_dlqs_the_oldest_message_unknown_records_double
     assert set(by_metric) == {"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage",
                               "UnknownRecords", "DoubleSends", "QuotaExhausted", "SesStopped", "ContractTooNew",
                               "Errors", "QuotaUsedPercent", "SuspectedDoubles",  # the example's guard holds them
+                              "ScheduledLeft",  # the waiting room's (and its watch's Errors)
                               None}  # None: metric math (DynamoDB's trouble, the rates)
     # both dead-letter queues, the outcome publisher's failures, DynamoDB's trouble, the bounce and complaint rates,
-    # and the urgent lane's own three (its DLQ, its oldest message, its function's errors)
-    assert len(alarms) == 18
+    # the urgent lane's own three (its DLQ, its oldest message, its function's errors), and the waiting room's two
+    assert len(alarms) == 20
     assert by_metric["QuotaUsedPercent"]["Threshold"] == 80
     assert by_metric["QuotaUsedPercent"]["Statistic"] == "Maximum"
     [ledger] = [a["Metrics"] for name, a in alarms.items() if "LedgerTrouble" in name]
@@ -177,7 +178,7 @@ def test_alarm_topic_receives_every_alarm_and_thresholds_are_props():
                                   oldest_message_alarm_threshold=cdk.Duration.minutes(5))
     template = Template.from_stack(stack)
     alarms = [a["Properties"] for a in template.find_resources("AWS::CloudWatch::Alarm").values()]
-    assert len(alarms) == 14 == len(pipeline.alarms)
+    assert len(alarms) == 16 == len(pipeline.alarms)
     assert all(a["AlarmActions"] == [{"Ref": stack.get_logical_id(topic.node.default_child)}] for a in alarms)
     assert {a["Threshold"] for a in alarms if a.get("MetricName") == "ApproximateAgeOfOldestMessage"} == {300}
 

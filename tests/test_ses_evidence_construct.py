@@ -80,7 +80,7 @@ def test_a_users_configuration_set_gets_the_event_destination_and_no_second_set_
 
 
 def test_events_can_be_turned_off():
-    _, template = build(ses_events=False, outcome_events=False, quota_watch=False)
+    _, template = build(ses_events=False, outcome_events=False, quota_watch=False, waiting_room=False)
     for kind in ("AWS::SES::ConfigurationSet", "AWS::SES::ConfigurationSetEventDestination", "AWS::Events::Rule"):
         assert resources(template, kind) == {}
     assert len(resources(template, "AWS::Lambda::Function")) == 1

@@ -288,7 +288,9 @@ def test_ses_tenants_grants_the_account_s_tenants_associates_a_tenant_s_resource
     assert all(part in associated for part in (":identity/example.com", ":configuration-set/", ":template/Receipt"))
     assert ":tenant/" not in associated
     [consumer] = [f for f in template.find_resources("AWS::Lambda::Function").values()
-                  if Env.DLQ_URL in f["Properties"]["Environment"]["Variables"]]
+                  if Env.DLQ_URL in f["Properties"]["Environment"]["Variables"]
+                  and Env.QUEUE_URL in f["Properties"]["Environment"]["Variables"]
+                  and f["Properties"]["Handler"].endswith("handler.handler")]
     config = ConsumerConfig.from_env({k: str(v) for k, v in consumer["Properties"]["Environment"]["Variables"].items()})
     assert config.ses_tenants and config.tenant_metrics
     for pack in (AwsSolutionsChecks, ServerlessChecks):

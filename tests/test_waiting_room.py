@@ -233,7 +233,7 @@ def test_a_job_due_within_sqs_s_longest_delay_or_when_the_room_refuses_it_waits_
 def test_the_construct_makes_the_room_its_watch_and_its_schedule_granted_no_more_than_each_does():
     import aws_cdk as cdk
     from cdk_nag import AwsSolutionsChecks, ServerlessChecks
-    from construct_support import build, make_stack, policy_statements, statement_actions
+    from construct_support import build, make_stack, statement_actions
 
     from sendonce_contract.deploy_config import Env
     from sendonce_contract.waiting_room import WATCH_EVERY_S
@@ -258,7 +258,8 @@ def test_the_construct_makes_the_room_its_watch_and_its_schedule_granted_no_more
         variables = template.find_resources("AWS::Lambda::Function")[
             stack.get_logical_id(consumer.node.default_child)]["Properties"]["Environment"]["Variables"]
         assert variables[Env.WAITING_ROOM_TABLE] == {"Ref": room_id}
-    on_room = [s for s in policy_statements(template) if room_id in str(s["Resource"])]
+    on_room = [s for policy in template.find_resources("AWS::IAM::Policy").values()
+               for s in policy["Properties"]["PolicyDocument"]["Statement"] if room_id in str(s["Resource"])]
     writes = ("dynamodb:PutItem", "dynamodb:BatchWriteItem", "dynamodb:UpdateItem")
     assert sorted(tuple(statement_actions(s)) for s in on_room) == sorted(
         [writes, writes, ("dynamodb:Query", "dynamodb:BatchWriteItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")])
@@ -272,8 +273,10 @@ def test_the_construct_makes_the_room_its_watch_and_its_schedule_granted_no_more
     for pack in (AwsSolutionsChecks, ServerlessChecks):
         report = pack(stack.node.root).validate_scope(stack)
         assert report.violations == [] and report.success, report.violations
-    _, plain = build(cdk.Stack(cdk.App(), "Plain"))
-    assert len(plain.find_resources("AWS::DynamoDB::Table")) == 1  # off by default: the dedupe table alone
+    _, plain = build(cdk.Stack(cdk.App(), "Plain"))  # on by default on a standard queue
+    assert len(plain.find_resources("AWS::DynamoDB::Table")) == 2
+    _, fifo = build(cdk.Stack(cdk.App(), "Fifo"), fifo=True)  # off by default on a FIFO queue
+    assert len(fifo.find_resources("AWS::DynamoDB::Table")) == 1
 
 
 def test_a_waiting_room_on_a_fifo_queue_fails_synth_naming_the_rule_and_the_fix():
