@@ -23,6 +23,7 @@ from sendonce_runtime.entry_points import HANDLER, OUTCOME_HANDLER, RECORDER_HAN
 
 from ..emulator.server import LocalAws
 from ..lambda_service.deployed_stack import DeployedConsumer, DeployedStreamFunction
+from ..lambda_service.schedule_source import DeployedSchedule
 from ..lambda_service.stack_gaps import apply_ttl
 from ..lambda_service.stack_runners import DeployedStack, load_stack
 from .cdk_cli import bootstrap_and_deploy
@@ -49,6 +50,7 @@ class Deployed:
     attachments_bucket: str | None  # the pipeline's claim-check bucket, from its stack output
     urgent_consumer: DeployedConsumer | None = None  # the urgent lane's, with urgent_lane
     ses_tenants: tuple[str, ...] = ()  # the SES tenants the stack declares (AWS::SES::Tenant)
+    schedules: tuple[DeployedSchedule, ...] = ()  # its rate(...) rules' targets: the schedule and quota watches
 
 
 def cdk_context(function_timeout_s: int, evidence_grace_s: int, send_rate: float) -> dict[str, str]:
@@ -87,7 +89,7 @@ def _parts(stack: DeployedStack) -> Deployed:
         pipeline.need("table"), ConsumerConfig.from_env(consumer.function.environment).configuration_set or "",
         [s for s in streams if s.function.handler == OUTCOME_HANDLER], pipeline.outbox_table,
         _output(cloudformation, stack.name, APP_QUEUE_OUTPUT), pipeline.attachments_bucket,
-        _urgent_consumer(stack), tuple(declared_tenants(stack.template)))
+        _urgent_consumer(stack), tuple(declared_tenants(stack.template)), tuple(stack.schedules))
 
 
 def _urgent_consumer(stack: DeployedStack) -> DeployedConsumer | None:

@@ -61,7 +61,13 @@ def run_demo(options: DemoOptions, say: Callable[[str], None] = print) -> Report
         workload = build_workload(options.keys, options.seed)
         with consumer_log_path.open("w", encoding="utf-8") as log:
             # The outcome publisher reads the ledger's stream for the whole demo: every transition, to the app.
+            # And EventBridge's scheduled rules, played at their own rates: the schedule watch of the waiting room
+            # (every minute) and the quota watch.
             standing = StackRunners(aws.environment, log).start([deployed.recorder], deployed.outcome_publishers)
+            standing.play_schedules(list(deployed.schedules))
+            for schedule in deployed.schedules:
+                say(f"      EventBridge's schedule {schedule.rule} played: {schedule.function.name} every "
+                    f"{schedule.every_s:g} s (moto never fires a scheduled rule)")
             try:
                 recorder_runner = standing.runner_of(deployed.recorder)
                 say(f"{step(4)} SES's events played for configuration set {deployed.configuration_set} (delayed, 10% "

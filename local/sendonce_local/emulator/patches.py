@@ -28,7 +28,6 @@ from .ses_account import answer_identities_verified, play_ses_account, serve_ses
 from .ses_limits import limit_ses_sends
 from .ses_publisher import record_ses_sends
 from .ses_tenants import play_ses_tenants, serve_ses_reputation_control
-from .sqs_delays import play_shorter_sqs_delays, serve_sqs_delays_control
 from .sqs_fair_queues import play_sqs_fair_queues
 from .sqs_message_size import count_sqs_message_sizes
 
@@ -111,14 +110,6 @@ PATCHES = (
           "account's control above, which served both)",
           "SES has no API for its own reputation status of a tenant, set on its findings: a test sets it here",
           serve_ses_reputation_control),
-    Patch("SQSBackend.send_message (a batch's entries go through it)",
-          "a demo cannot wait out SQS's 15-minute delays (a job parked while SES stops sending comes back after "
-          "15 minutes a copy): a run may set a longest delay, after which a message delayed longer becomes "
-          "visible, and says that it did (see .sqs_delays); off until set, and moto's reset turns it off",
-          play_shorter_sqs_delays),
-    Patch("moto's API application (POST /moto-api/sendonce/sqs-delays added: .sqs_delays)",
-          "the longest delay above is set over HTTP, so it reaches an emulator in its own process",
-          serve_sqs_delays_control),
     Patch("SQSBackend.send_message and send_message_batch (a message's size: .sqs_message_size)",
           "moto compares a message body's length in characters with the queue's MaximumMessageSize; SQS counts the "
           "body's UTF-8 bytes and every message attribute's name, data type and value, so a delayed copy whose "

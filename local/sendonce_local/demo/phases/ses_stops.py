@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..phase import PhaseContext
-from ..scenarios.ses_stops import SUBJECT_PREFIX, SesStopsReport, StopsPlan, run_ses_stops
+from ..scenarios.ses_stops import StopsPlan, run_ses_stops
+from ..scenarios.ses_stops_report import SUBJECT_PREFIX, SesStopsReport
 from ..steps import step
 from .flood import two_lanes
 
@@ -30,9 +31,8 @@ def ses_stops_phase(context: PhaseContext) -> SesStopsReport | None:
         f"SES reputation control, as SES's findings disable a tenant) while its {plan.flood_jobs(options.burst_rate)} "
         f"bulk jobs flood in and {plan.arrivals} of tenant {lanes.quiet_tenant}'s arrive (the same arrivals alone "
         f"first); then the account's sending paused for {plan.pause_s:g} s (PutAccountSendingAttributes) while "
-        f"urgent jobs and more of {lanes.quiet_tenant}'s arrive. The emulator plays SQS's delays over "
-        f"{plan.longest_delay_s} s as {plan.longest_delay_s} s for this phase, so a job parked for SQS's 15 minutes "
-        "comes back within the demo")
+        f"urgent jobs and more of {lanes.quiet_tenant}'s arrive. Parked jobs wait in the waiting room; the schedule "
+        "watch, every minute, sends each stop's backlog back once SES says it sends again")
     report = run_ses_stops(lanes, aws, options.burst_rate, plan, options.seed + 6, context.log, options.bound())
     for line in report.lines():
         say(f"    {line.strip()}")

@@ -1,20 +1,16 @@
 """When SES stops sending, mid-flood: one tenant's sending is disabled (as SES's reputation findings disable it, the
 emulator's reputation control) for a stretch while its bulk jobs flood the queue at 40 x SES's rate and a second,
 quiet tenant's jobs arrive; as that stretch ends, the account's sending is paused (``PutAccountSendingAttributes``)
-for as long while urgent jobs and more of the quiet tenant's arrive. Both lanes' consumers run as deployed: each
-lane learns each stop from one refusal, parks the stopped jobs, asks SES once a minute, and sends when SES sends.
-As the account's pause begins, one-time codes arrive on the urgent lane, each valid for a few seconds
-(``expiresAt``): they wait behind the stop past their expiry and must not be sent at all, each recorded ``EXPIRED``.
+for as long while urgent jobs, more of the quiet tenant's and one-time codes valid a few seconds (``expiresAt``)
+arrive. Both lanes' consumers run as deployed: each lane learns each stop from one refusal and parks the stopped
+jobs in the waiting room; the schedule watch (its rule played every minute by the demo's standing runners) sends
+each stop's backlog back once SES's own status says it sends again.
 
 Counted from the emulator's log of sends over HTTP, never from the consumer's output. The guarantee: every key once,
-none in either lane's DLQ, no code sent and each recorded ``EXPIRED``, and the quiet tenant's time to SES while the
-other tenant is stopped within twice its time alone (or within a second of it: at a p95 under a second the host's
-scheduling is the difference). Reported
-beside it: the SES requests the stops cost (learning each stop, then asking once a minute), from the emulator's
-request counts.
-
-The emulator plays SQS's delays longer than 20 s as 20 s (:mod:`..emulator.sqs_delays`), for this phase
-only, and the output says so: a parked job comes back after SQS's 15 minutes a copy, which would outlast the demo.
+none in either lane's DLQ, no code sent (each waited past its expiry) and each recorded ``EXPIRED``, and the quiet
+tenant's time to SES while the other tenant is stopped within twice its time alone (or within a second of it: at a
+p95 under a second the host's scheduling is the difference). Reported beside it: when each stop's backlog started
+moving after SES sent again, with SQS's and EventBridge's real timings, and the SES requests the stops cost.
 """
 
 from __future__ import annotations
@@ -24,7 +20,7 @@ import itertools
 import random
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import IO, Any
 
@@ -39,19 +35,15 @@ from ...emulator.server import LocalAws
 from ...emulator.ses_limits import SES_RATE
 from ...emulator.ses_tenant_backend import DISABLED, ENABLED
 from ...emulator.ses_tenants import REPUTATION_CONTROL_PATH
-from ...emulator.sqs_delays import DELAYS_CONTROL_PATH
 from ...lambda_service.stack_runners import StackRunners
-from ..phase import PhaseReport
 from ..report_build import ledger_records
 from ..workload import SENDER, keys_by_emails
 from .burst_drain import queue_depth
-from .flood import FLOOD_FACTOR, TICK_S, WAIT_AIM, Lanes, percentile, sends_by_key
+from .flood import FLOOD_FACTOR, TICK_S, Lanes, sends_by_key
+from .ses_stops_report import CODE_LIFETIME_S, SUBJECT_PREFIX, SesStopsReport
 
-SUBJECT_PREFIX = "SES stops phase: "
-WAIT_SLACK_S = 1.0  # the quiet tenant's p95 may also be within this much of alone
 CAUSE = "played by the demo: a reputation finding on this tenant"
 QUIET, URGENT, FLOOD = "quiet", "urgent", "flood"
-CODE_LIFETIME_S = 5.0  # a one-time code's expiresAt, from its enqueueing: well inside a stop and a parked job's wait
 
 
 @dataclass(frozen=True)
@@ -60,93 +52,9 @@ class StopsPlan:
     flood_s: float  # the stopped tenant's jobs arrive for this long at FLOOD_FACTOR x SES's rate
     arrivals: int  # the quiet tenant's jobs through each stop and alone; urgent jobs through the account's stop
     codes: int = 10  # one-time codes enqueued as the account's pause begins, each expiring CODE_LIFETIME_S later
-    longest_delay_s: int = 20  # SQS's delays over this, played as this: a parked job comes back this soon
 
     def flood_jobs(self, rate: float) -> int:
         return round(FLOOD_FACTOR * rate * self.flood_s)
-
-
-@dataclass
-class SesStopsReport(PhaseReport):
-    rate: float
-    pause_s: float
-    flood_jobs: int
-    arrivals: int
-    flood_tenant: str
-    quiet_tenant: str
-    emails_per_key: dict[int, int]
-    keys_sent_twice: list[str]
-    keys_lost: list[str]
-    dead_letters: int  # both lanes' DLQs, what the phase added
-    waits_s: dict[str, list[float]]  # the quiet tenant's times to SES: "alone" and "tenant_stopped"
-    ses_requests: int  # SendEmail requests the emulator answered during the phase, refusals included
-    sends: int  # emails it accepted
-    resumed_s: float  # from the account's pause ending until every job was sent
-    longest_delay_s: int
-    codes: int = 0
-    codes_sent: int = 0  # emails SES accepted for the codes: each one late, so none may be sent
-    codes_expired: int = 0  # codes whose key the ledger recorded EXPIRED
-    drained: bool = True
-
-    @property
-    def codes_held(self) -> bool:
-        return self.codes_sent == 0 and self.codes_expired == self.codes
-
-    @property
-    def quiet_wait_held(self) -> bool:
-        alone, stopped = self.p("alone"), self.p("tenant_stopped")
-        return stopped <= max(WAIT_AIM * alone, alone + WAIT_SLACK_S)
-
-    @property
-    def ok(self) -> bool:
-        return (self.drained and not self.keys_sent_twice and not self.keys_lost and self.dead_letters == 0
-                and self.quiet_wait_held and self.codes_held)
-
-    def p(self, run: str, q: float = 0.95) -> float:
-        return percentile(self.waits_s.get(run, []), q)
-
-    def failure(self) -> str:
-        found = [f"{len(self.keys_sent_twice)} keys sent twice" if self.keys_sent_twice else "",
-                 f"{len(self.keys_lost)} keys not sent" if self.keys_lost else "",
-                 f"{self.dead_letters} jobs in the DLQs" if self.dead_letters else "",
-                 "" if self.drained else "not drained within its bound",
-                 "" if self.codes_held else (f"of {self.codes} one-time codes past their expiry, {self.codes_sent} "
-                                             f"sent late and {self.codes_expired} recorded EXPIRED"),
-                 "" if self.quiet_wait_held else (
-                     f"tenant {self.quiet_tenant}'s p95 time to SES {self.p('tenant_stopped'):.2f} s while "
-                     f"{self.flood_tenant} was stopped, against {self.p('alone'):.2f} s alone")]
-        return "SES stops: " + ", ".join(problem for problem in found if problem)
-
-    def summary(self) -> str:
-        return (f"SES stops: {sum(self.emails_per_key.values())} keys each once through a tenant's and the "
-                f"account's stop, none in the DLQs, tenant {self.quiet_tenant} unhindered; {self.codes} one-time codes "
-                "expired behind the stop, none sent late")
-
-    def as_dict(self) -> dict[str, Any]:
-        data = {**asdict(self), "ok": self.ok}
-        data["waits_s"] = {run: [round(s, 3) for s in waits] for run, waits in self.waits_s.items()}
-        return data
-
-    def lines(self) -> list[str]:
-        return [
-            f"  SES stops: tenant {self.flood_tenant}'s sending disabled for {self.pause_s:g} s while its "
-            f"{self.flood_jobs} bulk jobs arrive at {FLOOD_FACTOR} x SES's {self.rate:g} emails/s and {self.arrivals} "
-            f"of tenant {self.quiet_tenant}'s arrive; then the account's sending paused for {self.pause_s:g} s while "
-            f"{self.arrivals} urgent jobs and {self.arrivals} more of {self.quiet_tenant}'s arrive; SQS's delays over "
-            f"{self.longest_delay_s} s played as {self.longest_delay_s} s (a parked job's 15 minutes)",
-            f"    emails per key: {self.emails_per_key}; sent twice {len(self.keys_sent_twice)}; lost "
-            f"{len(self.keys_lost)}; in the DLQs {self.dead_letters}; the last job sent {self.resumed_s:.0f} s after "
-            "the account's pause ended",
-            f"    tenant {self.quiet_tenant}'s time to SES while {self.flood_tenant} was stopped: p50 "
-            f"{self.p('tenant_stopped', 0.5):.2f} s, p95 {self.p('tenant_stopped'):.2f} s; alone p50 "
-            f"{self.p('alone', 0.5):.2f} s, p95 {self.p('alone'):.2f} s (held to at most {WAIT_AIM:g}x alone, or "
-            f"{WAIT_SLACK_S:g} s more)",
-            f"    one-time codes enqueued as the pause began, each valid {CODE_LIFETIME_S:g} s: {self.codes}; sent by "
-            f"SES {self.codes_sent}; recorded EXPIRED {self.codes_expired} (stale, so not sent)",
-            f"    SES asked {self.ses_requests} times for {self.sends} emails: {self.ses_requests - self.sends} "
-            "refusals (each lane learning each stop once, then asking once a minute, and SES's rate throttling the "
-            "flood once it could send)",
-        ]
 
 
 @dataclass
@@ -200,11 +108,10 @@ def _flood(rate: float, plan: StopsPlan, seed: int) -> list[tuple[float, str, st
 
 
 def _every_message(sqs: Any, queue_url: str) -> int:
-    """Messages in the queue: visible, in flight and delayed (a parked job's copy waits delayed)."""
-    attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=[
+    """Messages in the queue: visible, in flight and delayed."""
+    return sum(int(value) for value in sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=[
         "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible",
-        "ApproximateNumberOfMessagesDelayed"])["Attributes"]
-    return sum(int(value) for value in attributes.values())
+        "ApproximateNumberOfMessagesDelayed"])["Attributes"].values())
 
 
 def _wait_sent(aws: LocalAws, lanes: Lanes, since: int, keys: set[str], bound: float, settled: bool = True) -> bool:
@@ -219,6 +126,12 @@ def _wait_sent(aws: LocalAws, lanes: Lanes, since: int, keys: set[str], bound: f
         if time.monotonic() > bound:
             return False
         time.sleep(0.25)
+
+
+def _first_after(sent: dict[str, list[dict[str, Any]]], keys: list[str], since: float) -> float:
+    """Seconds from ``since`` to the first email of ``keys`` SES accepted after it (-1: none was)."""
+    times = [s["acceptedAt"] for key in keys for s in sent.get(key, []) if s["acceptedAt"] >= since]
+    return min(times) - since if times else -1.0
 
 
 def _set_tenant(aws: LocalAws, tenant: str, status: str) -> None:
@@ -236,10 +149,10 @@ def run_ses_stops(lanes: Lanes, aws: LocalAws, rate: float, plan: StopsPlan, see
     jobs, since, bound = _Jobs(), len(aws.ses_sends(0)), time.monotonic() + bound_s
     requests_before = REQUESTS.snapshot()
     drained, resumed_s, alone_keys, sent, codes = True, 0.0, set(), {}, []
+    moving_after_s: dict[str, float] = {}
     runners: StackRunners | None = None
     try:
         SES_RATE.limit(rate)
-        aws.control(DELAYS_CONTROL_PATH, {"longestDelayS": plan.longest_delay_s})
         runners = StackRunners(aws.environment, log).start([lanes.bulk, lanes.urgent], [])
         _enqueue(lanes, jobs, _arrivals("alone", (QUIET,), plan.arrivals, plan.pause_s, seed), tenants)
         alone_keys = set(jobs.who)
@@ -250,6 +163,7 @@ def run_ses_stops(lanes: Lanes, aws: LocalAws, rate: float, plan: StopsPlan, see
                                                                            plan.pause_s, seed)), tenants)
         time.sleep(max(0.0, stopped_at + plan.pause_s - time.time()))  # the stop's end, by the schedule
         _set_tenant(aws, lanes.flood_tenant, ENABLED)
+        tenant_resumed_at = time.time()
         # The quiet tenant's jobs of the tenant's stop sent before the account's begins, so none of their waits
         # is the account's.
         quiet = {key for key, who in jobs.who.items() if who == QUIET}
@@ -264,11 +178,14 @@ def run_ses_stops(lanes: Lanes, aws: LocalAws, rate: float, plan: StopsPlan, see
         drained = _wait_sent(aws, lanes, since, set(jobs.who), bound) and drained
         sent = sends_by_key(aws.ses_sends, since, SUBJECT_PREFIX)
         resumed_s = max((s["acceptedAt"] for sends in sent.values() for s in sends), default=resumed_at) - resumed_at
+        moving_after_s = {
+            f"tenant {lanes.flood_tenant}": _first_after(sent, [k for k, w in jobs.who.items() if w == FLOOD],
+                                                         tenant_resumed_at),
+            "the account": _first_after(sent, [k for k in jobs.who if ":paused:" in k], resumed_at)}
     finally:
         # Each undone alone, so one that fails leaves none of the others for the phases after this one.
         for undo in (lambda: ses.put_account_sending_attributes(SendingEnabled=True),
                      lambda: _set_tenant(aws, lanes.flood_tenant, ENABLED),
-                     lambda: aws.control(DELAYS_CONTROL_PATH, {"longestDelayS": None}),
                      lambda: runners.stop() if runners is not None else None,
                      lambda: SES_RATE.limit(None)):
             with contextlib.suppress(Exception):  # the phase's own error, if any, is the one to see
@@ -289,5 +206,5 @@ def run_ses_stops(lanes: Lanes, aws: LocalAws, rate: float, plan: StopsPlan, see
         keys_lost=sorted(k for k, n in per_key.items() if n == 0),
         dead_letters=sum(queue_depth(sqs, url) for url in lanes.dead_letter_queues) - dead_before,
         waits_s=waits, ses_requests=requests["sesv2", "SendEmail"], sends=sum(per_key.values()),
-        resumed_s=resumed_s, longest_delay_s=plan.longest_delay_s, codes=len(codes),
+        resumed_s=resumed_s, moving_after_s=moving_after_s, codes=len(codes),
         codes_sent=sum(len(sent.get(key, [])) for key in codes), codes_expired=len(expired), drained=drained)
