@@ -164,7 +164,6 @@ class JobQueue:
             self._received = itertools.count(1)
             self.dead_letters: list[DeadLetterSent] = []
             self.dead_letter_sent_ms: dict[str, int] = {}  # DLQ message id -> when it was sent there
-            self.taken: list[QueuedMessage] = []  # what the consumer received itself, since the caller emptied it
 
     # -- the calls of watched clients ----------------------------------------------------------------------------
 
@@ -183,7 +182,6 @@ class JobQueue:
             events.register(f"before-call.sqs.{operation}", self._delete_reply)
             events.register(f"after-call.sqs.{operation}", self._after_delete)
         events.register("before-parameter-build.sqs.ReceiveMessage", self._before_receive)
-        events.register("before-call.sqs.ReceiveMessage", self._receive_on_time)
         events.register("after-call.sqs.ReceiveMessage", self._dead_letters_on_fake_time)
         return client
 
@@ -347,21 +345,6 @@ class JobQueue:
 
     def _before_receive(self, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
         context[_RECEIVE] = dict(params)
-
-    def _receive_on_time(self, context: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
-        """A receive by a watched client (the consumer taking records itself) gets what is due on the fake clock,
-        with the receive the event source made for it."""
-        params = context.get(_RECEIVE)
-        if params is None or params.get("QueueUrl") != self.queue_url:
-            return None
-        wanted = int(params.get("MaxNumberOfMessages", 1))
-        visibility_s = int(params.get("VisibilityTimeout", self.visibility_timeout_s))
-        with self._lock:
-            self.settle()
-            taken = self._due(self._clock.now_ms())[:wanted]
-            entries = [self._hand_over(message, visibility_s, "taken by the consumer") for message in taken]
-            self.taken += taken
-        return _reply(200, {"Messages": entries} if entries else {})
 
     def _dead_letters_on_fake_time(self, parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
         """The DLQ's messages read with their SentTimestamp on the fake clock (a redrive skips old ones by it)."""

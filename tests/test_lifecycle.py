@@ -467,7 +467,6 @@ class World:
         before = self.ledger()
         self._observe_records(before)
         records = self.queue.hand_over(batch)
-        self.queue.taken = []
         context = FakeContext(self.clock, budget_ms=FUNCTION_TIMEOUT_MS)
         log_start = len(self.instance_log.getvalue().splitlines())
         pending_before = self.d.ses_proxy.pending()
@@ -490,9 +489,8 @@ class World:
         met = self.ses_script[:pending_before - self.d.ses_proxy.pending()]
         del self.ses_script[:len(met)]
         outcomes = self._outcomes(log_start)
-        taken = list(self.queue.taken)
         failed = failed_ids(response)
-        for message in [*batch, *taken]:
+        for message in batch:
             ended = "killed" if killed else outcomes.get(message.message_id) or (
                 "group_blocked" if message.message_id in failed else "unlogged")
             message.outcomes[-1] = ended
@@ -503,7 +501,7 @@ class World:
         # A mark whose worker was killed, or whose answer was lost, before it logged the outcome is still a mark:
         # the ledger says so.
         now, after = self.clock.now_ms(), self.ledger()
-        for key in {m.key for m in [*batch, *taken] if m.key in self.story.marked_unknown}:
+        for key in {m.key for m in batch if m.key in self.story.marked_unknown}:
             was, record = before.get(key), after.get(key)
             if (live(record, now) and record is not None and record.status == "UNKNOWN"
                     and not (live(was, now) and was is not None and was.status == "UNKNOWN")
@@ -518,13 +516,13 @@ class World:
         if (killed or faults.lose_answer_of_call is not None or faults.lose_request_of_call is not None
                 or any(o in MAY_HAVE_SENT for o in outcomes.values())
                 or any(f in SES_FAULTS_THAT_MAY_HAVE_SENT for f in met) or (self.fifo and throttle is not False)):
-            for key in {m.key for m in [*batch, *taken] if m.key in self.story.crashes}:
+            for key in {m.key for m in batch if m.key in self.story.crashes}:
                 self.story.crashes[key].append(order)
         emails = self.events.take_new_sends(self.weather, order, key_of_send)
         for email in emails:
             self._add_email(email)
         shown = ", ".join(f"{self.names.get(m.key or '', m.key)}/{m.message_id[:4]}(receive {m.receive_count}): "
-                          f"{m.outcomes[-1]}" for m in [*batch, *taken])
+                          f"{m.outcomes[-1]}" for m in batch)
         self.story.order = order
         self.story.journal.append(
             f"[{order}] t+{started} invocation: {shown}" + (f"; SES answered {[f.value for f in met]}" if met else "")

@@ -194,32 +194,7 @@ PARKED_FAULTS = {"copies' answer lost": [Rule("sqs", "SendMessageBatch", LATE)],
                  "holds' answer lost": [Rule("sqs", "ChangeMessageVisibilityBatch", LATE)],
                  "deletes' answer lost": [Rule("sqs", "DeleteMessageBatch", LATE)],
                  "copies refused": [Rule("sqs", "SendMessageBatch", "RequestThrottled")],
-                 # The batch topped up from the queue (batches of two, the account stopped): the receive carried
-                 # out, its answer lost; what it took comes back once the invocation's time is over.
-                 "top-up's receive answer lost": [Rule("sqs", "ReceiveMessage", LATE)],
                  KILLED: []}
-
-
-def test_a_lane_with_batches_of_one_tops_them_up_to_ten_while_the_account_is_stopped(pipeline, ses_faults):
-    """A lane paced at one email a second an instance has batches of one: while the account's sending is stopped,
-    an invocation takes the rest of ten from the queue itself and parks them together."""
-    jobs, clock, consumer, keys = paused_three_second_lane(pipeline, ses_faults, "topped-up", "t", 11)
-    assert [line["outcome"] for line in deliver(consumer, jobs, clock, 3_000, batch_size=1)] == ["ses_stopped"]
-    counted = sqs_requests(consumer)
-    lines = deliver(consumer, jobs, clock, 3_000, batch_size=1)  # one record handed over, nine taken
-    assert [line["outcome"] for line in lines] == ["ses_stopped"] * 10
-    # Its receive, the originals' holds, the copies, and the delete of the nine it took (and of a copy's original,
-    # if the first job's copy was among them): five requests at most for ten parked jobs, where one at a time
-    # would make thirty.
-    assert counted["ReceiveMessage"] == 1 and counted["SendMessageBatch"] == 1 and sum(counted.values()) <= 5
-    assert jobs.depth() == len(keys) and ses_faults.send_requests == 1  # one message per job: nothing doubled
-
-    clock.advance(MINUTE_MS)  # SES sends again: the probe is accepted and the lane sends, one batch at a time
-    bound = time.monotonic() + 60
-    while jobs.depth() and time.monotonic() < bound:
-        deliver(consumer, jobs, clock, 3_000, batch_size=1)
-    assert {key: pipeline.emails_for(key) for key in keys} == dict.fromkeys(keys, 1)
-    assert jobs.depth() == 0 and pipeline.dead_letters() == []
 
 
 @pytest.mark.parametrize("fault", list(PARKED_FAULTS))

@@ -33,7 +33,6 @@ from .ses_stops import SesStops, StopBoard
 from .settings import Settings
 from .shell import Once
 from .sqs_record import SqsRecord
-from .top_up import TopUp
 
 if TYPE_CHECKING:
     from .dead_letter_events import DeadLetterEvents
@@ -53,7 +52,6 @@ class Consumer:
         log: OutcomeLog | None = None,
         dead_letter_events: DeadLetterEvents | None = None,
         after_batch: Sequence[AfterBatch] = (),
-        top_up: TopUp | None = None,
     ) -> None:
         self.settings = settings
         self.processor = processor
@@ -62,7 +60,6 @@ class Consumer:
         self.redelivery = redelivery
         self.dead_letter_events = dead_letter_events
         self.after_batch = tuple(after_batch)  # run once a batch's records are decided (pacing's hold)
-        self.top_up = top_up  # a small batch topped up to ten from the queue while the account's sending is stopped
 
     @classmethod
     def from_settings(cls, settings: Settings, clock: Clock | None = None, log: OutcomeLog | None = None) -> Consumer:
@@ -110,16 +107,11 @@ class Consumer:
             _throttle_retry(settings),
             stops,
         )
-        room = _waiting_room(settings, dynamodb)
         redelivery = Redelivery(sqs, settings.queue_url, settings.fifo, dead_letters, settings.max_receive_count,
                                 call_ms=settings.budget.ledger_call_ms, clock=clock,
-                                retention_s=settings.queue_retention_s, room=room)
-        top_up = None
-        # With a waiting room a parked job costs one write for its whole stop: nothing to top up for.
-        if settings.queue_url and not settings.fifo and sqs is not None and room is None:
-            top_up = TopUp(sqs, settings.queue_url, stops.account_stopped, settings.budget.ledger_call_ms)
+                                retention_s=settings.queue_retention_s, room=_waiting_room(settings, dynamodb))
         return cls(settings, processor, redelivery, log, _dead_letter_events(settings, events, clock),
-                   after_batch=paced, top_up=top_up)
+                   after_batch=paced)
 
     def handle(self, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         deadline = Deadline(context)
@@ -138,21 +130,18 @@ class Consumer:
             self.log.write(result, record.receive_count, (time.perf_counter() - started) * 1000)
             return result
 
-        taken = self.top_up.take(records, deadline) if self.top_up is not None else []
-        self.redelivery.retire_superseded([*records, *taken])
-        results = run_batch([*records, *taken], process, self.settings.parallelism, self.settings.fifo)
+        self.redelivery.retire_superseded(records)
+        results = run_batch(records, process, self.settings.parallelism, self.settings.fifo)
         if parked:
-            results = self._park(parked, [*records, *taken], results, deadline, later)
+            results = self._park(parked, records, results, deadline, later)
         self.redelivery.set_visibilities(later, deadline)
-        if taken and self.top_up is not None:
-            self.top_up.acknowledge(taken, results[len(records):], deadline)
         if self.dead_letter_events is not None:
             unpublished = self.dead_letter_events.publish(results, deadline)
             if unpublished:
                 self.log.note("outcome_events_failed", Metric.OUTCOME_EVENTS_FAILED, unpublished)
         for step in self.after_batch:
             step.after_batch(deadline, results)
-        return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in results[:len(records)] if r.redeliver]}
+        return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in results if r.redeliver]}
 
     def _park(self, parked: list[tuple[SqsRecord, Redeliver, float]], records: list[SqsRecord],
               results: list[RecordResult], deadline: Deadline, later: Visibilities) -> list[RecordResult]:

@@ -89,7 +89,6 @@ UNRECORDED_DELAY_CAP_S = 10
 COPY_CALLS = 2
 # A batch's parked copies, per batch SQS takes whole: the holds, the copies, the holds of copies whose answer was lost.
 PARK_CALLS = 3
-CALLS_AFTER_PARKING = 1  # a topped-up batch's delete of what it took (``top_up``)
 # On a FIFO queue every wait spends a receive, and a worker killed on the receives left would let SQS move the job
 # to its DLQ: a job waits by its visibility only while this many receives stay after the wait, then moves to the
 # back of its group (a fresh message) instead. So SQS moves a FIFO job only after its last three receives failed.
@@ -373,11 +372,10 @@ class Redelivery:
 
     def _copies_that_fit(self, requests: dict[int, dict[str, Any]], deadline: Deadline | None) -> list[int]:
         """The copies ``park`` can make before the deadline, in order: for each batch of them SQS takes whole, the
-        hold, the copy and the hold of copies whose answer was lost; and one call left after them (a topped-up
-        batch's delete). The rest come back by their visibility."""
+        hold, the copy and the hold of copies whose answer was lost. The rest come back by their visibility."""
         if deadline is None or self._call_ms <= 0:
             return list(requests)
-        chunks = max(0, deadline.remaining_ms() // self._call_ms - CALLS_AFTER_PARKING) // PARK_CALLS
+        chunks = deadline.remaining_ms() // self._call_ms // PARK_CALLS
         return [n for chunk in itertools.islice(batches(requests.items()), chunks) for n, _ in chunk]
 
     def _replace_by_copy(self, copy: _Copy, deadline: Deadline | None) -> RecordResult | None:
@@ -385,7 +383,7 @@ class Redelivery:
         original's visibility), or the original kept out of sight if the copy's answer was lost."""
         record, result = copy.record, copy.redeliver.result
         held = False
-        if record.receipt_handle and (record.taken or self._needs_hold(copy.delay_s, deadline)):
+        if record.receipt_handle and self._needs_hold(copy.delay_s, deadline):
             hold = self._change_visibility(record, copy.delay_s + HOLD_S)
             if hold is Answer.REFUSED:
                 return None  # the original could come back before the copy deletes it: no copy
@@ -407,8 +405,8 @@ class Redelivery:
                            deadline: Deadline | None) -> dict[int, RecordResult]:
         """``_replace_by_copy`` for many (their copies' ``requests`` by index), each call one request per ten: the
         results of those replaced or kept out of sight (an index left out: no copy made)."""
-        needing_hold = {n: copy for n, copy in copies.items() if copy.record.receipt_handle and (
-            copy.record.taken or self._needs_hold(copy.delay_s, deadline))}
+        needing_hold = {n: copy for n, copy in copies.items()
+                        if copy.record.receipt_handle and self._needs_hold(copy.delay_s, deadline)}
         holds = self._change_visibilities(needing_hold)
         held = {n for n, answer in holds.items() if answer is not Answer.REFUSED}
         # An original whose hold was refused could come back before its copy deletes it: no copy.
@@ -460,7 +458,7 @@ class Redelivery:
             return result
         delay_s = min(UNRECORDED_DELAY_CAP_S, self.postponement_s(Outcome.LEDGER_UNAVAILABLE, record.postponements))
         carried = (send.owner, result.ses_message_id)
-        if record.receipt_handle and (record.taken or self._needs_hold(delay_s, deadline)):
+        if record.receipt_handle and self._needs_hold(delay_s, deadline):
             # Held as any copied original is, should the acknowledgement be lost (the invocation killed after the
             # copy): the completion is carried either way, so a refused hold does not stop the copy.
             self._change_visibility(record, delay_s + HOLD_S)

@@ -23,6 +23,8 @@ import math
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple, TextIO
 
+from botocore.exceptions import ClientError
+
 from sendonce_contract.priority import Priority
 from sendonce_contract.schema import CopyAttribute, Metric, ReasonCode
 from sendonce_contract.sqs_limits import SQS_MAX_DELAY_S
@@ -136,7 +138,10 @@ class ScheduleWatch:
             now_ms = self._clock.now_ms()
             over = not stop_live(self._dynamodb, self._config.ledger_table_name, marker.stop_key)
             on_ses_word = False
-            if not over and self._believes_ses(marker, now_ms) and status.sends_again(marker.kind, marker.tenant_name):
+            # SES's word is not asked while a release on it was contradicted lately (the stop holds again: SES
+            # refused the jobs its status said it would send).
+            if not over and not _believed_lately(marker, now_ms) and status.sends_again(marker.kind,
+                                                                                       marker.tenant_name):
                 mark_resumed(self._dynamodb, self._config.ledger_table_name, marker.stop_key, now_ms)
                 over = on_ses_word = True
             if not over:
@@ -145,33 +150,25 @@ class ScheduleWatch:
             if on_ses_word:
                 self._note_release(marker, now_ms)
             left = self._release(lane, marker.room, 10 ** DUE_DIGITS, now_ms, remaining_ms, tally)
-            if left == 0 and not self._believed_lately(marker, now_ms) and not on_ses_word:
+            if left == 0 and not _believed_lately(marker, now_ms) and not on_ses_word:
                 self._remove(marker)
-
-    @staticmethod
-    def _believes_ses(marker: StopMarker, now_ms: int) -> bool:
-        """Whether SES's status is asked about the stop: not while a release on its word was contradicted lately
-        (the stop holds again: SES refused the jobs its status said it would send)."""
-        return not ScheduleWatch._believed_lately(marker, now_ms)
-
-    @staticmethod
-    def _believed_lately(marker: StopMarker, now_ms: int) -> bool:
-        return marker.released_at_ms is not None and now_ms - marker.released_at_ms < BELIEVED_AGAIN_AFTER_S * 1000
 
     def _note_release(self, marker: StopMarker, now_ms: int) -> None:
         """The marker remembers a release on SES's word, so a stop SES's refusals renew is not released on its
         word again for a while."""
-        self._dynamodb.update_item(
-            TableName=self._config.table_name, Key={ROOM: {"S": STOPS}, DUE: {"S": marker.room}},
-            UpdateExpression="SET #released = :now", ConditionExpression="attribute_exists(#room)",
-            ExpressionAttributeNames={"#released": StopMarker.RELEASED_AT, "#room": ROOM},
-            ExpressionAttributeValues={":now": {"N": str(now_ms)}})
+        try:
+            self._dynamodb.update_item(
+                TableName=self._config.table_name, Key={ROOM: {"S": STOPS}, DUE: {"S": marker.room}},
+                UpdateExpression="SET #released = :now", ConditionExpression="attribute_exists(#room)",
+                ExpressionAttributeNames={"#released": StopMarker.RELEASED_AT, "#room": ROOM},
+                ExpressionAttributeValues={":now": {"N": str(now_ms)}})
+        except ClientError as error:
+            if not condition_failed(error):  # gone: another run released the stop and removed it
+                raise
 
     def _remove(self, marker: StopMarker) -> None:
         """The marker of an over stop whose jobs are all back, removed unless a consumer parked a job since (its
         token changed): then the next run finds that job."""
-        from botocore.exceptions import ClientError
-
         try:
             self._dynamodb.delete_item(
                 TableName=self._config.table_name, Key={ROOM: {"S": STOPS}, DUE: {"S": marker.room}},
@@ -258,6 +255,11 @@ class ScheduleWatch:
                     break
             deleted += len(chunk) - len(requests)
         return deleted
+
+
+def _believed_lately(marker: StopMarker, now_ms: int) -> bool:
+    """Whether the watch released the stop's jobs on SES's word within ``BELIEVED_AGAIN_AFTER_S``."""
+    return marker.released_at_ms is not None and now_ms - marker.released_at_ms < BELIEVED_AGAIN_AFTER_S * 1000
 
 
 def _build() -> ScheduleWatch:

@@ -17,9 +17,6 @@ class SqsRecord(NamedTuple):
     receipt_handle: str = ""
     message_attributes: tuple[tuple[str, str, str], ...] = ()  # (name, data type, string value)
     sent_at_ms: int | None = None  # when SQS took this message (its SentTimestamp; a copy's is the copy's)
-    # Received by the consumer itself (``top_up``), out of sight only for the rest of its invocation, not for the
-    # queue's visibility timeout as Lambda's records are: a copy of it holds it whatever its delay.
-    taken: bool = False
 
     @property
     def postponements(self) -> int:
@@ -94,8 +91,7 @@ class SqsRecord(NamedTuple):
 
     @classmethod
     def from_message(cls, message: dict[str, Any], event_source_arn: str) -> SqsRecord:
-        """A message the consumer received itself (``ReceiveMessage``'s shape), as Lambda would have handed it, and
-        marked ``taken``."""
+        """A message in ``ReceiveMessage``'s shape, as Lambda would have handed it."""
         attributes = message.get("Attributes") or {}
         return cls.from_event({
             "messageId": message["MessageId"], "receiptHandle": message["ReceiptHandle"],
@@ -103,7 +99,7 @@ class SqsRecord(NamedTuple):
             "messageAttributes": {name: {"dataType": value.get("DataType", "String"),
                                          "stringValue": value.get("StringValue")}
                                   for name, value in (message.get("MessageAttributes") or {}).items()},
-        })._replace(taken=True)
+        })
 
 
 def carried_claims(tokens: Sequence[str]) -> str:
