@@ -114,45 +114,66 @@ class Consumer:
                    after_batch=paced)
 
     def handle(self, event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        """A batch, step by step (docs: architecture, one send): each record decided and its way back arranged, the
+        batch's parked jobs and visibilities set together, then what comes after a batch; the records SQS should
+        deliver again, as Lambda's partial batch response."""
         deadline = Deadline(context)
         records = [SqsRecord.from_event(r) for r in event.get("Records", [])]
-
-        parked: list[tuple[SqsRecord, Redeliver, float]] = []
-        later: Visibilities = []  # those that come back by their visibility: set together after the batch
-
-        def process(record: SqsRecord) -> Any:
-            started = time.perf_counter()
-            decided = self.processor.process(record, deadline)
-            if isinstance(decided, Redeliver) and self.redelivery.parks_with_its_batch(decided):
-                parked.append((record, decided, started))  # copied with the batch's other parked jobs, below
-                return decided.result
-            result = self.redelivery.settle(record, decided, deadline, later)
-            self.log.write(result, record.receive_count, (time.perf_counter() - started) * 1000)
-            return result
-
-        self.redelivery.retire_superseded(records)
-        results = run_batch(records, process, self.settings.parallelism, self.settings.fifo)
-        if parked:
-            results = self._park(parked, records, results, deadline, later)
-        self.redelivery.set_visibilities(later, deadline)
-        if self.dead_letter_events is not None:
-            unpublished = self.dead_letter_events.publish(results, deadline)
-            if unpublished:
-                self.log.note("outcome_events_failed", Metric.OUTCOME_EVENTS_FAILED, unpublished)
-        for step in self.after_batch:
-            step.after_batch(deadline, results)
+        waits = _BatchWaits()
+        self.redelivery.retire_superseded(records)  # a copy deletes the message it replaces (none without copies)
+        results = run_batch(records, lambda record: self._one(record, deadline, waits), self.settings.parallelism,
+                            self.settings.fifo)
+        results = self._park(waits.parked, records, results, deadline, waits.later)
+        self.redelivery.set_visibilities(waits.later, deadline)
+        self._after_batch(results, deadline)
         return {"batchItemFailures": [{"itemIdentifier": r.message_id} for r in results if r.redeliver]}
+
+    def _one(self, record: SqsRecord, deadline: Deadline, waits: _BatchWaits) -> RecordResult:
+        """One record: decided by the processor (parse, checks, claim, send, record), then its way back arranged
+        (``Redelivery.settle``) and its log line written; a parked job is left for ``_park``."""
+        started = time.perf_counter()
+        decided = self.processor.process(record, deadline)
+        if isinstance(decided, Redeliver) and self.redelivery.parks_with_its_batch(decided):
+            waits.parked.append((record, decided, started))
+            return decided.result
+        result = self.redelivery.settle(record, decided, deadline, waits.later)
+        self.log.write(result, record.receive_count, (time.perf_counter() - started) * 1000)
+        return result
 
     def _park(self, parked: list[tuple[SqsRecord, Redeliver, float]], records: list[SqsRecord],
               results: list[RecordResult], deadline: Deadline, later: Visibilities) -> list[RecordResult]:
-        """The batch's parked jobs copied together (a fraction of a request each), their results in the batch's:
-        matched by record, not message id, which SQS may deliver twice in one batch."""
+        """SES's stops: the batch's parked jobs written to the waiting room (or copied) together, a fraction of a
+        request each, their results in the batch's: matched by record, not message id, which SQS may deliver twice
+        in one batch."""
+        if not parked:
+            return results
         settled = self.redelivery.park([(record, decided) for record, decided, _ in parked], deadline, later)
         by_record: dict[int, RecordResult] = {}
         for (record, _, started), result in zip(parked, settled, strict=True):
             self.log.write(result, record.receive_count, (time.perf_counter() - started) * 1000)
             by_record[id(record)] = result
         return [by_record.get(id(record), result) for record, result in zip(records, results, strict=True)]
+
+    def _after_batch(self, results: list[RecordResult], deadline: Deadline) -> None:
+        """What only some deployments do once a batch is decided: the outcome events of its dead letters, and a
+        paced lane's hold before its next batch."""
+        if self.dead_letter_events is not None:
+            unpublished = self.dead_letter_events.publish(results, deadline)
+            if unpublished:
+                self.log.note("outcome_events_failed", Metric.OUTCOME_EVENTS_FAILED, unpublished)
+        for step in self.after_batch:
+            step.after_batch(deadline, results)
+
+
+class _BatchWaits:
+    """What a batch's records leave to be done together once each is decided: the parked jobs, and the records that
+    come back by their visibility (their waits set in one request per ten)."""
+
+    __slots__ = ("later", "parked")
+
+    def __init__(self) -> None:
+        self.parked: list[tuple[SqsRecord, Redeliver, float]] = []
+        self.later: Visibilities = []
 
 
 def _waiting_room(settings: Settings, dynamodb: Any) -> WaitingRoom | None:
