@@ -256,3 +256,66 @@ def test_a_consumers_own_probe_ends_the_stop_and_the_watch_sends_the_backlog_bac
     assert room.watch.run() == (3, 0, 3) and asked == Counter()
     assert sorted(line["outcome"] for line in room.deliver()) == ["sent"] * 3
     assert room.markers() == []
+
+
+def test_a_backlog_larger_than_a_run_reaches_keeps_its_marker_until_every_job_is_back(pipeline, ses_faults, aws):
+    """A run that stops for time with the stop's jobs half sent back keeps the stop's marker, so the next run sends
+    the rest: none is left in the room with nothing to lead the watch to it."""
+    from sendonce_contract.waiting_room import PAGE_ITEMS
+    from sendonce_runtime.schedule_watch import PAGE_MARGIN_MS
+    from sendonce_runtime.waiting_room import WaitingRoom
+
+    clock = FakeClock()
+    room = StoppedRoom(pipeline, clock, "outrun")
+    ses_faults.script(Fault.SENDING_PAUSED)
+    room.jobs.enqueue(job("receipt:o0:u1"))
+    assert [line["outcome"] for line in room.deliver()] == ["ses_stopped"]
+    [stop] = room.consumer.processor._stops._stops.values()
+    backlog = [(json.loads(item["request"]["S"]), f"receipt:o{n}:u1", clock.now + n)  # as the consumer writes them
+               for n, item in enumerate(room.parked() * (PAGE_ITEMS + 20), start=1)]
+    assert len(WaitingRoom(boto3.client("dynamodb"), room.table, "bulk").park(stop, backlog)) == len(backlog)
+    clock.advance(MINUTE_MS)
+    room.jobs.enqueue(job("receipt:probe:u1"))
+    assert [line["outcome"] for line in room.deliver()] == ["sent"]  # the lane's probe: the stop is over
+
+    # Time for the schedule room, the stop, and the first page of its jobs, then none.
+    reads = iter([PAGE_MARGIN_MS + 1] * 3)
+    released, _, _ = room.watch.run(lambda: next(reads, 0))
+    assert 0 < released < len(backlog) + 1 and len(room.markers()) == 1, released
+    assert room.watch.run() == (len(backlog) + 1 - released, 0, len(backlog) + 1 - released)
+    assert room.parked() == [] and room.markers() == []
+
+
+def test_a_job_parked_while_the_watch_removes_its_stops_marker_is_sent_back_by_the_next_run(
+        pipeline, ses_faults, aws):
+    """An instance that still believes the stop parks a job just as the watch, the room empty, removes the stop's
+    marker: the marker it writes after its job leads the next run to it."""
+    clock, stale_clock = FakeClock(), FakeClock()  # the other instance's minute has not come round yet
+    room = StoppedRoom(pipeline, clock, "raced")
+    stale = room.pipeline.consumer(stale_clock, queue_url=room.jobs.url, max_receive_count=5,
+                                   waiting_room_table=room.table, sender_identity=SENDER_DOMAIN)
+    ses_faults.script(Fault.SENDING_PAUSED, Fault.SENDING_PAUSED)
+    room.jobs.enqueue(job("receipt:r0:u1"))
+    assert [line["outcome"] for line in room.deliver()] == ["ses_stopped"]
+    room.jobs.enqueue(job("receipt:r1:u1"))
+    records = room.jobs.receive(wait_s=5)
+    room.jobs.acknowledge(stale.handle(event(*records), FakeContext(stale_clock)), *records)  # it learns it too
+    clock.advance(MINUTE_MS)
+    room.jobs.enqueue(job("receipt:r2:u1"))
+    assert [line["outcome"] for line in room.deliver()] == ["sent"]  # the first's probe: the stop is over
+
+    arriving = Jobs(f"raced-arriving-{room.table}")  # a job handed to the other instance
+
+    def park_meanwhile(**_):
+        room.watch._dynamodb.meta.events.unregister("before-call.dynamodb.DeleteItem", park_meanwhile)
+        arriving.enqueue(job("receipt:r3:u1"))
+        late = arriving.receive(wait_s=5)
+        arriving.acknowledge(stale.handle(event(*late), FakeContext(stale_clock)), *late)  # parked: still stopped
+
+    room.watch._dynamodb.meta.events.register("before-call.dynamodb.DeleteItem", park_meanwhile)
+    assert room.watch.run()[:2] == (2, 0)  # r0 and r1 back; the marker's removal refused: r3 was parked
+    assert len(room.parked()) == 1 and len(room.markers()) == 1
+    assert room.watch.run() == (1, 0, 1)
+    assert sorted(line["outcome"] for line in room.deliver_all(3)) == ["sent"] * 3
+    assert {f"receipt:r{n}:u1": pipeline.emails_for(f"receipt:r{n}:u1") for n in range(4)} == dict.fromkeys(
+        (f"receipt:r{n}:u1" for n in range(4)), 1)

@@ -5,7 +5,8 @@ the schedule watch sends it back to its lane's queue: a job scheduled further ah
 A scheduled job: partition ``room`` is ``"<lane> schedule"``, sort ``due`` is ``"<due epoch ms, 15 digits> <the key's
 digest>"``, so the watch reads what is due in one Query per lane, in due order, and a job delivered twice waits as
 one item. A parked job: partition ``"<lane> stop <scope>"`` (the scope as the lane's stop item names it), sort
-``"<parked epoch ms, 15 digits> <the key's digest>"``, in the order they were parked; and one marker per stopped
+``"<epoch ms, 15 digits> <the key's digest>"``, the time the latest it may wait (its first queueing, plus the
+queue's retention, less a margin), so in about the order they were parked; and one marker per stopped
 scope in partition ``"stops"``, sort the stop's partition, so the watch finds every stop with one Query and asks SES
 about each. An item holds the SendMessage request that puts the job back (its body and message attributes as a
 delayed copy carries them), the key to name it in logs.

@@ -65,6 +65,17 @@ class Released(NamedTuple):
     unparked: int = 0  # of those released, the parked jobs of a stop that is over
 
 
+class _Pages:
+    """What one read of a room's due items came to: whether it read to the end (not stopped for time), and whether
+    every item it read left the room."""
+
+    __slots__ = ("all_gone", "read_to_the_end")
+
+    def __init__(self) -> None:
+        self.all_gone = True
+        self.read_to_the_end = False
+
+
 class _Lane(NamedTuple):
     name: str
     queue_url: str
@@ -103,20 +114,24 @@ class ScheduleWatch:
         return Released(tally["released"], tally["left"], tally["unparked"])
 
     def _release(self, lane: _Lane, room: str, limit_ms: int, unparked_at_ms: int | None,
-                 remaining_ms: Callable[[], int], tally: dict[str, int]) -> int:
-        """The room's jobs due before ``limit_ms`` sent back to the lane's queue and deleted; how many are left."""
-        left = 0
-        for page in self._due(room, limit_ms, remaining_ms):
-            sent, refused = self._send_back(lane.queue_url, page, room == room_of(lane.name), unparked_at_ms)
-            gone = sent + self._dead_letter(lane.dead_letter_queue_url, lane.queue_url, refused)
+                 remaining_ms: Callable[[], int], tally: dict[str, int]) -> bool:
+        """The room's jobs due before ``limit_ms`` sent back to the lane's queue and deleted; whether none is left
+        (each was deleted, and the run read to the end of what is due, not stopped early for time)."""
+        pages = _Pages()
+        for page in self._due(room, limit_ms, remaining_ms, pages):
+            entries = {str(n): self._entry(item, room == room_of(lane.name), unparked_at_ms)
+                       for n, item in enumerate(page)}
+            sent, refused = self._send_back(lane.queue_url, page, entries)
+            gone = sent + self._dead_letter(lane.dead_letter_queue_url, lane.queue_url, refused, entries, page)
             tally["deadLettered"] += len(gone) - len(sent)  # (or sent alone at the second try)
-            released = self._delete(gone)
-            tally["released"] += released
+            deleted = self._delete(gone)
+            tally["released"] += deleted
             if unparked_at_ms is not None:
-                tally["unparked"] += released
-            left += len(page) - len(gone)
-        tally["left"] += left
-        return left
+                tally["unparked"] += deleted
+            # Sent but not deleted stays: the next run sends it again (the ledger sends it once) and deletes it.
+            tally["left"] += len(page) - deleted
+            pages.all_gone = pages.all_gone and deleted == len(page)
+        return pages.all_gone and pages.read_to_the_end
 
     def _release_stops(self, lanes: dict[str, _Lane], remaining_ms: Callable[[], int],
                        tally: dict[str, int]) -> None:
@@ -126,17 +141,16 @@ class ScheduleWatch:
         from .ses_stops import mark_resumed, stop_live
 
         status = SesStatus(self._ses, self._config.sender_identity, self._config.configuration_set)
-        markers = [StopMarker.from_item(item) for item in self._dynamodb.query(
-            TableName=self._config.table_name, KeyConditionExpression="#room = :room",
-            ExpressionAttributeNames={"#room": ROOM}, ExpressionAttributeValues={":room": {"S": STOPS}},
-            ConsistentRead=True)["Items"]]
+        markers = [StopMarker.from_item(item) for item in self._markers()]
         order = list(lanes)
         for marker in sorted(markers, key=lambda m: order.index(m.lane) if m.lane in order else len(order)):
             lane = lanes.get(marker.lane)
             if lane is None or remaining_ms() <= PAGE_MARGIN_MS:
                 continue
             now_ms = self._clock.now_ms()
-            over = not stop_live(self._dynamodb, self._config.ledger_table_name, marker.stop_key)
+            # Over when the lane's stop item says so (a consumer's probe saw SES accept a send); a stop item gone
+            # (a week unwritten: its TTL) leaves it to SES's word.
+            over = stop_live(self._dynamodb, self._config.ledger_table_name, marker.stop_key) is False
             on_ses_word = False
             # SES's word is not asked while a release on it was contradicted lately (the stop holds again: SES
             # refused the jobs its status said it would send).
@@ -149,9 +163,22 @@ class ScheduleWatch:
                 continue
             if on_ses_word:
                 self._note_release(marker, now_ms)
-            left = self._release(lane, marker.room, 10 ** DUE_DIGITS, now_ms, remaining_ms, tally)
-            if left == 0 and not _believed_lately(marker, now_ms) and not on_ses_word:
+            none_left = self._release(lane, marker.room, 10 ** DUE_DIGITS, now_ms, remaining_ms, tally)
+            if none_left and not _believed_lately(marker, now_ms) and not on_ses_word:
                 self._remove(marker)
+
+    def _markers(self) -> Iterator[dict[str, Any]]:
+        """Every stop the room holds jobs for, page by page."""
+        start: dict[str, Any] | None = None
+        while True:
+            page = self._dynamodb.query(
+                TableName=self._config.table_name, KeyConditionExpression="#room = :room",
+                ExpressionAttributeNames={"#room": ROOM}, ExpressionAttributeValues={":room": {"S": STOPS}},
+                ConsistentRead=True, **({"ExclusiveStartKey": start} if start else {}))
+            yield from page.get("Items", [])
+            start = page.get("LastEvaluatedKey")
+            if not start:
+                return
 
     def _note_release(self, marker: StopMarker, now_ms: int) -> None:
         """The marker remembers a release on SES's word, so a stop SES's refusals renew is not released on its
@@ -178,8 +205,10 @@ class ScheduleWatch:
             if not condition_failed(error):
                 raise
 
-    def _due(self, room: str, limit_ms: int, remaining_ms: Callable[[], int]) -> Iterator[list[dict[str, Any]]]:
-        """The room's items due before ``limit_ms``, a page at a time, while the run has time for a page."""
+    def _due(self, room: str, limit_ms: int, remaining_ms: Callable[[], int],
+             pages: _Pages | None = None) -> Iterator[list[dict[str, Any]]]:
+        """The room's items due before ``limit_ms``, a page at a time, while the run has time for a page (``pages``
+        says whether it read to the end)."""
         limit = f"{min(limit_ms, 10 ** DUE_DIGITS - 1):0{DUE_DIGITS}d}~"
         start: dict[str, Any] | None = None
         while remaining_ms() > PAGE_MARGIN_MS:
@@ -192,29 +221,33 @@ class ScheduleWatch:
                 yield page["Items"]
             start = page.get("LastEvaluatedKey")
             if not start:
+                if pages is not None:
+                    pages.read_to_the_end = True
                 return
 
-    def _send_back(self, queue_url: str, items: list[dict[str, Any]], scheduled: bool, unparked_at_ms: int | None
+    def _entry(self, item: dict[str, Any], scheduled: bool, unparked_at_ms: int | None) -> dict[str, Any]:
+        """The SendMessage entry that puts an item's job back: a scheduled one delayed until its due time, a parked
+        one at once, marked unparked when its stop is over."""
+        request = json.loads(item[REQUEST]["S"])
+        wait_s = math.ceil((due_ms_of(item[DUE]["S"]) - self._clock.now_ms()) / 1000)
+        entry = {**request, "DelaySeconds": max(0, min(wait_s, SQS_MAX_DELAY_S)) if scheduled else 0}
+        if unparked_at_ms is not None:
+            entry["MessageAttributes"] = {**request.get("MessageAttributes", {}), CopyAttribute.UNPARKED_AT: {
+                "DataType": "Number", "StringValue": str(unparked_at_ms)}}
+        return entry
+
+    def _send_back(self, queue_url: str, items: list[dict[str, Any]], entries: dict[str, dict[str, Any]]
                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """Each item's job sent to its queue, a scheduled one delayed until its due time, a parked one at once
-        (marked unparked when its stop is over): the items SQS took, and those it refused."""
-        now_ms = self._clock.now_ms()
-        entries: dict[str, dict[str, Any]] = {}
-        for n, item in enumerate(items):
-            request = json.loads(item[REQUEST]["S"])
-            wait_s = math.ceil((due_ms_of(item[DUE]["S"]) - now_ms) / 1000)
-            entries[str(n)] = {**request, "DelaySeconds": max(0, min(wait_s, SQS_MAX_DELAY_S)) if scheduled else 0}
-            if unparked_at_ms is not None:
-                entries[str(n)]["MessageAttributes"] = {**request.get("MessageAttributes", {}), (
-                    CopyAttribute.UNPARKED_AT): {"DataType": "Number", "StringValue": str(unparked_at_ms)}}
+        """Each item's job sent to its queue (``entries``, by the item's index): the items SQS took, and those it
+        refused."""
         answers = call_batched(self._sqs.send_message_batch, queue_url, entries)
         # Only what SQS surely took leaves the room: a send whose answer was lost may not have gone, and is sent
         # again by the next run (the ledger absorbs a second one).
         return ([items[int(n)] for n, answer in answers.items() if answer is Answer.DONE],
                 [items[int(n)] for n, answer in answers.items() if answer is Answer.REFUSED])
 
-    def _dead_letter(self, dead_letter_queue_url: str | None, queue_url: str,
-                     refused: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _dead_letter(self, dead_letter_queue_url: str | None, queue_url: str, refused: list[dict[str, Any]],
+                     entries: dict[str, dict[str, Any]], page: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The jobs SQS refused to take back, each tried once more alone: sent then, or, refused for what the
         message is (too long, too many attributes: it would be refused every run), moved to its lane's DLQ with
         SQS's reason, where a redrive sends it once the producer fixed it. Any other refusal (access, a key) leaves
@@ -224,7 +257,7 @@ class ScheduleWatch:
         for item in refused:
             request = json.loads(item[REQUEST]["S"])
             said: list[Refusal] = []
-            entry = {**request, "DelaySeconds": 0}
+            entry = {**entries[str(next(n for n, paged in enumerate(page) if paged is item))], "DelaySeconds": 0}
             answer = call(self._sqs.send_message, said, QueueUrl=queue_url, **entry)
             if answer is Answer.DONE:
                 gone.append(item)

@@ -5,8 +5,9 @@ the waiting room holds jobs for; one ``GetAccount`` a run serves every stop.
 - Every kind: ``GetAccount``'s ``SendingEnabled`` true and its ``EnforcementStatus`` not ``SHUTDOWN``.
 - ``quota``: and its ``SendQuota``'s ``SentLast24Hours`` below ``Max24HourSend`` (-1: no quota).
 - ``paused`` of a tenant: and ``GetTenant``'s ``SendingStatus`` not ``DISABLED``.
-- ``setup``: and the pipeline's identity ``VerifiedForSendingStatus`` (``GetEmailIdentity``), and its configuration
-  set found (``GetConfigurationSet``).
+- ``setup``: and the pipeline's identity ``VerifiedForSendingStatus`` with its custom MAIL FROM domain, if any,
+  verified (``GetEmailIdentity``), and its configuration set found, its sending enabled (``GetConfigurationSet``).
+- ``paused`` of the account: and the pipeline's configuration set's sending enabled (SES pauses a set too).
 
 An answer SES does not give (an error, a timeout) is not a yes: the stop lasts until SES says so, or until a
 consumer's own probe (a send SES accepts) ends it.
@@ -44,12 +45,13 @@ class SesStatus:
         if kind == Stop.SETUP and self._sender_identity:
             identity = self._answer("identity", lambda: self._ses.get_email_identity(
                 EmailIdentity=self._sender_identity))
-            if identity is None or not identity.get("VerifiedForSendingStatus"):
+            if identity is None or not identity.get("VerifiedForSendingStatus") or not _mail_from_verified(identity):
                 return False
-        if kind == Stop.SETUP and self._configuration_set:  # NotFoundException: not yet
+        if kind in (Stop.SETUP, Stop.PAUSED) and tenant is None and self._configuration_set:
+            # NotFoundException: not yet; a set found with its sending disabled is paused still.
             found = self._answer("configuration set", lambda: self._ses.get_configuration_set(
                 ConfigurationSetName=self._configuration_set))
-            if found is None:
+            if found is None or found.get("SendingOptions", {}).get("SendingEnabled") is False:
                 return False
         return True
 
@@ -61,6 +63,12 @@ class SesStatus:
             except (ClientError, BotoCoreError):
                 self._answers[question] = None
         return self._answers[question]
+
+
+def _mail_from_verified(identity: dict[str, Any]) -> bool:
+    """An identity's custom MAIL FROM domain, if it has one, verified (``MailFromDomainStatus`` SUCCESS)."""
+    mail_from = identity.get("MailFromAttributes") or {}
+    return not mail_from.get("MailFromDomain") or mail_from.get("MailFromDomainStatus") == "SUCCESS"
 
 
 def _within_quota(account: dict[str, Any]) -> bool:

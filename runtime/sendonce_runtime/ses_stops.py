@@ -3,8 +3,10 @@ pipeline's setup, the daily quota (docs: when SES stops sending).
 
 One refusal teaches an instance. It records the stop in the dedupe table (one item per lane and scope,
 :class:`~sendonce_contract.schema.SesStopItem`), and from then on parks every job of the scope (the account's:
-every job of the lane; a tenant's: that tenant's only) as a delayed copy for SQS's longest delay, without claiming
-its key or asking SES. Once a minute per lane, one job goes on to ask SES: the one whose instance wins the
+every job of the lane; a tenant's: that tenant's only) in the waiting room, or, without one, as a delayed copy for
+SQS's longest delay, without claiming its key or asking SES; with a room, the schedule watch asks SES's own status
+each minute and ends the stop (``schedule_watch``). Once a minute per lane, one arriving job goes on to ask SES: the
+one whose instance wins the
 conditional write that moves the item's ``probeAt`` a minute on, so the lane's other instances wait for the same
 minute. When SES accepts a send of the scope, the stop is over: the item is marked resumed, and every instance
 sends again by its next probe at the latest. The item's writes are on the table's stream, which publishes the stop
@@ -277,10 +279,11 @@ def mark_resumed(client: Any, table: str, stop_key: str, now_ms: int) -> None:
             raise
 
 
-def stop_live(client: Any, table: str, stop_key: str) -> bool:
-    """Whether the lane's stop item says the stop still holds."""
+def stop_live(client: Any, table: str, stop_key: str) -> bool | None:
+    """Whether the lane's stop item says the stop still holds; None when there is none (never written, or a week
+    unwritten: its TTL)."""
     item = client.get_item(TableName=table, Key={SesStopItem.KEY: string(stop_key)}, ConsistentRead=True)
-    return _live(item.get("Item", {}))
+    return _live(item["Item"]) if item.get("Item") else None
 
 
 def _live(item: dict[str, Any]) -> bool:

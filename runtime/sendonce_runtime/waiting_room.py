@@ -7,6 +7,7 @@ so its key can still be cancelled.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import Mapping, Sequence
@@ -63,22 +64,13 @@ class WaitingRoom:
 
     def park(self, stop: LaneStop, jobs: Sequence[tuple[Mapping[str, Any], str, int]]) -> set[int]:
         """A batch's jobs parked by ``stop`` (each its request, its key and the latest it may wait, epoch ms), written
-        to the stop's room: the indices of those the room holds. The stop's marker is written first (one UpdateItem
-        a batch, a new token each time), then the jobs (25 a request): a job in the room always has a marker that
-        leads the watch to it. Those not written (too large for an item, DynamoDB's refusal) wait as delayed copies."""
+        to the stop's room: the indices of those the room holds. The jobs first (25 a request), then the stop's
+        marker with a new token (one UpdateItem a batch, which makes it again if the watch removed it meanwhile): the
+        watch removes a marker only while its token is the one it read with the room empty, so a job written after
+        that read always has a marker that leads the watch to it. Those not written (too large for an item,
+        DynamoDB's refusal) wait as delayed copies; with no marker written, none is held, and those written are
+        taken out again."""
         room = stop_room_of(self._lane, stop.board_scope)
-        marker = StopMarker(room, self._lane, stop.kind, stop.reason, stop.stop_key, stop.tenant_name, uuid.uuid4().hex)
-        written = marker.item()
-        key = {ROOM: written.pop(ROOM), DUE: written.pop(DUE)}
-        names = {f"#{n}": name for n, name in enumerate(written)}
-        try:
-            # An update, not a put: the watch's note of its last release on SES's word (RELEASED_AT) stays.
-            self._client.update_item(
-                TableName=self._table, Key=key, ExpressionAttributeNames=names,
-                UpdateExpression="SET " + ", ".join(f"#{n} = :{n}" for n in range(len(written))),
-                ExpressionAttributeValues={f":{n}": value for n, value in enumerate(written.values())})
-        except (ClientError, BotoCoreError):
-            return set()
         fitting = {n: written for n, (request, dedupe_key, bound_ms) in enumerate(jobs)
                    if len((written := item(room, bound_ms, dedupe_key, request))[REQUEST]["S"].encode())
                    <= MAX_REQUEST_BYTES}
@@ -86,7 +78,34 @@ class WaitingRoom:
         parked: set[int] = set()
         for start in range(0, len(numbers), MAX_BATCH_WRITES):
             parked.update(self._write_all({n: fitting[n] for n in numbers[start:start + MAX_BATCH_WRITES]}))
+        if parked and not self._mark(StopMarker(room, self._lane, stop.kind, stop.reason, stop.stop_key,
+                                                stop.tenant_name, uuid.uuid4().hex)):
+            self._take_out([fitting[n] for n in parked])
+            return set()
         return parked
+
+    def _mark(self, marker: StopMarker) -> bool:
+        """The stop's marker written (an update, not a put: the watch's note of its last release on SES's word,
+        RELEASED_AT, stays)."""
+        written = marker.item()
+        key = {ROOM: written.pop(ROOM), DUE: written.pop(DUE)}
+        try:
+            self._client.update_item(
+                TableName=self._table, Key=key,
+                ExpressionAttributeNames={f"#{n}": name for n, name in enumerate(written)},
+                UpdateExpression="SET " + ", ".join(f"#{n} = :{n}" for n in range(len(written))),
+                ExpressionAttributeValues={f":{n}": value for n, value in enumerate(written.values())})
+        except (ClientError, BotoCoreError):
+            return False
+        return True
+
+    def _take_out(self, items: list[dict[str, dict[str, str]]]) -> None:
+        """Jobs written without a marker, deleted again (best effort: their messages wait as delayed copies)."""
+        for start in range(0, len(items), MAX_BATCH_WRITES):
+            with contextlib.suppress(ClientError, BotoCoreError):
+                self._client.batch_write_item(RequestItems={self._table: [
+                    {"DeleteRequest": {"Key": {ROOM: written[ROOM], DUE: written[DUE]}}}
+                    for written in items[start:start + MAX_BATCH_WRITES]]})
 
     def _write_all(self, items: dict[int, dict[str, dict[str, str]]]) -> set[int]:
         """The items DynamoDB took of one BatchWriteItem (its unprocessed ones tried once more)."""
