@@ -16,7 +16,7 @@ import itertools
 import pytest
 from botocore.exceptions import ClientError
 from consumer_harness import SENDER_DOMAIN, FakeClock, FakeContext, event, job
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from property_budget import examples
 from ses_fault_proxy import Fault
@@ -42,6 +42,13 @@ def world(pipeline, ses_faults, slow):
     return pipeline, ses_faults, slow
 
 
+# Every run meets each fault at least once, whatever the drawn examples reach: a throttled job whose copy's answer is
+# lost and whose invocation dies before its acknowledgement, then whose hold's answer is lost, then whose copy's
+# delete of its original is lost; and a parked job whose completion's answer is lost as its invocation dies.
+@example(rounds=[[{COPY_ANSWER_LOST, ACK_LOST}], [{HOLD_ANSWER_LOST}], [{DELETE_ANSWER_LOST}]], budget_ms=3_000,
+         refusal=Fault.THROTTLE)
+@example(rounds=[[{COMPLETION_ANSWER_LOST, ACK_LOST}], [{COPY_ANSWER_LOST}]], budget_ms=30_000,
+         refusal=Fault.SENDING_PAUSED)
 @settings(max_examples=examples(4), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rounds=st.lists(st.lists(st.sets(st.sampled_from(FAULTS)), min_size=1, max_size=2), min_size=1,
                        max_size=5),
