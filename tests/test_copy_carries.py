@@ -7,14 +7,11 @@ from __future__ import annotations
 import json
 
 from consumer_harness import FakeClock, FakeContext, event, job
-from ses_fault_proxy import Fault
 from slow_aws import Jobs, consumer
 
 from sendonce_contract.message import CONTRACT_VERSION
 from sendonce_contract.schema import CopyAttribute
 from sendonce_local.emulator.slow_services import Rule
-from sendonce_runtime.clock import Deadline
-from sendonce_runtime.sqs_record import SqsRecord
 
 
 def delivered_with(jobs: Jobs, body: dict, attributes: dict[str, str]) -> dict:
@@ -57,23 +54,3 @@ def test_a_completion_is_carried_on_by_a_copy_made_before_its_turn_to_be_written
     jobs.acknowledge(built.handle(event(record), FakeContext(FakeClock())), record)
     [copy] = jobs.receive()
     assert attribute(copy, CopyAttribute.UNRECORDED_SEND) == "owner-1 ses-id-1"
-
-
-def test_a_message_the_consumer_took_itself_is_held_until_its_copy_can_delete_it(pipeline, ses_faults, slow):
-    """A record the consumer received itself is out of sight only for its invocation: a copy of it, made alone
-    (throttled, not parked), holds it as the batch's parked copies do, whatever the copy's delay."""
-    jobs = Jobs("taken")
-    built, _ = consumer(pipeline, slow, jobs)
-    held = []
-    built.redelivery._client.meta.events.register(
-        "before-parameter-build.sqs.ChangeMessageVisibility", lambda params, **_: held.append(params))
-    jobs.enqueue(job("receipt:taken:u1"))
-    message = jobs.sqs.receive_message(QueueUrl=jobs.url, MessageSystemAttributeNames=["All"],
-                                       MessageAttributeNames=["All"], VisibilityTimeout=5)["Messages"][0]
-    taken = SqsRecord.from_message(message, jobs.source.queue_arn)
-    ses_faults.script(Fault.THROTTLE)
-    deadline = Deadline(FakeContext(FakeClock()))
-    result = built.redelivery.settle(taken, built.processor.process(taken, deadline), deadline)
-    assert result.outcome.value == "throttled" and result.postponed_s is not None
-    [hold] = held
-    assert hold["ReceiptHandle"] == message["ReceiptHandle"] and hold["VisibilityTimeout"] > result.postponed_s
