@@ -6,8 +6,11 @@ the waiting room holds jobs for; one ``GetAccount`` a run serves every stop.
 - ``quota``: and its ``SendQuota``'s ``SentLast24Hours`` below ``Max24HourSend`` (-1: no quota).
 - ``paused`` of a tenant: and ``GetTenant``'s ``SendingStatus`` not ``DISABLED``.
 - ``setup``: and the pipeline's identity ``VerifiedForSendingStatus`` with its custom MAIL FROM domain, if any,
-  verified (``GetEmailIdentity``), and its configuration set found, its sending enabled (``GetConfigurationSet``).
-- ``paused`` of the account: and the pipeline's configuration set's sending enabled (SES pauses a set too).
+  verified (``GetEmailIdentity``), and its configuration set found (``GetConfigurationSet``).
+
+A configuration set's own pause (``ConfigurationSetSendingPausedException``) is not asked about: the emulator's SES
+answers ``SendingEnabled`` false for every set made without ``SendingOptions``. Such a stop is released on the
+account's word, refused again, and then waits SES's word out for 15 minutes at a time.
 
 An answer SES does not give (an error, a timeout) is not a yes: the stop lasts until SES says so, or until a
 consumer's own probe (a send SES accepts) ends it.
@@ -47,11 +50,10 @@ class SesStatus:
                 EmailIdentity=self._sender_identity))
             if identity is None or not identity.get("VerifiedForSendingStatus") or not _mail_from_verified(identity):
                 return False
-        if kind in (Stop.SETUP, Stop.PAUSED) and tenant is None and self._configuration_set:
-            # NotFoundException: not yet; a set found with its sending disabled is paused still.
+        if kind == Stop.SETUP and self._configuration_set:  # NotFoundException: not yet
             found = self._answer("configuration set", lambda: self._ses.get_configuration_set(
                 ConfigurationSetName=self._configuration_set))
-            if found is None or found.get("SendingOptions", {}).get("SendingEnabled") is False:
+            if found is None:
                 return False
         return True
 

@@ -166,11 +166,6 @@ class SesStops:
             stop = self._stops.get(scope)
         return unparked_at_ms is not None and (stop is None or stop.learned_at_ms < unparked_at_ms)
 
-    def account_stopped(self) -> bool:
-        """Whether this instance knows the lane's whole sending stopped (the account's scope)."""
-        with self._lock:
-            return ACCOUNT in self._stops
-
     def heard(self, outcome: SendOutcome, job: ParsedJob, deadline: Deadline | None = None) -> LaneStop | None:
         """What SES said of a send: a stop to learn (returned), or a send accepted that ends the stops of its
         scopes."""
