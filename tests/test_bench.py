@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ["## 1. AWS calls per record", "## 2. Throughput", "## 3. Cold start", "## 4. The Lambda asset",
             "## 5. Synth time", "## 6. Dedupe table cost", "## 7. Per instance", "## 8. SES events as evidence",
             "## 9e. A burst through slow and throttled answers",
-            "## 9f. A paused account", "## 11. Key privacy", "## 12. Outcome events",
+            "## 9f. SES's stops", "## 11. Key privacy", "## 12. Outcome events",
             "## 13. A scheduled email", "## 14. The SQL outbox", "## 15. Attachments",
             "## 16. The mis-keyed-producer guard"]
 
