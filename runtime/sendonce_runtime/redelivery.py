@@ -228,15 +228,22 @@ class Redelivery:
     def _room_entry(self, copy: _Copy, now_ms: int) -> tuple[dict[str, Any], str, int]:
         """A parked job as the room holds it: the request that sends it back, its key, and the latest it may wait
         (epoch ms): as long as the queue keeps a message, from its first parking, less the margin."""
-        request = self._copy_request(copy.record, 0, copy.postponements, copy.redeliver.unsent_claim,
-                                     copy.redeliver.unrecorded_send, copy.parked_since)
-        del request["DelaySeconds"]
-        request["MessageAttributes"].pop(CopyAttribute.SUPERSEDES, None)  # acknowledged once the room holds it
+        request = self._room_request(copy, copy.redeliver.unsent_claim, copy.redeliver.unrecorded_send)
         since = copy.parked_since if copy.parked_since is not None else now_ms
         retention_s = self._retention_s if self._retention_s is not None else SQS_MAX_RETENTION_S
         bound_ms = since + (retention_s - parked_margin_s(retention_s)) * 1000
         assert copy.redeliver.result.dedupe_key is not None
         return request, copy.redeliver.result.dedupe_key, bound_ms
+
+    def _room_request(self, copy: _Copy, unsent_claim: str | None,
+                      unrecorded_send: tuple[str, str] | None) -> dict[str, Any]:
+        """The request that sends a job back from the waiting room: a copy's, without its delay (the schedule
+        watch's to set) and with nothing to delete (its message is acknowledged once the room holds it)."""
+        request = self._copy_request(copy.record, 0, copy.postponements, unsent_claim, unrecorded_send,
+                                     copy.parked_since)
+        del request["DelaySeconds"]
+        request["MessageAttributes"].pop(CopyAttribute.SUPERSEDES, None)
+        return request
 
     def _admitted_to_room(self, copy: _Copy, deadline: Deadline | None) -> bool:
         """A scheduled job due further ahead than SQS can delay it, written to the waiting room (it comes back from
@@ -248,10 +255,7 @@ class Redelivery:
                 or redeliver.due_at_ms is None or redeliver.result.dedupe_key is None
                 or (deadline is not None and deadline.remaining_ms() < self._call_ms)):
             return False
-        request = self._copy_request(copy.record, 0, copy.postponements, None, None, copy.parked_since)
-        del request["DelaySeconds"]  # the schedule watch's: the rest of its wait when it sends it back
-        # Acknowledged once the room holds it: nothing for the job's message to delete when it comes back.
-        request["MessageAttributes"].pop(CopyAttribute.SUPERSEDES, None)
+        request = self._room_request(copy, None, None)
         return self._room.admit(request, redeliver.due_at_ms, redeliver.result.dedupe_key)
 
     def _plan_copy(self, record: SqsRecord, redeliver: Redeliver) -> _Copy | RecordResult | None:

@@ -122,7 +122,7 @@ class ScheduleWatch:
             entries = {str(n): self._entry(item, room == room_of(lane.name), unparked_at_ms)
                        for n, item in enumerate(page)}
             sent, refused = self._send_back(lane.queue_url, page, entries)
-            gone = sent + self._dead_letter(lane.dead_letter_queue_url, lane.queue_url, refused, entries, page)
+            gone = sent + self._dead_letter(lane.dead_letter_queue_url, lane.queue_url, refused)
             tally["deadLettered"] += len(gone) - len(sent)  # (or sent alone at the second try)
             deleted = self._delete(gone)
             tally["released"] += deleted
@@ -168,16 +168,26 @@ class ScheduleWatch:
                 self._remove(marker)
 
     def _markers(self) -> Iterator[dict[str, Any]]:
-        """Every stop the room holds jobs for, page by page."""
+        """Every stop the room holds jobs for."""
+        for page in self._pages(lambda: True, KeyConditionExpression="#room = :room",
+                                ExpressionAttributeNames={"#room": ROOM},
+                                ExpressionAttributeValues={":room": {"S": STOPS}}):
+            yield from page
+
+    def _pages(self, more: Callable[[], bool], read: _Pages | None = None,
+               **query: Any) -> Iterator[list[dict[str, Any]]]:
+        """A Query of the room, a page at a time, while ``more()`` allows another (``read`` says whether it read to
+        the end)."""
         start: dict[str, Any] | None = None
-        while True:
-            page = self._dynamodb.query(
-                TableName=self._config.table_name, KeyConditionExpression="#room = :room",
-                ExpressionAttributeNames={"#room": ROOM}, ExpressionAttributeValues={":room": {"S": STOPS}},
-                ConsistentRead=True, **({"ExclusiveStartKey": start} if start else {}))
-            yield from page.get("Items", [])
+        while more():
+            page = self._dynamodb.query(TableName=self._config.table_name, ConsistentRead=True, **query,
+                                        **({"ExclusiveStartKey": start} if start else {}))
+            if page.get("Items"):
+                yield page["Items"]
             start = page.get("LastEvaluatedKey")
             if not start:
+                if read is not None:
+                    read.read_to_the_end = True
                 return
 
     def _note_release(self, marker: StopMarker, now_ms: int) -> None:
@@ -210,20 +220,11 @@ class ScheduleWatch:
         """The room's items due before ``limit_ms``, a page at a time, while the run has time for a page (``pages``
         says whether it read to the end)."""
         limit = f"{min(limit_ms, 10 ** DUE_DIGITS - 1):0{DUE_DIGITS}d}~"
-        start: dict[str, Any] | None = None
-        while remaining_ms() > PAGE_MARGIN_MS:
-            page = self._dynamodb.query(
-                TableName=self._config.table_name, KeyConditionExpression="#room = :room AND #due < :limit",
-                ExpressionAttributeNames={"#room": ROOM, "#due": DUE},
-                ExpressionAttributeValues={":room": {"S": room}, ":limit": {"S": limit}},
-                ConsistentRead=True, Limit=PAGE_ITEMS, **({"ExclusiveStartKey": start} if start else {}))
-            if page.get("Items"):
-                yield page["Items"]
-            start = page.get("LastEvaluatedKey")
-            if not start:
-                if pages is not None:
-                    pages.read_to_the_end = True
-                return
+        yield from self._pages(lambda: remaining_ms() > PAGE_MARGIN_MS, pages,
+                               KeyConditionExpression="#room = :room AND #due < :limit",
+                               ExpressionAttributeNames={"#room": ROOM, "#due": DUE},
+                               ExpressionAttributeValues={":room": {"S": room}, ":limit": {"S": limit}},
+                               Limit=PAGE_ITEMS)
 
     def _entry(self, item: dict[str, Any], scheduled: bool, unparked_at_ms: int | None) -> dict[str, Any]:
         """The SendMessage entry that puts an item's job back: a scheduled one delayed until its due time, a parked
@@ -237,28 +238,26 @@ class ScheduleWatch:
         return entry
 
     def _send_back(self, queue_url: str, items: list[dict[str, Any]], entries: dict[str, dict[str, Any]]
-                   ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                   ) -> tuple[list[dict[str, Any]], list[tuple[dict[str, Any], dict[str, Any]]]]:
         """Each item's job sent to its queue (``entries``, by the item's index): the items SQS took, and those it
-        refused."""
+        refused, each with its entry."""
         answers = call_batched(self._sqs.send_message_batch, queue_url, entries)
         # Only what SQS surely took leaves the room: a send whose answer was lost may not have gone, and is sent
         # again by the next run (the ledger absorbs a second one).
         return ([items[int(n)] for n, answer in answers.items() if answer is Answer.DONE],
-                [items[int(n)] for n, answer in answers.items() if answer is Answer.REFUSED])
+                [(items[int(n)], entries[n]) for n, answer in answers.items() if answer is Answer.REFUSED])
 
-    def _dead_letter(self, dead_letter_queue_url: str | None, queue_url: str, refused: list[dict[str, Any]],
-                     entries: dict[str, dict[str, Any]], page: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _dead_letter(self, dead_letter_queue_url: str | None, queue_url: str,
+                     refused: list[tuple[dict[str, Any], dict[str, Any]]]) -> list[dict[str, Any]]:
         """The jobs SQS refused to take back, each tried once more alone: sent then, or, refused for what the
         message is (too long, too many attributes: it would be refused every run), moved to its lane's DLQ with
         SQS's reason, where a redrive sends it once the producer fixed it. Any other refusal (access, a key) leaves
         it in the room for the next run. The items now out of the room."""
         gone = []
         dead_letters = DeadLetterQueue(self._sqs, dead_letter_queue_url, fifo=False) if dead_letter_queue_url else None
-        for item in refused:
-            request = json.loads(item[REQUEST]["S"])
+        for item, request in refused:
             said: list[Refusal] = []
-            entry = {**entries[str(next(n for n, paged in enumerate(page) if paged is item))], "DelaySeconds": 0}
-            answer = call(self._sqs.send_message, said, QueueUrl=queue_url, **entry)
+            answer = call(self._sqs.send_message, said, QueueUrl=queue_url, **{**request, "DelaySeconds": 0})
             if answer is Answer.DONE:
                 gone.append(item)
                 continue
@@ -270,7 +269,7 @@ class ScheduleWatch:
                 "MessageAttributes": request.get("MessageAttributes", {}),
                 "Attributes": {"MessageGroupId": request["MessageGroupId"]} if "MessageGroupId" in request else {}},
                 queue_url)
-            reason = (f"SQS refused to take it back from the waiting room at its sendAt ({refusal}), as it would "
+            reason = (f"SQS refused to take it back from the waiting room ({refusal}), as it would "
                       "every time: make the job smaller, or give it fewer message attributes, then redrive it")
             if dead_letters.send(record, ReasonCode.INVALID_MESSAGE, reason, item[KEY]["S"]):
                 gone.append(item)
