@@ -73,166 +73,222 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
     ``path``, as does an unknown keyword. The keywords are :class:`SendOnceEmailQueueProps`; the list below is
     rendered from their declarations (``make props-docs``).
 
-    :param sender: the SES identity to send from: a domain (``"example.com"``), an address, or an
-        ``aws_ses.IEmailIdentity``. The IAM grant names this identity's ARN only. Required.
-    :param from_addresses: the From addresses allowed (``ses:FromAddress`` condition). Default: any address of the
-        domain identity, or the address identity itself.
-    :param configuration_set: an SES configuration set used for every send (name or ``IConfigurationSet``). Default:
-        one the construct makes.
-    :param ses_events: make SES's own events the evidence of each send (a configuration set publishing to the
-        default event bus, a rule, a queue and a recorder). Default: True.
+    :param sender: the SES identity to send from: a domain (``"example.com"``), a bare address, or an
+        ``aws_ses.IEmailIdentity``; the IAM grant names this identity's ARN only. Required.
+    :param from_addresses: the From addresses allowed (``ses:FromAddress`` condition): bare addresses of the sender
+        identity. Default: any address of the domain identity, or the address identity itself.
+    :param configuration_set: an SES configuration set used for every send (name or ``IConfigurationSet``), granted
+        and passed to the consumer; with ``ses_events`` the construct adds its EventBridge event destination to it.
+        Default: one the construct makes.
+    :param ses_events: make SES's own events the evidence of each send: a configuration set with an event
+        destination to the default event bus, a rule matching this pipeline's ``sendonce-pipeline`` tag, a queue and
+        DLQ, and the bundled recorder. Default: True.
     :param evidence_grace_period: how long after a dead worker's lease expired its send waits for SES's events
-        before the delivery policy decides it. Default: 5 minutes.
-    :param template_names: SES templates the jobs may use; each is added to the grant. Default: none.
-    :param allow_raw_messages: grant ``ses:SendRawEmail`` so jobs may carry raw MIME. Default: False.
-    :param function_timeout: the consumer's timeout. Default: 30 s.
-    :param memory_size: the consumer's memory in MB. Default: 256 MB.
+        before the delivery policy decides it, 10 s to 12 h; with ``ses_events`` the retention period must cover 2 x
+        ``visibility_timeout`` + this, and ``max_receive_count`` must be at least 3. Default: 5 minutes.
+    :param template_names: SES templates the jobs may use, each name by SES's rule (1-64 letters, digits, ``_``,
+        ``-``); each template's ARN is added to the grant. Default: none.
+    :param allow_raw_messages: grant ``ses:SendRawEmail``, which jobs with ``raw`` MIME content need. Default:
+        False.
+    :param function_timeout: the consumer's timeout; it also sizes the consumer's SES timeouts, lease margin and
+        ledger call timeouts (no SDK retries; every call a record makes fits before the deadline guard, at the
+        shortest timeout too); between 1 s and 900 s, Lambda's limit. Default: 30 s.
+    :param memory_size: the consumer's memory in MB; between 128 and 10240 MB, Lambda's limits. Default: 256 MB.
     :param architecture: the instruction set of every bundled function. Default: ARM64.
     :param runtime: the Python runtime of every bundled function. Default: newest Python runtime aws-cdk-lib knows.
     :param precompiled_bytecode: ship the bundled functions' bytecode, compiled at synth, so that a cold start loads
-        it instead of compiling every module (Lambda's asset folder is read-only; BENCHMARKS.md, section 3).
-        ``runtime`` must pin the version of the Python running synth, on every machine that synthesizes the app.
+        it instead of compiling every module (Lambda's asset folder is read-only; see the costs page and
+        BENCHMARKS.md, section 3); the asset is about three times larger; ``runtime`` must pin the Python running
+        synth (``PYTHON_3_11`` under Python 3.11) on every machine that synthesizes the app, or synth fails.
         Default: False.
-    :param log_retention: how long the consumer's logs are kept. Default: one month.
-    :param tracing: X-Ray tracing for the consumer. Default: off.
-    :param visibility_timeout: the job queue's visibility timeout; smaller than the default fails synth. Default: 6
-        x ``function_timeout`` + ``max_batching_window``.
-    :param batch_size: records per invocation. Default: 10; with a send rate, what one instance sends in a second
-        (at least 1).
-    :param max_batching_window: how long the event source gathers a batch. Default: none.
-    :param max_concurrency: cap on concurrent consumer invocations (2 to 1000), e.g. to stay under SES's rate; with
-        ``send_rate``, no more run than the rate in emails a second (synth warns). Default: none.
-    :param parallelism: records of one batch handled at once by one invocation. Default: the batch size, at most 10.
-    :param send_rate: recipients per second this pipeline may send, all its instances together (its share of the
-        account's SES maximum send rate): the rate to give. Each instance paces at send_rate / max_concurrency (over
-        the instances that run), so it needs max_concurrency; max_send_rate is that per-instance figure, which the
-        construct derives from it. Default: none.
-    :param max_send_rate: recipients per second per consumer instance (a token bucket before each send, one token
-        per recipient, as SES's quotas count them), so parallel sends stay under the account's SES rate; multiply by
-        max_concurrency for the pipeline's peak. The per-instance form of send_rate, for a pipeline whose instances
-        are not capped: give one of the two, send_rate where you can. Default: none.
-    :param urgent_lane: a second job queue (``urgent_queue``, with its own DLQ) and consumer for jobs with
-        ``"priority": "urgent"``, so they never wait behind bulk mail; with ``send_rate`` it keeps ``urgent_share``
-        of the rate, lent to bulk while it is idle. One dedupe ledger for both. Default: False.
-    :param urgent_share: the urgent lane's share of ``send_rate``: bulk never takes it, and borrows it while the
-        urgent lane is idle (its queue empty for 5 s). Default: 0.2.
-    :param max_job_age: the (bulk) lane's age limit: a job with no ``expiresAt`` is not sent once this long has
-        passed since its first message was queued (a backlog, an SES stop, a throttle, a redrive): it is
-        acknowledged unsent and its key recorded ``EXPIRED`` (``Expired`` metric, ``Email Expired`` event), as a job
-        past its own ``expiresAt`` is. Default: none (only a job's own ``expiresAt``).
-    :param urgent_max_job_age: the urgent lane's age limit, as ``max_job_age`` (one-time codes and reset links:
-        minutes), with ``urgent_lane``. Default: none (only a job's own ``expiresAt``).
+    :param log_retention: how long the consumer's logs are kept, in the function's own log group. Default: one
+        month.
+    :param tracing: X-Ray tracing for the consumer: ``lambda_.Tracing.ACTIVE`` turns it on. Default: off.
+    :param visibility_timeout: the job queue's visibility timeout, at most 12 h; smaller than the default fails
+        synth. Default: 6 x ``function_timeout`` + ``max_batching_window``.
+    :param max_batching_window: how long the event source gathers a batch, 0 to 300 s; not with ``fifo``. Default:
+        none.
+    :param max_concurrency: cap on concurrent consumer invocations, e.g. to stay under SES's rate; with
+        ``send_rate`` it must be known at synth, and the event source runs at most floor(rate) instances, so each
+        paces at one email a second or more (two at least; docs: sending rate): a cap above that warns at synth;
+        between 2 and 1000, the SQS event source's limit. Default: none.
+    :param send_rate: recipients per second this pipeline may send, all its instances together (SES's quotas count
+        recipients: to + cc + bcc): its share of the account's SES maximum send rate, and the rate to give; each
+        instance is paced at ``send_rate`` / ``max_concurrency`` (over the instances that run, where fewer), so it
+        needs ``max_concurrency``, and the construct derives each instance's ``max_send_rate`` from it; not with
+        ``max_send_rate``. Default: none.
+    :param max_send_rate: Deprecated: give ``send_rate`` (with ``max_concurrency``) instead; recipients per second
+        per consumer instance, the per-instance form of ``send_rate`` for a pipeline whose instances are not capped:
+        a token bucket before each send takes one token per recipient (as SES's quotas count them), so parallel
+        sends stay under the account's SES rate (the pipeline's peak is this times ``max_concurrency``); a job with
+        more recipients than the bucket holds waits for a full bucket and goes; not with ``send_rate``, which sets
+        it for you; above 0 recipients per second. Default: none.
+    :param batch_size: records per invocation, 1 to 10 (FIFO) or 10000; above 10 needs a ``max_batching_window``.
+        Default: 10; with a send rate, what one instance sends in a second (at least 1).
+    :param parallelism: records of one batch handled at once by one invocation (threads sharing one client per
+        service), at most ``batch_size``; 1 turns it off. Default: the batch size, at most 10.
+    :param urgent_lane: a second job queue (``urgent_queue``, with its own DLQ) and consumer of the same kind (FIFO,
+        encryption, retention) for jobs with ``"priority": "urgent"``, so they never wait behind bulk mail, with one
+        dedupe ledger for both; the producer, the outboxes and ``sendonce dlq redrive`` route a job by its
+        ``priority``, and a job on the other lane's queue is still sent; with ``send_rate`` the lane keeps
+        ``urgent_share`` of the rate, lent to bulk while it is idle; not with ``max_send_rate`` (give
+        ``send_rate``). Default: False.
+    :param urgent_share: the urgent lane's share of ``send_rate``, above 0 and below 1: bulk never takes it, and
+        borrows it while the urgent lane is idle (its queue empty for 5 s); only with ``urgent_lane`` and
+        ``send_rate``. Default: 0.2.
+    :param max_job_age: the (bulk) lane's age limit, 60 s to 14 days: a job with no ``expiresAt`` (its own wins) is
+        not sent once this long has passed since its first message was queued (a backlog, an SES stop, a throttle, a
+        redrive; its delayed copies and dead letters carry that time, and a redrive keeps it); it is acknowledged
+        unsent and its key recorded ``EXPIRED`` in one conditional write (``Expired`` metric, ``Email Expired``
+        event), as a job past its own ``expiresAt`` is. Default: none (only a job's own ``expiresAt``).
+    :param urgent_max_job_age: the urgent lane's age limit, 60 s to 14 days, as ``max_job_age`` (one-time codes and
+        reset links: minutes); only with ``urgent_lane``. Default: none (only a job's own ``expiresAt``).
     :param max_delivery_duration: how long SES keeps trying to deliver the (bulk) lane's emails once it accepted
-        them (its configuration set's ``MaxDeliverySeconds``): past it SES gives up and publishes a bounce, so a
-        receiving server that is down for hours does not take the email hours late. Default: SES's, 14 hours.
-    :param urgent_max_delivery_duration: the urgent lane's, as ``max_delivery_duration``, so one-time codes give up
-        in minutes while receipts keep trying for hours. The urgent lane sends through a configuration set of its
-        own beside the one the construct makes (publishing SES's events as the other does; SES charges nothing for a
-        set); with the user's own ``configuration_set``, both lanes send through that. Default: as the bulk lane's.
-    :param provisioned_pollers: the (bulk) lane's event source in provisioned mode: ``minimum_pollers`` always
-        ready, scaling to ``maximum_pollers``, for a lower, steadier latency when a burst arrives after a quiet
-        spell. Costs money while idle: AWS bills each poller provisioned (at least ``minimum_pollers``, 2 or more on
-        SQS) every hour, as event poller units on Lambda's pricing page, whether jobs arrive or not. Default: none
+        them, 5 minutes to 14 hours (the configuration set's ``MaxDeliverySeconds``): past it SES gives up and
+        publishes a bounce, so a receiving server that is down for hours does not take the email hours late; set on
+        the configuration set the construct makes (not with ``configuration_set`` or ``ses_events=False``). Default:
+        SES's, 14 hours.
+    :param urgent_max_delivery_duration: the urgent lane's, as ``max_delivery_duration`` (5 minutes to 14 hours, on
+        a configuration set the construct makes), so one-time codes give up in minutes while receipts keep trying
+        for hours; only with ``urgent_lane``; the urgent lane sends through a configuration set of its own beside
+        the one the construct makes (publishing SES's events as the other does; SES charges nothing for a set), and
+        with the user's own ``configuration_set`` both lanes send through that. Default: as the bulk lane's.
+    :param provisioned_pollers: the (bulk) lane's event source in provisioned mode, an
+        ``aws_lambda.ProvisionedPollerConfig``: ``minimum_pollers`` (2 to 200) always ready, scaling to
+        ``maximum_pollers`` (2 to 2000, at least the minimum), for a lower, steadier latency when a burst arrives
+        after a quiet spell; it costs money while idle: AWS bills each poller provisioned (at least
+        ``minimum_pollers``) every hour, as event poller units on Lambda's pricing page, whether jobs arrive or not;
+        not with ``max_concurrency`` (so not with ``send_rate``): Lambda takes one or the other. Default: none
         (Lambda scales the event source's pollers with the backlog).
     :param urgent_provisioned_pollers: the urgent lane's event source in provisioned mode, as
         ``provisioned_pollers``: a latency floor for one-time codes and reset links after a quiet spell, billed
-        every hour as ``provisioned_pollers`` is. Default: none (Lambda scales the event source's pollers with the
-        backlog).
-    :param max_receive_count: deliveries before a message moves to the DLQ; below 5 warns. Default: 5.
-    :param retention_period: how long the job queue keeps a message. The DLQ keeps 14 days. Default: 4 days.
-    :param max_message_size_bytes: the largest message the queue takes, in bytes (up to SQS's 1 MiB); a job may be
-        that less the room a delayed copy's attributes take (about 1.6 KB; the producer's `JobTooLarge` says so).
-        Its dead-letter queue then takes SQS's largest, so any job can be dead-lettered with its reason. Default:
-        256 KiB, set in the template (SQS's own default is 1 MiB since 2025).
-    :param dedupe_ttl: how long a sent key is remembered; at least retention_period. Default: 7 days; with
-        ``outbox``, 1 day of stream retention + ``retention_period`` + the DLQ's 14 days, in whole days (19 days
-        with the default ``retention_period``).
+        every hour as ``provisioned_pollers`` is; only with ``urgent_lane``. Default: none (Lambda scales the event
+        source's pollers with the backlog).
+    :param max_receive_count: deliveries before a message moves to the DLQ: a job failing on its last allowed
+        receive is dead-lettered by the consumer with its reason (``max-receives``) rather than moved by SQS with
+        none; below 1 fails (below 3 with ``ses_events``: a dead worker's job is received once to wait for SES's
+        events and once to be decided); below 5 warns (acknowledgeable: see the errors and warnings reference).
+        Default: 5.
+    :param retention_period: how long the job queue keeps a message; the DLQ keeps 14 days; between 60 s and 1209600
+        s (14 days), SQS's limits. Default: 4 days.
+    :param max_message_size_bytes: the largest message the queue takes, 1024 to 1048576 bytes (SQS's 1 MiB); a job
+        may be that less the room a delayed copy's attributes take (about 1.6 KB; the producer's ``JobTooLarge``
+        says so), and larger files go through ``attachments_bucket``; its dead-letter queue then takes SQS's
+        largest, so any job can be dead-lettered with its reason; ``batch_size`` x (this + 1024 bytes of each
+        record's envelope) must fit Lambda's 6 MB invocation payload (6291456 bytes). Default: 256 KiB, set in the
+        template (SQS's own default is 1 MiB since 2025).
+    :param dedupe_ttl: how long a sent key is remembered; at least ``retention_period``: a key forgotten while its
+        message can still arrive is sent twice. Default: 7 days; with ``outbox``, 1 day of stream retention +
+        ``retention_period`` + the DLQ's 14 days, in whole days (19 days with the default ``retention_period``).
     :param delivery: what happens to a send a crash left undecided and SES's events did not settle; ``NEVER_RESEND``
-        never risks a double. Default: ``DeliveryPolicy.RESEND_WITHOUT_EVIDENCE``.
-    :param fifo: use FIFO queues (per-group ordering). Default: False.
-    :param existing_table: bring your own dedupe table (partition key ``dedupeKey``, string, no sort key) instead.
-        Its keys are checked at synth when it is defined in the app; its own KMS key, if any, is granted. Default: a
-        new table.
-    :param removal_policy: for the dedupe table this construct makes. Default: RETAIN.
-    :param deletion_protection: for the dedupe table this construct makes. Default: False.
-    :param encryption: queue encryption. Default: SQS-managed (KMS when ``encryption_key`` is given).
-    :param encryption_key: a customer-managed KMS key for both queues and the dedupe table. Default: none.
+        never risks a double (see the guarantees page). Default: ``DeliveryPolicy.RESEND_WITHOUT_EVIDENCE``.
+    :param fifo: use a FIFO job queue and DLQ, order kept per message group. Default: False.
+    :param existing_table: bring your own dedupe table instead (partition key ``dedupeKey``, string, no sort key:
+        checked at synth for a ``Table`` or ``TableV2`` defined in the app); its own KMS key, if any, is granted to
+        the consumer; not with the table props below. Default: a new table.
+    :param removal_policy: for the dedupe table the construct makes. Default: RETAIN.
+    :param deletion_protection: for the dedupe table the construct makes. Default: False.
+    :param encryption: queue encryption; ``UNENCRYPTED`` is refused. Default: SQS-managed (KMS when
+        ``encryption_key`` is given).
+    :param encryption_key: a customer-managed KMS key for both queues and the dedupe table, granted to the consumer.
+        Default: none.
     :param alarms: create the default alarms (DLQ not empty, oldest message too old, UNKNOWN records, function
         errors). Default: True.
-    :param alarm_topic: an SNS topic every alarm notifies. Default: none.
+    :param alarm_topic: an ``sns.ITopic`` every alarm notifies. Default: none.
     :param oldest_message_alarm_threshold: the age of the oldest job that raises an alarm. Default: 15 minutes.
     :param urgent_oldest_message_alarm_threshold: the age of the oldest urgent job that raises the
-        ``UrgentOldestMessageTooOld`` alarm, with ``urgent_lane``. Default: 1 minute.
-    :param dashboard: draw the pipeline on a CloudWatch dashboard. Default: False.
-    :param vpc: put every bundled function in this VPC (with the subnets and security groups below); they need
-        routes or VPC endpoints to DynamoDB, SQS, SES and CloudWatch Logs. Default: none.
-    :param vpc_subnets: the subnets of every bundled function. Default: CDK's choice (private subnets).
-    :param security_groups: the security groups of every bundled function. Default: one per function, outbound only.
-    :param reserved_concurrent_executions: the consumer's reserved concurrency; at least ``max_concurrency``.
-        Default: none.
-    :param log_level: the application log level of every bundled function. Default: INFO.
-    :param queue_removal_policy: for the queues this construct makes: RETAIN keeps, when the stack is deleted, jobs
+        ``UrgentOldestMessageTooOld`` alarm, at most ``oldest_message_alarm_threshold``; only with ``urgent_lane``.
+        Default: 1 minute.
+    :param dashboard: draw the pipeline on a CloudWatch dashboard (``.dashboard``). Default: False.
+    :param vpc: put every bundled function (consumer, relay, recorder) in this VPC, with the subnets and security
+        groups below; they need routes or VPC endpoints to DynamoDB, SQS, SES and CloudWatch Logs: selected subnets
+        with no egress (isolated, or public: a function gets no public address) in a VPC with no endpoint warn
+        (acknowledgeable: see the errors and warnings reference). Default: none.
+    :param vpc_subnets: the subnets of every bundled function; needs ``vpc``; selected subnets with no egress in a
+        VPC with no endpoint warn. Default: CDK's choice (private subnets).
+    :param security_groups: the security groups of every bundled function; needs ``vpc``. Default: one per function,
+        outbound only.
+    :param reserved_concurrent_executions: the consumer's reserved concurrency; at least 1 and at least
+        ``max_concurrency``. Default: none.
+    :param log_level: the application log level (``lambda_.ApplicationLogLevel``) of every bundled function.
+        Default: INFO.
+    :param queue_removal_policy: for the queues the construct makes: RETAIN keeps, when the stack is deleted, jobs
         not yet sent. Default: RETAIN.
     :param log_removal_policy: for the functions' log groups. Default: DESTROY.
-    :param enabled: whether the consumer's event source polls; False stops sending without deleting anything.
-        Default: True.
-    :param dead_letter_queue: bring your own dead-letter queue (of the job queue's kind; keep its retention at 14
-        days, which the dedupe_ttl rules assume). Default: one the construct makes.
+    :param enabled: whether the consumer's event source polls; False stops sending without deleting anything (jobs
+        wait in the queue). Default: True.
+    :param dead_letter_queue: bring your own dead-letter queue: it must be of the job queue's kind (FIFO or not) and
+        keep messages 14 days, as the ``dedupe_ttl`` rules assume (both checked at synth for a queue defined in the
+        app). Default: one the construct makes.
     :param outcome_events: publish each transition of a key (sent, delivered, bounced, complained, ..., cancelled)
-        to EventBridge for the application, read from the dedupe table's stream; see ``on_outcome``. True with an
-        ``existing_table`` that has no stream fails synth. Default: on (off with a warning for an ``existing_table``
-        without a stream).
-    :param outcome_bus: the event bus outcome events go to. Default: the default bus.
-    :param suppression_reasons: the configuration set's own suppression list reasons (bounces, complaints or both);
-        only for the configuration set the construct makes. Default: the account's.
-    :param disable_suppression_list: send even to addresses on the account's suppression list. Default: False.
-    :param key_privacy: outside the job body, a key travels as its HMAC-SHA256 under a secret the construct keeps in
-        Secrets Manager (``key_secret``): the ledger, SES's tags and events, logs and the DLQ's attributes never
-        carry its text. Switching an existing pipeline forgets every key it recorded (see the personal data page).
-        Default: False.
-    :param ses_tenants: send a job's ``tenant`` as SES's ``TenantName`` (SES tenants keep each tenant's reputation
-        and sending status apart). Each tenant must exist in SES with the pipeline's identity, configuration set and
-        templates associated with it (``add_ses_tenant``, or SES's ``CreateTenant`` and
-        ``CreateTenantResourceAssociation`` when a customer signs up): SES refuses a send naming a tenant any of
-        them is not associated with. Default: False.
-    :param tenant_metrics: also write the consumer's metrics with a ``Tenant`` dimension beside ``Pipeline``. Each
-        tenant's value is a new set of custom metrics CloudWatch bills for (about 25 per tenant): a platform of
-        1,000 tenants pays for 25,000 metrics. The log lines carry the tenant either way, for Logs Insights at no
-        metric cost. Default: False.
-    :param allowed_recipients: the only addresses and domains this pipeline may send to (``SES_MAILBOX_SIMULATOR``
-        for SES's simulator): a job naming any other recipient goes to the DLQ (``recipient-not-allowed``), unsent.
-        For staging stages. Default: none (every recipient).
-    :param suspected_doubles: the mis-keyed-producer guard: a job whose recipients got the same content (sender,
-        subject and bodies or template and data, attachments, tenant) under another key within ``guard_window`` is
-        counted (``SuspectedDoubles``, alarmed) and published (``Email Suspected Double``), then sent
-        (``OnSuspectedDouble.FLAG``) or held in the DLQ unsent (``OnSuspectedDouble.HOLD``, reason
-        ``suspected-double``; a redrive sends it). One DynamoDB write per email, two for a suspect; recipients and
-        content kept as digests only. It cannot see a copy whose content differs (a body that prints the time it was
-        rendered). Default: off.
+        to EventBridge for the application, read from a stream on the dedupe table by a bundled publisher, with its
+        failure queue and alarm (see ``on_outcome`` and the outcome events page); True with an ``existing_table``
+        that has no stream fails synth. Default: on (off with a warning for an ``existing_table`` without a stream).
+    :param outcome_bus: the event bus (``events.IEventBus``) outcome events go to; needs ``outcome_events``.
+        Default: the default bus.
+    :param suppression_reasons: the configuration set's own suppression list reasons (``ses.SuppressionReasons``:
+        bounces, complaints or both), only for the configuration set the construct makes: not with
+        ``configuration_set`` or ``ses_events=False``. Default: the account's.
+    :param disable_suppression_list: send even to addresses on the account's suppression list (the configuration set
+        ignores it); not with ``suppression_reasons``. Default: False.
+    :param key_privacy: outside the job body, a key travels as ``hmac-`` + its HMAC-SHA256 under a secret the
+        construct keeps in Secrets Manager (``key_secret``, retained, never rotated): the ledger, SES's tags and
+        events, logs, metrics and the DLQ's attributes never carry its text; switching an existing pipeline forgets
+        every key it recorded (see the personal data page, also for why it is off by default). Default: False.
+    :param ses_tenants: send a job's ``tenant`` as SendEmail's ``TenantName`` (SES tenants keep each tenant's
+        reputation and sending status apart); the grant covers the account's tenants; each tenant must exist in SES
+        with the sender identity, the configuration set and the templates associated with it
+        (``add_ses_tenant(name)``, or SES's ``CreateTenant`` and ``CreateTenantResourceAssociation`` when a customer
+        signs up), else SES refuses the send and the job goes to the DLQ with ``ses-refused``. Default: False.
+    :param tenant_metrics: also write the consumer's metrics with a ``Tenant`` dimension (its digest with
+        ``key_privacy``) beside ``Pipeline``; each tenant seen is a new set of custom metrics CloudWatch bills
+        monthly (about 25 per tenant: a platform of 1,000 tenants pays for 25,000 metrics); the log lines carry
+        ``tenant`` either way, for Logs Insights at no metric cost. Default: False.
+    :param allowed_recipients: for a non-production stage: the only addresses and domains (exactly those domains,
+        not subdomains; ``SES_MAILBOX_SIMULATOR`` for SES's simulator) this pipeline may send to; a job naming any
+        other recipient goes to the DLQ with ``recipient-not-allowed``, unsent; not empty, each entry a bare address
+        or a domain. Default: none (every recipient).
+    :param suspected_doubles: the mis-keyed-producer guard: a job whose recipients (to, cc and bcc together) got the
+        same content (sender, subject and bodies or template and data, attachments, tenant) under another key within
+        ``guard_window`` is counted (``SuspectedDoubles``, alarmed) and published (``Email Suspected Double``), then
+        sent (``OnSuspectedDouble.FLAG``) or dead-lettered unsent (``OnSuspectedDouble.HOLD``, reason
+        ``suspected-double``; ``sendonce dlq redrive`` sends it); one more DynamoDB write per email, two for a
+        suspect (see the costs page); recipients and content kept as digests only; it cannot see a copy whose
+        content differs (a body that prints the time it was rendered). Default: off.
     :param recipient_cap: the most emails (distinct keys) one recipient may get from this pipeline in one
-        ``guard_window`` (a runaway loop's brake): a job that would take any of its recipients over it goes to the
-        DLQ unsent (``recipient-cap``, alarmed; a redrive sends it). One DynamoDB write per email (a transaction for
-        several recipients). Default: none.
-    :param guard_window: the window of ``suspected_doubles`` (from a content's first key) and of ``recipient_cap``.
-        Default: 1 hour.
+        ``guard_window`` (windows as the epoch divides them), 1 to 1000, a runaway loop's brake: a job that would
+        take any of its recipients over it is dead-lettered unsent with ``recipient-cap`` (alarmed), counting
+        nowhere, and ``sendonce dlq redrive`` sends it; one DynamoDB write per email (a transaction for several
+        recipients). Default: none.
+    :param guard_window: the window of ``suspected_doubles`` (from a content's first key) and of ``recipient_cap``,
+        60 s to 24 hours; only with one of them. Default: 1 hour.
     :param waiting_room: a DynamoDB table where a job whose ``sendAt`` is more than 15 minutes ahead, or a job
         parked while SES stops sending, waits, and a small function an EventBridge schedule runs every minute that
         sends each back to its lane's queue: a scheduled job shortly before its ``sendAt``, a parked one once SES
-        says it sends again (docs: when SES stops sending). About three requests a job for its whole wait, where
-        delayed copies cost 4 to 12 SQS requests an hour (a week ahead: about 2,000), and a stop's backlog moves
-        within a minute of SES sending again, not up to 15 minutes later. The function runs 43,800 times a month
-        whether jobs wait or not (within Lambda's free tier at 128 MB), and reads the table and asks SES's
-        GetAccount once a run. Default: on for a standard queue; off for a FIFO queue.
-    :param quota_watch: a small function an EventBridge schedule runs every five minutes, reading SES's 24-hour
-        quota (SESv2 GetAccount) into the ``QuotaUsedPercent`` metric. Default: True.
+        says it sends again (docs: when SES stops sending); a standard queue only (a FIFO queue refuses ``sendAt``,
+        and its parked jobs keep their group's order by waiting in their queue); about three requests a job for its
+        whole wait, where delayed copies cost 4 to 12 SQS requests an hour (a week ahead: about 2,000), and a stop's
+        backlog moves within a minute of SES sending again, not up to 15 minutes later; a job larger than the room's
+        item (about 380 KB) waits as delayed copies; the function runs 43,800 times a month whether jobs wait or not
+        (within Lambda's free tier at 128 MB), and reads the table and asks SES's GetAccount once a run. Default: on
+        for a standard queue; off for a FIFO queue.
+    :param quota_watch: a small bundled function an EventBridge schedule runs every five minutes, reading SES's
+        24-hour quota (SESv2 ``GetAccount``, ``SendQuota``) into the ``QuotaUsedPercent`` metric; a paced consumer
+        reads only ``MaxSendRate`` from ``GetAccount``, once a minute an instance (docs: sending rate). Default:
+        True.
     :param quota_alarm_threshold: the share of SES's 24-hour quota used (percent) that raises the
-        ``QuotaNearlyUsed`` alarm, with ``quota_watch``. Default: 80.
-    :param attachments_bucket: where jobs' attachments too large to carry inline are kept (S3 claim checks):
-        ``True`` makes a bucket (encrypted, TLS only, public access blocked, objects expiring once no job can still
-        be sent), or bring your own ``s3.IBucket``. The consumer reads attachments from this bucket only;
-        ``grant_attach`` lets a producer upload them. Default: False.
-    :param outbox: add a transactional outbox (a table with a stream, relayed to the queue) that producers write in
-        their own DynamoDB transaction with ``sendonce_producer.outbox_put``. Default: False.
+        ``QuotaNearlyUsed`` alarm, with ``quota_watch``; a percentage of SES's 24-hour quota above 0 and at most
+        100. Default: 80.
+    :param attachments_bucket: where jobs' attachments too large to carry inline are kept (S3 claim checks);
+        ``True`` makes a bucket: SSE-S3 (KMS with ``encryption_key``), TLS only, public access blocked, no
+        versioning, objects expiring after the longest a job can still be sent (see the attachments bucket page),
+        retained like the queues (``queue_removal_policy``); an ``s3.IBucket`` brings your own: for a ``Bucket``
+        defined in the app, a lifecycle rule that expires or archives objects sooner, or public access not blocked,
+        fails synth; the consumer reads attachments from this bucket only, and ``grant_attach`` lets a producer
+        upload them. Default: False.
+    :param outbox: add a transactional outbox (a table with a stream, relayed to the queue; see the outbox on the
+        producing page) that producers write in their own DynamoDB transaction with
+        ``sendonce_producer.outbox_put``; its table's removal policy is ``removal_policy``. Default: False.
     """
 
     def __init__(self, scope: Construct, id: str, **props: Unpack[SendOnceEmailQueueProps]) -> None:

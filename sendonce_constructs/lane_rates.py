@@ -21,7 +21,7 @@ from aws_cdk import Duration
 from sendonce_contract.deploy_config import sends_per_invocation
 
 from .readings import read, read_seconds
-from .rules import MIN_MAX_CONCURRENCY
+from .rules import MIN_MAX_CONCURRENCY, UNBATCHED_MAX_BATCH
 from .unresolved import is_known
 
 
@@ -52,6 +52,33 @@ def paced_instances(lane_rate: float, max_concurrency: int) -> int:
     """How many of a paced lane's ``max_concurrency`` instances run: no more than its rate in emails a second, so
     each paces at one a second or more, and two at least (the event source's minimum)."""
     return min(max_concurrency, max(MIN_MAX_CONCURRENCY, math.floor(lane_rate + 1e-9)))
+
+
+def paced_cap(send_rate: float | None, max_concurrency: int | None) -> int | None:
+    """A paced pipeline's event source's maximum concurrency: ``max_concurrency``, or fewer with ``send_rate``
+    (``paced_instances``); None without a cap; a cap or a rate that is a token, the cap as given (a send rate needs
+    a known cap: ``rules.check_send_rate``)."""
+    rate, instances = read(send_rate), read(max_concurrency)
+    if max_concurrency is None or not is_known(instances) or rate is None or not is_known(rate):
+        return max_concurrency
+    return paced_instances(float(rate), int(max_concurrency))
+
+
+def instance_rate(send_rate: float | None, max_concurrency: int | None) -> float | None:
+    """Each instance's share of the pipeline's ``send_rate``, over the instances that run (``paced_cap``); None
+    without a rate or a known cap."""
+    rate, instances = read(send_rate), paced_cap(send_rate, max_concurrency)
+    return rate / instances if is_known(rate) and instances is not None else None
+
+
+def paced_batch_size(function_timeout: Duration, instance_rate: float | None) -> int:
+    """10 (SQS's most without a batching window); with pacing, what one instance can send in one invocation at its
+    rate, at most 10 (``sends_per_invocation``): a larger batch is received only for its tail to be put back, again
+    and again."""
+    rate, timeout_s = read(instance_rate), read_seconds(function_timeout)
+    if rate is None or not (is_known(rate) and is_known(timeout_s)):
+        return UNBATCHED_MAX_BATCH
+    return min(UNBATCHED_MAX_BATCH, sends_per_invocation(float(rate), timeout_s))
 
 
 def split(send_rate: float | None, max_concurrency: int | None, urgent_share: float) -> LaneRates:

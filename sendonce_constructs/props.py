@@ -3,32 +3,31 @@
 once as the rules see it (``readings``), and every rule run from its registry (``rules.RULES``), before anything is
 built.
 
-Rules and derivations name what they read by their parameters and get exactly that: a prop's name for its value as
-built, ``<prop>_given`` for its value as given (None when absent), a fact's name for the fact.
-Values that are unresolved tokens keep their place; the rules see them as ``UNRESOLVED`` and skip what would need
-them (see ``rules``).
+A derivation reads the props as built so far (``PipelineProps``' fields; one not derived yet fails), a rule reads
+them all as the rules see them (``PropReadings``); both know which were given (``given``). Values that are
+unresolved tokens keep their place; the rules see them as ``UNRESOLVED`` and skip what would need them (see
+``rules``).
 """
 
 from __future__ import annotations
 
 import difflib
-import inspect
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
 from . import derivations
 from .errors import ID_PREFIX, SendOnceConfigurationError
+from .prop_readings import PropReadings
 from .prop_types import check_types
-from .queue_props import REQUIRED, Derived, Prop, declared_props, declared_types
+from .queue_props import REQUIRED, Derived, Prop, declared_props, declared_types, prop_text
 from .readings import known, read, read_seconds, reading, seconds
 from .resolved_props import PipelineProps
 from .rules import RULES
 
-__all__ = ["GIVEN", "PipelineProps", "check_declared", "known", "newest_python_runtime", "read", "read_seconds",
+__all__ = ["PipelineProps", "check_declared", "known", "newest_python_runtime", "read", "read_seconds",
            "resolve_props", "seconds"]
 
-GIVEN = "_given"  # the suffix of a parameter that reads a prop's value as given
-newest_python_runtime = derivations.runtime
+newest_python_runtime = derivations.newest_python_runtime
 
 
 def resolve_props(given: Mapping[str, object], path: str) -> PipelineProps:
@@ -44,35 +43,45 @@ def _resolve(given: Mapping[str, Any]) -> PipelineProps:
     declared = declared_props()
     check_declared(given, declared)
     check_types(given, declared_types())
-    values = _with_defaults(given, declared)
-    # Each value read once; as given, a prop reads the same as built (a default fills only what is absent).
-    seen = {name: reading(name, value) for name, value in values.items() if name in declared}
-    seen |= {name + GIVEN: seen[name] if name in given else None for name in declared}
-    seen |= {fact.__name__: values[fact.__name__] for fact in derivations.FACTS}  # already as the rules see them
-    built = dict(values)
+    names_given = frozenset(given)
+    built = _built(given, declared, names_given)
+    # Each value read once; the facts are found already as the rules see them.
+    read_once: dict[str, Any] = {name: reading(name, value) if name in declared else value
+                                 for name, value in built.items()}
+    readings = PropReadings(given=names_given, **read_once)
     for rule in RULES:
-        result = rule.check(**{name: seen[name] for name in rule.reads})
+        result = rule.check(readings)
         if rule.builds is not None:
             built[rule.builds] = result
-    return PipelineProps(**built)
+    return PipelineProps(given=names_given, **built)
 
 
-def _with_defaults(given: Mapping[str, Any], declared: Mapping[str, Prop]) -> dict[str, Any]:
-    """Every prop's value as built (given, declared default, or derived), then the facts."""
+def _built(given: Mapping[str, Any], declared: Mapping[str, Prop], names_given: frozenset[str]) -> dict[str, Any]:
+    """Every prop's value as built (given, declared default, or derived, in declaration order), then the facts."""
     values = {name: given.get(name, prop.default) for name, prop in declared.items()
-              if not isinstance(prop.default, Derived)}
-    values |= {name + GIVEN: given.get(name) for name in declared}
+              if name in given or not isinstance(prop.default, Derived)}
+    so_far = cast(PipelineProps, _PropsSoFar(values, names_given))
     for name, prop in declared.items():
-        if isinstance(prop.default, Derived):
-            values[name] = given[name] if name in given else _call(prop.default.compute, values)
+        if name not in given and isinstance(prop.default, Derived):
+            values[name] = prop.default.compute(so_far)
     for fact in derivations.FACTS:
-        values[fact.__name__] = _call(fact, values)
-    return {name: value for name, value in values.items() if not name.endswith(GIVEN)}
+        values[fact.__name__] = fact(so_far)
+    return {name: values[name] for name in [*declared, *(fact.__name__ for fact in derivations.FACTS)]}
 
 
-def _call(compute: Callable[..., object], values: Mapping[str, object]) -> object:
-    """``compute`` called with the values its parameters name."""
-    return compute(**{name: values[name] for name in inspect.signature(compute).parameters})
+class _PropsSoFar:
+    """The props built so far, read as ``PipelineProps``' fields are, by a derivation: one not derived yet fails
+    (derived props are computed in declaration order)."""
+
+    def __init__(self, values: Mapping[str, Any], given: frozenset[str]) -> None:
+        self._values, self.given = values, given
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(f"{name} is read before it is derived (derived props are computed in the order "
+                                 "queue_props declares them)") from None
 
 
 def check_declared(given: Mapping[str, object], declared: Mapping[str, Prop]) -> None:
@@ -85,4 +94,4 @@ def check_declared(given: Mapping[str, object], declared: Mapping[str, Prop]) ->
                                              f"{ID_PREFIX}UnknownProp")
     for name, prop in declared.items():
         if prop.default is REQUIRED and name not in given:
-            raise SendOnceConfigurationError(f"{name} is required: {prop.doc}", f"{ID_PREFIX}MissingProp")
+            raise SendOnceConfigurationError(f"{name} is required: {prop_text(name)}", f"{ID_PREFIX}MissingProp")

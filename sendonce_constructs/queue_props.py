@@ -1,8 +1,9 @@
-"""The props of ``SendOnceEmailQueue``, each declared once: its type, its default (or the derivation that computes it),
-its doc and the rule checked at synth. The constructor takes them as ``**props: Unpack[SendOnceEmailQueueProps]``;
-``props.resolve_props`` fills the defaults in and runs the rules (``rules.RULES``); ``tools/reference_docs.py``
-renders the construct's docstring, the docs' prop tables and the resolved props (``resolved_props.PipelineProps``)
-from here (a test holds them to it).
+"""The props of ``SendOnceEmailQueue``, each declared once: its type, its default (or the derivation that computes
+it), and one text saying what it does and the rules checked at synth. The constructor takes them as
+``**props: Unpack[SendOnceEmailQueueProps]``; ``props.resolve_props`` fills the defaults in and runs the rules
+(``rules.RULES``); ``tools/reference_docs.py`` renders the construct's docstring, the docs' prop tables, the
+resolved props (``resolved_props.PipelineProps``) and their readings (``prop_readings.PropReadings``) from here (a
+test holds them to it). Derived props are computed in the order they are declared here.
 
 No postponed annotations here: the declarations are read at run time (``declared_props``).
 """
@@ -43,6 +44,7 @@ from .rules import (
     MAX_SQS_POLLERS,
     MIN_DELIVERY_S,
     MIN_SQS_POLLERS,
+    RANGES,
 )
 
 
@@ -70,14 +72,15 @@ class Derived:
 @dataclass(frozen=True)
 class Prop:
     """One prop's declaration: ``default`` is the value used when the prop is absent (or None), ``REQUIRED`` or
-    ``Derived``; ``default_doc`` says it in words; ``doc`` is the docstring's text, ``rule`` the prop tables' (the
-    rules themselves are in ``rules``, each naming the props it reads).
+    ``Derived``; ``default_doc`` says it in words; ``text`` says what the prop does and the rules checked at synth,
+    once: the construct's docstring, the props reference and the synth errors that quote it are all rendered from it
+    (Markdown backticks; the docstring's renderer turns them into RST). The rules themselves are in ``rules``, each
+    naming the props it reads.
     """
 
     default: object
     default_doc: str
-    doc: str
-    rule: str
+    text: str
 
     def __repr__(self) -> str:
         # What the API reference shows in each prop's type: short, and the same on every run.
@@ -91,642 +94,543 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
         str | ses.IEmailIdentity, Prop(
             default=REQUIRED,
             default_doc="required",
-            doc="the SES identity to send from: a domain (``\"example.com\"``), an address, or an "
-            "``aws_ses.IEmailIdentity``. The IAM grant names this identity's ARN only.",
-            rule="a domain or a bare address, or an `aws_ses.IEmailIdentity`; the grant names its ARN only",
+            text="the SES identity to send from: a domain (`\"example.com\"`), a bare address, or an "
+            "`aws_ses.IEmailIdentity`; the IAM grant names this identity's ARN only",
         )]]
     from_addresses: Annotated[
         Sequence[str] | None, Prop(
             default=None,
             default_doc="any address of the domain identity, or the address identity itself",
-            doc="the From addresses allowed (``ses:FromAddress`` condition).",
-            rule="bare addresses of the sender identity",
+            text="the From addresses allowed (`ses:FromAddress` condition): bare addresses of the sender identity",
         )]
     configuration_set: Annotated[
         str | ses.IConfigurationSet | None, Prop(
             default=None,
             default_doc="one the construct makes",
-            doc="an SES configuration set used for every send (name or ``IConfigurationSet``).",
-            rule="name or `IConfigurationSet`; granted and passed to the consumer; with `ses_events` the "
-            "construct adds its EventBridge event destination to it",
+            text="an SES configuration set used for every send (name or `IConfigurationSet`), granted and passed to "
+            "the consumer; with `ses_events` the construct adds its EventBridge event destination to it",
         )]
     ses_events: Annotated[
         bool, Prop(
             default=True,
             default_doc="True",
-            doc="make SES's own events the evidence of each send (a configuration set publishing to the "
-            "default event bus, a rule, a queue and a recorder).",
-            rule="SES's events as the evidence of each send: configuration set, event destination to the "
-            "default bus, a rule matching this pipeline's `sendonce-pipeline` tag, a queue and DLQ, "
-            "the bundled recorder",
+            text="make SES's own events the evidence of each send: a configuration set with an event destination to "
+            "the default event bus, a rule matching this pipeline's `sendonce-pipeline` tag, a queue and DLQ, and the "
+            "bundled recorder",
         )]
     evidence_grace_period: Annotated[
         Duration | None, Prop(
             default=Derived(derivations.evidence_grace_period),
             default_doc="5 minutes",
-            doc="how long after a dead worker's lease expired its send waits for SES's events before the "
-            "delivery policy decides it.",
-            rule="10 s to 12 h; how long after a dead worker's lease expired its send waits for SES's "
-            "events before the policy decides; with `ses_events` the retention period must cover 2 x "
+            text="how long after a dead worker's lease expired its send waits for SES's events before the delivery "
+            "policy decides it, 10 s to 12 h; with `ses_events` the retention period must cover 2 x "
             "`visibility_timeout` + this, and `max_receive_count` must be at least 3",
         )]
     template_names: Annotated[
         Sequence[str] | None, Prop(
             default=(),
             default_doc="none",
-            doc="SES templates the jobs may use; each is added to the grant.",
-            rule="SES templates jobs may use; each template ARN is granted; each name by SES's rule (1-64 "
-            "letters, digits, `_`, `-`)",
+            text="SES templates the jobs may use, each name by SES's rule (1-64 letters, digits, `_`, `-`); each "
+            "template's ARN is added to the grant",
         )]
     allow_raw_messages: Annotated[
         bool, Prop(
             default=False,
             default_doc="False",
-            doc="grant ``ses:SendRawEmail`` so jobs may carry raw MIME.",
-            rule="grants `ses:SendRawEmail`, which jobs with `raw` MIME content need",
+            text="grant `ses:SendRawEmail`, which jobs with `raw` MIME content need",
         )]
     function_timeout: Annotated[
         Duration | None, Prop(
             default=Duration.seconds(30),
             default_doc="30 s",
-            doc="the consumer's timeout.",
-            rule="1 s to 900 s; also sizes the consumer's SES timeouts, lease margin and ledger call "
-            "timeouts (no SDK retries; every call a record makes fits before the deadline guard, at 1 "
-            "s too)",
+            text="the consumer's timeout; it also sizes the consumer's SES timeouts, lease margin and ledger call "
+            "timeouts (no SDK retries; every call a record makes fits before the deadline guard, at the shortest "
+            "timeout too)",
         )]
     memory_size: Annotated[
         int | None, Prop(
             default=256,
             default_doc="256 MB",
-            doc="the consumer's memory in MB.",
-            rule="128 to 10240",
+            text="the consumer's memory in MB",
         )]
     architecture: Annotated[
         lambda_.Architecture | None, Prop(
             default=lambda_.Architecture.ARM_64,
             default_doc="ARM64",
-            doc="the instruction set of every bundled function.",
-            rule="",
+            text="the instruction set of every bundled function",
         )]
     runtime: Annotated[
         lambda_.Runtime | None, Prop(
             default=Derived(derivations.runtime),
             default_doc="newest Python runtime aws-cdk-lib knows",
-            doc="the Python runtime of every bundled function.",
-            rule="",
+            text="the Python runtime of every bundled function",
         )]
     precompiled_bytecode: Annotated[
         bool, Prop(
             default=False,
             default_doc="False",
-            doc="ship the bundled functions' bytecode, compiled at synth, so that a cold start loads it instead "
-            "of compiling every module (Lambda's asset folder is read-only; BENCHMARKS.md, section 3). ``runtime`` "
-            "must pin the version of the Python running synth, on every machine that synthesizes the app.",
-            rule="ships the bytecode synth compiles, so a cold start compiles nothing (see the costs page); pin "
-            "`runtime` to the Python running synth (`PYTHON_3_11` under Python 3.11) on every machine "
-            "that synthesizes, or synth fails; the asset is about three times larger",
+            text="ship the bundled functions' bytecode, compiled at synth, so that a cold start loads it instead of "
+            "compiling every module (Lambda's asset folder is read-only; see the costs page and BENCHMARKS.md, "
+            "section 3); the asset is about three times larger; `runtime` must pin the Python running synth "
+            "(`PYTHON_3_11` under Python 3.11) on every machine that synthesizes the app, or synth fails",
         )]
     log_retention: Annotated[
         logs.RetentionDays | None, Prop(
             default=logs.RetentionDays.ONE_MONTH,
             default_doc="one month",
-            doc="how long the consumer's logs are kept.",
-            rule="the function has its own log group",
+            text="how long the consumer's logs are kept, in the function's own log group",
         )]
     tracing: Annotated[
         lambda_.Tracing | None, Prop(
             default=None,
             default_doc="off",
-            doc="X-Ray tracing for the consumer.",
-            rule="`lambda_.Tracing.ACTIVE` turns X-Ray on",
+            text="X-Ray tracing for the consumer: `lambda_.Tracing.ACTIVE` turns it on",
         )]
     visibility_timeout: Annotated[
         Duration | None, Prop(
             default=Derived(derivations.visibility_timeout),
             default_doc="6 x `function_timeout` + `max_batching_window`",
-            doc="the job queue's visibility timeout; smaller than the default fails synth.",
-            rule="smaller fails synth; at most 12 h",
-        )]
-    batch_size: Annotated[
-        int | None, Prop(
-            default=Derived(derivations.batch_size),
-            default_doc="10; with a send rate, what one instance sends in a second (at least 1)",
-            doc="records per invocation.",
-            rule="1 to 10 (FIFO) or 10000; above 10 needs a batching window",
+            text="the job queue's visibility timeout, at most 12 h; smaller than the default fails synth",
         )]
     max_batching_window: Annotated[
         Duration | None, Prop(
             default=None,
             default_doc="none",
-            doc="how long the event source gathers a batch.",
-            rule="0 to 300 s; not with `fifo`",
+            text="how long the event source gathers a batch, 0 to 300 s; not with `fifo`",
         )]
     max_concurrency: Annotated[
         int | None, Prop(
             default=None,
             default_doc="none",
-            doc="cap on concurrent consumer invocations (2 to 1000), e.g. to stay under SES's rate; with "
-            "``send_rate``, no more run than the rate in emails a second (synth warns).",
-            rule="2 to 1000; with `send_rate`, the event source runs at most floor(rate) instances, so each paces "
-            "at one email a second or more (two at least; docs: sending rate); known at synth with `send_rate`",
-        )]
-    parallelism: Annotated[
-        int | None, Prop(
-            default=Derived(derivations.parallelism),
-            default_doc="the batch size, at most 10",
-            doc="records of one batch handled at once by one invocation.",
-            rule="records of one batch handled at once by one invocation (threads sharing one client per "
-            "service); 1 turns it off; at most `batch_size`",
+            text="cap on concurrent consumer invocations, e.g. to stay under SES's rate; with `send_rate` it must be "
+            "known at synth, and the event source runs at most floor(rate) instances, so each paces at one email a "
+            "second or more (two at least; docs: sending rate): a cap above that warns at synth",
         )]
     send_rate: Annotated[
         float | None, Prop(
             default=None,
             default_doc="none",
-            doc="recipients per second this pipeline may send, all its instances together (its share of the "
-            "account's SES maximum send rate): the rate to give. Each instance paces at send_rate / "
-            "max_concurrency (over the instances that run), so it needs max_concurrency; max_send_rate is that "
-            "per-instance figure, which the construct derives from it.",
-            rule="recipients per second this pipeline may send (SES's quotas count recipients: to + cc + "
-            "bcc): its share of the account's SES maximum send rate; each instance is paced at "
-            "`send_rate` / `max_concurrency` (over the instances that run, where fewer), so it needs "
-            "`max_concurrency`; not with `max_send_rate`",
+            text="recipients per second this pipeline may send, all its instances together (SES's quotas count "
+            "recipients: to + cc + bcc): its share of the account's SES maximum send rate, and the rate to give; each "
+            "instance is paced at `send_rate` / `max_concurrency` (over the instances that run, where fewer), so it "
+            "needs `max_concurrency`, and the construct derives each instance's `max_send_rate` from it; not with "
+            "`max_send_rate`",
         )]
     max_send_rate: Annotated[
         float | None, Prop(
             default=Derived(derivations.max_send_rate),
             default_doc="none",
-            doc="recipients per second per consumer instance (a token bucket before each send, one token "
-            "per recipient, as SES's quotas count them), so parallel sends stay under the account's "
-            "SES rate; multiply by max_concurrency for the pipeline's peak. The per-instance form of send_rate, "
-            "for a pipeline whose instances are not capped: give one of the two, send_rate where you can.",
-            rule="recipients per second per instance: a token bucket before each send takes one token per "
-            "recipient, so parallel sends stay under SES's rate (the pipeline's peak is this times "
-            "`max_concurrency`); a job with more recipients than the bucket holds waits for a full "
-            "bucket and goes; `send_rate` sets it for you",
+            text="Deprecated: give `send_rate` (with `max_concurrency`) instead; recipients per second per consumer "
+            "instance, the per-instance form of `send_rate` for a pipeline whose instances are not capped: a token "
+            "bucket before each send takes one token per recipient (as SES's quotas count them), so parallel sends "
+            "stay under the account's SES rate (the pipeline's peak is this times `max_concurrency`); a job with more "
+            "recipients than the bucket holds waits for a full bucket and goes; not with `send_rate`, which sets it "
+            "for you",
+        )]
+    batch_size: Annotated[
+        int | None, Prop(
+            default=Derived(derivations.batch_size),
+            default_doc="10; with a send rate, what one instance sends in a second (at least 1)",
+            text="records per invocation, 1 to 10 (FIFO) or 10000; above 10 needs a `max_batching_window`",
+        )]
+    parallelism: Annotated[
+        int | None, Prop(
+            default=Derived(derivations.parallelism),
+            default_doc="the batch size, at most 10",
+            text="records of one batch handled at once by one invocation (threads sharing one client per service), at "
+            "most `batch_size`; 1 turns it off",
         )]
     urgent_lane: Annotated[
         bool, Prop(
             default=False,
             default_doc="False",
-            doc="a second job queue (``urgent_queue``, with its own DLQ) and consumer for jobs with "
-            "``\"priority\": \"urgent\"``, so they never wait behind bulk mail; with ``send_rate`` it keeps "
-            "``urgent_share`` of the rate, lent to bulk while it is idle. One dedupe ledger for both.",
-            rule="a second queue, DLQ and consumer of the same kind (FIFO, encryption, retention) for urgent jobs; "
-            "the producer, the outboxes and `sendonce dlq redrive` route a job by its `priority`; a job on the "
-            "other lane's queue is still sent; not with `max_send_rate` (give `send_rate`)",
+            text="a second job queue (`urgent_queue`, with its own DLQ) and consumer of the same kind (FIFO, "
+            "encryption, retention) for jobs with `\"priority\": \"urgent\"`, so they never wait behind bulk mail, "
+            "with one dedupe ledger for both; the producer, the outboxes and `sendonce dlq redrive` route a job by "
+            "its `priority`, and a job on the other lane's queue is still sent; with `send_rate` the lane keeps "
+            "`urgent_share` of the rate, lent to bulk while it is idle; not with `max_send_rate` (give `send_rate`)",
         )]
     urgent_share: Annotated[
         float | None, Prop(
             default=0.2,
             default_doc="0.2",
-            doc="the urgent lane's share of ``send_rate``: bulk never takes it, and borrows it while the urgent "
-            "lane is idle (its queue empty for 5 s).",
-            rule="above 0 and below 1; only with `urgent_lane` and `send_rate`",
+            text="the urgent lane's share of `send_rate`, above 0 and below 1: bulk never takes it, and borrows it "
+            "while the urgent lane is idle (its queue empty for 5 s); only with `urgent_lane` and `send_rate`",
         )]
     max_job_age: Annotated[
         Duration | None, Prop(
             default=None,
             default_doc=f"none (only a job's own `{EXPIRES_AT_FIELD}`)",
-            doc=f"the (bulk) lane's age limit: a job with no ``{EXPIRES_AT_FIELD}`` is not sent once this long has "
-            "passed since its first message was queued (a backlog, an SES stop, a throttle, a redrive): it is "
-            "acknowledged unsent "
-            "and its key recorded ``EXPIRED`` (``Expired`` metric, ``Email Expired`` event), as a job past its own "
-            f"``{EXPIRES_AT_FIELD}`` is.",
-            rule=f"{MIN_JOB_AGE_S} s to {MAX_JOB_AGE_S // 86_400} days, counted from the job's first queueing (its "
-            f"delayed copies and dead letters carry it; a redrive keeps it); a job's own `{EXPIRES_AT_FIELD}` wins; "
-            "a job past it is not sent, its key recorded `EXPIRED` (one conditional write)",
+            text=f"the (bulk) lane's age limit, {MIN_JOB_AGE_S} s to {MAX_JOB_AGE_S // 86_400} days: a job with no "
+            f"`{EXPIRES_AT_FIELD}` (its own wins) is not sent once this long has passed since its first message was "
+            "queued (a backlog, an SES stop, a throttle, a redrive; its delayed copies and dead letters carry that "
+            "time, and a redrive keeps it); it is acknowledged unsent and its key recorded `EXPIRED` in one "
+            f"conditional write (`Expired` metric, `Email Expired` event), as a job past its own `{EXPIRES_AT_FIELD}` "
+            "is",
         )]
     urgent_max_job_age: Annotated[
         Duration | None, Prop(
             default=None,
             default_doc=f"none (only a job's own `{EXPIRES_AT_FIELD}`)",
-            doc="the urgent lane's age limit, as ``max_job_age`` (one-time codes and reset links: minutes), with "
-            "``urgent_lane``.",
-            rule=f"{MIN_JOB_AGE_S} s to {MAX_JOB_AGE_S // 86_400} days, as `max_job_age`; only with `urgent_lane`",
+            text=f"the urgent lane's age limit, {MIN_JOB_AGE_S} s to {MAX_JOB_AGE_S // 86_400} days, as `max_job_age` "
+            "(one-time codes and reset links: minutes); only with `urgent_lane`",
         )]
     max_delivery_duration: Annotated[
         Duration | None, Prop(
             default=None,
             default_doc="SES's, 14 hours",
-            doc="how long SES keeps trying to deliver the (bulk) lane's emails once it accepted them (its "
-            "configuration set's ``MaxDeliverySeconds``): past it SES gives up and publishes a bounce, so a "
-            "receiving server that is down for hours does not take the email hours late.",
-            rule=f"{MIN_DELIVERY_S // 60} minutes to {MAX_DELIVERY_S // 3600} hours; on the configuration set the "
-            "construct makes (not with `configuration_set` or `ses_events=False`)",
+            text="how long SES keeps trying to deliver the (bulk) lane's emails once it accepted them, "
+            f"{MIN_DELIVERY_S // 60} minutes to {MAX_DELIVERY_S // 3600} hours (the configuration set's "
+            "`MaxDeliverySeconds`): past it SES gives up and publishes a bounce, so a receiving server that is down "
+            "for hours does not take the email hours late; set on the configuration set the construct makes (not with "
+            "`configuration_set` or `ses_events=False`)",
         )]
     urgent_max_delivery_duration: Annotated[
         Duration | None, Prop(
             default=None,
             default_doc="as the bulk lane's",
-            doc="the urgent lane's, as ``max_delivery_duration``, so one-time codes give up in minutes while "
-            "receipts keep trying for hours. The urgent lane sends through a configuration set of its own beside the "
-            "one the construct makes (publishing SES's events as the other does; SES charges nothing for a set); "
-            "with the user's own ``configuration_set``, both lanes send through that.",
-            rule=f"{MIN_DELIVERY_S // 60} minutes to {MAX_DELIVERY_S // 3600} hours; only with `urgent_lane`; as "
-            "`max_delivery_duration`, on a configuration set the construct makes",
+            text=f"the urgent lane's, as `max_delivery_duration` ({MIN_DELIVERY_S // 60} minutes to "
+            f"{MAX_DELIVERY_S // 3600} hours, on a configuration set the construct makes), so one-time codes give up "
+            "in minutes while receipts keep trying for hours; only with `urgent_lane`; the urgent lane sends through "
+            "a configuration set of its own beside the one the construct makes (publishing SES's events as the other "
+            "does; SES charges nothing for a set), and with the user's own `configuration_set` both lanes send "
+            "through that",
         )]
     provisioned_pollers: Annotated[
         lambda_.ProvisionedPollerConfig | None, Prop(
             default=None,
             default_doc="none (Lambda scales the event source's pollers with the backlog)",
-            doc="the (bulk) lane's event source in provisioned mode: ``minimum_pollers`` always ready, scaling to "
-            "``maximum_pollers``, for a lower, steadier latency when a burst arrives after a quiet spell. Costs "
-            "money while idle: AWS bills each poller provisioned (at least ``minimum_pollers``, 2 or more on SQS) "
-            "every hour, as event poller units on Lambda's pricing page, whether jobs arrive or not.",
-            rule=f"`aws_lambda.ProvisionedPollerConfig`: minimum_pollers {MIN_SQS_POLLERS} to {MAX_SQS_MIN_POLLERS}, "
-            f"maximum_pollers {MIN_SQS_POLLERS} to {MAX_SQS_POLLERS}, minimum at most maximum; not with "
-            "`max_concurrency` (so not with `send_rate`): Lambda takes one or the other; billed per poller-hour "
-            "while idle",
+            text="the (bulk) lane's event source in provisioned mode, an `aws_lambda.ProvisionedPollerConfig`: "
+            f"`minimum_pollers` ({MIN_SQS_POLLERS} to {MAX_SQS_MIN_POLLERS}) always ready, scaling to "
+            f"`maximum_pollers` ({MIN_SQS_POLLERS} to {MAX_SQS_POLLERS}, at least the minimum), for a lower, steadier "
+            "latency when a burst arrives after a quiet spell; it costs money while idle: AWS bills each poller "
+            "provisioned (at least `minimum_pollers`) every hour, as event poller units on Lambda's pricing page, "
+            "whether jobs arrive or not; not with `max_concurrency` (so not with `send_rate`): Lambda takes one or "
+            "the other",
         )]
     urgent_provisioned_pollers: Annotated[
         lambda_.ProvisionedPollerConfig | None, Prop(
             default=None,
             default_doc="none (Lambda scales the event source's pollers with the backlog)",
-            doc="the urgent lane's event source in provisioned mode, as ``provisioned_pollers``: a latency floor "
-            "for one-time codes and reset links after a quiet spell, billed every hour as ``provisioned_pollers`` "
-            "is.",
-            rule="as `provisioned_pollers`; only with `urgent_lane`",
+            text="the urgent lane's event source in provisioned mode, as `provisioned_pollers`: a latency floor for "
+            "one-time codes and reset links after a quiet spell, billed every hour as `provisioned_pollers` is; only "
+            "with `urgent_lane`",
         )]
     max_receive_count: Annotated[
         int | None, Prop(
             default=5,
             default_doc="5",
-            doc="deliveries before a message moves to the DLQ; below 5 warns.",
-            rule="a job failing on its last allowed receive is dead-lettered by the consumer with its "
-            f"reason (`{ReasonCode.MAX_RECEIVES.value}`) rather than moved by SQS with none; below 1 fails "
-            "(below 3 with `ses_events`: a dead worker's job is received once to wait for SES's events and once to "
-            "be decided); below 5 warns (acknowledgeable: see the errors and warnings reference)",
+            text="deliveries before a message moves to the DLQ: a job failing on its last allowed receive is "
+            f"dead-lettered by the consumer with its reason (`{ReasonCode.MAX_RECEIVES.value}`) rather than moved by "
+            "SQS with none; below 1 fails (below 3 with `ses_events`: a dead worker's job is received once to wait "
+            "for SES's events and once to be decided); below 5 warns (acknowledgeable: see the errors and warnings "
+            "reference)",
         )]
     retention_period: Annotated[
         Duration | None, Prop(
             default=Duration.days(4),
             default_doc="4 days",
-            doc="how long the job queue keeps a message. The DLQ keeps 14 days.",
-            rule="60 s to 14 days; the DLQ keeps 14 days",
+            text="how long the job queue keeps a message; the DLQ keeps 14 days",
         )]
     max_message_size_bytes: Annotated[
         int | None, Prop(
             default=None,
             default_doc="256 KiB, set in the template (SQS's own default is 1 MiB since 2025)",
-            doc="the largest message the queue takes, in bytes (up to SQS's 1 MiB); a job may be that less the room "
-            "a delayed copy's attributes take (about 1.6 KB; the producer's `JobTooLarge` says so). Its dead-letter "
-            "queue then takes SQS's largest, so any job can be dead-lettered with its reason.",
-            rule=f"1024 to {SQS_MAX_MESSAGE_BYTES} (1 MiB); `batch_size` x (this + 1024 bytes of each record's "
-            "envelope) must fit Lambda's 6 MB invocation payload (6291456 bytes); larger files go through "
-            "`attachments_bucket`",
+            text=f"the largest message the queue takes, 1024 to {SQS_MAX_MESSAGE_BYTES} bytes (SQS's 1 MiB); a job "
+            "may be that less the room a delayed copy's attributes take (about 1.6 KB; the producer's `JobTooLarge` "
+            "says so), and larger files go through `attachments_bucket`; its dead-letter queue then takes SQS's "
+            "largest, so any job can be dead-lettered with its reason; `batch_size` x (this + 1024 bytes of each "
+            "record's envelope) must fit Lambda's 6 MB invocation payload (6291456 bytes)",
         )]
     dedupe_ttl: Annotated[
         Duration | None, Prop(
             default=Derived(derivations.dedupe_ttl),
             default_doc="7 days; with `outbox`, 1 day of stream retention + `retention_period` + the DLQ's 14 days, "
             "in whole days (19 days with the default `retention_period`)",
-            doc="how long a sent key is remembered; at least retention_period.",
-            rule="at least `retention_period`: a key forgotten while its message can still arrive is sent "
-            "twice",
+            text="how long a sent key is remembered; at least `retention_period`: a key forgotten while its message "
+            "can still arrive is sent twice",
         )]
     delivery: Annotated[
         DeliveryPolicy, Prop(
             default=DeliveryPolicy.RESEND_WITHOUT_EVIDENCE,
             default_doc="`DeliveryPolicy.RESEND_WITHOUT_EVIDENCE`",
-            doc="what happens to a send a crash left undecided and SES's events did not settle; "
-            "``NEVER_RESEND`` never risks a double.",
-            rule="or `NEVER_RESEND`; see the guarantees page",
+            text="what happens to a send a crash left undecided and SES's events did not settle; `NEVER_RESEND` never "
+            "risks a double (see the guarantees page)",
         )]
     fifo: Annotated[
         bool, Prop(
             default=False,
             default_doc="False",
-            doc="use FIFO queues (per-group ordering).",
-            rule="FIFO job queue and DLQ; order kept per message group",
+            text="use a FIFO job queue and DLQ, order kept per message group",
         )]
     existing_table: Annotated[
         dynamodb.ITable | None, Prop(
             default=None,
             default_doc="a new table",
-            doc=f"bring your own dedupe table (partition key ``{DEDUPE_KEY}``, string, no sort key) instead. "
-            "Its keys are checked at synth when it is defined in the app; its own KMS key, if any, is "
-            "granted.",
-            rule=f"bring your own (partition key `{DEDUPE_KEY}`, string, no sort key: checked at synth for a "
-            "`Table` or `TableV2` defined in the app); its own KMS key, if any, is granted to the "
+            text=f"bring your own dedupe table instead (partition key `{DEDUPE_KEY}`, string, no sort key: checked at "
+            "synth for a `Table` or `TableV2` defined in the app); its own KMS key, if any, is granted to the "
             "consumer; not with the table props below",
         )]
     removal_policy: Annotated[
         RemovalPolicy | None, Prop(
             default=RemovalPolicy.RETAIN,
             default_doc="RETAIN",
-            doc="for the dedupe table this construct makes.",
-            rule="for the table the construct makes",
+            text="for the dedupe table the construct makes",
         )]
     deletion_protection: Annotated[
         bool | None, Prop(
             default=None,
             default_doc="False",
-            doc="for the dedupe table this construct makes.",
-            rule="for the table the construct makes",
+            text="for the dedupe table the construct makes",
         )]
     encryption: Annotated[
         sqs.QueueEncryption | None, Prop(
             default=Derived(derivations.encryption),
             default_doc="SQS-managed (KMS when `encryption_key` is given)",
-            doc="queue encryption.",
-            rule="`UNENCRYPTED` is refused",
+            text="queue encryption; `UNENCRYPTED` is refused",
         )]
     encryption_key: Annotated[
         kms.IKey | None, Prop(
             default=None,
             default_doc="none",
-            doc="a customer-managed KMS key for both queues and the dedupe table.",
-            rule="a customer-managed KMS key for both queues and the table, granted to the consumer",
+            text="a customer-managed KMS key for both queues and the dedupe table, granted to the consumer",
         )]
     alarms: Annotated[
         bool, Prop(
             default=True,
             default_doc="True",
-            doc="create the default alarms (DLQ not empty, oldest message too old, UNKNOWN records, "
-            "function errors).",
-            rule="the default alarms below",
+            text="create the default alarms (DLQ not empty, oldest message too old, UNKNOWN records, function errors)",
         )]
     alarm_topic: Annotated[
         sns.ITopic | None, Prop(
             default=None,
             default_doc="none",
-            doc="an SNS topic every alarm notifies.",
-            rule="an `sns.ITopic` every alarm notifies",
+            text="an `sns.ITopic` every alarm notifies",
         )]
     oldest_message_alarm_threshold: Annotated[
         Duration | None, Prop(
             default=Duration.minutes(15),
             default_doc="15 minutes",
-            doc="the age of the oldest job that raises an alarm.",
-            rule="age of the oldest job that raises an alarm",
+            text="the age of the oldest job that raises an alarm",
         )]
     urgent_oldest_message_alarm_threshold: Annotated[
         Duration | None, Prop(
             default=Duration.minutes(1),
             default_doc="1 minute",
-            doc="the age of the oldest urgent job that raises the ``UrgentOldestMessageTooOld`` alarm, with "
-            "``urgent_lane``.",
-            rule="age of the oldest urgent job that raises an alarm; at most `oldest_message_alarm_threshold`; "
-            "only with `urgent_lane`",
+            text="the age of the oldest urgent job that raises the `UrgentOldestMessageTooOld` alarm, at most "
+            "`oldest_message_alarm_threshold`; only with `urgent_lane`",
         )]
     dashboard: Annotated[
         bool, Prop(
             default=False,
             default_doc="False",
-            doc="draw the pipeline on a CloudWatch dashboard.",
-            rule="a CloudWatch dashboard of the pipeline (`.dashboard`)",
+            text="draw the pipeline on a CloudWatch dashboard (`.dashboard`)",
         )]
     vpc: Annotated[
         ec2.IVpc | None, Prop(
             default=None,
             default_doc="none",
-            doc="put every bundled function in this VPC (with the subnets and security groups below); "
-            "they need routes or VPC endpoints to DynamoDB, SQS, SES and CloudWatch Logs.",
-            rule="every bundled function (consumer, relay, recorder) in the VPC; the functions need routes or VPC "
-            "endpoints to DynamoDB, SQS, SES and CloudWatch "
-            "Logs: selected subnets with no egress (isolated, or public: a function gets no public "
-            "address) in a VPC with no endpoint warn (acknowledgeable: see the errors and warnings reference)",
+            text="put every bundled function (consumer, relay, recorder) in this VPC, with the subnets and security "
+            "groups below; they need routes or VPC endpoints to DynamoDB, SQS, SES and CloudWatch Logs: selected "
+            "subnets with no egress (isolated, or public: a function gets no public address) in a VPC with no "
+            "endpoint warn (acknowledgeable: see the errors and warnings reference)",
         )]
     vpc_subnets: Annotated[
         ec2.SubnetSelection | None, Prop(
             default=None,
             default_doc="CDK's choice (private subnets)",
-            doc="the subnets of every bundled function.",
-            rule="needs `vpc`; selected subnets with no egress in a VPC with no endpoint warn",
+            text="the subnets of every bundled function; needs `vpc`; selected subnets with no egress in a VPC with "
+            "no endpoint warn",
         )]
     security_groups: Annotated[
         Sequence[ec2.ISecurityGroup] | None, Prop(
             default=None,
             default_doc="one per function, outbound only",
-            doc="the security groups of every bundled function.",
-            rule="needs `vpc`",
+            text="the security groups of every bundled function; needs `vpc`",
         )]
     reserved_concurrent_executions: Annotated[
         int | None, Prop(
             default=None,
             default_doc="none",
-            doc="the consumer's reserved concurrency; at least ``max_concurrency``.",
-            rule="the consumer's reserved concurrency; at least 1 and at least `max_concurrency`",
+            text="the consumer's reserved concurrency; at least 1 and at least `max_concurrency`",
         )]
     log_level: Annotated[
         lambda_.ApplicationLogLevel | None, Prop(
             default=lambda_.ApplicationLogLevel.INFO,
             default_doc="INFO",
-            doc="the application log level of every bundled function.",
-            rule="`lambda_.ApplicationLogLevel` of every bundled function",
+            text="the application log level (`lambda_.ApplicationLogLevel`) of every bundled function",
         )]
     queue_removal_policy: Annotated[
         RemovalPolicy | None, Prop(
             default=RemovalPolicy.RETAIN,
             default_doc="RETAIN",
-            doc="for the queues this construct makes: RETAIN keeps, when the stack is deleted, jobs not "
-            "yet sent.",
-            rule="for the queues the construct makes: deleting the stack keeps jobs not yet sent",
+            text="for the queues the construct makes: RETAIN keeps, when the stack is deleted, jobs not yet sent",
         )]
     log_removal_policy: Annotated[
         RemovalPolicy | None, Prop(
             default=RemovalPolicy.DESTROY,
             default_doc="DESTROY",
-            doc="for the functions' log groups.",
-            rule="for the functions' log groups",
+            text="for the functions' log groups",
         )]
     enabled: Annotated[
         bool, Prop(
             default=True,
             default_doc="True",
-            doc="whether the consumer's event source polls; False stops sending without deleting "
-            "anything.",
-            rule="the consumer's event source; False stops sending without deleting anything (jobs wait in "
-            "the queue)",
+            text="whether the consumer's event source polls; False stops sending without deleting anything (jobs wait "
+            "in the queue)",
         )]
     dead_letter_queue: Annotated[
         sqs.IQueue | None, Prop(
             default=None,
             default_doc="one the construct makes",
-            doc="bring your own dead-letter queue (of the job queue's kind; keep its retention at 14 "
-            "days, which the dedupe_ttl rules assume).",
-            rule="bring your own; it must be of the job queue's kind (FIFO or not), and keep messages 14 "
-            "days, as the `dedupe_ttl` rules assume (both checked at synth for a queue defined in the "
+            text="bring your own dead-letter queue: it must be of the job queue's kind (FIFO or not) and keep "
+            "messages 14 days, as the `dedupe_ttl` rules assume (both checked at synth for a queue defined in the "
             "app)",
         )]
     outcome_events: Annotated[
         bool | None, Prop(
             default=Derived(derivations.outcome_events),
             default_doc="on (off with a warning for an `existing_table` without a stream)",
-            doc="publish each transition of a key (sent, delivered, bounced, complained, ..., cancelled) "
-            "to EventBridge for the application, read from the dedupe table's stream; see "
-            "``on_outcome``. True with an ``existing_table`` that has no stream fails synth.",
-            rule="each transition of a key published to EventBridge (see the outcome events page): a "
-            "stream on the dedupe table, a bundled publisher, its failure queue and alarm; True with "
-            "a streamless `existing_table` fails synth",
+            text="publish each transition of a key (sent, delivered, bounced, complained, ..., cancelled) to "
+            "EventBridge for the application, read from a stream on the dedupe table by a bundled publisher, with its "
+            "failure queue and alarm (see `on_outcome` and the outcome events page); True with an `existing_table` "
+            "that has no stream fails synth",
         )]
     outcome_bus: Annotated[
         events.IEventBus | None, Prop(
             default=None,
             default_doc="the default bus",
-            doc="the event bus outcome events go to.",
-            rule="an `events.IEventBus` for outcome events; needs `outcome_events`",
+            text="the event bus (`events.IEventBus`) outcome events go to; needs `outcome_events`",
         )]
     suppression_reasons: Annotated[
         ses.SuppressionReasons | None, Prop(
             default=None,
             default_doc="the account's",
-            doc="the configuration set's own suppression list reasons (bounces, complaints or both); only "
-            "for the configuration set the construct makes.",
-            rule="`ses.SuppressionReasons` for the configuration set the construct makes (bounces, "
-            "complaints or both); not with `configuration_set` or `ses_events=False`",
+            text="the configuration set's own suppression list reasons (`ses.SuppressionReasons`: bounces, complaints "
+            "or both), only for the configuration set the construct makes: not with `configuration_set` or "
+            "`ses_events=False`",
         )]
     disable_suppression_list: Annotated[
         bool, Prop(
             default=False,
             default_doc="False",
-            doc="send even to addresses on the account's suppression list.",
-            rule="the configuration set ignores the account's suppression list; not with "
-            "`suppression_reasons`",
+            text="send even to addresses on the account's suppression list (the configuration set ignores it); not "
+            "with `suppression_reasons`",
         )]
     key_privacy: Annotated[
         bool, Prop(
             default=False,
             default_doc="False",
-            doc="outside the job body, a key travels as its HMAC-SHA256 under a secret the construct "
-            "keeps in Secrets Manager (``key_secret``): the ledger, SES's tags and events, logs and "
-            "the DLQ's attributes never carry its text. Switching an existing pipeline forgets every "
-            "key it recorded (see the personal data page).",
-            rule="outside the job body a key is `hmac-` + its HMAC-SHA256 under a secret the construct "
-            "keeps in Secrets Manager (`key_secret`, retained, never rotated): the ledger, SES's tags "
-            "and events, logs, metrics and the DLQ's attributes carry no key text; see the personal "
-            "data page for why it is off by default",
+            text="outside the job body, a key travels as `hmac-` + its HMAC-SHA256 under a secret the construct keeps "
+            "in Secrets Manager (`key_secret`, retained, never rotated): the ledger, SES's tags and events, logs, "
+            "metrics and the DLQ's attributes never carry its text; switching an existing pipeline forgets every key "
+            "it recorded (see the personal data page, also for why it is off by default)",
         )]
     ses_tenants: Annotated[
         bool, Prop(
             default=False,
             default_doc="False",
-            doc="send a job's ``tenant`` as SES's ``TenantName`` (SES tenants keep each tenant's reputation "
-            "and sending status apart). Each tenant must exist in SES with the pipeline's identity, "
-            "configuration set and templates associated with it (``add_ses_tenant``, or SES's "
-            "``CreateTenant`` and ``CreateTenantResourceAssociation`` when a customer signs up): SES refuses "
-            "a send naming a tenant any of them is not associated with.",
-            rule="a job's `tenant` is also SendEmail's `TenantName`; the grant covers the account's tenants; "
-            "every tenant needs the sender identity, the configuration set and the templates associated "
-            "with it in SES (`add_ses_tenant(name)`, or CreateTenantResourceAssociation), else SES refuses "
-            "the send and the job goes to the DLQ with "
-            f"`{ReasonCode.SES_REFUSED.value}`",
+            text="send a job's `tenant` as SendEmail's `TenantName` (SES tenants keep each tenant's reputation and "
+            "sending status apart); the grant covers the account's tenants; each tenant must exist in SES with the "
+            "sender identity, the configuration set and the templates associated with it (`add_ses_tenant(name)`, or "
+            "SES's `CreateTenant` and `CreateTenantResourceAssociation` when a customer signs up), else SES refuses "
+            f"the send and the job goes to the DLQ with `{ReasonCode.SES_REFUSED.value}`",
         )]
     tenant_metrics: Annotated[
         bool, Prop(
             default=False,
             default_doc="False",
-            doc="also write the consumer's metrics with a ``Tenant`` dimension beside ``Pipeline``. Each "
-            "tenant's value is a new set of custom metrics CloudWatch bills for (about 25 per tenant): "
-            "a platform of 1,000 tenants pays for 25,000 metrics. The log lines carry the tenant either "
-            "way, for Logs Insights at no metric cost.",
-            rule="the consumer's metrics also per `Tenant` (its digest with `key_privacy`): each tenant "
-            "seen is a set of custom metrics billed monthly; the log lines carry `tenant` without it",
+            text="also write the consumer's metrics with a `Tenant` dimension (its digest with `key_privacy`) beside "
+            "`Pipeline`; each tenant seen is a new set of custom metrics CloudWatch bills monthly (about 25 per "
+            "tenant: a platform of 1,000 tenants pays for 25,000 metrics); the log lines carry `tenant` either way, "
+            "for Logs Insights at no metric cost",
         )]
     allowed_recipients: Annotated[
         Sequence[str] | None, Prop(
             default=None,
             default_doc="none (every recipient)",
-            doc="the only addresses and domains this pipeline may send to (``SES_MAILBOX_SIMULATOR`` for "
-            "SES's simulator): a job naming any other recipient goes to the DLQ "
-            f"(``{ReasonCode.RECIPIENT_NOT_ALLOWED.value}``), unsent. For staging stages.",
-            rule="for a non-production stage: the only addresses and domains (exactly those domains, not "
-            "subdomains; `SES_MAILBOX_SIMULATOR` for SES's simulator) it may email; a job naming any "
-            f"other recipient goes to the DLQ with `{ReasonCode.RECIPIENT_NOT_ALLOWED.value}`, unsent; not empty, each "
-            "entry a bare address or a domain",
+            text="for a non-production stage: the only addresses and domains (exactly those domains, not subdomains; "
+            "`SES_MAILBOX_SIMULATOR` for SES's simulator) this pipeline may send to; a job naming any other recipient "
+            f"goes to the DLQ with `{ReasonCode.RECIPIENT_NOT_ALLOWED.value}`, unsent; not empty, each entry a bare "
+            "address or a domain",
         )]
     suspected_doubles: Annotated[
         OnSuspectedDouble | None, Prop(
             default=None,
             default_doc="off",
-            doc="the mis-keyed-producer guard: a job whose recipients got the same content (sender, subject and "
-            "bodies or template and data, attachments, tenant) under another key within ``guard_window`` is counted "
-            "(``SuspectedDoubles``, alarmed) and published (``Email Suspected Double``), then sent "
-            "(``OnSuspectedDouble.FLAG``) or held in the DLQ unsent (``OnSuspectedDouble.HOLD``, reason "
-            f"``{ReasonCode.SUSPECTED_DOUBLE.value}``; a redrive sends it). One DynamoDB write per email, two for "
-            "a suspect; recipients and content kept as digests only. It cannot see a copy whose content differs "
-            "(a body that prints the time it was rendered).",
-            rule="`OnSuspectedDouble.FLAG` (sent, counted, published) or `OnSuspectedDouble.HOLD` (dead-lettered "
-            f"unsent with `{ReasonCode.SUSPECTED_DOUBLE.value}`; `sendonce dlq redrive` sends it); the same "
-            "recipients (to, cc and bcc together) and content under another key within `guard_window`; one more "
-            "DynamoDB write per email (see the costs page)",
+            text="the mis-keyed-producer guard: a job whose recipients (to, cc and bcc together) got the same content "
+            "(sender, subject and bodies or template and data, attachments, tenant) under another key within "
+            "`guard_window` is counted (`SuspectedDoubles`, alarmed) and published (`Email Suspected Double`), then "
+            "sent (`OnSuspectedDouble.FLAG`) or dead-lettered unsent (`OnSuspectedDouble.HOLD`, reason "
+            f"`{ReasonCode.SUSPECTED_DOUBLE.value}`; `sendonce dlq redrive` sends it); one more DynamoDB write per "
+            "email, two for a suspect (see the costs page); recipients and content kept as digests only; it cannot "
+            "see a copy whose content differs (a body that prints the time it was rendered)",
         )]
     recipient_cap: Annotated[
         int | None, Prop(
             default=None,
             default_doc="none",
-            doc="the most emails (distinct keys) one recipient may get from this pipeline in one ``guard_window`` "
-            f"(a runaway loop's brake): a job that would take any of its recipients over it goes to the DLQ unsent "
-            f"(``{ReasonCode.RECIPIENT_CAP.value}``, alarmed; a redrive sends it). One DynamoDB write per email "
-            "(a transaction for several recipients).",
-            rule=f"{MIN_RECIPIENT_CAP} to {MAX_RECIPIENT_CAP}; emails (distinct keys) per recipient per "
-            "`guard_window`, windows as the epoch divides them; a job over it for any recipient is dead-lettered "
-            f"unsent with `{ReasonCode.RECIPIENT_CAP.value}`, counting nowhere; `sendonce dlq redrive` sends it",
+            text="the most emails (distinct keys) one recipient may get from this pipeline in one `guard_window` "
+            f"(windows as the epoch divides them), {MIN_RECIPIENT_CAP} to {MAX_RECIPIENT_CAP}, a runaway loop's "
+            "brake: a job that would take any of its recipients over it is dead-lettered unsent with "
+            f"`{ReasonCode.RECIPIENT_CAP.value}` (alarmed), counting nowhere, and `sendonce dlq redrive` sends it; "
+            "one DynamoDB write per email (a transaction for several recipients)",
         )]
     guard_window: Annotated[
         Duration | None, Prop(
             default=Duration.hours(1),
             default_doc="1 hour",
-            doc="the window of ``suspected_doubles`` (from a content's first key) and of ``recipient_cap``.",
-            rule=f"{MIN_GUARD_WINDOW_S} s to {MAX_GUARD_WINDOW_S // 3600} hours; only with `suspected_doubles` or "
-            "`recipient_cap`",
+            text="the window of `suspected_doubles` (from a content's first key) and of `recipient_cap`, "
+            f"{MIN_GUARD_WINDOW_S} s to {MAX_GUARD_WINDOW_S // 3600} hours; only with one of them",
         )]
     waiting_room: Annotated[
         bool | None, Prop(
             default=Derived(derivations.waiting_room),
             default_doc="on for a standard queue; off for a FIFO queue",
-            doc="a DynamoDB table where a job whose ``sendAt`` is more than 15 minutes ahead, or a job parked while "
-            "SES stops sending, waits, and a small function an EventBridge schedule runs every minute that sends "
-            "each back to its lane's queue: a scheduled job shortly before its ``sendAt``, a parked one once SES "
-            "says it sends again (docs: when SES stops sending). About three requests a job for its whole wait, "
-            "where delayed copies cost 4 to 12 SQS requests an hour (a week ahead: about 2,000), and a stop's "
-            "backlog moves within a minute of SES sending again, not up to 15 minutes later. The function runs "
-            "43,800 times a month whether jobs wait or not (within Lambda's free tier at 128 MB), and reads the "
-            "table and asks SES's GetAccount once a run.",
-            rule="a standard queue only (a FIFO queue refuses `sendAt`, and its parked jobs keep their group's order "
-            "by waiting in their queue); a job larger than the room's item (about 380 KB) waits as delayed copies",
+            text="a DynamoDB table where a job whose `sendAt` is more than 15 minutes ahead, or a job parked while "
+            "SES stops sending, waits, and a small function an EventBridge schedule runs every minute that sends each "
+            "back to its lane's queue: a scheduled job shortly before its `sendAt`, a parked one once SES says it "
+            "sends again (docs: when SES stops sending); a standard queue only (a FIFO queue refuses `sendAt`, and "
+            "its parked jobs keep their group's order by waiting in their queue); about three requests a job for its "
+            "whole wait, where delayed copies cost 4 to 12 SQS requests an hour (a week ahead: about 2,000), and a "
+            "stop's backlog moves within a minute of SES sending again, not up to 15 minutes later; a job larger than "
+            "the room's item (about 380 KB) waits as delayed copies; the function runs 43,800 times a month whether "
+            "jobs wait or not (within Lambda's free tier at 128 MB), and reads the table and asks SES's GetAccount "
+            "once a run",
         )]
     quota_watch: Annotated[
         bool, Prop(
             default=True,
             default_doc="True",
-            doc="a small function an EventBridge schedule runs every five minutes, reading SES's 24-hour "
-            "quota (SESv2 GetAccount) into the ``QuotaUsedPercent`` metric.",
-            rule="a small bundled function an EventBridge schedule runs every five minutes: it reads SESv2 "
-            "`GetAccount` (`SendQuota`) and publishes `QuotaUsedPercent`; a paced consumer reads only "
-            "`MaxSendRate` from it, once a minute an instance (docs: sending rate)",
+            text="a small bundled function an EventBridge schedule runs every five minutes, reading SES's 24-hour "
+            "quota (SESv2 `GetAccount`, `SendQuota`) into the `QuotaUsedPercent` metric; a paced consumer reads only "
+            "`MaxSendRate` from `GetAccount`, once a minute an instance (docs: sending rate)",
         )]
     quota_alarm_threshold: Annotated[
         float | None, Prop(
             default=DEFAULT_QUOTA_ALARM_PERCENT,
             default_doc="80",
-            doc="the share of SES's 24-hour quota used (percent) that raises the ``QuotaNearlyUsed`` "
-            "alarm, with ``quota_watch``.",
-            rule="the share of SES's 24-hour quota used (percent, above 0 and at most 100) that raises the "
-            "`QuotaNearlyUsed` alarm",
+            text="the share of SES's 24-hour quota used (percent) that raises the `QuotaNearlyUsed` alarm, with "
+            "`quota_watch`",
         )]
     attachments_bucket: Annotated[
         bool | s3.IBucket | None, Prop(
             default=False,
             default_doc="False",
-            doc="where jobs' attachments too large to carry inline are kept (S3 claim checks): ``True`` makes a "
-            "bucket (encrypted, TLS only, public access blocked, objects expiring once no job can still be sent), "
-            "or bring your own ``s3.IBucket``. The consumer reads attachments from this bucket only; "
-            "``grant_attach`` lets a producer upload them.",
-            rule="`True` makes one: SSE-S3 (KMS with `encryption_key`), TLS only, public access blocked, no "
-            "versioning, objects expiring after the longest a job can still be sent (see the attachments bucket "
-            "page), retained like the queues (`queue_removal_policy`); an `s3.IBucket` brings your own: for a "
-            "`Bucket` defined in the app, a lifecycle rule that expires or archives objects sooner, or public "
-            "access not blocked, fails synth",
+            text="where jobs' attachments too large to carry inline are kept (S3 claim checks); `True` makes a "
+            "bucket: SSE-S3 (KMS with `encryption_key`), TLS only, public access blocked, no versioning, objects "
+            "expiring after the longest a job can still be sent (see the attachments bucket page), retained like the "
+            "queues (`queue_removal_policy`); an `s3.IBucket` brings your own: for a `Bucket` defined in the app, a "
+            "lifecycle rule that expires or archives objects sooner, or public access not blocked, fails synth; the "
+            "consumer reads attachments from this bucket only, and `grant_attach` lets a producer upload them",
         )]
     outbox: Annotated[
         bool, Prop(
             default=False,
             default_doc="False",
-            doc="add a transactional outbox (a table with a stream, relayed to the queue) that producers "
-            "write in their own DynamoDB transaction with ``sendonce_producer.outbox_put``.",
-            rule="a table with a stream, relayed to the queue (see the outbox on the producing page); its "
-            "removal policy is `removal_policy`",
+            text="add a transactional outbox (a table with a stream, relayed to the queue; see the outbox on the "
+            "producing page) that producers write in their own DynamoDB transaction with "
+            "`sendonce_producer.outbox_put`; its table's removal policy is `removal_policy`",
         )]
 
 
@@ -738,6 +642,16 @@ def declared_props() -> Mapping[str, Prop]:
         [prop] = [meta for meta in getattr(_unrequired(hint), "__metadata__", ()) if isinstance(meta, Prop)]
         declared[name] = prop
     return declared
+
+
+def prop_text(name: str) -> str:
+    """The prop ``name``'s text as the docstring, the props reference and a missing prop's error show it: with the
+    bounds of its row of the range table after it (``rules.RANGES``: the same row words the range's error)."""
+    text = declared_props()[name].text
+    for row in RANGES:
+        if row.prop == name:
+            text += f"; {row.what}{row.bounds()}{row.limit}"
+    return text
 
 
 def declared_types() -> Mapping[str, object]:

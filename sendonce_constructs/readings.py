@@ -63,7 +63,7 @@ def reading(name: str, value: object) -> object:
     """The prop ``name``'s ``value`` as the rules see it."""
     if value is None:
         return None
-    special = _READERS.get(name)
+    special = READERS.get(name)
     if special is not None:
         return special(value)
     if isinstance(value, Duration):
@@ -209,7 +209,7 @@ def _key_schema(table: dynamodb.ITable) -> tuple[list[tuple[str, str]], list[str
 
 
 # The props a rule sees otherwise than as their plain value.
-_READERS: dict[str, Callable[[object], object]] = {
+READERS: dict[str, Callable[[object], object]] = {
     "sender": _sender,
     "encryption": _enum_name,
     "runtime": _enum_name,

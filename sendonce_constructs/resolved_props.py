@@ -36,6 +36,7 @@ from .unresolved import SynthPython, Unresolved
 class PipelineProps:
     """Every prop of ``SendOnceEmailQueue`` as built, and the facts found (``props.resolve_props``)."""
 
+    given: frozenset[str]  # the names of the props given (the rest took their default or derivation)
     sender: str | ses.IEmailIdentity
     from_addresses: Sequence[str] | None
     configuration_set: str | ses.IConfigurationSet | None
@@ -51,12 +52,12 @@ class PipelineProps:
     log_retention: logs.RetentionDays
     tracing: lambda_.Tracing | None
     visibility_timeout: Duration | None
-    batch_size: int
     max_batching_window: Duration | None
     max_concurrency: int | None
-    parallelism: int | None
     send_rate: float | None
     max_send_rate: float | None
+    batch_size: int
+    parallelism: int | None
     urgent_lane: bool
     urgent_share: float
     max_job_age: Duration | None

@@ -1,24 +1,22 @@
 """The synth-time rules that keep the pipeline's guarantees, one small function per rule, and their registry.
 
-A rule's parameters name what it reads, and it is called with exactly those (``RULES``, run in this file's order
-by ``props.resolve_props``): a parameter named for a prop gets the prop as it will be built (its default or derived
-value filled in), one named ``<prop>_given`` the prop as given (None when absent), and one named for a fact of
-``derivations.FACTS`` that fact. A rule that weighs one prop and one that weighs several are run the same way.
-
-Each gets plain values already read from the props (``readings``): seconds for a duration, ``None`` for a prop
-not given, ``UNRESOLVED`` for a value that is an unresolved token (CDK cannot know it at synth time, so the rule is
-skipped rather than guessed), and facts (``TableFacts``...) for the CDK objects a rule weighs.
-Each raises :class:`SendOnceConfigurationError` naming the prop, the value given, the rule and the fix.
+Each rule is a plain function of the props as the rules see them (``PropReadings``, read once by ``readings``): it
+reads what it weighs from them by name, and ``props.resolve_props`` runs every rule of ``RULES`` in this file's
+order. A value is in seconds for a duration, ``None`` for a prop not given (``PropReadings.given`` names the props
+given, the others took their default or derivation), ``UNRESOLVED`` for a value that is an unresolved token (CDK
+cannot know it at synth time, so the rule skips what needs it rather than guess), and plain facts (``TableFacts``...)
+for the CDK objects a rule weighs; the facts ``derivations.FACTS`` finds are read the same way.
+The props checked only against bounds are one table (``RANGES``), checked by one rule.
+Each rule raises :class:`SendOnceConfigurationError` naming the prop, the value given, the rule and the fix.
 """
 
 from __future__ import annotations
 
 import functools
-import inspect
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NamedTuple, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from sendonce_contract.allowed_recipients import AllowedRecipients, InvalidEntry, parse_entries
 from sendonce_contract.job_lifetime import (
@@ -37,7 +35,6 @@ from sendonce_contract.mis_keyed import (
     MAX_RECIPIENT_CAP,
     MIN_GUARD_WINDOW_S,
     MIN_RECIPIENT_CAP,
-    OnSuspectedDouble,
 )
 from sendonce_contract.schema import Ledger
 from sendonce_contract.sqs_limits import (
@@ -57,13 +54,11 @@ from .unresolved import (
     BucketFacts,
     LifecycleRuleFacts,
     Number,
-    PollerFacts,
-    QueueFacts,
-    SynthPython,
-    TableFacts,
-    Unresolved,
     is_known,
 )
+
+if TYPE_CHECKING:  # the readings' module names the facts' types, some of them CDK's; the rules run CDK-free
+    from .prop_readings import PropReadings
 
 # AWS limits the rules are built from (Lambda and the SQS event source mapping; SQS's own in the contract).
 LAMBDA_MAX_TIMEOUT_S = 900
@@ -96,41 +91,37 @@ def _fail(message: str) -> None:
     raise SendOnceConfigurationError(message)
 
 
-Params = ParamSpec("Params")
 Result = TypeVar("Result")
 
 
 @dataclass(frozen=True)
 class Rule:
-    """One registered rule: ``reads`` are its parameters' names, ``builds`` the prop its result becomes (the rule
-    parses the value given into what the pipeline is built with), if any."""
+    """One registered rule: its stable error id, and the prop its result becomes (``builds``: the rule parses the
+    value given into what the pipeline is built with), if any."""
 
-    check: Callable[..., object]
-    id: str
-    reads: tuple[str, ...]
+    check: Callable[[PropReadings], object]
+    id: str | None  # None for ``check_ranges``: each row of ``RANGES`` has its own
     builds: str | None
 
 
-# Every rule, in the order they run; and each rule's stable error id, by the rule's function name.
+# Every rule, in the order they run.
 RULES: list[Rule] = []
-RULE_IDS: dict[str, str] = {}
 
 
-def rule(id: str, builds: str | None = None) -> Callable[[Callable[Params, Result]], Callable[Params, Result]]:
+def rule(id: str, builds: str | None = None) -> Callable[[Callable[[PropReadings], Result]],
+                                                       Callable[[PropReadings], Result]]:
     """Registers a rule, and gives its errors their stable id, ``SendOnce.`` + ``id`` (the pipeline adds its
     construct path)."""
 
-    def decorate(check: Callable[Params, Result]) -> Callable[Params, Result]:
-        RULE_IDS[check.__name__] = f"{ID_PREFIX}{id}"
-
+    def decorate(check: Callable[[PropReadings], Result]) -> Callable[[PropReadings], Result]:
         @functools.wraps(check)
-        def checked(*args: Params.args, **kwargs: Params.kwargs) -> Result:
+        def checked(readings: PropReadings) -> Result:
             try:
-                return check(*args, **kwargs)
+                return check(readings)
             except SendOnceConfigurationError as error:
                 raise SendOnceConfigurationError(error.message, f"{ID_PREFIX}{id}") from None
 
-        RULES.append(Rule(checked, f"{ID_PREFIX}{id}", tuple(inspect.signature(check).parameters), builds))
+        RULES.append(Rule(checked, f"{ID_PREFIX}{id}", builds))
         return checked
 
     return decorate
@@ -177,11 +168,11 @@ PLAIN = Unit(lambda number: f"{number:g}", lambda low, high: f"between {low:g} a
 
 @dataclass(frozen=True)
 class Range:
-    """A prop that must lie in a range, as aws-cdk's limits are declared: the prop it reads (``<prop>_given`` to
-    weigh only a value given), its rule id, the bounds (``above``: the lower one excluded), the unit it is shown in,
-    whose limit it is and the fix. One rule is registered per row, named ``check_<prop>``."""
+    """A prop that must lie in a range, as aws-cdk's limits are declared: the prop, its rule id, the bounds
+    (``above``: the lower one excluded), the unit it is shown in, whose limit it is and the fix; ``given_only``
+    weighs only a value given (not one derived). ``check_ranges`` checks every row."""
 
-    reads: str
+    prop: str
     id: str
     low: float
     high: float | None
@@ -190,24 +181,23 @@ class Range:
     fix: str
     above: bool = False
     what: str = ""  # what the value is, said before its bounds
-
-    @property
-    def prop(self) -> str:
-        return self.reads.removesuffix("_given")
+    given_only: bool = False
 
     def holds(self, value: float) -> bool:
         over_low = value > self.low if self.above else value >= self.low
         return over_low and (self.high is None or value <= self.high)
 
-    def message(self, value: float) -> str:
+    def bounds(self) -> str:
+        """The bounds in words: "between 1 s and 900 s", "above 0"."""
         low = self.unit.value(self.low)
         if self.high is None:
-            bounds = f"{'above' if self.above else 'at least'} {low}"
-        elif self.above:
-            bounds = f"above {low} and at most {self.unit.value(self.high)}"
-        else:
-            bounds = self.unit.span(self.low, self.high)
-        return f"{self.prop} ({self.unit.value(value)}) must be {self.what}{bounds}{self.limit}; {self.fix}"
+            return f"{'above' if self.above else 'at least'} {low}"
+        if self.above:
+            return f"above {low} and at most {self.unit.value(self.high)}"
+        return self.unit.span(self.low, self.high)
+
+    def message(self, value: float) -> str:
+        return f"{self.prop} ({self.unit.value(value)}) must be {self.what}{self.bounds()}{self.limit}; {self.fix}"
 
 
 RANGES = (
@@ -217,8 +207,8 @@ RANGES = (
           "pick a size in that range"),
     Range("max_concurrency", "InvalidMaxConcurrency", MIN_MAX_CONCURRENCY, MAX_MAX_CONCURRENCY, PLAIN,
           ", the SQS event source's limit", "leave it unset for no cap"),
-    Range("max_send_rate_given", "InvalidMaxSendRate", 0, None, PLAIN, " recipients per second",
-          "leave it unset for no limit", above=True),
+    Range("max_send_rate", "InvalidMaxSendRate", 0, None, PLAIN, " recipients per second",
+          "leave it unset for no limit", above=True, given_only=True),
     Range("retention_period", "InvalidRetentionPeriod", SQS_MIN_RETENTION_S, SQS_MAX_RETENTION_S, SECONDS,
           " (14 days), SQS's limits", "pick a retention in that range"),
     Range("quota_alarm_threshold", "InvalidQuotaAlarmThreshold", 0, 100, PLAIN, "",
@@ -227,28 +217,25 @@ RANGES = (
 )
 
 
-def _register_range(row: Range) -> None:
-    def check(**values: Number) -> None:
-        value = values[row.reads]
+def check_ranges(p: PropReadings) -> None:
+    """Every prop of ``RANGES`` within its bounds; each row's error carries the row's own id."""
+    for row in RANGES:
+        value = getattr(p, row.prop)  # the table names its props; each reads as a number
+        if row.given_only and row.prop not in p.given:
+            continue
         if is_known(value) and not row.holds(value):
-            _fail(row.message(value))
-
-    check.__name__ = check.__qualname__ = f"check_{row.prop}"
-    check.range = row  # type: ignore[attr-defined]  # what it reads: the one value its row names
-    check.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
-        [inspect.Parameter(row.reads, inspect.Parameter.KEYWORD_ONLY)])
-    globals()[check.__name__] = rule(row.id)(check)
+            raise SendOnceConfigurationError(row.message(value), f"{ID_PREFIX}{row.id}")
 
 
-for _row in RANGES:
-    _register_range(_row)
+RULES.append(Rule(check_ranges, None, None))  # each row raises its own id
 
 
 @rule("InvalidVisibilityTimeout")
-def check_visibility_timeout(
-    visibility_timeout: Number, function_timeout: Number, max_batching_window: Number
-) -> None:
+def check_visibility_timeout(p: PropReadings) -> None:
     """No ``max_batching_window`` is a window of 0 s."""
+    visibility_timeout = p.visibility_timeout
+    function_timeout = p.function_timeout
+    max_batching_window = p.max_batching_window
     window = 0.0 if max_batching_window is None else max_batching_window
     if not (is_known(visibility_timeout) and is_known(function_timeout) and is_known(window)):
         return
@@ -268,7 +255,8 @@ def check_visibility_timeout(
 
 
 @rule("InvalidBatching")
-def check_batching(batch_size: Number, max_batching_window: Number, fifo: bool) -> None:
+def check_batching(p: PropReadings) -> None:
+    batch_size, max_batching_window, fifo = p.batch_size, p.max_batching_window, p.fifo
     if is_known(max_batching_window):
         if fifo and max_batching_window > 0:
             _fail(
@@ -294,7 +282,8 @@ def check_batching(batch_size: Number, max_batching_window: Number, fifo: bool) 
 
 
 @rule("InvalidMaxMessageSize")
-def check_max_message_size(max_message_size_bytes: Number) -> None:
+def check_max_message_size(p: PropReadings) -> None:
+    max_message_size_bytes = p.max_message_size_bytes
     size = max_message_size_bytes
     if is_known(size) and (int(size) != size or not SQS_MIN_MESSAGE_BYTES <= size <= SQS_MAX_MESSAGE_BYTES):
         _fail(f"max_message_size_bytes ({_bytes(size)}) must be a whole number of bytes between "
@@ -304,8 +293,9 @@ def check_max_message_size(max_message_size_bytes: Number) -> None:
 
 
 @rule("BatchPayloadTooLarge")
-def check_batch_payload(batch_size: Number, max_message_size_bytes: Number) -> None:
+def check_batch_payload(p: PropReadings) -> None:
     """A batch of the largest messages the queue takes, with each record's envelope, must fit one invocation."""
+    batch_size, max_message_size_bytes = p.batch_size, p.max_message_size_bytes
     size = SQS_DEFAULT_MESSAGE_BYTES if max_message_size_bytes is None else max_message_size_bytes
     if not (is_known(batch_size) and is_known(size)):
         return
@@ -328,7 +318,8 @@ def check_batch_payload(batch_size: Number, max_message_size_bytes: Number) -> N
 
 
 @rule("InvalidParallelism")
-def check_parallelism(parallelism: Number, batch_size: Number) -> None:
+def check_parallelism(p: PropReadings) -> None:
+    parallelism, batch_size = p.parallelism, p.batch_size
     if not is_known(parallelism):
         return
     if parallelism < 1 or int(parallelism) != parallelism:
@@ -341,14 +332,15 @@ def check_parallelism(parallelism: Number, batch_size: Number) -> None:
 
 
 @rule("InvalidSendRate")
-def check_send_rate(send_rate: Number, max_send_rate_given: Number, max_concurrency: Number) -> None:
+def check_send_rate(p: PropReadings) -> None:
     """The pipeline's rate is held by pacing each instance at send_rate / max_concurrency: that needs a cap on
     Lambda's concurrency, and it replaces a per-instance max_send_rate."""
+    send_rate, max_concurrency = p.send_rate, p.max_concurrency
     if not is_known(send_rate):
         return
     if send_rate <= 0:
         _fail(f"send_rate ({send_rate:g}) must be above 0 recipients per second; leave it unset for no pacing")
-    if max_send_rate_given is not None:
+    if "max_send_rate" in p.given:
         _fail(f"send_rate ({send_rate:g}/s) and max_send_rate were both given: send_rate is the pipeline's rate and "
               "sets each instance's pace from max_concurrency; give one of them")
     if max_concurrency is None:
@@ -367,14 +359,15 @@ def check_send_rate(send_rate: Number, max_send_rate_given: Number, max_concurre
 
 
 @rule("InvalidUrgentShare")
-def check_urgent_share(urgent_share: Number, urgent_share_given: Number, urgent_lane: bool,
-                       send_rate: Number) -> None:
+def check_urgent_share(p: PropReadings) -> None:
     """The share is of the pipeline's send rate, for the urgent lane: it means nothing without either."""
-    if urgent_share_given is not None and not urgent_lane:
-        _fail(f"urgent_share ({urgent_share_given:g}) was given without urgent_lane: the share is the urgent lane's; "
+    urgent_share, urgent_lane, send_rate = p.urgent_share, p.urgent_lane, p.send_rate
+    given = "urgent_share" in p.given
+    if given and not urgent_lane:
+        _fail(f"urgent_share ({urgent_share:g}) was given without urgent_lane: the share is the urgent lane's; "
               "set urgent_lane=True or leave urgent_share unset")
-    if urgent_share_given is not None and send_rate is None:
-        _fail(f"urgent_share ({urgent_share_given:g}) needs send_rate: it is a share of the pipeline's send rate; "
+    if given and send_rate is None:
+        _fail(f"urgent_share ({urgent_share:g}) needs send_rate: it is a share of the pipeline's send rate; "
               "set send_rate (and max_concurrency) or leave urgent_share unset")
     if urgent_lane and is_known(urgent_share) and not 0 < urgent_share < 1:
         _fail(f"urgent_share ({urgent_share:g}) must be above 0 and below 1: it is the urgent lane's fraction of "
@@ -382,21 +375,20 @@ def check_urgent_share(urgent_share: Number, urgent_share_given: Number, urgent_
 
 
 @rule("UrgentLaneNeedsSendRate")
-def check_urgent_lane_rate(urgent_lane: bool, max_send_rate_given: Number) -> None:
-    if urgent_lane and max_send_rate_given is not None:
-        _fail(f"urgent_lane with max_send_rate ({max_send_rate_given:g}/s per instance): the lanes split the "
+def check_urgent_lane_rate(p: PropReadings) -> None:
+    if p.urgent_lane and "max_send_rate" in p.given:
+        _fail(f"urgent_lane with max_send_rate ({p.max_send_rate:g}/s per instance): the lanes split the "
               "pipeline's rate, which a per-instance rate does not say; give send_rate (and max_concurrency) instead")
 
 
 @rule("InvalidUrgentAlarmThreshold")
-def check_urgent_oldest_message_alarm_threshold(urgent_oldest_message_alarm_threshold: Number,
-                                                urgent_oldest_message_alarm_threshold_given: Number,
-                                                oldest_message_alarm_threshold: Number, urgent_lane: bool) -> None:
-    given = urgent_oldest_message_alarm_threshold_given
-    if given is not None and not urgent_lane:
-        _fail(f"urgent_oldest_message_alarm_threshold ({_seconds(given) if is_known(given) else 'a token'}) was given "
+def check_urgent_oldest_message_alarm_threshold(p: PropReadings) -> None:
+    threshold, urgent_lane = p.urgent_oldest_message_alarm_threshold, p.urgent_lane
+    oldest_message_alarm_threshold = p.oldest_message_alarm_threshold
+    if "urgent_oldest_message_alarm_threshold" in p.given and not urgent_lane:
+        shown = _seconds(threshold) if is_known(threshold) else "a token"
+        _fail(f"urgent_oldest_message_alarm_threshold ({shown}) was given "
               "without urgent_lane: there is no urgent queue to watch; set urgent_lane=True or leave it unset")
-    threshold = urgent_oldest_message_alarm_threshold
     if not (urgent_lane and is_known(threshold)):
         return
     if threshold <= 0:
@@ -408,8 +400,9 @@ def check_urgent_oldest_message_alarm_threshold(urgent_oldest_message_alarm_thre
 
 
 @rule("InvalidMaxReceiveCount")
-def check_max_receive_count(max_receive_count: Number) -> None:
+def check_max_receive_count(p: PropReadings) -> None:
     """Fails below 1; below the recommended 5 is a warning (``derivations.low_max_receive_count``)."""
+    max_receive_count = p.max_receive_count
     if is_known(max_receive_count) and max_receive_count < 1:
         _fail(
             f"max_receive_count ({max_receive_count:g}) must be at least 1: it is how many deliveries a message "
@@ -418,7 +411,8 @@ def check_max_receive_count(max_receive_count: Number) -> None:
 
 
 @rule("DedupeTtlTooShort")
-def check_dedupe_ttl(dedupe_ttl: Number, retention_period: Number) -> None:
+def check_dedupe_ttl(p: PropReadings) -> None:
+    dedupe_ttl, retention_period = p.dedupe_ttl, p.retention_period
     if not (is_known(dedupe_ttl) and is_known(retention_period)):
         return
     if dedupe_ttl < retention_period:
@@ -430,7 +424,8 @@ def check_dedupe_ttl(dedupe_ttl: Number, retention_period: Number) -> None:
 
 
 @rule("OutboxDedupeTtlTooShort")
-def check_outbox_dedupe_ttl(outbox: bool, dedupe_ttl: Number, retention_period: Number) -> None:
+def check_outbox_dedupe_ttl(p: PropReadings) -> None:
+    outbox, dedupe_ttl, retention_period = p.outbox, p.dedupe_ttl, p.retention_period
     if not (outbox and is_known(dedupe_ttl) and is_known(retention_period)):
         return
     minimum = outbox_minimum_dedupe_ttl_s(retention_period)
@@ -443,11 +438,13 @@ def check_outbox_dedupe_ttl(outbox: bool, dedupe_ttl: Number, retention_period: 
 
 
 @rule("InvalidEvidenceGracePeriod")
-def check_evidence_grace_period(
-    ses_events: bool, evidence_grace_period: Number, visibility_timeout: Number, retention_period: Number,
-    max_receive_count: Number,
-) -> None:
+def check_evidence_grace_period(p: PropReadings) -> None:
     """With SES's events, waiting for them must never push a job into the DLQ, nor outlive the job's retention."""
+    ses_events = p.ses_events
+    evidence_grace_period = p.evidence_grace_period
+    visibility_timeout = p.visibility_timeout
+    retention_period = p.retention_period
+    max_receive_count = p.max_receive_count
     grace_s, visibility_timeout_s, retention_s = evidence_grace_period, visibility_timeout, retention_period
     if not (ses_events and is_known(grace_s)):
         return
@@ -475,16 +472,18 @@ def check_evidence_grace_period(
 
 
 @rule("EvidenceGracePeriodWithoutEvents")
-def check_evidence_grace_period_needs_events(ses_events: bool, evidence_grace_period_given: Number) -> None:
-    if not ses_events and evidence_grace_period_given is not None:
+def check_evidence_grace_period_needs_events(p: PropReadings) -> None:
+    ses_events = p.ses_events
+    if not ses_events and "evidence_grace_period" in p.given:
         _fail("evidence_grace_period was given with ses_events=False: without SES's events there is nothing to wait "
               "for; drop evidence_grace_period or turn ses_events on")
 
 
 @rule("InvalidSender")
-def check_sender(sender: str | None) -> None:
+def check_sender(p: PropReadings) -> None:
     """The SES identity given by name: a domain (``example.com``) or an address (``receipts@example.com``); None
     for an ``IEmailIdentity``."""
+    sender = p.sender
     if sender is None or _ADDRESS.match(sender) or _DOMAIN.match(sender):
         return
     _fail(
@@ -494,7 +493,8 @@ def check_sender(sender: str | None) -> None:
 
 
 @rule("InvalidFromAddresses")
-def check_from_addresses(from_addresses: Sequence[str] | None, sender_name: str | Unresolved) -> None:
+def check_from_addresses(p: PropReadings) -> None:
+    from_addresses, sender_name = p.from_addresses, p.sender_name
     if from_addresses is None:
         return
     if not from_addresses:
@@ -522,10 +522,9 @@ def check_from_addresses(from_addresses: Sequence[str] | None, sender_name: str 
 
 
 @rule("TablePropsWithExistingTable")
-def check_table_choice(existing_table: TableFacts | None, removal_policy_given: object,
-                       deletion_protection_given: object) -> None:
-    overrides = {"removal_policy": removal_policy_given, "deletion_protection": deletion_protection_given}
-    names = ", ".join(name for name, given in overrides.items() if given is not None)
+def check_table_choice(p: PropReadings) -> None:
+    existing_table = p.existing_table
+    names = ", ".join(name for name in ("removal_policy", "deletion_protection") if name in p.given)
     if existing_table is not None and names:
         _fail(
             f"existing_table and {names} were both given: the overrides shape a table this construct makes, "
@@ -534,8 +533,9 @@ def check_table_choice(existing_table: TableFacts | None, removal_policy_given: 
 
 
 @rule("ExistingTableKeySchema")
-def check_existing_table_keys(existing_table: TableFacts | None) -> None:
+def check_existing_table_keys(p: PropReadings) -> None:
     """Checked when the table is defined in the app: an imported one's schema is not known at synth."""
+    existing_table = p.existing_table
     if existing_table is None or existing_table.key_schema is None:
         return
     partition_keys, sort_keys = existing_table.key_schema
@@ -551,23 +551,24 @@ def check_existing_table_keys(existing_table: TableFacts | None) -> None:
 
 
 @rule("InvalidEncryption")
-def check_encryption(encryption_given: str | None, encryption_key: object) -> None:
-    """``encryption_given`` is the name of the ``sqs.QueueEncryption`` given, or None for the default."""
-    if encryption_given == "UNENCRYPTED":
+def check_encryption(p: PropReadings) -> None:
+    """``p.encryption`` is the name of the ``sqs.QueueEncryption`` member (``KMS``); left unset, it is derived."""
+    encryption_key, encryption, given = p.encryption_key, p.encryption, "encryption" in p.given
+    if encryption == "UNENCRYPTED":
         _fail(
             "encryption (UNENCRYPTED) is not allowed: jobs carry recipients' addresses and content; use "
             "sqs.QueueEncryption.SQS_MANAGED (the default) or KMS"
         )
-    if encryption_key is not None and encryption_given not in (None, "KMS"):
+    if encryption_key is not None and given and encryption != "KMS":
         _fail(
-            f"encryption_key was given with encryption ({encryption_given}): the key would be ignored; set "
+            f"encryption_key was given with encryption ({encryption}): the key would be ignored; set "
             "encryption=sqs.QueueEncryption.KMS or leave encryption unset"
         )
 
 
 @rule("InvalidReservedConcurrency")
-def check_reserved_concurrency(reserved_concurrent_executions: Number, max_concurrency: Number) -> None:
-    reserved = reserved_concurrent_executions
+def check_reserved_concurrency(p: PropReadings) -> None:
+    reserved, max_concurrency = p.reserved_concurrent_executions, p.max_concurrency
     if not is_known(reserved):
         return
     if reserved < 1:
@@ -580,32 +581,32 @@ def check_reserved_concurrency(reserved_concurrent_executions: Number, max_concu
 
 
 @rule("BytecodeForAnotherPython")
-def check_precompiled_bytecode(precompiled_bytecode: bool, runtime: str, runtime_given: str | None,
-                               synth_python: SynthPython) -> None:
+def check_precompiled_bytecode(p: PropReadings) -> None:
     """``runtime`` as Lambda names it (``python3.11``)."""
+    runtime, synth_python = p.runtime, p.synth_python
     major, minor = synth_python.version
-    if not precompiled_bytecode or runtime == f"python{major}.{minor}":
+    if not p.precompiled_bytecode or runtime == f"python{major}.{minor}":
         return
-    runtime_name = runtime
-    given = "" if runtime_given is not None else " (the default: the newest runtime aws-cdk-lib knows, which moves on)"
+    given = "" if "runtime" in p.given else " (the default: the newest runtime aws-cdk-lib knows, which moves on)"
     fix = (f"pin runtime=lambda_.Runtime.PYTHON_{major}_{minor}" if synth_python.runtime_known else
            f"run synth with the Python of a Lambda runtime (aws-cdk-lib has no Python {major}.{minor} runtime)")
-    _fail(f"precompiled_bytecode=True with runtime {runtime_name}{given}, while synth runs on Python "
+    _fail(f"precompiled_bytecode=True with runtime {runtime}{given}, while synth runs on Python "
           f"{major}.{minor}: Lambda's interpreter reads only bytecode of its own version, so it would compile the "
           f"source again; {fix}, or leave precompiled_bytecode off")
 
 
 @rule("VpcOptionsWithoutVpc")
-def check_vpc_choice(vpc: object, vpc_subnets_given: object, security_groups_given: object) -> None:
-    options = {"vpc_subnets": vpc_subnets_given, "security_groups": security_groups_given}
-    vpc_options = [name for name, given in options.items() if given is not None]
+def check_vpc_choice(p: PropReadings) -> None:
+    vpc = p.vpc
+    vpc_options = [name for name in ("vpc_subnets", "security_groups") if name in p.given]
     if vpc_options and vpc is None:
         _fail(f"{', '.join(vpc_options)} given without vpc: they place the functions in a VPC and mean nothing "
               "without one; pass vpc too, or drop them")
 
 
 @rule("DeadLetterQueueKind")
-def check_dead_letter_queue(dead_letter_queue: QueueFacts | None, fifo: bool) -> None:
+def check_dead_letter_queue(p: PropReadings) -> None:
+    dead_letter_queue, fifo = p.dead_letter_queue, p.fifo
     queue_fifo = None if dead_letter_queue is None else dead_letter_queue.fifo
     if queue_fifo is not None and queue_fifo != fifo:
         _fail(f"dead_letter_queue is {'' if queue_fifo else 'not '}a FIFO queue while fifo is {fifo}: SQS redrives "
@@ -613,7 +614,8 @@ def check_dead_letter_queue(dead_letter_queue: QueueFacts | None, fifo: bool) ->
 
 
 @rule("DeadLetterQueueRetention")
-def check_dead_letter_queue_retention(dead_letter_queue: QueueFacts | None) -> None:
+def check_dead_letter_queue_retention(p: PropReadings) -> None:
+    dead_letter_queue = p.dead_letter_queue
     retention_s = None if dead_letter_queue is None else dead_letter_queue.retention_s
     if is_known(retention_s) and retention_s < DEAD_LETTER_RETENTION_S:
         _fail(f"dead_letter_queue keeps messages {_seconds(retention_s)}; it must keep them "
@@ -623,9 +625,10 @@ def check_dead_letter_queue_retention(dead_letter_queue: QueueFacts | None) -> N
 
 
 @rule("DeadLetterQueueMessageSize")
-def check_dead_letter_queue_message_size(dead_letter_queue: QueueFacts | None, max_message_size_bytes: Number) -> None:
+def check_dead_letter_queue_message_size(p: PropReadings) -> None:
     """The consumer dead-letters a job by sending it, with its reason, to the DLQ: it must take any job the queue
     does."""
+    dead_letter_queue, max_message_size_bytes = p.dead_letter_queue, p.max_message_size_bytes
     dlq_bytes = None if dead_letter_queue is None else dead_letter_queue.max_message_bytes
     size = SQS_DEFAULT_MESSAGE_BYTES if max_message_size_bytes is None else max_message_size_bytes
     if is_known(dlq_bytes) and is_known(size) and dlq_bytes < size:
@@ -636,8 +639,8 @@ def check_dead_letter_queue_message_size(dead_letter_queue: QueueFacts | None, m
 
 
 @rule("AttachmentsExpiryUnknown")
-def check_attachments_expiry(attachments_bucket: bool | BucketFacts | None,
-                             attachments_expiry_days: int | Unresolved | None) -> None:
+def check_attachments_expiry(p: PropReadings) -> None:
+    attachments_bucket, attachments_expiry_days = p.attachments_bucket, p.attachments_expiry_days
     if attachments_bucket is True and attachments_expiry_days is UNRESOLVED:
         _fail("attachments_bucket=True makes a bucket whose objects expire once no job can still be sent, derived "
               "from retention_period and dedupe_ttl, and one of them is a token known only at deploy time; give "
@@ -646,10 +649,11 @@ def check_attachments_expiry(attachments_bucket: bool | BucketFacts | None,
 
 
 @rule("AttachmentsBucketExpiresTooSoon")
-def check_attachments_bucket_lifecycle(attachments_bucket: bool | BucketFacts | None,
-                                       attachments_expiry_days: int | Unresolved | None,
-                                       attachments_lifetime: str | None) -> None:
+def check_attachments_bucket_lifecycle(p: PropReadings) -> None:
     """A bucket given must keep each attachment readable as long as its job can still be sent."""
+    attachments_bucket = p.attachments_bucket
+    attachments_expiry_days = p.attachments_expiry_days
+    attachments_lifetime = p.attachments_lifetime
     if not (isinstance(attachments_bucket, BucketFacts) and attachments_bucket.lifecycle_rules is not None
             and is_known(attachments_expiry_days)):
         return
@@ -675,15 +679,19 @@ def _check_lifecycle_rule(lifecycle: LifecycleRuleFacts, days: int, why: str) ->
 
 
 @rule("AttachmentsBucketPublic")
-def check_attachments_bucket_public(attachments_bucket: bool | BucketFacts | None) -> None:
+def check_attachments_bucket_public(p: PropReadings) -> None:
+    attachments_bucket = p.attachments_bucket
     if isinstance(attachments_bucket, BucketFacts) and attachments_bucket.public_access_blocked is False:
         _fail("attachments_bucket does not block all public access: attachments are invoices, tickets and other "
               "personal files; create it with block_public_access=s3.BlockPublicAccess.BLOCK_ALL")
 
 
 @rule("InvalidSuppression")
-def check_suppression(suppression_reasons: object, disable_suppression_list: bool, ses_events: bool,
-                      configuration_set: object) -> None:
+def check_suppression(p: PropReadings) -> None:
+    suppression_reasons = p.suppression_reasons
+    disable_suppression_list = p.disable_suppression_list
+    ses_events = p.ses_events
+    configuration_set = p.configuration_set
     reasons_given, disabled = suppression_reasons is not None, disable_suppression_list
     construct_makes_the_set = ses_events and configuration_set is None
     if reasons_given and disabled:
@@ -696,21 +704,22 @@ def check_suppression(suppression_reasons: object, disable_suppression_list: boo
 
 
 @rule("InvalidOutcomeEvents")
-def check_outcome_events(outcome_events_given: bool | None, outcome_bus: object,
-                         existing_table: TableFacts | None) -> None:
+def check_outcome_events(p: PropReadings) -> None:
     """Left unset, outcome events are on unless the existing table has no stream (``derivations.outcome_events``)."""
-    if outcome_bus is not None and outcome_events_given is False:
+    outcome_bus, existing_table, given = p.outcome_bus, p.existing_table, "outcome_events" in p.given
+    if outcome_bus is not None and given and not p.outcome_events:
         _fail("outcome_bus was given with outcome_events=False: no outcome event is published; drop outcome_bus or "
               "turn outcome_events on")
-    if outcome_events_given and existing_table is not None and not existing_table.has_stream:
+    if given and p.outcome_events and existing_table is not None and not existing_table.has_stream:
         _fail("outcome_events=True needs a stream on existing_table, and it has none: enable a stream with "
               "NEW_AND_OLD_IMAGES on the table (pass an imported table with its stream ARN, "
               "Table.from_table_attributes(..., table_stream_arn=...)), or leave outcome_events unset")
 
 
 @rule("InvalidTemplateName")
-def check_template_names(template_names: Sequence[str]) -> None:
+def check_template_names(p: PropReadings) -> None:
     """``template_names``: the names known at synth (tokens left out)."""
+    template_names = p.template_names
     for name in template_names:
         if not SES_NAME.match(name):
             _fail(f"template_names entry {name!r} is not an SES template name: SES names are 1-64 letters, digits, "
@@ -719,8 +728,9 @@ def check_template_names(template_names: Sequence[str]) -> None:
 
 
 @rule("InvalidAllowedRecipients", builds="allowed_recipients")
-def check_allowed_recipients(allowed_recipients: Sequence[str] | None) -> AllowedRecipients | None:
+def check_allowed_recipients(p: PropReadings) -> AllowedRecipients | None:
     """A stage's recipients, parsed: each a bare address or a domain. None (the default) allows every recipient."""
+    allowed_recipients = p.allowed_recipients
     entries = allowed_recipients
     if entries is None:
         return None
@@ -736,8 +746,9 @@ def check_allowed_recipients(allowed_recipients: Sequence[str] | None) -> Allowe
 
 
 @rule("InvalidRecipientCap")
-def check_recipient_cap(recipient_cap: Number) -> None:
+def check_recipient_cap(p: PropReadings) -> None:
     """The mis-keyed-producer guard's cap: a whole number of emails per recipient per window."""
+    recipient_cap = p.recipient_cap
     if not is_known(recipient_cap):
         return
     if not MIN_RECIPIENT_CAP <= recipient_cap <= MAX_RECIPIENT_CAP:  # the prop's type makes it whole
@@ -747,11 +758,11 @@ def check_recipient_cap(recipient_cap: Number) -> None:
 
 
 @rule("InvalidGuardWindow")
-def check_guard_window(guard_window: Number, guard_window_given: Number,
-                       suspected_doubles: OnSuspectedDouble | None, recipient_cap: Number) -> None:
+def check_guard_window(p: PropReadings) -> None:
     """The window is the guard's: it means nothing without it, and DynamoDB keeps each window's items."""
-    if is_known(guard_window_given) and suspected_doubles is None and recipient_cap is None:
-        _fail(f"guard_window ({_seconds(guard_window_given)}) was given without suspected_doubles or recipient_cap: "
+    guard_window, suspected_doubles, recipient_cap = p.guard_window, p.suspected_doubles, p.recipient_cap
+    if "guard_window" in p.given and is_known(guard_window) and suspected_doubles is None and recipient_cap is None:
+        _fail(f"guard_window ({_seconds(guard_window)}) was given without suspected_doubles or recipient_cap: "
               "it is the mis-keyed-producer guard's window; turn one of them on or leave guard_window unset")
     if is_known(guard_window) and not MIN_GUARD_WINDOW_S <= guard_window <= MAX_GUARD_WINDOW_S:
         _fail(f"guard_window ({_seconds(guard_window)}) must be between {MIN_GUARD_WINDOW_S} s and "
@@ -760,9 +771,10 @@ def check_guard_window(guard_window: Number, guard_window_given: Number,
 
 
 @rule("InvalidMaxJobAge")
-def check_max_job_age(max_job_age: Number, urgent_max_job_age: Number, urgent_lane: bool) -> None:
+def check_max_job_age(p: PropReadings) -> None:
     """A lane's age limit: long enough for a send, no longer than a dead letter is kept; the urgent one needs its
     lane."""
+    max_job_age, urgent_max_job_age, urgent_lane = p.max_job_age, p.urgent_max_job_age, p.urgent_lane
     for name, age in (("max_job_age", max_job_age), ("urgent_max_job_age", urgent_max_job_age)):
         if is_known(age) and not MIN_JOB_AGE_S <= age <= MAX_JOB_AGE_S:
             _fail(f"{name} ({_seconds(age)}) must be between {MIN_JOB_AGE_S} s and {MAX_JOB_AGE_S // DAY_S} days: "
@@ -774,10 +786,13 @@ def check_max_job_age(max_job_age: Number, urgent_max_job_age: Number, urgent_la
 
 
 @rule("InvalidProvisionedPollers")
-def check_provisioned_pollers(provisioned_pollers: PollerFacts | None, urgent_provisioned_pollers: PollerFacts | None,
-                              max_concurrency: Number, urgent_lane: bool) -> None:
+def check_provisioned_pollers(p: PropReadings) -> None:
     """A lane's provisioned pollers: within SQS's ranges, never beside a maximum concurrency (Lambda takes one or
     the other on an event source, and a paced lane needs its cap); the urgent lane's need its lane."""
+    provisioned_pollers = p.provisioned_pollers
+    urgent_provisioned_pollers = p.urgent_provisioned_pollers
+    max_concurrency = p.max_concurrency
+    urgent_lane = p.urgent_lane
     for name, pollers in (("provisioned_pollers", provisioned_pollers),
                           ("urgent_provisioned_pollers", urgent_provisioned_pollers)):
         if pollers is None:
@@ -809,10 +824,14 @@ def _number_text(value: Number) -> str:
 
 
 @rule("InvalidMaxDeliveryDuration")
-def check_max_delivery_duration(max_delivery_duration: Number, urgent_max_delivery_duration: Number,
-                                ses_events: bool, configuration_set: object, urgent_lane: bool) -> None:
+def check_max_delivery_duration(p: PropReadings) -> None:
     """How long SES keeps trying to deliver a lane's emails: within SES's range, on a configuration set the
     construct makes (it cannot change a set it was given); the urgent one needs its lane."""
+    max_delivery_duration = p.max_delivery_duration
+    urgent_max_delivery_duration = p.urgent_max_delivery_duration
+    ses_events = p.ses_events
+    configuration_set = p.configuration_set
+    urgent_lane = p.urgent_lane
     for name, duration in (("max_delivery_duration", max_delivery_duration),
                            ("urgent_max_delivery_duration", urgent_max_delivery_duration)):
         if duration is None:
@@ -831,10 +850,11 @@ def check_max_delivery_duration(max_delivery_duration: Number, urgent_max_delive
 
 
 @rule("InvalidWaitingRoom")
-def check_waiting_room(waiting_room_given: bool | None, fifo: bool) -> None:
+def check_waiting_room(p: PropReadings) -> None:
     """A waiting room holds scheduled and parked jobs, which a FIFO queue keeps in their group (left unset, it is on
     for a standard queue only: ``derivations.waiting_room``)."""
-    if waiting_room_given and fifo:
+    fifo = p.fifo
+    if "waiting_room" in p.given and p.waiting_room and fifo:
         _fail("waiting_room=True was given with fifo=True: the room holds jobs scheduled with sendAt, which a FIFO "
               "queue refuses, and a FIFO job parked while SES stops sending keeps its group's order by waiting in "
               "its queue, so nothing would ever wait there; drop waiting_room, or schedule on a standard queue")

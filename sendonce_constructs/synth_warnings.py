@@ -47,6 +47,18 @@ def _outcome_events_skipped(props: PipelineProps) -> Iterator[str]:
                "NEW_AND_OLD_IMAGES (and pass its stream ARN) to hear each email's fate, or set outcome_events=False")
 
 
+def _max_send_rate_deprecated(props: PipelineProps) -> Iterator[str]:
+    if "max_send_rate" not in props.given:
+        return
+    rate, cap = known(props.max_send_rate), known(props.max_concurrency)
+    instead = (f"send_rate={rate * cap:g} with max_concurrency={cap:g}" if rate is not None and cap is not None
+               else "send_rate (the pipeline's rate) with a max_concurrency")
+    yield (f"max_send_rate is deprecated: it says the rate a second time, per instance, where send_rate says it once "
+           f"for the pipeline and the construct divides it over the instances that run; give {instead} (the same "
+           "pace each instance; without a cap on concurrency no per-instance rate bounds the pipeline's), and drop "
+           "max_send_rate; it keeps working until the next major version")
+
+
 def _vpc_without_egress_cases(subnets: Sequence[str] | None, has_endpoint: bool) -> Iterator[str]:
     if subnets is not None and not has_endpoint:
         yield _vpc_without_egress(subnets)
@@ -118,10 +130,14 @@ SLOW_INSTANCES = SynthWarning("maxConcurrencyAboveSendRate",
 IDLE_INSTANCES = SynthWarning("maxConcurrencyLoweredToThePace",
                               "`max_concurrency` above what `send_rate` gives one email a second each: the event "
                               "source runs fewer instances", _idle_instances)
+MAX_SEND_RATE_DEPRECATED = SynthWarning("maxSendRateDeprecated", "`max_send_rate` given: give `send_rate` instead",
+                                        _max_send_rate_deprecated)
 
 # Every warning, in the docs' order; those of the props, given by ``warn`` in this order.
-WARNINGS = (LOW_MAX_RECEIVE_COUNT, OUTCOME_EVENTS_SKIPPED, VPC_WITHOUT_EGRESS, SLOW_INSTANCES, IDLE_INSTANCES)
-PROPS_WARNINGS = (SLOW_INSTANCES, IDLE_INSTANCES, LOW_MAX_RECEIVE_COUNT, OUTCOME_EVENTS_SKIPPED)
+WARNINGS = (LOW_MAX_RECEIVE_COUNT, OUTCOME_EVENTS_SKIPPED, VPC_WITHOUT_EGRESS, SLOW_INSTANCES, IDLE_INSTANCES,
+            MAX_SEND_RATE_DEPRECATED)
+PROPS_WARNINGS = (MAX_SEND_RATE_DEPRECATED, SLOW_INSTANCES, IDLE_INSTANCES, LOW_MAX_RECEIVE_COUNT,
+                  OUTCOME_EVENTS_SKIPPED)
 
 
 def warn(scope: IConstruct, props: PipelineProps) -> None:

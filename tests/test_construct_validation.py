@@ -386,6 +386,21 @@ def test_instances_paced_below_one_email_a_second_warn_with_the_cost_and_the_fix
     Annotations.from_stack(stack).has_warning("/Test/Receipts", Match.string_like_regexp(message + ".*" + ack))
 
 
+def test_max_send_rate_is_deprecated_with_a_warning_naming_the_send_rate_that_paces_each_instance_the_same():
+    """One spelling per idea: send_rate is the pipeline's rate; max_send_rate, its per-instance form, still builds
+    the same pace and says what to give instead."""
+    stack = make_stack()
+    _, deprecated = build(stack, max_send_rate=3.0, max_concurrency=4)
+    ack = re.escape("[ack: Annotation::@sendonce/SendOnceEmailQueue:maxSendRateDeprecated]")
+    Annotations.from_stack(stack).has_warning("/Test/Receipts", Match.string_like_regexp(
+        r"max_send_rate is deprecated: .*give send_rate=12 with max_concurrency=4 .*" + ack))
+    _, instead = build(send_rate=12, max_concurrency=4)
+    assert instead.to_json() == deprecated.to_json()
+    quiet = make_stack()
+    build(quiet, send_rate=12, max_concurrency=4)
+    assert not Annotations.from_stack(quiet).find_warning("*", Match.string_like_regexp("max_send_rate"))
+
+
 def consumer_event_sources(template) -> dict[str, int]:
     """Each consumer's event source (by its queue's logical id) and its maximum concurrency."""
     sources = template.find_resources("AWS::Lambda::EventSourceMapping")

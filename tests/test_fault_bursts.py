@@ -17,7 +17,7 @@ import pytest
 from aws_cdk import Duration
 from consumer_harness import CONFIGURATION_SET, PIPELINE_TAG
 
-from sendonce_constructs import derivations, rules
+from sendonce_constructs import lane_rates, rules
 from sendonce_constructs.runtime_asset import HANDLER, runtime_asset_dir
 from sendonce_contract.delivery import DeliveryPolicy
 from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget
@@ -40,11 +40,12 @@ def deployed_like_the_construct(pipeline, policy: DeliveryPolicy) -> tuple[Funct
         "VisibilityTimeout": str(rules.minimum_visibility_timeout_s(FUNCTION_TIMEOUT_S, 0)),
         "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "5"})})["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    batch_size = derivations.batch_size(Duration.seconds(FUNCTION_TIMEOUT_S), RATE, POLLERS, None)
+    rate = lane_rates.instance_rate(RATE, POLLERS)
+    batch_size = lane_rates.paced_batch_size(Duration.seconds(FUNCTION_TIMEOUT_S), rate)
     environment = ConsumerConfig(
         table_name=pipeline.table_name, dead_letter_queue_url=pipeline.dead_letter_queue_url, queue_url=url,
-        parallelism=derivations.parallelism(batch_size) or 1, max_receive_count=5, delivery=policy,
-        max_send_rate=derivations.max_send_rate(RATE, POLLERS),
+        parallelism=batch_size, max_receive_count=5, delivery=policy,
+        max_send_rate=rate,
         time_budget=TimeBudget.for_function_timeout(FUNCTION_TIMEOUT_S), evidence_grace_ms=10_000,
         pipeline_tag=PIPELINE_TAG, configuration_set=CONFIGURATION_SET,
     ).to_env()

@@ -13,7 +13,7 @@ import boto3
 import pytest
 from aws_cdk import Duration
 
-from sendonce_constructs import derivations, rules
+from sendonce_constructs import lane_rates, rules
 from sendonce_constructs.runtime_asset import HANDLER, runtime_asset_dir
 from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget
 from sendonce_local.demo.scenarios.load import run_burst
@@ -40,8 +40,8 @@ def deployed_like_the_construct(pipeline, function_timeout_s: int,
     second, SES's events on) with this function timeout."""
     sqs = boto3.client("sqs")
     timeout = Duration.seconds(function_timeout_s)
-    rate = derivations.max_send_rate(RATE, pollers)
-    instances = derivations.paced_concurrency(RATE, pollers)
+    rate = lane_rates.instance_rate(RATE, pollers)
+    instances = lane_rates.paced_cap(RATE, pollers)
     assert rate is not None and instances is not None
     dlq_arn = sqs.get_queue_attributes(QueueUrl=pipeline.dead_letter_queue_url, AttributeNames=["QueueArn"])[
         "Attributes"]["QueueArn"]
@@ -49,10 +49,10 @@ def deployed_like_the_construct(pipeline, function_timeout_s: int,
         "VisibilityTimeout": str(rules.minimum_visibility_timeout_s(function_timeout_s, 0)),
         "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "5"})})["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    batch_size = derivations.batch_size(timeout, RATE, pollers, None)
+    batch_size = lane_rates.paced_batch_size(timeout, rate)
     environment = ConsumerConfig(
         table_name=pipeline.table_name, dead_letter_queue_url=pipeline.dead_letter_queue_url, queue_url=url,
-        parallelism=derivations.parallelism(batch_size) or 1, max_receive_count=5,
+        parallelism=batch_size, max_receive_count=5,
         max_send_rate=rate,
         time_budget=TimeBudget.for_function_timeout(function_timeout_s), **pipeline.evidence_settings(),
     ).to_env()
@@ -87,9 +87,9 @@ def test_the_batch_size_is_what_one_instance_sends_in_one_invocation():
     """With pacing, a batch holds what one instance sends in a second at its share of the rate (two at 2 emails/s
     an instance, one at 0.5), one at least, and no more than it can send in one invocation received a receive's
     lead before its slot (a record of a 3 s function may wait 1.05 s, planned as 0.945 s)."""
-    assert derivations.batch_size(Duration.seconds(3), 4.0, 2, None) == 2
-    assert derivations.batch_size(Duration.seconds(5), 4.0, 2, None) == 2
-    assert derivations.batch_size(Duration.seconds(30), 4.0, 2, None) == 2
-    assert derivations.batch_size(Duration.seconds(3), 5.0, 20, None) == 1
-    assert derivations.batch_size(Duration.seconds(30), None, None, 0.5) == 1
-    assert derivations.batch_size(Duration.seconds(3), None, None, None) == 10  # no pacing: SQS's 10
+    assert lane_rates.paced_batch_size(Duration.seconds(3), lane_rates.instance_rate(4.0, 2)) == 2
+    assert lane_rates.paced_batch_size(Duration.seconds(5), lane_rates.instance_rate(4.0, 2)) == 2
+    assert lane_rates.paced_batch_size(Duration.seconds(30), lane_rates.instance_rate(4.0, 2)) == 2
+    assert lane_rates.paced_batch_size(Duration.seconds(3), lane_rates.instance_rate(5.0, 20)) == 1
+    assert lane_rates.paced_batch_size(Duration.seconds(30), 0.5) == 1
+    assert lane_rates.paced_batch_size(Duration.seconds(3), None) == 10  # no pacing: SQS's 10

@@ -8,7 +8,6 @@ import ast
 import dataclasses
 import inspect
 import re
-import textwrap
 from pathlib import Path
 
 import aws_cdk as cdk
@@ -24,8 +23,9 @@ from sendonce_constructs import (
     email_queue,
     rules,
 )
-from sendonce_constructs.props import GIVEN, PipelineProps, read, read_seconds
-from sendonce_constructs.queue_props import REQUIRED, Derived, declared_props
+from sendonce_constructs.prop_readings import PropReadings
+from sendonce_constructs.props import PipelineProps, read, read_seconds
+from sendonce_constructs.queue_props import REQUIRED, Derived, declared_props, prop_text
 from sendonce_constructs.unresolved import UNRESOLVED
 from tools import reference_docs, resolved_props_source
 
@@ -52,7 +52,7 @@ def test_every_declared_prop_is_documented_and_reaches_the_resolved_props():
     assert len(declared) >= 52
     assert set(declared) <= {field.name for field in dataclasses.fields(PipelineProps)}
     for name, prop in declared.items():
-        assert prop.doc and prop.default_doc, name
+        assert prop.text and prop.default_doc, name
     assert [name for name, prop in declared.items() if prop.default is REQUIRED] == ["sender"]
 
 
@@ -130,32 +130,27 @@ def test_a_token_reaches_the_rules_as_unresolved_and_an_absent_prop_as_none():
 
 
 def test_every_rule_has_its_own_stable_id():
-    checks = {name for name, value in vars(rules).items() if name.startswith("check_") and callable(value)}
-    assert checks <= set(rules.RULE_IDS), f"rules without an id: {sorted(checks - set(rules.RULE_IDS))}"
-    ids = list(rules.RULE_IDS.values())
+    ids = [rule.id for rule in rules.RULES if rule.id is not None] + [f"SendOnce.{row.id}" for row in rules.RANGES]
     assert len(set(ids)) == len(ids), "two rules share an id"
     assert all(re.fullmatch(r"SendOnce\.[A-Z][A-Za-z]+", rule_id) for rule_id in ids)
+    assert [rule.check for rule in rules.RULES if rule.id is None] == [rules.check_ranges]
+
+
+def test_a_range_error_and_the_props_reference_say_the_bounds_of_one_row():
+    row = next(row for row in rules.RANGES if row.prop == "function_timeout")
+    with pytest.raises(SendOnceConfigurationError) as error:
+        build(function_timeout=S(901))
+    assert error.value.id == "SendOnce.InvalidFunctionTimeout"
+    assert error.value.message.startswith(f"function_timeout (901 s) must be {row.bounds()}{row.limit}; ")
+    assert prop_text("function_timeout").endswith(f"; {row.bounds()}{row.limit}")
+    assert "between 1 s and 900 s" in prop_text("function_timeout")
 
 
 def test_the_resolved_props_are_the_ones_the_declarations_render():
     source = (ROOT / "sendonce_constructs" / "resolved_props.py").read_text(encoding="utf-8")
     assert source == resolved_props_source.render_resolved_props(), REGENERATE
-    assert [field.name for field in dataclasses.fields(PipelineProps)] == list(resolved_props_source.resolved_fields())
-
-
-def _readable() -> set[str]:
-    """What a rule or a derivation may name: a prop (as built), a prop as given, a fact."""
-    declared = set(declared_props())
-    return declared | {name + GIVEN for name in declared} | {fact.__name__ for fact in derivations.FACTS}
-
-
-def _names_used(function) -> set[str]:
-    row = getattr(inspect.unwrap(function), "range", None)
-    if row is not None:  # a rule of the range table reads the one value its row names
-        return {row.reads}
-    body = ast.parse(textwrap.dedent(inspect.getsource(inspect.unwrap(function)))).body[0]
-    assert isinstance(body, ast.FunctionDef)
-    return {node.id for statement in body.body for node in ast.walk(statement) if isinstance(node, ast.Name)}
+    fields = [field.name for field in dataclasses.fields(PipelineProps)]
+    assert fields == ["given", *resolved_props_source.resolved_fields()]
 
 
 def _computations():
@@ -164,19 +159,30 @@ def _computations():
 
 
 @pytest.mark.parametrize("compute", _computations(), ids=lambda compute: inspect.unwrap(compute).__name__)
-def test_each_rule_and_derivation_names_the_props_it_reads_and_reads_each_one_it_names(compute):
-    reads = list(inspect.signature(compute).parameters)
-    assert set(reads) <= _readable(), f"not a prop, a prop as given or a fact: {set(reads) - _readable()}"
-    assert set(reads) <= _names_used(compute), f"named but never read: {set(reads) - _names_used(compute)}"
+def test_each_rule_and_derivation_is_a_plain_function_of_the_props_that_reads_only_what_they_hold(compute):
+    """One parameter, the props (as the rules read them, or as built so far): no value reaches it by its name."""
+    plain = inspect.unwrap(compute)
+    [parameter] = inspect.signature(plain).parameters.values()
+    holds = PropReadings if compute in [rule.check for rule in rules.RULES] else PipelineProps
+    assert (parameter.name, parameter.annotation) == ("p", holds.__name__)
+    fields = {field.name for field in dataclasses.fields(holds)}
+    read = {name.removesuffix(" (given)") for name in resolved_props_source.reads(compute)}
+    assert read <= fields, f"not a prop or a fact: {read - fields}"
+    given = {name.removesuffix(" (given)") for name in resolved_props_source.reads(compute) if "(given)" in name}
+    assert given <= set(declared_props()), f"not a prop: {given - set(declared_props())}"
 
 
 def _imports(module) -> set[str]:
+    """What ``module`` imports when it runs (its imports for the type checker alone, which name types, left out)."""
     tree = ast.parse(inspect.getsource(module))
+    for node in tree.body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            node.body = []
     imported = {"." * node.level + (node.module or "") for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     return imported | {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
 
 
-def test_every_rule_is_registered_and_no_prop_reaches_a_rule_or_a_derivation_but_through_its_parameters():
+def test_every_rule_is_registered_and_no_prop_reaches_a_rule_or_a_derivation_but_through_its_parameter():
     registered = {inspect.unwrap(rule.check).__name__ for rule in rules.RULES}
     defined = {name for name, value in vars(rules).items() if name.startswith("check_") and callable(value)}
     assert defined == registered
@@ -188,11 +194,16 @@ def test_every_rule_is_registered_and_no_prop_reaches_a_rule_or_a_derivation_but
 
 
 def test_a_derived_prop_reads_only_values_known_before_it():
-    """Props that are not derived, props as given, and derived props declared before it (computed first)."""
+    """Props that are not derived, and derived props declared before it (computed first)."""
     declared = declared_props()
     order = list(declared)
     derived = {name for name, prop in declared.items() if isinstance(prop.default, Derived)}
     for name in derived:
-        reads = set(inspect.signature(declared[name].default.compute).parameters)
+        reads = set(resolved_props_source.reads(declared[name].default.compute))
         later = {read for read in reads if read in derived and order.index(read) >= order.index(name)}
         assert not later, f"{name} reads {later}, derived after it"
+
+
+def test_the_readings_the_rules_read_are_the_ones_the_declarations_render():
+    source = (ROOT / "sendonce_constructs" / "prop_readings.py").read_text(encoding="utf-8")
+    assert source == resolved_props_source.render_prop_readings(), REGENERATE

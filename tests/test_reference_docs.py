@@ -8,9 +8,8 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from aws_cdk import Duration
 
-from sendonce_constructs.derivations import dedupe_ttl
+from sendonce_constructs.props import resolve_props
 from sendonce_constructs.queue_props import declared_props
 from sendonce_contract.outcome_events import OUTCOME_TYPES
 from tools import reference_docs
@@ -47,7 +46,7 @@ def test_the_full_prop_table_lists_every_declared_prop_and_the_readme_ten():
 def test_the_dedupe_ttl_default_names_what_the_outbox_makes_it():
     # The example app has outbox=True: its dedupe_ttl is not the 7-day default, and the table says by how much.
     doc = declared_props()["dedupe_ttl"].default_doc
-    days = dedupe_ttl(True, Duration.days(4)).to_days()
+    days = resolve_props({"sender": "example.com", "outbox": True}, "Test").dedupe_ttl.to_days()
     assert doc.startswith("7 days; with `outbox`") and f"({days:g} days with the default `retention_period`)" in doc
 
 

@@ -38,6 +38,7 @@ _PARAMS = re.compile(r'(?ms)^    :param sender:.*?(?=^    """)')
 # The props the README shows, in its order: what a first pipeline reaches for. The site lists them all.
 FIRST_PROPS = ("sender", "from_addresses", "delivery", "function_timeout", "max_concurrency", "send_rate",
                "dedupe_ttl", "alarm_topic", "allowed_recipients", "key_privacy")
+PROP_COLUMNS = ("prop", "type", "default", "what it does, and the rules checked at synth")
 # Options argparse prints at this width, whatever the terminal that runs the renderer.
 HELP_COLUMNS = "100"
 
@@ -62,20 +63,20 @@ def _type_name(hint: object) -> str:
 
 
 def _prop_rows(names: tuple[str, ...] | None = None) -> list[tuple[str, ...]]:
-    from sendonce_constructs.queue_props import declared_props, declared_types
+    from sendonce_constructs.queue_props import declared_props, declared_types, prop_text
 
     declared, types = declared_props(), declared_types()
     chosen = names if names is not None else tuple(declared)
-    return [(f"`{name}`", f"`{_type_name(types[name])}`", declared[name].default_doc, declared[name].rule)
+    return [(f"`{name}`", f"`{_type_name(types[name])}`", declared[name].default_doc, prop_text(name))
             for name in chosen]
 
 
 def props() -> str:
-    return _table(("prop", "type", "default", "rule checked at synth"), _prop_rows())
+    return _table(PROP_COLUMNS, _prop_rows())
 
 
 def props_first() -> str:
-    return _table(("prop", "type", "default", "rule checked at synth"), _prop_rows(FIRST_PROPS))
+    return _table(PROP_COLUMNS, _prop_rows(FIRST_PROPS))
 
 
 def _construct_sources() -> dict[str, str]:
@@ -86,12 +87,17 @@ def _construct_sources() -> dict[str, str]:
 def error_ids() -> str:
     from sendonce_constructs import rules
     from sendonce_constructs.errors import ID_PREFIX
+    from tools.resolved_props_source import reads
 
     rows: list[tuple[str, ...]] = []
-    # Each rule weighs the props (and facts) its parameters name: `x_given` is prop x as given, before its default.
-    for registered in sorted(rules.RULES, key=lambda registered: registered.id):
-        rows.append((f"`{registered.id}`", f"the rule `{registered.check.__name__}`",
-                     ", ".join(f"`{name}`" for name in registered.reads)))
+    # Each rule weighs the props (and facts) it reads: `x (given)` is whether prop x was given.
+    for registered in rules.RULES:
+        if registered.id is not None:
+            rows.append((f"`{registered.id}`", f"the rule `{registered.check.__name__}`",
+                         ", ".join(f"`{name}`" for name in reads(registered.check))))
+    rows += [(f"`{ID_PREFIX}{row.id}`", "the rule `check_ranges`, its row of `RANGES`", f"`{row.prop}`")
+             for row in rules.RANGES]
+    rows.sort()
     # The ids the construct raises outside the rules: each spelled once, where it is raised.
     raised = re.compile(r'f"\{ID_PREFIX\}([A-Z][A-Za-z]+)"')
     outside: dict[str, set[str]] = {}
@@ -414,13 +420,13 @@ def _rst(text: str) -> str:
 
 def render_docstring_params() -> str:
     """The ``:param`` lines of ``SendOnceEmailQueue``'s docstring, indented as they sit in the class."""
-    from sendonce_constructs.queue_props import declared_props
+    from sendonce_constructs.queue_props import declared_props, prop_text
 
     lines: list[str] = []
     for name, prop in declared_props().items():
         default = prop.default_doc[0].upper() + prop.default_doc[1:]
-        text = f":param {name}: {prop.doc} " + (f"{default}." if prop.default_doc == "required"
-                                                 else f"Default: {_rst(prop.default_doc)}.")
+        text = f":param {name}: {_rst(prop_text(name))}. " + (f"{default}." if prop.default_doc == "required"
+                                                               else f"Default: {_rst(prop.default_doc)}.")
         lines += textwrap.wrap(text, DOCSTRING_WIDTH, initial_indent=DOCSTRING_INDENT,
                                subsequent_indent=DOCSTRING_INDENT * 2, break_on_hyphens=False,
                                break_long_words=False)
@@ -449,8 +455,9 @@ def main(root: Path) -> None:
     module.write_text(rewrite_module(module.read_text(encoding="utf-8")), encoding="utf-8")
     from tools import resolved_props_source
 
-    resolved = root / "sendonce_constructs" / "resolved_props.py"
-    resolved.write_text(resolved_props_source.render_resolved_props(), encoding="utf-8")
+    package = root / "sendonce_constructs"
+    (package / "resolved_props.py").write_text(resolved_props_source.render_resolved_props(), encoding="utf-8")
+    (package / "prop_readings.py").write_text(resolved_props_source.render_prop_readings(), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -9,10 +9,12 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import re
 import sys
+import textwrap
 from collections.abc import Callable, Iterator
 
-from sendonce_constructs import derivations, queue_props, rules
+from sendonce_constructs import derivations, queue_props, readings, rules, unresolved
 from sendonce_constructs.queue_props import Derived, declared_props
 
 RESOLVED_DOC = '''"""The props of ``SendOnceEmailQueue`` as the pipeline is built with them: every prop declared in
@@ -27,6 +29,21 @@ type; a prop a rule parses, that rule's return type.
 
 RESOLVED_CLASS_DOC = ('    """Every prop of ``SendOnceEmailQueue`` as built, and the facts found '
                       '(``props.resolve_props``)."""')
+GIVEN_FIELD = ("    given: frozenset[str]  # the names of the props given (the rest took their default or derivation)")
+
+READINGS_DOC = '''"""The props of ``SendOnceEmailQueue`` as the rules see them (``rules``): each value read once by
+``readings`` (a duration in seconds, a number or a name that is a token as ``UNRESOLVED``, a CDK object a rule
+weighs as plain facts, any other CDK object as it is), then the facts found besides them (``derivations.FACTS``).
+
+Rendered from the declarations by ``make props-docs``: edit those, not this (a test fails while they differ). CDK-free,
+as the rules are.
+"""'''
+
+READINGS_CLASS_DOC = ('    """Every prop as a rule reads it (``readings.reading``), by name, and the facts; '
+                      '``given`` names the props given."""')
+# What a prop of each built type reads as (``readings.reading``); a type naming a CDK module is read as it is.
+_READ_AS = {"Duration": "Number", "int": "Number", "float": "Number", "str": "str | Unresolved"}
+_CDK_NAMES = re.compile(r"\b(?:Duration|RemovalPolicy|[a-z0-9_]+\.[A-Z]\w*)\b")
 
 
 def resolved_fields() -> dict[str, str]:
@@ -46,16 +63,61 @@ def resolved_fields() -> dict[str, str]:
     return fields
 
 
+def reads(compute: Callable[..., object]) -> list[str]:
+    """What a rule or a derivation reads, in the order its source first names them: ``x`` for ``p.x``, and
+    ``x (given)`` for a test of ``"x" in p.given``. ``check_ranges`` reads the range table's props."""
+    source = textwrap.dedent(inspect.getsource(inspect.unwrap(compute)))
+    found: list[str] = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "p" \
+                and node.attr != "given":
+            found.append(node.attr)
+        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str) \
+                and any(ast.unparse(side) == "p.given" for side in node.comparators):
+            found.append(f"{node.left.value} (given)")
+    if compute is rules.check_ranges:
+        found = [row.prop for row in rules.RANGES]
+    return sorted(set(found), key=lambda name: (source.find(name.split()[0]), name))
+
+
 def render_resolved_props() -> str:
     """The source of ``resolved_props``."""
-    fields = resolved_fields()
+    return _module(RESOLVED_DOC, "PipelineProps", RESOLVED_CLASS_DOC, resolved_fields())
+
+
+def reading_fields() -> dict[str, str]:
+    """Each field of the readings and its type, as source text: a prop's reading, then the facts (already read)."""
+    declared, built, given = declared_props(), resolved_fields(), _declared_annotations()
+    parsed = {rule.builds for rule in rules.RULES if rule.builds is not None}
+    fields: dict[str, str] = {}
+    for name, prop in declared.items():
+        kind = ast.unparse(given[name]) if name in parsed else built[name]
+        optional = prop.default is None or " | None" in kind
+        reader = readings.READERS.get(name)
+        if reader is not None:
+            kind = _returns(reader)
+        elif _without_none(ast.parse(kind, mode="eval").body) in _READ_AS:
+            kind = _READ_AS[_without_none(ast.parse(kind, mode="eval").body)]
+        elif _CDK_NAMES.search(kind):
+            kind = "object"
+        fields[name] = kind + " | None" if optional and kind not in ("Number", "object") and "None" not in kind \
+            else kind
+    for fact in derivations.FACTS:
+        fields[fact.__name__] = built[fact.__name__]
+    return fields
+
+
+def render_prop_readings() -> str:
+    """The source of ``prop_readings``."""
+    return _module(READINGS_DOC, "PropReadings", READINGS_CLASS_DOC, reading_fields())
+
+
+def _module(doc: str, name: str, class_doc: str, fields: dict[str, str]) -> str:
     used = {node.id for text in fields.values() for node in ast.walk(ast.parse(text, mode="eval"))
             if isinstance(node, ast.Name)}
-    body = [f"    {name}: {kind}" for name, kind in fields.items()]
-    return "\n".join([RESOLVED_DOC, "", "from __future__ import annotations", "", *_imports(used), "", "",
-                      "@dataclass(frozen=True)", "class PipelineProps:",
-                      RESOLVED_CLASS_DOC,
-                      "", *body, ""])
+    body = [f"    {field}: {kind}" for field, kind in fields.items()]
+    return "\n".join([doc, "", "from __future__ import annotations", "", *_imports(used), "", "",
+                      "@dataclass(frozen=True)", f"class {name}:", class_doc, "", GIVEN_FIELD, *body, ""])
 
 
 def _returns(compute: Callable[..., object]) -> str:
@@ -99,7 +161,7 @@ _SECTIONS = ("__future__", "stdlib", "third-party", "first-party", "local")
 def _imports(used: set[str]) -> list[str]:
     """The import lines of the names ``used``, taken from the modules whose annotations the fields copy."""
     sources: dict[str, tuple[str, str, str | None]] = {}  # bound name -> (module, name, alias)
-    for source in (queue_props, derivations, rules):
+    for source in (queue_props, derivations, rules, readings, unresolved):
         for node in ast.parse(inspect.getsource(source)).body:
             if isinstance(node, ast.ImportFrom) and node.module != "__future__":
                 origin = "." * node.level + (node.module or "")

@@ -30,7 +30,7 @@ def _burst_consumer(send_rate: float, timeout_s: int = 30, pollers: int = BURST_
     it did."""
     from aws_cdk import Duration
 
-    from sendonce_constructs import derivations
+    from sendonce_constructs import lane_rates
     from sendonce_constructs.runtime_asset import runtime_asset_dir
     from sendonce_contract.deploy_config import ConsumerConfig, TimeBudget
     from sendonce_local.emulator.server import local_aws
@@ -51,8 +51,8 @@ def _burst_consumer(send_rate: float, timeout_s: int = 30, pollers: int = BURST_
             "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": "5"})})
         boto3.client("sesv2").create_email_identity(EmailIdentity="example.com")
         function_timeout = Duration.seconds(timeout_s)
-        instances = derivations.paced_concurrency(send_rate, pollers)
-        per_instance = derivations.max_send_rate(send_rate, pollers)
+        instances = lane_rates.paced_cap(send_rate, pollers)
+        per_instance = lane_rates.instance_rate(send_rate, pollers)
         assert instances is not None and per_instance is not None
         environment = ConsumerConfig(
             table_name="burst", dead_letter_queue_url=dlq["QueueUrl"], queue_url=queue["QueueUrl"],
@@ -63,7 +63,7 @@ def _burst_consumer(send_rate: float, timeout_s: int = 30, pollers: int = BURST_
         arn = sqs.get_queue_attributes(QueueUrl=queue["QueueUrl"], AttributeNames=["QueueArn"])[
             "Attributes"]["QueueArn"]
         # The batch size the construct derives for this rate and function timeout.
-        batch_size = derivations.batch_size(function_timeout, send_rate, pollers, None)
+        batch_size = lane_rates.paced_batch_size(function_timeout, per_instance)
         source = EventSourceSpec(queue["QueueUrl"], arn, batch_size=batch_size, max_concurrency=instances)
         with open(os.devnull, "w") as log:
             yield (function, source, aws.environment, dlq["QueueUrl"],
