@@ -20,8 +20,8 @@ from constructs import Construct
 from sendonce_contract.deploy_config import PROP_FIELDS, ConsumerConfig, TimeBudget
 from sendonce_contract.job_lifetime import DEAD_LETTER_RETENTION_S
 from sendonce_contract.priority import Priority
+from sendonce_contract.schema import LaneWorkItem, Metric
 from sendonce_contract.schema import Ledger as LedgerSchema
-from sendonce_contract.schema import Metric
 from sendonce_contract.ses_tenant_settings import (
     InvalidTenantSetting,
     ReputationPolicy,
@@ -134,7 +134,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         ``urgent_share`` of the rate, lent to bulk while it is idle; not with ``max_send_rate`` (give
         ``send_rate``). Default: False.
     :param urgent_share: the urgent lane's share of ``send_rate``, above 0 and below 1: bulk never takes it, and
-        borrows it while the urgent lane is idle (its queue empty for 5 s); only with ``urgent_lane`` and
+        borrows it while the urgent lane is idle (it took no job for 5 s); only with ``urgent_lane`` and
         ``send_rate``. Default: 0.2.
     :param max_job_age: the (bulk) lane's age limit, 60 s to 14 days: a job with no ``expiresAt`` (its own wins) is
         not sent once this long has passed since its first message was queued (a backlog, an SES stop, a throttle, a
@@ -385,7 +385,7 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         lending = rates.lent_instance_rate is not None
         bulk = Lane(name=Priority.BULK.value, queues=queues, max_concurrency=rates.bulk_max_concurrency,
                     max_send_rate=rates.bulk_instance_rate if lending else props.max_send_rate,
-                    lent_send_rate=rates.lent_instance_rate, watched_queue=urgent_queues.queue if lending else None,
+                    lent_send_rate=rates.lent_instance_rate,
                     provisioned_pollers=props.provisioned_pollers)
         urgent = Lane(name=Priority.URGENT.value, queues=urgent_queues, max_concurrency=rates.urgent_max_concurrency,
                       max_send_rate=rates.urgent_instance_rate,
@@ -485,8 +485,11 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         ledger.table.grant(function, *DEDUPE_TABLE_ACTIONS)
         lane.queues.dead_letter_queue.grant_send_messages(function)
         lane.queues.queue.grant_send_messages(function)  # a throttled job's delayed copy
-        if lane.watched_queue is not None:  # whether the urgent lane has work: its share is lent while not
-            lane.watched_queue.grant(function, "sqs:GetQueueAttributes")
+        if lane.lent_send_rate is not None:  # the urgent lane's work item, and no other: its share is lent while idle
+            function.add_to_role_policy(iam.PolicyStatement(
+                actions=["dynamodb:GetItem"], resources=[ledger.table.table_arn],
+                conditions={"ForAllValues:StringEquals": {
+                    "dynamodb:LeadingKeys": [LaneWorkItem.key(self.pipeline_name)]}}))
         if self.waiting_room is not None:
             self.waiting_room.grant_admit(function)
         if evidence.outcome_events is not None:
@@ -597,7 +600,6 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
             planned_send_rate=_planned_send_rate(props) if lane.max_send_rate is not None else None,
             lane=lane.name or None,
             lent_send_rate=lane.lent_send_rate,
-            urgent_queue_url=lane.watched_queue.queue_url if lane.watched_queue is not None else None,
             max_receive_count=int(max_receive_count) if max_receive_count is not None else None,
             outcome_bus=outcome_bus,
             evidence_grace_ms=int(grace.to_milliseconds()) if grace is not None else None,

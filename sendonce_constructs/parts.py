@@ -38,8 +38,7 @@ class Lane:
     queues: Queues
     max_concurrency: int | None
     max_send_rate: float | None
-    lent_send_rate: float | None = None  # bulk only: borrowed while the urgent lane is idle
-    watched_queue: sqs.IQueue | None = None  # bulk only: the urgent queue it borrows from
+    lent_send_rate: float | None = None  # bulk only: borrowed while the urgent lane is idle (its work item)
     batch_size: int | None = None  # urgent only: its event source's, from its own pace; None: the batch_size prop
     provisioned_pollers: lambda_.ProvisionedPollerConfig | None = None
 

@@ -255,7 +255,7 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
             default=0.2,
             default_doc="0.2",
             text="the urgent lane's share of `send_rate`, above 0 and below 1: bulk never takes it, and borrows it "
-            "while the urgent lane is idle (its queue empty for 5 s); only with `urgent_lane` and `send_rate`",
+            "while the urgent lane is idle (it took no job for 5 s); only with `urgent_lane` and `send_rate`",
         )]
     max_job_age: Annotated[
         Duration | None, Prop(

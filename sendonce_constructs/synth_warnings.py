@@ -55,8 +55,9 @@ def _max_send_rate_deprecated(props: PipelineProps) -> Iterator[str]:
                else "send_rate (the pipeline's rate) with a max_concurrency")
     yield (f"max_send_rate is deprecated: it says the rate a second time, per instance, where send_rate says it once "
            f"for the pipeline and the construct divides it over the instances that run; give {instead} (the same "
-           "pace each instance; without a cap on concurrency no per-instance rate bounds the pipeline's), and drop "
-           "max_send_rate; it keeps working until the next major version")
+           "pace each instance at one email a second or more; below that, fewer instances each faster, as the "
+           "construct runs a slow send_rate; without a cap on concurrency no per-instance rate bounds the "
+           "pipeline's), and drop max_send_rate; it keeps working until the next major version")
 
 
 def _vpc_without_egress_cases(subnets: Sequence[str] | None, has_endpoint: bool) -> Iterator[str]:

@@ -31,17 +31,17 @@ from sendonce_producer import EmailJob, Pipeline
 from sendonce_producer.sql_connect import database
 from sendonce_producer.sql_outbox import add, schema_statements
 from sendonce_producer.sql_relay import OutboxRelay, RelaySettings
-from sendonce_runtime.lane_share import URGENT_WORK_ATTRIBUTES, UrgentLaneWatch
+from sendonce_runtime.lane_share import UrgentLaneWatch
 from sendonce_runtime.outbox_relay import relay
 
 STACK = "Lanes"
 IDLE_STACK = "IdleLanes"  # the lending test's own pipeline
 # Bulk keeps a quarter of 8 recipients a second (1/s on each of its two instances) and borrows the urgent lane's
-# three quarters while the urgent queue is empty: 8/s in all, or 2/s without the loan.
+# three quarters while the urgent lane is idle: 8/s in all, or 2/s without the loan.
 SEND_RATE, MAX_CONCURRENCY, URGENT_SHARE = 8, 2, 0.75
 FLOOD_STACK, FLOOD_RATE, FLOOD_INSTANCES = "FloodLanes", 5, 5
 URGENT_GAP_S = 2.0  # urgent jobs in use, not idle: as often as section 9d's arrive
-WATCH_AFTER_S = 1.0  # the watch reads the urgent queue this long after each urgent job is enqueued
+WATCH_AFTER_S = 1.0  # the watch reads the urgent lane's work item this long after each urgent job is enqueued
 
 
 @dataclass
@@ -52,6 +52,13 @@ class Lanes:
     dead_letter_queue: str
     urgent_dead_letter_queue: str
     environment: dict[str, str]
+    table: str  # the dedupe table, which holds the urgent lane's work item
+    pipeline_name: str
+
+    def watch(self) -> UrgentLaneWatch:
+        """A watch as a bulk instance has, on this pipeline's urgent lane's work item."""
+        return UrgentLaneWatch(boto3.client("dynamodb"), self.table, self.pipeline_name,
+                               lambda: round(time.time() * 1000))
 
     def pipeline(self) -> Pipeline:
         return Pipeline(queue_url=self.queue, table_name="-", urgent_queue_url=self.urgent_queue)
@@ -119,9 +126,9 @@ def _deploy(stack_name: str, out: Path, environment: dict[str, str], **props: An
     stack = load_stack(stack_name, out)
     bulk = ConsumerConfig.from_env(stack.consumer(HANDLER).function.environment)
     urgent = ConsumerConfig.from_env(stack.consumer(HANDLER, lane="urgent").function.environment)
-    assert bulk.queue_url and urgent.queue_url and bulk.urgent_queue_url == urgent.queue_url
+    assert bulk.queue_url and urgent.queue_url and bulk.table_name == urgent.table_name and bulk.pipeline_name
     return Lanes(stack, bulk.queue_url, urgent.queue_url, bulk.dead_letter_queue_url, urgent.dead_letter_queue_url,
-                 environment)
+                 environment, bulk.table_name, bulk.pipeline_name)
 
 
 @pytest.fixture(scope="module")
@@ -228,14 +235,13 @@ def idle_lanes(lanes: Lanes, tmp_path_factory: pytest.TempPathFactory) -> Lanes:
                    max_concurrency=MAX_CONCURRENCY, urgent_share=URGENT_SHARE)
 
 
-def test_bulk_borrows_the_urgent_share_while_the_urgent_queue_is_empty(idle_lanes):
+def test_bulk_borrows_the_urgent_share_while_the_urgent_lane_is_idle(idle_lanes):
     """24 bulk jobs alone: with the urgent lane's share lent, 8/s (a fresh instance lends from its watch's first
-    read, which finds the urgent queue empty), about 3 s. The bound is not a clock race: at bulk's own 2/s, from
-    its instances' full buckets (a token each), no run could send them in less than 11 s, however fast the host."""
+    read, which finds no work item: the urgent lane never took a record), about 3 s. The bound is not a clock
+    race: at bulk's own 2/s, from its instances' full buckets (a token each), no run could send them in less than
+    11 s, however fast the host."""
     lanes = idle_lanes
-    sqs = boto3.client("sqs")
-    assert not any(int(n) for n in sqs.get_queue_attributes(
-        QueueUrl=lanes.urgent_queue, AttributeNames=list(URGENT_WORK_ATTRIBUTES))["Attributes"].values())
+    assert lanes.watch().busy() is False
     start, keys = len(SEND_LOG.since(0)), [f"lend:{n}" for n in range(24)]
     failures = lanes.pipeline().enqueue_many([EmailJob(key, f"a@{SENDER_DOMAIN}", ["ada@example.org"],
                                                        subject=f"Receipt {key}", text="x") for key in keys])
@@ -288,17 +294,15 @@ def test_urgent_jobs_keep_their_share_through_a_bulk_flood_which_gives_it_back(l
 
 @pytest.mark.soak  # a flood timed against the emulator; its aim is BENCHMARKS 9d
 def test_bulk_s_watch_sees_the_urgent_lane_in_use_while_urgent_jobs_come_seconds_apart(flood_lanes):
-    """Bulk lends itself the urgent share once its watch, a read of the urgent queue a second at most, has found
-    no urgent job waiting or in flight for 5 s. With a 30 s function an urgent job used to be deleted as soon as
-    it was sent, and few reads saw it: bulk lent itself the share between urgent jobs 2 s apart, and each change
-    of rate moved its instances' send grids (a quiet tenant's job met gaps of up to a second). Each urgent
-    instance now keeps its sent job in flight until its next slot is a receive's lead away (1.9 s at 0.5/s), so a
-    watch reading the emulator's urgent queue as a bulk instance does finds the lane in use from the first job to
-    the last, and every urgent job is sent once."""
+    """Bulk lends itself the urgent share once the urgent lane's work item says it took no record for 5 s. An
+    urgent job is sent and deleted within a tenth of a second of its enqueue, so a read of the urgent queue's counts
+    a second later finds nothing: the lane's instances write the item as they take a record, and a watch reading it
+    as a bulk instance does, from the deployed pipeline's consumers run as Lambda runs them, finds the lane in use
+    from the first job to the last; and every urgent job is sent once, with no batch held for it."""
     lanes = flood_lanes
     lanes.purge()
     start, keys = len(SEND_LOG.since(0)), [f"watched:{n}" for n in range(8)]
-    pipeline, watch = lanes.pipeline(), UrgentLaneWatch(boto3.client("sqs"), lanes.urgent_queue)
+    pipeline, watch = lanes.pipeline(), lanes.watch()
     enqueued_at: list[float] = []
     busy_while_in_use: list[bool] = []
 
@@ -310,9 +314,8 @@ def test_bulk_s_watch_sees_the_urgent_lane_in_use_while_urgent_jobs_come_seconds
                                                    subject=f"Receipt {key}", text="x", priority="urgent")]) == []
             enqueued_at.append(now)
         elif enqueued_at and WATCH_AFTER_S <= now - enqueued_at[-1] < WATCH_AFTER_S + 0.5:
-            # A bulk instance reads at any time, not with the enqueue: a read right after it would find the job
-            # waiting either way. A second later the urgent instance has sent it (at once, from a full bucket),
-            # and only a job kept in flight is still counted.
+            # A bulk instance reads at any time, not with the enqueue. A second later the urgent instance has sent
+            # the job (at once, from a full bucket) and deleted it: only its work item says the lane is in use.
             busy_while_in_use.append(watch.busy())
         return len(emails_per_key(start)) == len(keys) and lanes.depth(lanes.urgent_queue) == 0
 

@@ -14,6 +14,7 @@ from construct_support import build, make_stack
 from sendonce_constructs import SendOnceConfigurationError
 from sendonce_contract.deploy_config import Env
 from sendonce_contract.priority import Priority
+from sendonce_contract.schema import LaneWorkItem
 
 LANES = {"urgent_lane": True, "send_rate": 14, "max_concurrency": 5}
 
@@ -51,7 +52,7 @@ def test_the_urgent_queue_is_of_the_job_queues_kind_with_its_own_dlq():
     assert pipeline.urgent_queue is not None and pipeline.urgent_dead_letter_queue is not None
 
 
-def test_the_lanes_split_send_rate_and_bulk_may_read_the_urgent_queue_to_borrow_its_share():
+def test_the_lanes_split_send_rate_and_bulk_may_read_the_urgent_lane_s_work_item_to_borrow_its_share():
     pipeline, template = build(urgent_share=0.2, **LANES)
     lanes = functions_by_lane(template)
     # 14/s over 5 bulk instances: 2.24/s each of their own, 0.56/s each lent; urgent: 2 instances of 1.4/s.
@@ -63,17 +64,22 @@ def test_the_lanes_split_send_rate_and_bulk_may_read_the_urgent_queue_to_borrow_
     concurrency = {name: m["Properties"].get("ScalingConfig", {}).get("MaximumConcurrency")
                    for name, m in mappings.items() if "SqsEventSource" in name and "Evidence" not in name}
     assert sorted(concurrency.values()) == [2, 5]
-    # Bulk's consumer may read the urgent queue's counts, and nothing else of it.
-    assert pipeline.urgent_queue is not None
+    # Bulk's consumer may read the urgent lane's work item, and no other item of the table; the urgent lane's reads
+    # none (it writes the item, as it writes its claims).
+    assert pipeline.urgent_function is not None and pipeline.urgent_queue is not None
     stack = cdk.Stack.of(pipeline)
-    urgent_queue = stack.get_logical_id(pipeline.urgent_queue.node.default_child)
-    bulk_role = stack.get_logical_id(pipeline.role.node.default_child)
-    on_urgent_queue = [statement for policy in template.find_resources("AWS::IAM::Policy").values()
-                       if {"Ref": bulk_role} in policy["Properties"]["Roles"]
-                       for statement in policy["Properties"]["PolicyDocument"]["Statement"]
-                       if urgent_queue in json.dumps(statement["Resource"])]
-    assert [statement["Action"] for statement in on_urgent_queue] == ["sqs:GetQueueAttributes"]
-    assert pipeline.urgent_function is not None
+    roles = {lane: stack.get_logical_id(role.node.default_child) for lane, role in (
+        ("bulk", pipeline.role), ("urgent", pipeline.urgent_function.role))}
+    reads = {lane: [statement for policy in template.find_resources("AWS::IAM::Policy").values()
+                    if {"Ref": role} in policy["Properties"]["Roles"]
+                    for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+                    if "dynamodb:GetItem" in json.dumps(statement["Action"])] for lane, role in roles.items()}
+    assert reads["urgent"] == []
+    [read] = reads["bulk"]
+    assert read["Action"] == "dynamodb:GetItem"
+    assert read["Condition"] == {"ForAllValues:StringEquals": {
+        "dynamodb:LeadingKeys": [LaneWorkItem.key(pipeline.pipeline_name)]}}
+    assert Env.URGENT_QUEUE_URL not in lanes[Priority.BULK.value]  # no queue of the urgent lane's is read
 
 
 def test_each_lanes_consumer_puts_delayed_copies_back_on_its_own_queue_and_dead_letters_to_its_own_dlq():
@@ -84,7 +90,6 @@ def test_each_lanes_consumer_puts_delayed_copies_back_on_its_own_queue_and_dead_
     assert urgent[Env.DLQ_URL]["Ref"].startswith("ReceiptsUrgentDeadLetterQueue")
     assert bulk[Env.QUEUE_URL]["Ref"].startswith("ReceiptsQueue")
     assert bulk[Env.DLQ_URL]["Ref"].startswith("ReceiptsDeadLetterQueue")
-    assert bulk[Env.URGENT_QUEUE_URL] == urgent[Env.QUEUE_URL]  # the queue it watches to borrow the share
 
 
 def test_the_urgent_lane_has_its_own_outputs_alarms_and_a_tighter_oldest_job_alarm():

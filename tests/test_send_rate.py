@@ -394,11 +394,12 @@ def test_a_hold_ends_in_time_for_the_invocation_to_answer_and_is_skipped_for_a_t
 ])
 def test_an_urgent_lane_s_send_at_once_stays_in_flight_until_its_next_token_is_a_receive_s_lead_away(
         urgent, outcome, held_s):
-    """The bulk lane's watch reads the urgent queue's jobs in flight at most once a second: an urgent job deleted
-    the moment it was sent is seen by few reads, and bulk would lend itself the urgent share between urgent jobs
-    seconds apart. So the urgent lane's invocation holds its batch after a send, where a bulk one holds nothing
-    when its send went at once; no longer than its next token less a receive's lead, which a job received
-    meanwhile would have waited for anyway."""
+    """An urgent instance that just spent its token would make the lane's next job wait for the next one (up to
+    2 s at 0.5/s), while another urgent instance could send it at once: so the urgent lane's invocation holds its
+    batch after a send, and the event source hands the next job to another instance; a bulk one holds nothing when
+    its send went at once (its jobs come in floods, and the queue sets its pace). No longer than its next token
+    less a receive's lead, which a job received meanwhile would have waited for anyway. Bulk's sharing reads none
+    of it: the urgent lane's work item says when it worked (``lane_share``)."""
     clock = FakeTime()
     bucket = TokenBucket(rate=0.5, monotonic=clock.monotonic)
     pace = _paced(bucket, clock, phase_shift=0.9, hold_after_send=urgent)  # not behind: no shift

@@ -1,7 +1,7 @@
 """The urgent lane's consumer tries a send SES throttled again in its invocation: bulk lends itself the urgent share
-while the urgent queue looks empty and reads it once a second, so the urgent lane's first sends after idling may
-meet SES's whole rate taken; held in flight, the job is counted, and bulk gives the share back. Against the
-emulator's SES behind a proxy that throttles as SES does."""
+while the urgent lane's work item says it is idle and reads it once a second, so the urgent lane's first sends
+after idling may meet SES's whole rate taken, until bulk reads the item they wrote and gives the share back.
+Against the emulator's SES behind a proxy that throttles as SES does."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from sendonce_runtime.lane_share import URGENT_RETRY_PATIENCE_S, URGENT_RETRY_PA
 
 @pytest.mark.parametrize("throttles", [1, 3])
 def test_an_urgent_send_ses_throttles_is_tried_again_in_its_invocation(pipeline, ses_faults, throttles):
-    """SES refused it (nothing sent), bulk will see the job in flight and give the share back: a quarter of a
+    """SES refused it (nothing sent), bulk will read the lane's work item and give the share back: a quarter of a
     second later it goes, one email, no delayed copy."""
     ses_faults.script(*[Fault.THROTTLE] * throttles)
     consumer = pipeline.consumer(parallelism=1, lane=Priority.URGENT.value)

@@ -95,8 +95,8 @@ def error_ids() -> str:
         if registered.id is not None:
             rows.append((f"`{registered.id}`", f"the rule `{registered.check.__name__}`",
                          ", ".join(f"`{name}`" for name in reads(registered.check))))
-    rows += [(f"`{ID_PREFIX}{row.id}`", "the rule `check_ranges`, its row of `RANGES`", f"`{row.prop}`")
-             for row in rules.RANGES]
+    rows += [(f"`{ID_PREFIX}{row.id}`", "the rule `check_ranges`, its row of `RANGES`", f"`{name}`")
+             for row, name in zip(rules.RANGES, reads(rules.check_ranges), strict=True)]
     rows.sort()
     # The ids the construct raises outside the rules: each spelled once, where it is raised.
     raised = re.compile(r'f"\{ID_PREFIX\}([A-Z][A-Za-z]+)"')

@@ -65,18 +65,26 @@ def resolved_fields() -> dict[str, str]:
 
 def reads(compute: Callable[..., object]) -> list[str]:
     """What a rule or a derivation reads, in the order its source first names them: ``x`` for ``p.x``, and
-    ``x (given)`` for a test of ``"x" in p.given``. ``check_ranges`` reads the range table's props."""
+    ``x (given)`` for a test of whether ``x`` was given (``"x" in p.given``, or a name in it that a comprehension
+    takes from a tuple of props). ``check_ranges`` reads the range table's props."""
+    if compute is rules.check_ranges:
+        return [row.prop + (" (given)" if row.given_only else "") for row in rules.RANGES]
     source = textwrap.dedent(inspect.getsource(inspect.unwrap(compute)))
+    tree = ast.parse(source)
+    taken = {generator.target.id: [str(element.value) for element in generator.iter.elts
+                                   if isinstance(element, ast.Constant)]
+             for generator in ast.walk(tree) if isinstance(generator, ast.comprehension)
+             and isinstance(generator.target, ast.Name) and isinstance(generator.iter, ast.Tuple)}
     found: list[str] = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "p" \
                 and node.attr != "given":
             found.append(node.attr)
-        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str) \
-                and any(ast.unparse(side) == "p.given" for side in node.comparators):
-            found.append(f"{node.left.value} (given)")
-    if compute is rules.check_ranges:
-        found = [row.prop for row in rules.RANGES]
+        if isinstance(node, ast.Compare) and any(ast.unparse(side) == "p.given" for side in node.comparators):
+            if isinstance(node.left, ast.Constant):
+                found.append(f"{node.left.value!s} (given)")
+            elif isinstance(node.left, ast.Name):
+                found += [f"{name} (given)" for name in taken.get(node.left.id, [])]
     return sorted(set(found), key=lambda name: (source.find(name.split()[0]), name))
 
 

@@ -228,10 +228,9 @@ class ConsumerConfig(NamedTuple):
     attachments_bucket: Annotated[str | None, Var(Env.ATTACHMENTS_BUCKET, TEXT)] = None
     # With urgent_lane: "bulk" or "urgent" (the Lane dimension); None without lanes.
     lane: Annotated[str | None, Var(Env.LANE, TEXT)] = None
-    # The bulk lane's consumer, with urgent_lane and a send rate: while the urgent queue (urgent_queue_url) holds
-    # nothing, each instance also sends this many recipients a second on top of max_send_rate.
+    # The bulk lane's consumer, with urgent_lane and a send rate: while the urgent lane's work item says it is idle
+    # (sendonce_runtime.lane_share), each instance also sends this many recipients a second on top of max_send_rate.
     lent_send_rate: Annotated[float | None, Var(Env.LENT_SEND_RATE, NUMBER)] = None
-    urgent_queue_url: Annotated[str | None, Var(Env.URGENT_QUEUE_URL, TEXT)] = None
     # A job's tenant is sent as SendEmail's TenantName (SES tenants).
     ses_tenants: Annotated[bool, Var(Env.SES_TENANTS, FLAG_WHEN_ON)] = False
     # The consumer's metrics are also written per tenant (a dimension value each).

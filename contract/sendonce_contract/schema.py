@@ -76,6 +76,9 @@ class Metric:
     # its recipients got under another key in the window, and a job over a recipient's cap.
     SUSPECTED_DOUBLES = "SuspectedDoubles"
     RECIPIENT_CAPPED = "RecipientCapped"
+    # The urgent lane's consumer: its work item not written (sendonce_runtime.lane_share), so bulk may lend itself
+    # the urgent share longer; the send goes on.
+    LANE_WORK_UNWRITTEN = "LaneWorkUnwritten"
     # The consumer's and the outcome publisher's.
     OUTCOME_EVENTS = "OutcomeEvents"
     OUTCOME_EVENTS_FAILED = "OutcomeEventsFailed"
@@ -185,6 +188,24 @@ class SesStopItem:
     def key(cls, pipeline: str | None, lane: str | None, scope: str) -> str:
         """One per pipeline (pipelines may share a table), lane and scope."""
         return f"{cls.KEY_PREFIX}{pipeline or '-'} {lane or 'jobs'} {scope}"
+
+
+class LaneWorkItem:
+    """When the urgent lane last had work, in the dedupe table: written by an urgent consumer as it takes a record
+    (once a second an instance at most), read by the bulk lane's instances, which lend themselves the urgent share
+    only while it is old (``sendonce_runtime.lane_share``). One item per pipeline, among the pipeline's own items
+    (:data:`OWN_ITEM_PREFIX`); with no status, it is no outcome (``outcome_events.transitions``)."""
+
+    KEY = Ledger.KEY
+    KEY_PREFIX = f"{OWN_ITEM_PREFIX}lane-work "  # then the pipeline
+    KIND = "laneWork"  # the lane: "urgent"
+    WORKED_AT = "workedAt"  # epoch ms: when an urgent instance last took a record
+    EXPIRES_AT = Ledger.EXPIRES_AT  # the table's TTL: a pipeline's item outlives its urgent lane by a day at most
+
+    @classmethod
+    def key(cls, pipeline: str | None) -> str:
+        """One per pipeline (pipelines may share a table)."""
+        return f"{cls.KEY_PREFIX}{pipeline or '-'}"
 
 
 class GuardItem:

@@ -55,8 +55,7 @@ class Consumer:
     ) -> None:
         self.settings = settings
         self.processor = processor
-        self.log = log or OutcomeLog(pipeline=settings.pipeline_name, lane=settings.lane,
-                                     by_tenant=settings.tenant_metrics)
+        self.log = log or _outcome_log(settings)
         self.redelivery = redelivery
         self.dead_letter_events = dead_letter_events
         self.after_batch = tuple(after_batch)  # run once a batch's records are decided (pacing's hold)
@@ -84,10 +83,10 @@ class Consumer:
         secrets: Any = None,
         s3: Any = None,
     ) -> Consumer:
-        clock = clock or SystemClock()
+        clock, log = clock or SystemClock(), log or _outcome_log(settings)
         dead_letters = DeadLetterQueue(sqs, settings.dead_letter_queue_url, settings.fifo)
         ledger = DedupeLedger(dynamodb, settings.table_name, settings.dedupe_ttl_s, clock)
-        pacing = _pacing(settings, sqs, ses, clock)
+        pacing = _pacing(settings, dynamodb, ses, clock)
         paced = [pacing] if pacing is not None else []
         parse = _parse(settings, secrets)
         sender = SesSender(ses, settings.configuration_set, settings.pipeline_tag, settings.ses_tenants,
@@ -103,7 +102,8 @@ class Consumer:
             dead_letters,
             clock,
             parse,
-            [*_checks(settings, ledger, clock, parse, s3, stops, dynamodb, _sdk_lacking_tracking(ses)), *paced],
+            [*_checks(settings, ledger, clock, parse, s3, stops, dynamodb, _sdk_lacking_tracking(ses)),
+             *_urgent_work_mark(settings, dynamodb, clock, log), *paced],
             _throttle_retry(settings),
             stops,
         )
@@ -236,7 +236,7 @@ def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, parse: Parse
     return checks
 
 
-def _pacing(settings: Settings, sqs: Any, ses: Any = None, clock: Clock | None = None) -> PaceSends | None:
+def _pacing(settings: Settings, dynamodb: Any, ses: Any = None, clock: Clock | None = None) -> PaceSends | None:
     """With a send rate: the last check before the claim, and the hold after a batch (``send_rate``)."""
     if not settings.max_send_rate:
         return None
@@ -244,14 +244,34 @@ def _pacing(settings: Settings, sqs: Any, ses: Any = None, clock: Clock | None =
 
     from .send_rate import PaceSends
 
-    return PaceSends(_pace(settings, sqs, ses), settings.budget.record_budget_ms, 1 / settings.max_send_rate,
-                     hold_after_send=settings.lane == Priority.URGENT.value,
-                     now_ms=(clock or SystemClock()).now_ms)
+    clock = clock or SystemClock()
+    return PaceSends(_pace(settings, dynamodb, clock, ses), settings.budget.record_budget_ms,
+                     1 / settings.max_send_rate, hold_after_send=settings.lane == Priority.URGENT.value,
+                     now_ms=clock.now_ms)
 
 
-def _pace(settings: Settings, sqs: Any, ses: Any = None) -> Pace:
+def _outcome_log(settings: Settings) -> OutcomeLog:
+    return OutcomeLog(pipeline=settings.pipeline_name, lane=settings.lane, by_tenant=settings.tenant_metrics)
+
+
+def _urgent_work_mark(settings: Settings, dynamodb: Any, clock: Clock, log: OutcomeLog) -> list[Check]:
+    """On the urgent lane of a paced pipeline: its work item written as it takes a record, which bulk reads to
+    know whether it may use the urgent share (``lane_share``)."""
+    from sendonce_contract.priority import Priority
+
+    if settings.lane != Priority.URGENT.value or not settings.max_send_rate or dynamodb is None:
+        return []
+    from .lane_share import UrgentWorkMark
+
+    budget = settings.budget
+    return [UrgentWorkMark(dynamodb, settings.table_name, settings.pipeline_name, clock.now_ms,
+                           needed_ms=budget.record_budget_ms + budget.ledger_call_ms,
+                           unwritten=lambda: log.note("lane_work_unwritten", Metric.LANE_WORK_UNWRITTEN, 1))]
+
+
+def _pace(settings: Settings, dynamodb: Any, clock: Clock, ses: Any = None) -> Pace:
     """The instance's bucket; on the bulk lane of a pipeline with an urgent lane, also the urgent lane's share,
-    lent while the urgent queue is empty (``lane_share``)."""
+    lent while the urgent lane's work item says it is idle (``lane_share``)."""
     from .send_rate import TokenBucket
 
     assert settings.max_send_rate
@@ -261,10 +281,10 @@ def _pace(settings: Settings, sqs: Any, ses: Any = None) -> Pace:
 
         ceiling = SesRateCeiling(ses, settings.planned_send_rate).factor
     own = TokenBucket(settings.max_send_rate, ceiling=ceiling)
-    if settings.lent_send_rate and settings.urgent_queue_url and sqs is not None:
+    if settings.lent_send_rate and dynamodb is not None:
         from .lane_share import LendingBuckets, UrgentLaneWatch
 
-        watch = UrgentLaneWatch(sqs, settings.urgent_queue_url)
+        watch = UrgentLaneWatch(dynamodb, settings.table_name, settings.pipeline_name, clock.now_ms)
         return LendingBuckets(own, TokenBucket(settings.lent_send_rate, ceiling=ceiling), watch.busy)
     return own
 

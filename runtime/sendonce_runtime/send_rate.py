@@ -143,8 +143,9 @@ class PaceSends:
         self._record_budget_ms = record_budget_ms
         self._token_interval_s = token_interval_s  # at the instance's own share of the rate
         self._sleep, self._monotonic, self._phase_shift = sleep, monotonic, phase_shift
-        # The urgent lane's: its batch stays in flight until its next token, so bulk's watch of the urgent queue
-        # (``lane_share``) sees the lane in use between urgent jobs seconds apart, and lends nothing meanwhile.
+        # The urgent lane's: an instance that just spent its token keeps its batch until its next token is near,
+        # so the lane's next job, seconds later, goes to one of its instances that can send it at once (two at
+        # 0.5/s each: a job sent by the instance that sent the last one would wait up to 2 s for its token).
         self._hold_after_send = hold_after_send
         # A record of the batch under way waited for its tokens or was put back: the jobs come faster than this
         # instance sends them.
