@@ -112,17 +112,19 @@ class SendOnceEmailQueue(Construct, PipelineMetrics):
         ``send_rate`` it must be known at synth, and the event source runs at most floor(rate) instances, so each
         paces at one email a second or more (two at least; docs: sending rate): a cap above that warns at synth;
         between 2 and 1000, the SQS event source's limit. Default: none.
-    :param send_rate: recipients per second this pipeline may send, all its instances together (SES's quotas count
-        recipients: to + cc + bcc): its share of the account's SES maximum send rate, and the rate to give; each
-        instance is paced at ``send_rate`` / ``max_concurrency`` (over the instances that run, where fewer), so it
-        needs ``max_concurrency``, and the construct derives each instance's ``max_send_rate`` from it; not with
-        ``max_send_rate``. Default: none.
+    :param send_rate: the rate to give: recipients per second this pipeline may send, all its instances together
+        (SES's quotas count recipients: to + cc + bcc), above 0; its share of the account's SES maximum send rate
+        (SES's own ``MaxSendRate`` scales it down when lower: docs: sending rate); each instance is paced at
+        ``send_rate`` / ``max_concurrency`` (over the instances that run, where fewer), so it needs
+        ``max_concurrency`` known at synth, and at most 200 a second an instance; with ``urgent_lane``,
+        ``urgent_share`` of it is the urgent lane's (docs: the urgent lane); not with ``max_send_rate``. Default:
+        none.
     :param max_send_rate: Deprecated: give ``send_rate`` (with ``max_concurrency``) instead; recipients per second
-        per consumer instance, the per-instance form of ``send_rate`` for a pipeline whose instances are not capped:
-        a token bucket before each send takes one token per recipient (as SES's quotas count them), so parallel
-        sends stay under the account's SES rate (the pipeline's peak is this times ``max_concurrency``); a job with
-        more recipients than the bucket holds waits for a full bucket and goes; not with ``send_rate``, which sets
-        it for you; above 0 recipients per second. Default: none.
+        per consumer instance: a token bucket of a second's worth (one token at least) before each send takes one
+        token per recipient (as SES's quotas count them), so parallel sends stay under the account's SES rate; the
+        pipeline's peak is this times the instances that run, with no bound without ``max_concurrency``; a job with
+        more recipients than the bucket holds waits for a full bucket and goes; not with ``send_rate`` or
+        ``urgent_lane``; above 0 recipients per second. Default: none.
     :param batch_size: records per invocation, 1 to 10 (FIFO) or 10000; above 10 needs a ``max_batching_window``.
         Default: 10; with a send rate, what one instance sends in a second (at least 1).
     :param parallelism: records of one batch handled at once by one invocation (threads sharing one client per

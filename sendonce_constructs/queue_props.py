@@ -40,6 +40,7 @@ from . import derivations
 from .rules import (
     DEFAULT_QUOTA_ALARM_PERCENT,
     MAX_DELIVERY_S,
+    MAX_PACE_PER_INSTANCE,
     MAX_SQS_MIN_POLLERS,
     MAX_SQS_POLLERS,
     MIN_DELIVERY_S,
@@ -210,22 +211,23 @@ class SendOnceEmailQueueProps(TypedDict, total=False):
         float | None, Prop(
             default=None,
             default_doc="none",
-            text="recipients per second this pipeline may send, all its instances together (SES's quotas count "
-            "recipients: to + cc + bcc): its share of the account's SES maximum send rate, and the rate to give; each "
-            "instance is paced at `send_rate` / `max_concurrency` (over the instances that run, where fewer), so it "
-            "needs `max_concurrency`, and the construct derives each instance's `max_send_rate` from it; not with "
-            "`max_send_rate`",
+            text="the rate to give: recipients per second this pipeline may send, all its instances together (SES's "
+            "quotas count recipients: to + cc + bcc), above 0; its share of the account's SES maximum send rate "
+            "(SES's own `MaxSendRate` scales it down when lower: docs: sending rate); each instance is paced at "
+            "`send_rate` / `max_concurrency` (over the instances that run, where fewer), so it needs `max_concurrency` "
+            f"known at synth, and at most {MAX_PACE_PER_INSTANCE} a second an instance; with `urgent_lane`, "
+            "`urgent_share` of it is the urgent lane's (docs: the urgent lane); not with `max_send_rate`",
         )]
     max_send_rate: Annotated[
         float | None, Prop(
             default=Derived(derivations.max_send_rate),
             default_doc="none",
             text="Deprecated: give `send_rate` (with `max_concurrency`) instead; recipients per second per consumer "
-            "instance, the per-instance form of `send_rate` for a pipeline whose instances are not capped: a token "
-            "bucket before each send takes one token per recipient (as SES's quotas count them), so parallel sends "
-            "stay under the account's SES rate (the pipeline's peak is this times `max_concurrency`); a job with more "
-            "recipients than the bucket holds waits for a full bucket and goes; not with `send_rate`, which sets it "
-            "for you",
+            "instance: a token bucket of a second's worth (one token at least) before each send takes one token per "
+            "recipient (as SES's quotas count them), so parallel sends stay under the account's SES rate; the "
+            "pipeline's peak is this times the instances that run, with no bound without `max_concurrency`; a job "
+            "with more recipients than the bucket holds waits for a full bucket and goes; not with `send_rate` or "
+            "`urgent_lane`",
         )]
     batch_size: Annotated[
         int | None, Prop(
