@@ -46,7 +46,7 @@ from sendonce_contract.waiting_room import (
 
 from .clock import Clock, SystemClock
 from .dead_letter import DeadLetterQueue
-from .dynamodb_values import MAX_BATCH_WRITES, condition_failed
+from .dynamodb_values import MAX_BATCH_WRITES, condition_failed, write_batch
 from .metrics import emf_values
 from .shell import JsonLog, Once
 from .sqs_answers import Answer, Refusal, call, call_batched
@@ -279,13 +279,9 @@ class ScheduleWatch:
         deleted = 0
         for start in range(0, len(items), MAX_BATCH_WRITES):
             chunk = items[start:start + MAX_BATCH_WRITES]
-            requests = [{"DeleteRequest": {"Key": {ROOM: item[ROOM], DUE: item[DUE]}}} for item in chunk]
-            for _ in range(2):  # DynamoDB's unprocessed deletes, once more; those left are sent again next run
-                answer = self._dynamodb.batch_write_item(RequestItems={self._config.table_name: requests})
-                requests = answer.get("UnprocessedItems", {}).get(self._config.table_name, [])
-                if not requests:
-                    break
-            deleted += len(chunk) - len(requests)
+            left = write_batch(self._dynamodb, self._config.table_name, [  # those left are sent again next run
+                {"DeleteRequest": {"Key": {ROOM: item[ROOM], DUE: item[DUE]}}} for item in chunk])
+            deleted += len(chunk) - len(left)
         return deleted
 
 

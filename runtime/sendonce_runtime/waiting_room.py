@@ -27,7 +27,7 @@ from sendonce_contract.waiting_room import (
     stop_room_of,
 )
 
-from .dynamodb_values import MAX_BATCH_WRITES, condition_failed, found_item
+from .dynamodb_values import MAX_BATCH_WRITES, condition_failed, found_item, write_batch
 
 if TYPE_CHECKING:
     from .ses_stops import LaneStop
@@ -103,23 +103,16 @@ class WaitingRoom:
         """Jobs written without a marker, deleted again (best effort: their messages wait as delayed copies)."""
         for start in range(0, len(items), MAX_BATCH_WRITES):
             with contextlib.suppress(ClientError, BotoCoreError):
-                self._client.batch_write_item(RequestItems={self._table: [
+                write_batch(self._client, self._table, [
                     {"DeleteRequest": {"Key": {ROOM: written[ROOM], DUE: written[DUE]}}}
-                    for written in items[start:start + MAX_BATCH_WRITES]]})
+                    for written in items[start:start + MAX_BATCH_WRITES]])
 
     def _write_all(self, items: dict[int, dict[str, dict[str, str]]]) -> set[int]:
         """The items DynamoDB took of one BatchWriteItem (its unprocessed ones tried once more)."""
-        pending = dict(items)
-        for _ in range(2):
-            try:
-                answer = self._client.batch_write_item(RequestItems={self._table: [
-                    {"PutRequest": {"Item": written}} for written in pending.values()]})
-            except (ClientError, BotoCoreError):
-                break  # not known to be written: each waits as a delayed copy (a second one in the room is harmless)
-            unprocessed = {(put["PutRequest"]["Item"][ROOM]["S"], put["PutRequest"]["Item"][DUE]["S"])
-                           for put in answer.get("UnprocessedItems", {}).get(self._table, [])}
-            pending = {n: written for n, written in pending.items()
-                       if (written[ROOM]["S"], written[DUE]["S"]) in unprocessed}
-            if not pending:
-                break
-        return set(items) - set(pending)
+        try:
+            left = write_batch(self._client, self._table, [{"PutRequest": {"Item": written}}
+                                                           for written in items.values()])
+        except (ClientError, BotoCoreError):
+            return set()  # not known to be written: each waits as a delayed copy (a second one in the room is harmless)
+        unprocessed = {(put["PutRequest"]["Item"][ROOM]["S"], put["PutRequest"]["Item"][DUE]["S"]) for put in left}
+        return {n for n, written in items.items() if (written[ROOM]["S"], written[DUE]["S"]) not in unprocessed}

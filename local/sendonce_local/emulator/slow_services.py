@@ -6,11 +6,13 @@ up although the request was carried out, which is the case that matters (a lost 
 ``late_s=None`` the connection is closed without an answer once the request is carried out: the answer is lost at
 once, whatever the client's read timeout, so a test can give its clients a read timeout no loaded host reaches
 and still lose exactly the answers it means to. A refusal is answered at once with the error code given, as
-DynamoDB's throttling is.
+DynamoDB's throttling is. ``UNPROCESSED`` plays a throttled table's ``BatchWriteItem``: it carries out the first
+request for each table and answers the others as ``UnprocessedItems``, as DynamoDB does under throttling.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections import Counter
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from .proxy import Forward, ForwardingProxy, ProxiedRequest, Reply, error_reply
 
 LATE = "late"
+UNPROCESSED = "unprocessed"  # BatchWriteItem only: all but each table's first request left unprocessed
 
 
 # S3's object calls by their HTTP method (a path-style request to /bucket/key).
@@ -74,6 +77,8 @@ class SlowServices(ForwardingProxy):
         rule = self._match(request)
         if rule is None:
             return forward()
+        if rule.fault == UNPROCESSED:
+            return self._first_of_each_table(request)
         if rule.fault == LATE:
             reply = forward()
             if self.late_s is None:
@@ -85,3 +90,16 @@ class SlowServices(ForwardingProxy):
             return Reply(rule.status, [("Content-Type", "application/xml")], body)
         return error_reply(rule.status, rule.fault, {"__type": rule.fault, "message": f"played {rule.fault}"},
                            "application/x-amz-json-1.0")
+
+    def _first_of_each_table(self, request: ProxiedRequest) -> Reply:
+        """A BatchWriteItem carried out for each table's first request; the rest answered as unprocessed."""
+        asked = json.loads(request.body)
+        taken = {table: requests[:1] for table, requests in asked["RequestItems"].items()}
+        left = {table: requests[1:] for table, requests in asked["RequestItems"].items() if requests[1:]}
+        body = json.dumps({**asked, "RequestItems": taken}).encode()
+        headers = {name: value for name, value in request.headers.items() if name.lower() != "content-length"}
+        reply = self.forward(ProxiedRequest(request.method, request.path, headers, body))
+        answer = {**json.loads(reply.body), "UnprocessedItems": left}
+        # The upstream's checksum was of its own body: none for the one played.
+        answered = [(name, value) for name, value in reply.headers if name.lower() != "x-amz-crc32"]
+        return Reply(reply.status, answered, json.dumps(answer).encode())
