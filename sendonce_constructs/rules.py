@@ -283,8 +283,7 @@ def check_batching(p: PropReadings) -> None:
 
 @rule("InvalidMaxMessageSize")
 def check_max_message_size(p: PropReadings) -> None:
-    max_message_size_bytes = p.max_message_size_bytes
-    size = max_message_size_bytes
+    size = p.max_message_size_bytes
     if is_known(size) and (int(size) != size or not SQS_MIN_MESSAGE_BYTES <= size <= SQS_MAX_MESSAGE_BYTES):
         _fail(f"max_message_size_bytes ({_bytes(size)}) must be a whole number of bytes between "
               f"{SQS_MIN_MESSAGE_BYTES} "
@@ -440,13 +439,9 @@ def check_outbox_dedupe_ttl(p: PropReadings) -> None:
 @rule("InvalidEvidenceGracePeriod")
 def check_evidence_grace_period(p: PropReadings) -> None:
     """With SES's events, waiting for them must never push a job into the DLQ, nor outlive the job's retention."""
-    ses_events = p.ses_events
-    evidence_grace_period = p.evidence_grace_period
-    visibility_timeout = p.visibility_timeout
-    retention_period = p.retention_period
+    grace_s, visibility_timeout_s, retention_s = p.evidence_grace_period, p.visibility_timeout, p.retention_period
     max_receive_count = p.max_receive_count
-    grace_s, visibility_timeout_s, retention_s = evidence_grace_period, visibility_timeout, retention_period
-    if not (ses_events and is_known(grace_s)):
+    if not (p.ses_events and is_known(grace_s)):
         return
     if not EVIDENCE_MIN_GRACE_S <= grace_s <= SQS_MAX_VISIBILITY_S:
         _fail(
@@ -651,14 +646,11 @@ def check_attachments_expiry(p: PropReadings) -> None:
 @rule("AttachmentsBucketExpiresTooSoon")
 def check_attachments_bucket_lifecycle(p: PropReadings) -> None:
     """A bucket given must keep each attachment readable as long as its job can still be sent."""
-    attachments_bucket = p.attachments_bucket
-    attachments_expiry_days = p.attachments_expiry_days
-    attachments_lifetime = p.attachments_lifetime
+    attachments_bucket, days = p.attachments_bucket, p.attachments_expiry_days
     if not (isinstance(attachments_bucket, BucketFacts) and attachments_bucket.lifecycle_rules is not None
-            and is_known(attachments_expiry_days)):
+            and is_known(days)):
         return
-    days = attachments_expiry_days
-    why = (f"a job can still be sent {days} days after its attachments were uploaded ({attachments_lifetime}), "
+    why = (f"a job can still be sent {days} days after its attachments were uploaded ({p.attachments_lifetime}), "
            "and one whose attachment is gone goes to the DLQ unsent")
     for lifecycle in attachments_bucket.lifecycle_rules:
         _check_lifecycle_rule(lifecycle, days, why)
@@ -730,8 +722,7 @@ def check_template_names(p: PropReadings) -> None:
 @rule("InvalidAllowedRecipients", builds="allowed_recipients")
 def check_allowed_recipients(p: PropReadings) -> AllowedRecipients | None:
     """A stage's recipients, parsed: each a bare address or a domain. None (the default) allows every recipient."""
-    allowed_recipients = p.allowed_recipients
-    entries = allowed_recipients
+    entries = p.allowed_recipients
     if entries is None:
         return None
     if not entries:

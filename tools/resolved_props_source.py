@@ -101,11 +101,11 @@ def reading_fields() -> dict[str, str]:
     for name, prop in declared.items():
         kind = ast.unparse(given[name]) if name in parsed else built[name]
         optional = prop.default is None or " | None" in kind
-        reader = readings.READERS.get(name)
+        reader, bare = readings.READERS.get(name), _without_none(ast.parse(kind, mode="eval").body)
         if reader is not None:
             kind = _returns(reader)
-        elif _without_none(ast.parse(kind, mode="eval").body) in _READ_AS:
-            kind = _READ_AS[_without_none(ast.parse(kind, mode="eval").body)]
+        elif bare in _READ_AS:
+            kind = _READ_AS[bare]
         elif _CDK_NAMES.search(kind):
             kind = "object"
         fields[name] = kind + " | None" if optional and kind not in ("Number", "object") and "None" not in kind \
