@@ -9,6 +9,7 @@ import base64
 import hashlib
 import io
 import json
+from datetime import date, timedelta
 
 import boto3
 import pytest
@@ -161,9 +162,13 @@ def test_raw_content_refuses_attachments_and_headers_with_the_reason(pipeline):
         assert outcome["outcome"] == "invalid_message" and "raw" in outcome["reason"]
 
 
-def test_an_s3_attachment_outside_the_pipelines_bucket_is_refused_unread(pipeline, aws, bucket):
+@pytest.mark.parametrize("days_ahead", [None, 1], ids=["now", "scheduled"])
+def test_an_s3_attachment_outside_the_pipelines_bucket_is_refused_unread(pipeline, aws, bucket, days_ahead):
+    """Refused when it arrives, a scheduled job too: it does not wait out its sendAt to be refused then."""
+    scheduled = {} if days_ahead is None else {"sendAt": f"{date.today() + timedelta(days=days_ahead)}T23:59:00Z"}
     elsewhere = S3_MISSING | {"s3": {"bucket": "someone-elses", "key": "k"}}
-    outcome = handle(pipeline.consumer(attachments_bucket=BUCKET), receipt("receipt:b1:u1", attachments=[elsewhere]))
+    outcome = handle(pipeline.consumer(attachments_bucket=BUCKET),
+                     receipt("receipt:b1:u1", attachments=[elsewhere], **scheduled))
     assert outcome["outcome"] == "attachment_bucket_refused" and BUCKET in outcome["reason"]
     assert reason_code(pipeline.dead_letters()[0]) == "attachment-bucket-refused" and aws.ses_sends() == []
 

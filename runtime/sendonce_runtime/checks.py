@@ -2,12 +2,14 @@
 lists them. A step takes the record's :class:`Delivery` and either decides its result or passes it on to the rest;
 a check a deployment does not use is left out of the list when the handler wires it, never tested per record.
 
+A rule that reads only the job and the deployment (a bucket, a configuration set) is not a step of its own but one
+of :class:`JobAllowed`'s rules: a function of the parsed job that returns the refusal or None.
+
 A new check is one step here (or, for a check only some deployments use, in the module of what it uses, which
-only those import: :mod:`.send_rate`'s pacing, :mod:`.key_privacy`'s parsing, :mod:`.recipients_check` and
-:mod:`.fifo_check`), its place in the handler's list
-and, if it decides a new outcome, that outcome's row in :mod:`.outcome`. A check that also acts once its batch is
-done (pacing holds the invocation for its next token) is an :class:`AfterBatch` too, and the handler lists it
-there as well.
+only those import: :mod:`.send_rate`'s pacing, :mod:`.key_privacy`'s parsing; and the rules
+:mod:`.recipients_check` and :mod:`.fifo_check`), its place in the handler's list and, if it decides a new
+outcome, that outcome's row in :mod:`.outcome`. A check that also acts once its batch is done (pacing holds the
+invocation for its next token) is an :class:`AfterBatch` too, and the handler lists it there as well.
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ class Delivery:
 
 Rest = Callable[[Delivery], Verdict]
 Check = Callable[[Delivery, Rest], Verdict]  # decides the result, or returns rest(delivery) to pass it on
+JobRefusal = tuple[Outcome, str]  # the DLQ's reason code and reason
+JobRule = Callable[[ParsedJob], "JobRefusal | None"]  # one of JobAllowed's rules: a refusal, or None to allow
 
 
 class AfterBatch(Protocol):
@@ -112,20 +116,34 @@ class ParseJob:
         return error.dedupe_key, error.reason
 
 
+class JobAllowed:
+    """What this deployment lets a job ask for (its recipients, configuration set, tracking, sendAt, attachments'
+    bucket), as one step: its rules, each a function of the parsed job alone, in the order the handler lists them;
+    the first that refuses the job sends it to the DLQ with its reason, before anything is read, claimed or sent."""
+
+    def __init__(self, rules: Sequence[JobRule]) -> None:
+        self.rules = tuple(rules)
+
+    def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
+        for rule in self.rules:
+            refused = rule(delivery.job)
+            if refused is not None:
+                return delivery.refuse(*refused)
+        return rest(delivery)
+
+
 class OwnConfigurationSet:
     """With SES's events on, a job may name no configuration set but the pipeline's own."""
 
     def __init__(self, configuration_set: str | None) -> None:
         self._configuration_set = configuration_set
 
-    def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
-        if delivery.job.configuration_set not in (None, self._configuration_set):
-            return delivery.refuse(
-                Outcome.INVALID_MESSAGE,
-                f"configurationSet {delivery.job.configuration_set!r} is refused: SES's events through the "
-                "pipeline's own set are the evidence each email was sent once; drop the field (or deploy with "
-                "ses_events=False)")
-        return rest(delivery)
+    def __call__(self, job: ParsedJob) -> JobRefusal | None:
+        if job.configuration_set in (None, self._configuration_set):
+            return None
+        return (Outcome.INVALID_MESSAGE,
+                f"configurationSet {job.configuration_set!r} is refused: SES's events through the pipeline's own "
+                "set are the evidence each email was sent once; drop the field (or deploy with ses_events=False)")
 
 
 class TrackingUnsupported:
@@ -136,14 +154,32 @@ class TrackingUnsupported:
     def __init__(self, sdk_version: str) -> None:
         self._sdk_version = sdk_version
 
-    def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
-        if delivery.job.tracking is None:
-            return rest(delivery)
-        return delivery.refuse(
-            Outcome.INVALID_MESSAGE,
-            f"{TRACKING_FIELD} needs SendEmail's ConfigurationOverrides (SES, August 2026), which this consumer's AWS "
-            f"SDK (botocore {self._sdk_version}, the Lambda runtime's) does not have: redrive it once the function "
-            f"runs on a runtime whose SDK does, or send it without {TRACKING_FIELD}")
+    def __call__(self, job: ParsedJob) -> JobRefusal | None:
+        if job.tracking is None:
+            return None
+        return (Outcome.INVALID_MESSAGE,
+                f"{TRACKING_FIELD} needs SendEmail's ConfigurationOverrides (SES, August 2026), which this consumer's "
+                f"AWS SDK (botocore {self._sdk_version}, the Lambda runtime's) does not have: redrive it once the "
+                f"function runs on a runtime whose SDK does, or send it without {TRACKING_FIELD}")
+
+
+class AttachmentsBucket:
+    """An s3 attachment is read from the pipeline's attachments bucket only: any other bucket, or any bucket when
+    the pipeline has none, is refused before anything is read."""
+
+    def __init__(self, bucket: str | None) -> None:
+        self._bucket = bucket
+
+    def __call__(self, job: ParsedJob) -> JobRefusal | None:
+        for attachment in job.s3_attachments:
+            assert attachment.s3 is not None
+            if attachment.s3.bucket != self._bucket:
+                allowed = (f"only its attachments bucket {self._bucket!r}" if self._bucket else
+                           "none: deploy with attachments_bucket, or send the file as content")
+                return (Outcome.ATTACHMENT_BUCKET_REFUSED,
+                        f"attachment {attachment.file_name!r} is in bucket {attachment.s3.bucket!r}; this pipeline "
+                        f"reads {allowed}; nothing was sent")
+        return None
 
 
 class Schedule:
@@ -208,26 +244,6 @@ class Expiry:
         except LEDGER_ERRORS as error:
             return Redeliver(delivery.result(ledger_outcome(error), describe(error)))
         return Redeliver(delivery.result(Outcome.CONTENDED, "the key's record kept changing under this worker"))
-
-
-class AttachmentsBucket:
-    """An s3 attachment is read from the pipeline's attachments bucket only: any other bucket, or any bucket when
-    the pipeline has none, is refused before anything is read."""
-
-    def __init__(self, bucket: str | None) -> None:
-        self._bucket = bucket
-
-    def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
-        for attachment in delivery.job.s3_attachments:
-            assert attachment.s3 is not None
-            if attachment.s3.bucket != self._bucket:
-                allowed = (f"only its attachments bucket {self._bucket!r}" if self._bucket else
-                           "none: deploy with attachments_bucket, or send the file as content")
-                return delivery.refuse(
-                    Outcome.ATTACHMENT_BUCKET_REFUSED,
-                    f"attachment {attachment.file_name!r} is in bucket {attachment.s3.bucket!r}; this pipeline "
-                    f"reads {allowed}; nothing was sent")
-        return rest(delivery)
 
 
 class CarriedSend:

@@ -16,6 +16,8 @@ from .checks import (
     CarriedSend,
     Check,
     Expiry,
+    JobAllowed,
+    JobRule,
     OwnConfigurationSet,
     ParseJob,
     Schedule,
@@ -203,22 +205,9 @@ def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, parse: Parse
     """The checks between a job's parsing and its pacing (the last check, ``_pacing``), in order; those this
     deployment does not use are left out. The parts only some deployments use are imported by those only: a cold
     start compiles what it runs."""
-    checks: list[Check] = []
-    if settings.allowed_recipients:
-        from .recipients_check import RecipientsAllowed
-
-        checks.append(RecipientsAllowed(settings.allowed_recipients))
-    if settings.ses_events:
-        checks.append(OwnConfigurationSet(settings.configuration_set))
-    if sdk_lacking_tracking is not None:
-        checks.append(TrackingUnsupported(sdk_lacking_tracking))
-    if settings.fifo:
-        from .fifo_check import NoSendAtOnFifo
-
-        checks.append(NoSendAtOnFifo())
-    else:
+    checks: list[Check] = [JobAllowed(_job_rules(settings, sdk_lacking_tracking))]
+    if not settings.fifo:
         checks.append(Schedule(clock, settings.dedupe_ttl_s))
-    checks.append(AttachmentsBucket(settings.attachments_bucket))
     checks.append(CarriedSend(ledger))
     # After a carried completion is written: that one was sent.
     checks.append(Expiry(clock, ledger, parse.tenant, settings.max_job_age_s))
@@ -234,6 +223,25 @@ def _checks(settings: Settings, ledger: DedupeLedger, clock: Clock, parse: Parse
 
         checks.append(ReadAttachments(s3 if s3 is not None else aws_clients.s3(settings), settings.budget))
     return checks
+
+
+def _job_rules(settings: Settings, sdk_lacking_tracking: str | None) -> list[JobRule]:
+    """What this deployment lets a job ask for (``JobAllowed``), in order; rules it does not need are left out."""
+    rules: list[JobRule] = []
+    if settings.allowed_recipients:
+        from .recipients_check import RecipientsAllowed
+
+        rules.append(RecipientsAllowed(settings.allowed_recipients))
+    if settings.ses_events:
+        rules.append(OwnConfigurationSet(settings.configuration_set))
+    if sdk_lacking_tracking is not None:
+        rules.append(TrackingUnsupported(sdk_lacking_tracking))
+    if settings.fifo:
+        from .fifo_check import NoSendAtOnFifo
+
+        rules.append(NoSendAtOnFifo())
+    rules.append(AttachmentsBucket(settings.attachments_bucket))
+    return rules
 
 
 def _pacing(settings: Settings, dynamodb: Any, ses: Any = None, clock: Clock | None = None) -> PaceSends | None:
