@@ -108,7 +108,7 @@ def test_a_copy_whose_answer_was_lost_keeps_the_original_out_of_sight_until_the_
     [original] = jobs.receive()
     built, log = consumer(pipeline, slow, jobs, FakeClock())
     ses_faults.script(Fault.THROTTLE)
-    slow.fault(Rule("sqs", "SendMessage", LATE))
+    slow.fault(Rule("sqs", "SendMessageBatch", LATE))  # a single job's copy is a batch of one
     response = built.handle(event(original), FakeContext(FakeClock()))
     jobs.acknowledge(response, original)
 
@@ -124,6 +124,23 @@ def test_a_copy_whose_answer_was_lost_keeps_the_original_out_of_sight_until_the_
     assert response == {"batchItemFailures": []}
     assert jobs.depth() == 0  # the copy deleted the original it replaced
     assert pipeline.emails_for("receipt:lt4:u1") == 1
+
+
+def test_an_original_whose_copy_answer_was_lost_is_held_then_though_it_needed_no_hold_before(
+        pipeline, ses_faults, slow, jobs):
+    """A long function and a short delay: the copy will arrive long before its original is visible again, so the
+    original is not held first. When the copy's answer is lost, it is held then, so it never comes back beside the
+    copy that may exist (here it would be visible again at once, as its receive left it)."""
+    jobs.enqueue(job("receipt:lt6:u1"))
+    [original] = jobs.receive(visibility_s=0)
+    built, _ = consumer(pipeline, slow, jobs, FakeClock())
+    ses_faults.script(Fault.THROTTLE)
+    slow.fault(Rule("sqs", "SendMessageBatch", LATE))
+    assert failed_ids(built.handle(event(original), FakeContext(FakeClock()))) == {original["messageId"]}
+    slow.clear()
+    [copy] = jobs.receive()  # the copy comes back first; its original stays out of sight
+    assert copy["messageId"] != original["messageId"]
+    assert attribute(copy, "sendonce.supersedes") == original["receiptHandle"]
 
 
 @pytest.mark.parametrize("budget_ms", [30_000, 3_000], ids=["long-function", "short-function-held"])

@@ -211,7 +211,8 @@ class Expiry:
     its first queueing: ``max_job_age``) is acknowledged unsent and its key recorded ``EXPIRED``, so no copy or
     redrive of it is sent while the ledger remembers the key. A key whose record stands already is settled by that
     record (sent, cancelled or expired before); a key another delivery holds in flight is left to it, and this copy
-    acknowledged. Every delivery meets it, parked, throttled, paced or redriven, before its claim."""
+    acknowledged. Every delivery the deployment allows and whose time has come meets it before its claim, whether
+    it was parked, throttled, paced or redriven."""
 
     def __init__(self, clock: Clock, ledger: DedupeLedger, tenant_of: Callable[[ParsedJob], str | None],
                  max_age_s: int | None = None) -> None:

@@ -13,10 +13,12 @@ reason, never silently, when that budget is spent.
 - Another worker holds the key (a copy of the job in flight elsewhere): the same, after a few seconds (at most until
   that worker's lease ends), by when it has usually finished and this copy is a duplicate. On a FIFO queue the
   message becomes visible again when the lease ends.
-- SES stopped sending (a paused account or tenant, the pipeline's setup refused, the daily quota): the same,
-  parked for SQS's longest delay, 15 minutes, each time, while the lane asks SES again once a minute
-  (:mod:`.ses_stops`); a job parked as long as the queue keeps a message is dead-lettered as ``ses-paused``. A
-  batch's parked jobs are copied together, each call of the protocol one request per ten jobs.
+- SES stopped sending (a paused account or tenant, the pipeline's setup refused, the daily quota): written to
+  the waiting room (on by default) under its stop until the schedule watch hears from SES that it sends again;
+  without a room, or when the room cannot take it, the same as SES's throttling, parked for SQS's longest delay, 15
+  minutes, each time, while the lane asks SES again once a minute (:mod:`.ses_stops`). A job parked as long as the
+  queue keeps a message is dead-lettered as ``ses-paused``. A batch's parked jobs go together, each call one
+  request per ten jobs.
 - A job whose ``sendAt`` is ahead: a delayed copy for the time left, at most SQS's 15 minutes a copy, as often as
   it takes; nothing is claimed meanwhile, so the key can still be cancelled.
 - A job of a newer contract version than this consumer knows (a producer upgraded before its consumer): the same,
@@ -29,11 +31,12 @@ reason, never silently, when that budget is spent.
   moved by SQS with none.
 
 Copies never multiply (the bound is on the guarantees page): an answer lost on the way back never counts as a failure.
-A copy carries the receipt handle of the message it replaces and deletes that message when it arrives, so an
-original whose acknowledgement was lost (its invocation killed between the copy and the acknowledgement) leaves
-no second message behind. The original is kept out of sight until the copy can have done so: its invisibility
-is extended first when the copy's delay could outlast it. A copy whose SendMessage answer was lost may exist,
-so the original is kept out of sight, not copied again, and never dead-lettered for it.
+One job's copy and a batch's are made the same way (``_replace_by_copies``). A copy carries the receipt handle of
+the message it replaces and deletes that message when it arrives, so an original whose acknowledgement was lost
+(its invocation killed between the copy and the acknowledgement) leaves no second message behind. The original is
+kept out of sight until the copy can have done so: its invisibility is extended first when the copy's delay could
+outlast it. A copy whose answer was lost may exist, so the original is kept out of sight, not copied again, and
+never dead-lettered for it.
 """
 
 from __future__ import annotations
@@ -85,10 +88,8 @@ HOLD_S = 60
 HOLD_MARGIN_S = 30
 # A completion carried by a copy is written again soon: before a dead worker's lease and grace period run out.
 UNRECORDED_DELAY_CAP_S = 10
-# SQS calls the copy protocol makes at most: extend the original's invisibility, send the copy.
-COPY_CALLS = 2
-# A batch's parked copies, per batch SQS takes whole: the holds, the copies, the holds of copies whose answer was lost.
-PARK_CALLS = 3
+# SQS calls carrying a completion makes at most: extend the original's invisibility, send the copy.
+CARRY_CALLS = 2
 # On a FIFO queue every wait spends a receive, and a worker killed on the receives left would let SQS move the job
 # to its DLQ: a job waits by its visibility only while this many receives stay after the wait, then moves to the
 # back of its group (a fresh message) instead. So SQS moves a FIFO job only after its last three receives failed.
@@ -124,7 +125,8 @@ class Redelivery:
         room: WaitingRoom | None = None,
     ) -> None:
         self._client = client
-        self._room = room  # where a job scheduled beyond SQS's longest delay waits (None: as delayed copies)
+        # Where a job scheduled beyond SQS's longest delay, or parked by a stop, waits (None: as delayed copies).
+        self._room = room
         self._queue_url = queue_url
         self._fifo = fifo
         self._dead_letters = dead_letters
@@ -165,17 +167,16 @@ class Redelivery:
             return copy.redeliver.result._replace(
                 postponed_s=copy.redeliver.retry_after_s,
                 reason=f"{copy.redeliver.result.reason or 'scheduled'}: in the waiting room until then")
-        if copy is not None and self._can_copy(deadline):
-            copied = self._replace_by_copy(copy, deadline)
-            if copied is not None:
-                return copied
+        copied = self._replace_by_copies({0: copy}, deadline).get(0) if copy is not None else None
+        if copied is not None:
+            return copied
         return self._without_copy(record, decided, copy, deadline, later)
 
     def park(self, parked: Sequence[tuple[SqsRecord, Redeliver]], deadline: Deadline | None = None,
              later: Visibilities | None = None) -> list[RecordResult]:
-        """A batch's parked jobs replaced by their delayed copies together, each as ``settle`` replaces one: the
-        holds, the copies, and the holds of copies whose answer was lost, each one request per ten jobs, so a parked
-        job costs a fraction of a request per 15 minutes. Results in the order given. Never raises."""
+        """A batch's parked jobs replaced by their delayed copies together (``_replace_by_copies``, as ``settle``
+        replaces one), or written to the waiting room: a parked job costs a fraction of a request per 15 minutes.
+        Results in the order given. Never raises."""
         results: dict[int, RecordResult] = {}
         copies: dict[int, _Copy] = {}
         for n, (record, redeliver) in enumerate(parked):
@@ -187,12 +188,7 @@ class Redelivery:
         if self._room is not None and copies:
             results.update(self._park_in_room(copies, deadline))
             copies = {n: copy for n, copy in copies.items() if n not in results}
-        requests = {n: self._copy_request(copy.record, copy.delay_s, copy.postponements,
-                                          copy.redeliver.unsent_claim, copy.redeliver.unrecorded_send,
-                                          copy.parked_since) for n, copy in copies.items()}
-        fitting = self._copies_that_fit(requests, deadline)
-        if fitting:
-            results.update(self._replace_by_copies({n: copies[n] for n in fitting}, requests, deadline))
+        results.update(self._replace_by_copies(copies, deadline))
         for n, (record, redeliver) in enumerate(parked):
             if n not in results:
                 results[n] = self._without_copy(record, redeliver, copies.get(n), deadline, later)
@@ -369,48 +365,43 @@ class Redelivery:
             return stopped
         return result  # not moved: it stays parked (a copy next time), never lost
 
-    def _can_copy(self, deadline: Deadline | None) -> bool:
-        # The protocol's calls must fit before the deadline, so no deadline kill lands between them.
-        room = deadline is None or deadline.remaining_ms() >= COPY_CALLS * self._call_ms
+    def _can_carry(self, deadline: Deadline | None) -> bool:
+        # The calls must fit before the deadline, so no deadline kill lands between them.
+        room = deadline is None or deadline.remaining_ms() >= CARRY_CALLS * self._call_ms
         return not self._fifo and self._queue_url is not None and room
 
-    def _copies_that_fit(self, requests: dict[int, dict[str, Any]], deadline: Deadline | None) -> list[int]:
-        """The copies ``park`` can make before the deadline, in order: for each batch of them SQS takes whole, the
-        hold, the copy and the hold of copies whose answer was lost. The rest come back by their visibility."""
+    def _copies_that_fit(self, copies: dict[int, _Copy], requests: dict[int, dict[str, Any]],
+                         deadline: Deadline | None) -> dict[int, _Copy]:
+        """The copies that can be made before the deadline, in order, so no deadline kill lands between the
+        protocol's calls: for each batch of them SQS takes whole, the hold of the originals that need one, the
+        copies, and the hold of those whose answer was lost unheld. None on a FIFO queue, whose copy would lose its
+        place in the group. The rest come back by their visibility."""
+        if self._fifo or self._queue_url is None:
+            return {}
         if deadline is None or self._call_ms <= 0:
-            return list(requests)
-        chunks = deadline.remaining_ms() // self._call_ms // PARK_CALLS
-        return [n for chunk in itertools.islice(batches(requests.items()), chunks) for n, _ in chunk]
+            return dict(copies)
+        calls_left = deadline.remaining_ms() // self._call_ms
+        fitting: dict[int, _Copy] = {}
+        for chunk in batches(requests.items()):
+            holds = [self._needs_hold(copies[n], deadline) for n, _ in chunk]
+            calls = 1 + any(holds) + (not all(holds))
+            if calls > calls_left:
+                break
+            calls_left -= calls
+            fitting.update((n, copies[n]) for n, _ in chunk)
+        return fitting
 
-    def _replace_by_copy(self, copy: _Copy, deadline: Deadline | None) -> RecordResult | None:
-        """The original replaced by a delayed copy; None if no copy was made (the caller falls back to the
-        original's visibility), or the original kept out of sight if the copy's answer was lost."""
-        record, result = copy.record, copy.redeliver.result
-        held = False
-        if record.receipt_handle and self._needs_hold(copy.delay_s, deadline):
-            hold = self._change_visibility(record, copy.delay_s + HOLD_S)
-            if hold is Answer.REFUSED:
-                return None  # the original could come back before the copy deletes it: no copy
-            held = True
-        said: list[Refusal] = []
-        answer = self._send_copy(record, copy.delay_s, copy.postponements, copy.redeliver.unsent_claim,
-                                 copy.redeliver.unrecorded_send, copy.parked_since, said)
-        if answer is Answer.DONE:
-            return result._replace(postponed_s=copy.delay_s)
-        if answer is Answer.REFUSED:
-            _say_if_too_large(copy, said)
-            return None
-        # The copy may exist: keep the original out of sight until it has deleted it, and make no other.
-        if not held:
-            self._change_visibility(record, copy.delay_s + HOLD_S)
-        return _copy_answer_lost(result)
-
-    def _replace_by_copies(self, copies: dict[int, _Copy], requests: dict[int, dict[str, Any]],
-                           deadline: Deadline | None) -> dict[int, RecordResult]:
-        """``_replace_by_copy`` for many (their copies' ``requests`` by index), each call one request per ten: the
-        results of those replaced or kept out of sight (an index left out: no copy made)."""
-        needing_hold = {n: copy for n, copy in copies.items()
-                        if copy.record.receipt_handle and self._needs_hold(copy.delay_s, deadline)}
+    def _replace_by_copies(self, copies: dict[int, _Copy], deadline: Deadline | None) -> dict[int, RecordResult]:
+        """Each original replaced by its delayed copy, one job or a batch's alike, each call one request per ten:
+        the originals a copy could arrive after held out of sight first, the copies sent, and the originals of
+        copies whose answer was lost held then (the copy may exist: it deletes the original, and no other is made).
+        The results of those replaced or kept out of sight; an index left out made no copy (it comes back by its
+        visibility): no time for the calls, its hold refused, or its copy refused."""
+        requests = {n: self._copy_request(copy.record, copy.delay_s, copy.postponements, copy.redeliver.unsent_claim,
+                                          copy.redeliver.unrecorded_send, copy.parked_since)
+                    for n, copy in copies.items()}
+        copies = self._copies_that_fit(copies, requests, deadline)
+        needing_hold = {n: copy for n, copy in copies.items() if self._needs_hold(copy, deadline)}
         holds = self._change_visibilities(needing_hold)
         held = {n for n, answer in holds.items() if answer is not Answer.REFUSED}
         # An original whose hold was refused could come back before its copy deletes it: no copy.
@@ -445,10 +436,14 @@ class Redelivery:
         answers = call_batched(self._client.change_message_visibility_batch, self._queue_url, entries)
         return {int(n): answer for n, answer in answers.items()}
 
-    def _needs_hold(self, delay_s: int, deadline: Deadline | None) -> bool:
-        """Whether the copy could arrive after the original becomes visible again (and is received anew). The
+    def _needs_hold(self, copy: _Copy, deadline: Deadline | None) -> bool:
+        """Whether the copy could arrive after its original becomes visible again (and is received anew). The
         original's visibility timeout (at least 6 x the function timeout) began when it was received, before this
         invocation started: what the invocation has used of it is gone."""
+        return bool(copy.record.receipt_handle) and self._arrives_after_visible(copy.delay_s, deadline)
+
+    @staticmethod
+    def _arrives_after_visible(delay_s: int, deadline: Deadline | None) -> bool:
         if deadline is None:
             return True
         used_s = (deadline.initial_ms - deadline.remaining_ms()) / 1000
@@ -458,11 +453,11 @@ class Redelivery:
         """SES accepted, the SENT record is not written: a copy carries it until DynamoDB takes it. The original
         is acknowledged either way."""
         result = send.result
-        if not self._can_copy(deadline) or result.ses_message_id is None:
+        if not self._can_carry(deadline) or result.ses_message_id is None:
             return result
         delay_s = min(UNRECORDED_DELAY_CAP_S, self.postponement_s(Outcome.LEDGER_UNAVAILABLE, record.postponements))
         carried = (send.owner, result.ses_message_id)
-        if record.receipt_handle and self._needs_hold(delay_s, deadline):
+        if record.receipt_handle and self._arrives_after_visible(delay_s, deadline):
             # Held as any copied original is, should the acknowledgement be lost (the invocation killed after the
             # copy): the completion is carried either way, so a refused hold does not stop the copy.
             self._change_visibility(record, delay_s + HOLD_S)
