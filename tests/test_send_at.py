@@ -33,9 +33,9 @@ def jobs(aws, pipeline) -> str:
 def consumer(pipeline, jobs, clock, **overrides):
     consumer = pipeline.consumer(clock, queue_url=jobs, max_receive_count=5, **overrides)
     consumer.log = OutcomeLog(log := io.StringIO(), pipeline="Shop/Receipts")
-    consumer.sent = []
+    consumer.sent = []  # each delayed copy as the consumer asked SQS for it (a batch of one, or a batch's entry)
     consumer.redelivery._client.meta.events.register(
-        "before-parameter-build.sqs.SendMessage", lambda params, **_: consumer.sent.append(dict(params)))
+        "before-parameter-build.sqs.SendMessageBatch", lambda params, **_: consumer.sent.extend(params["Entries"]))
     return consumer, log
 
 

@@ -18,7 +18,7 @@ from sendonce_contract.message import parse_job
 from sendonce_runtime.checks import Delivery
 from sendonce_runtime.clock import Deadline
 from sendonce_runtime.outcome import Outcome, RecordResult, Redeliver
-from sendonce_runtime.send_rate import BUSY_SPELL_GAP_TOKENS, PaceSends, TokenBucket
+from sendonce_runtime.send_rate import BUSY_SPELL_GAP_SENDS, PaceSends, TokenBucket
 from sendonce_runtime.sqs_record import SqsRecord
 
 
@@ -204,8 +204,8 @@ def test_parallel_sends_are_spread_to_the_rate_and_all_go_out(pipeline, ses_faul
     earned: list[float] = []
     take = bucket.take
 
-    def taking(tokens: int, max_wait_s: float):
-        slot = take(tokens, max_wait_s)
+    def taking(tokens: int, max_wait_s: float, phase: float = 0.0):
+        slot = take(tokens, max_wait_s, phase)
         if slot is not None:
             earned.append(clock.earned(slot))
         return slot
@@ -312,57 +312,75 @@ def test_an_instance_that_waited_for_its_tokens_receives_its_next_batch_a_receiv
 
     assert send("hold:1") is Outcome.SENT and clock.slept == []  # at once: its bucket was full
     assert pace.after_batch(deadline, [RecordResult("m1", Outcome.SENT)]) == 0.0
-    assert send("hold:2") is Outcome.SENT and clock.slept == [1.0]  # it waited: the jobs come faster
+    assert send("hold:2") is Outcome.SENT and sum(clock.slept) == pytest.approx(1.0)  # it waited: jobs come faster
     assert pace.after_batch(deadline, [RecordResult("m2", Outcome.SENT)]) == pytest.approx(1.0 - RECEIVE_LEAD_S)
     assert bucket.wait_for(1) == pytest.approx(RECEIVE_LEAD_S)
 
 
-def test_the_first_hold_of_a_busy_spell_shifts_the_instance_s_phase_by_a_random_part_of_a_token_s_interval():
-    """Instances woken together by a flood would send at one phase for as long as it lasts; the first hold of each
-    busy spell is longer by a random part of the interval (the bucket, full meanwhile, earns nothing for it),
-    once: the next holds of the spell keep the new phase, and a spell ends after a few intervals with no hold."""
+def test_the_first_send_of_a_busy_spell_that_waits_moves_the_instance_s_phase_by_a_random_part_of_its_interval():
+    """Instances woken together by a flood would send at one phase for as long as it lasts; the first send of each
+    busy spell that waits for its tokens waits a random part of its interval longer, and the instance's later sends
+    with it (the bucket spends that part on nothing), once: the spell's next waits keep the new phase, and a spell
+    ends after a few sends' intervals with no wait."""
     clock = FakeTime()
     bucket = TokenBucket(rate=1.0, monotonic=clock.monotonic)
     pace = _paced(bucket, clock, phase_shift=0.6)
     deadline = Deadline(_Remaining(clock, 300.0))
     send = _sender(pace, deadline)
 
-    def batch(key: str) -> float:
+    def sent_after(key: str) -> float:
+        started = clock.now
         assert send(key) is Outcome.SENT
-        return pace.after_batch(deadline, [RecordResult(key, Outcome.SENT)])
+        return clock.now - started
 
-    assert batch("spell:0") == 0.0  # sent at once: not behind
-    assert batch("spell:1") == pytest.approx(1.0 - RECEIVE_LEAD_S + 0.6)  # waited: the spell begins, shifted
-    assert batch("spell:2") == 0.0  # its token came during the hold: sent at once
-    sent_at = clock.now
-    assert batch("spell:3") == pytest.approx(1.0 - RECEIVE_LEAD_S)  # behind again, the same spell: no shift
-    assert clock.now - sent_at == pytest.approx(1.0 + 1.0 - RECEIVE_LEAD_S)
-    assert clock.slept == [1.0, 1.0 - RECEIVE_LEAD_S + 0.6, 1.0, 1.0 - RECEIVE_LEAD_S]
-    clock.sleep(BUSY_SPELL_GAP_TOKENS * 1.0 + 1.0)  # no batch behind for longer than the gap: the spell ends
-    assert batch("spell:4") == 0.0
-    assert batch("spell:5") == pytest.approx(1.0 - RECEIVE_LEAD_S + 0.6)  # a new spell: shifted again
+    assert sent_after("spell:0") == 0.0  # a full bucket: at once, not behind
+    assert sent_after("spell:1") == pytest.approx(1.0 + 0.6)  # the spell's first wait: moved by 0.6 of a send
+    assert sent_after("spell:2") == pytest.approx(1.0)  # the same spell: the new phase kept
+    assert bucket.wait_for(1) == pytest.approx(1.0)
+    clock.sleep(BUSY_SPELL_GAP_SENDS * 1.0 + 1.0)  # no send waited for longer than the gap: the spell ends
+    assert sent_after("spell:3") == 0.0
+    assert sent_after("spell:4") == pytest.approx(1.0 + 0.6)  # a new spell: moved again
 
 
-def test_instances_woken_together_by_a_flood_end_up_sending_at_different_moments():
-    """Four instances at one email a second each, their first batches handed over at the same moment (a flood
-    after a quiet spell), each on its own timeline and with the phase shift's own randomness: after their first
-    holds their sends fall at distinct moments of the second, spread across it, where with no shift they would all
-    send together, and a quiet tenant's job would wait for the next of them up to a whole second."""
+def test_a_send_that_gives_its_tokens_back_moves_up_the_sends_queued_behind_it():
+    """A batch's sends take their tokens side by side and queue in the bucket; one whose key turns out a duplicate
+    gives its tokens back, and the sends behind it go that much sooner, not at the times they were first told."""
+    clock = FakeTime()
+    bucket = TokenBucket(rate=1.0, monotonic=clock.monotonic)
+    first, second, third = (bucket.take(1, max_wait_s=10) for _ in range(3))
+    assert first and second and third and [first.wait_s, second.wait_s, third.wait_s] == [0.0, 1.0, 2.0]
+    bucket.give_back(1)  # the first's key was a duplicate: nothing sent
+    assert bucket.due_in(second) == 0.0 and bucket.due_in(third) == pytest.approx(1.0)
+    clock.sleep(0.5)
+    assert bucket.due_in(third) == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(("rate", "recipients", "batch"), [(1.0, 1, 1), (5.0, 5, 5)],
+                         ids=["one-recipient-jobs", "five-recipient-jobs-in-batches-of-five"])
+def test_instances_woken_together_by_a_flood_end_up_sending_at_different_moments(rate, recipients, batch):
+    """Four instances at one send a second each (one recipient at 1/s, or five at 5/s as SES counts them), their
+    first batches handed over at the same moment (a flood after a quiet spell), each on its own timeline and with
+    the phase shift's own randomness: within their first batch their sends fall at distinct moments of the second,
+    spread across it, where with no shift they would all send together (SES's second meeting them at once), and a
+    quiet tenant's job would wait for the next of them up to a whole second."""
     def phases(shift) -> list[float]:
         found = []
         for instance in range(4):
             clock = FakeTime(0.0)
-            pace = PaceSends(TokenBucket(rate=1.0, monotonic=clock.monotonic), record_budget_ms=13_000,
-                             token_interval_s=1.0, sleep=clock.sleep, monotonic=clock.monotonic,
+            pace = PaceSends(TokenBucket(rate=rate, monotonic=clock.monotonic), record_budget_ms=13_000,
+                             token_interval_s=1 / rate, sleep=clock.sleep, monotonic=clock.monotonic,
                              phase_shift=shift(instance))
             deadline = Deadline(_Remaining(clock, 3_600.0))
-            send = _sender(pace, deadline)
             sent_at = []
-            for n in range(6):  # a flood: every batch finds a job, so the instance stays behind
-                assert send(f"flood:{instance}:{n}") is Outcome.SENT
+            for n in range(6):  # a flood: the instance stays behind
+                record = sqs_record(job(f"flood:{instance}:{n}", to=[f"r{k}@example.org" for k in range(recipients)]))
+                delivery = Delivery(SqsRecord.from_event(record), parse_job(record["body"], record["messageId"]),
+                                    deadline)
+                assert pace(delivery, lambda d: RecordResult("m", Outcome.SENT)).outcome is Outcome.SENT
                 sent_at.append(clock.now)
-                pace.after_batch(deadline, [RecordResult(f"m{n}", Outcome.SENT)])
-            found.append(round(sent_at[-1] % 1.0, 3))
+                if (n + 1) % batch == 0:
+                    pace.after_batch(deadline, [RecordResult(f"m{n}", Outcome.SENT)])
+            found.append(round(sent_at[2] % 1.0, 3))
         return found
 
     draws = random.Random(7)

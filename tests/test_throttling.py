@@ -30,7 +30,7 @@ def delayed_copies(consumer, queue_url: str) -> list[dict]:
 
 def watch_sends(consumer):
     consumer.sent = []
-    for operation in ("SendMessage", "SendMessageBatch"):  # a batch's parked jobs are copied together
+    for operation in ("SendMessage", "SendMessageBatch"):  # a copy is a batch entry; SendMessage for a FIFO requeue
         consumer.redelivery._client.meta.events.register(
             f"before-parameter-build.sqs.{operation}", lambda params, **_: consumer.sent.append(dict(params)))
     return consumer

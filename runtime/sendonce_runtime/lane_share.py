@@ -164,9 +164,9 @@ class LendingBuckets:
         self._urgent_busy = urgent_busy
         self._lending = False
 
-    def take(self, tokens: int, max_wait_s: float) -> Slot | None:
+    def take(self, tokens: int, max_wait_s: float, phase: float = 0.0) -> Slot | None:
         for bucket in sorted(self._usable(), key=lambda bucket: bucket.wait_for(tokens)):
-            slot = bucket.take(tokens, max_wait_s)
+            slot = bucket.take(tokens, max_wait_s, phase)
             if slot is not None:
                 return slot
         return None

@@ -7,9 +7,11 @@ instance's bucket holds a second's worth of its share (one token at least) and f
 one token per recipient, as SES counts them. A record whose tokens come within what its invocation may still wait
 waits for them; one whose tokens come later is put back as a delayed copy due at its turn. After a batch that
 waited (the jobs come faster than the instance sends them), the invocation ends a receive's lead before its next
-token, so the event source's next batch arrives as it can be sent, not at once to be put back. The first such hold
-of a busy spell lasts a random part of a token's interval longer, once: instances woken together by a flood would
-otherwise send at one phase, and a quiet tenant's job would wait up to a whole interval for the next of them.
+token, so the event source's next batch arrives as it can be sent, not at once to be put back. The first send of a
+busy spell that waits for its tokens waits a random part of its own interval longer (a send of five recipients:
+five tokens' interval), and the instance's later sends with it: instances woken together by a flood would
+otherwise send at one phase for as long as it lasts, SES's second would meet their sends at once and refuse the
+ones it has no tokens left for, and a quiet tenant's job would wait up to a whole interval for the next of them.
 """
 
 from __future__ import annotations
@@ -27,23 +29,30 @@ from .checks import Delivery, Rest
 from .clock import Deadline, SystemClock
 from .outcome import Outcome, RecordResult, Redeliver, Verdict
 
-# A busy spell ends once no batch was behind for this many tokens' intervals: an instance that keeps up now and
-# then within a flood keeps its phase, where each new shift would lose it tokens again.
-BUSY_SPELL_GAP_TOKENS = 3
+# A busy spell ends once no send waited for its tokens for this many of its sends' intervals: an instance that keeps
+# up now and then within a flood keeps its phase, where each new shift would cost it a part of a send again.
+BUSY_SPELL_GAP_SENDS = 3
+
+
+# A send waiting for its tokens looks again this often: a send queued before it that gave its tokens back (its key
+# a duplicate) moves it up.
+WAIT_CHECK_S = 0.1
 
 
 class Slot(NamedTuple):
-    """Tokens taken for one send: when they are earned, and the bucket they came from (to give them back)."""
+    """Tokens taken for one send: when they are earned, the bucket they came from (to give them back), and how many
+    tokens that bucket must have earned in all for them (its place in the bucket's queue)."""
 
     wait_s: float
     bucket: TokenBucket
+    due: float
 
 
 class Pace(Protocol):
     """What a send takes its tokens from: one bucket (:class:`TokenBucket`), or bulk's own and the urgent lane's
     lent one (``lane_share.LendingBuckets``)."""
 
-    def take(self, tokens: int, max_wait_s: float) -> Slot | None: ...
+    def take(self, tokens: int, max_wait_s: float, phase: float = 0.0) -> Slot | None: ...
 
     def wait_for(self, tokens: int) -> float: ...
 
@@ -54,8 +63,9 @@ class TokenBucket:
     """``rate`` tokens a second, holding up to a second's worth (one token at least). Shared by a batch's threads.
 
     A send that finds too few tokens takes them anyway and waits until the rate has earned them: the bucket goes
-    into debt, so the sends after it queue behind it in the order they asked. A send for more recipients than the
-    bucket holds waits for a full bucket and takes all of it and more. ``ceiling``, when given, scales the rate
+    into debt, so the sends after it queue behind it in the order they asked, and move up when one before them gives
+    its tokens back. A send for more recipients than the bucket holds waits for a full bucket and takes all of it
+    and more. ``ceiling``, when given, scales the rate
     down to what SES itself allows (``ses_rate``)."""
 
     def __init__(self, rate: float, monotonic: Callable[[], float] = time.monotonic,
@@ -69,18 +79,35 @@ class TokenBucket:
         self._monotonic = monotonic
         self._lock = threading.Lock()
         self._tokens = self.capacity
+        self._taken = 0.0  # every token taken so far: with the tokens held, all the bucket ever earned
         self._filled_at = monotonic()
 
-    def take(self, tokens: int, max_wait_s: float) -> Slot | None:
-        """Take ``tokens`` if they are earned within ``max_wait_s``; None (and nothing taken) if later."""
+    def take(self, tokens: int, max_wait_s: float, phase: float = 0.0) -> Slot | None:
+        """Take ``tokens`` if they are earned within ``max_wait_s``; None (and nothing taken) if later. A send that
+        waits, given a ``phase`` (0 to 1), waits that part of its own interval longer, within ``max_wait_s``: the
+        bucket spends the part on nothing, so its later sends move with it."""
         self._scale()
         with self._lock:
             self._fill()
             wait_s = self._wait_s(tokens)
             if wait_s > max_wait_s + 1e-9:
                 return None
-            self._tokens -= tokens
-            return Slot(wait_s, self)
+            shift = 0.0
+            if wait_s > 0 and phase > 0:
+                shift_s = max(0.0, min(phase * tokens / self.rate, max_wait_s - wait_s))
+                wait_s += shift_s
+                shift = shift_s * self.rate
+            due = self._taken + shift + min(float(tokens), self.capacity)
+            self._tokens -= shift + tokens
+            self._taken += shift + tokens
+            return Slot(wait_s, self, due)
+
+    def due_in(self, slot: Slot) -> float:
+        """Seconds until ``slot``'s tokens are earned, sooner when sends before it gave theirs back."""
+        self._scale()
+        with self._lock:
+            self._fill()
+            return max(0.0, (slot.due - (self._tokens + self._taken)) / self.rate)
 
     def wait_for(self, tokens: int) -> float:
         """Seconds until ``tokens``, asked for now, would be earned."""
@@ -150,27 +177,27 @@ class PaceSends:
         # A record of the batch under way waited for its tokens or was put back: the jobs come faster than this
         # instance sends them.
         self._behind = False
-        self._behind_at: float | None = None  # when a batch of this instance was last behind
+        self._waited_at: float | None = None  # when a send of this instance last waited for its tokens
         # The tokens this batch put back so far: its put-back jobs come back spread at the instance's rate, each
         # at its turn, not all at once. Counted per batch only: a put-back job goes back to the lane's queue, which
         # all instances serve, so turns reserved across batches would hold jobs back past when the lane can send
         # them (a burst's last jobs waited out seconds of turns long since free: BENCHMARKS 9g).
         self._put_back_tokens = 0
-        self._put_back_lock = threading.Lock()
+        self._lock = threading.Lock()
 
     def __call__(self, delivery: Delivery, rest: Rest) -> Verdict:
         job = delivery.job
         tokens = len(job.to) + len(job.cc) + len(job.bcc)
-        slot = self.pace.take(tokens, max_wait_s=max(0.0, self._spare_s(delivery)))
+        slot = self._take(tokens, max_wait_s=max(0.0, self._spare_s(delivery)))
         if slot is None:
             self._behind = True
-            with self._put_back_lock:
+            with self._lock:
                 ahead, self._put_back_tokens = self._put_back_tokens, self._put_back_tokens + tokens
             return Redeliver(delivery.result(Outcome.PACED, "the send rate leaves no send slot in this invocation"),
                              retry_after_s=math.ceil(self.pace.defer(tokens, ahead)))
         if slot.wait_s > 0:
             self._behind = True
-            self._sleep(slot.wait_s)
+            self._wait(slot)
         try:
             verdict = rest(delivery)
         except BaseException:
@@ -184,15 +211,12 @@ class PaceSends:
         """Once the instance is behind (or, on the urgent lane, after a send), wait until its next token is a
         receive's lead away, as long as the invocation can still answer in time; the seconds waited."""
         behind, self._behind = self._behind, False
-        with self._put_back_lock:
+        with self._lock:
             self._put_back_tokens = 0
         sent = any(result.outcome.meaning.spends_send_slot for result in results)
         if not (behind or (self._hold_after_send and sent)):
             return 0.0
         wait_s = self.pace.wait_for(1) - RECEIVE_LEAD_S
-        if behind and self._starts_busy_spell():
-            # Tokens the bucket cannot hold meanwhile are lost once, and with them the phase all instances woke at.
-            wait_s += self._phase_shift() * self._token_interval_s
         left_s = (deadline.remaining_ms() - answer_margin_ms(deadline.initial_ms)) / 1000
         if wait_s <= 0 or wait_s > left_s + deadline.initial_ms / 1000:
             # Nothing to wait for, or more than this invocation and the next could reach: the jobs wait as
@@ -202,12 +226,24 @@ class PaceSends:
         self._sleep(wait_s)
         return wait_s
 
-    def _starts_busy_spell(self) -> bool:
-        """Whether this batch is the first one behind after a few tokens' intervals with none."""
-        now = self._monotonic()
-        starts = self._behind_at is None or now - self._behind_at > BUSY_SPELL_GAP_TOKENS * self._token_interval_s
-        self._behind_at = now
-        return starts
+    def _wait(self, slot: Slot) -> None:
+        """Until the slot's tokens are earned, sooner when sends before it gave theirs back; never longer than its
+        take said, which its invocation's time allowed (SES's rate may have dropped since)."""
+        end = self._monotonic() + slot.wait_s
+        while (left_s := min(slot.bucket.due_in(slot), end - self._monotonic())) > 0:
+            self._sleep(min(left_s, WAIT_CHECK_S))
+
+    def _take(self, tokens: int, max_wait_s: float) -> Slot | None:
+        """The send's tokens; the first send of a busy spell that waits for them waits a random part of its interval
+        longer, once (one send of a batch's, though they take side by side)."""
+        with self._lock:
+            now = self._monotonic()
+            gap_s = BUSY_SPELL_GAP_SENDS * tokens * self._token_interval_s
+            starts = self._waited_at is None or now - self._waited_at > gap_s
+            slot = self.pace.take(tokens, max_wait_s, phase=self._phase_shift() if starts else 0.0)
+            if slot is not None and slot.wait_s > 0:
+                self._waited_at = now
+            return slot
 
     def _spare_s(self, delivery: Delivery) -> float:
         """How long the record may still wait for its tokens: what is left once its send is budgeted, and never
