@@ -1,5 +1,6 @@
 """The emulator's SES plays SES's own stops, through a plain boto3 sesv2 client over HTTP: the account's sending
-paused, a tenant disabled (by its customer-managed or its SES-managed status), and the daily quota; moto's own reset
+paused, a configuration set paused, a tenant disabled (by its customer-managed or its SES-managed status), and the
+daily quota; moto's own reset
 forgets them, also in an emulator running as its own process."""
 
 from __future__ import annotations
@@ -106,9 +107,29 @@ def test_a_paused_account_refuses_every_send_and_accepts_none_until_sending_is_e
     assert len(aws.ses_sends()) == 1
 
 
-def send_or_raise(ses) -> None:
+def test_a_paused_configuration_set_refuses_its_sends_only_until_it_sends_again(aws, ses):
+    """SES's default for a set is sending; paused with PutConfigurationSetSendingOptions, SendEmail through it is
+    refused as paused and GetConfigurationSet says so, while sends through another set go."""
+    for name in ("receipts-events", "other-events"):
+        ses.create_configuration_set(ConfigurationSetName=name)
+    assert ses.get_configuration_set(ConfigurationSetName="receipts-events")["SendingOptions"] == {
+        "SendingEnabled": True}
+    ses.put_configuration_set_sending_options(ConfigurationSetName="receipts-events", SendingEnabled=False)
+    assert ses.get_configuration_set(ConfigurationSetName="receipts-events")["SendingOptions"] == {
+        "SendingEnabled": False}
+    code, status, message = refusal(lambda: send_or_raise(ses, ConfigurationSetName="receipts-events"))
+    assert (code, status) == ("SendingPausedException", 400) and "receipts-events" in message  # SESv2's one code
+    send_or_raise(ses, ConfigurationSetName="other-events")
+    send_or_raise(ses)  # no set: the account sends
+    assert len(aws.ses_sends()) == 2
+    ses.put_configuration_set_sending_options(ConfigurationSetName="receipts-events", SendingEnabled=True)
+    send_or_raise(ses, ConfigurationSetName="receipts-events")
+    assert len(aws.ses_sends()) == 3
+
+
+def send_or_raise(ses, **extra: Any) -> None:
     ses.send_email(FromEmailAddress="receipts@example.com", Destination={"ToAddresses": ["ada@example.org"]},
-                   Content={"Simple": {"Subject": {"Data": "s"}, "Body": {"Text": {"Data": "t"}}}})
+                   Content={"Simple": {"Subject": {"Data": "s"}, "Body": {"Text": {"Data": "t"}}}}, **extra)
 
 
 def test_the_daily_quota_refuses_with_limit_exceeded_once_reached(aws, ses):

@@ -1,8 +1,8 @@
 """With a waiting room, a job parked while SES stops sending waits there for one write, however long the stop, and
 the schedule watch sends the stop's backlog back on its first run after SES says it sends again, in SES's own words
-(GetAccount, GetTenant, GetEmailIdentity), not a refusal's text (docs: when SES stops sending). Through the emulator
-over HTTP: the stops are the emulator's SES's own (a paused account, a disabled tenant, an identity deleted, the daily
-quota), the room DynamoDB's, the queue SQS's, the emails counted in the emulator's SES; the watch runs as
+(GetAccount, GetTenant, GetEmailIdentity, GetConfigurationSet), not a refusal's text (docs: when SES stops sending).
+Through the emulator over HTTP: the stops are the emulator's SES's own (a paused account, a paused configuration set,
+a disabled tenant, an identity deleted, the daily quota), the room DynamoDB's, the queue SQS's, the emails counted in the emulator's SES; the watch runs as
 EventBridge's schedule runs it, on the test's clock."""
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ class StoppedRoom:
         for client in (self.consumer.redelivery._client, self.consumer.processor._ledger._client):
             counted(client, self.calls)
         config = ScheduleWatchConfig(self.table, self.jobs.url, ledger_table_name=pipeline.table_name,
-                                     sender_identity=SENDER_DOMAIN)
+                                     sender_identity=SENDER_DOMAIN,
+                                     configuration_set=overrides.get("configuration_set"))
         self.watch = ScheduleWatch(config, counted(boto3.client("dynamodb"), self.calls),
                                    counted(boto3.client("sqs"), self.calls), clock, io.StringIO(),
                                    ses=boto3.client("sesv2"))
@@ -101,6 +102,15 @@ def lapse_identity(aws, ses) -> Callable[[], None]:
     return lambda: ses.create_email_identity(EmailIdentity=SENDER_DOMAIN)
 
 
+EVENTS_SET = "receipts-events"  # the pipeline's configuration set, for the stop of its own pause
+
+
+def pause_configuration_set(aws, ses) -> Callable[[], None]:
+    ses.create_configuration_set(ConfigurationSetName=EVENTS_SET)
+    ses.put_configuration_set_sending_options(ConfigurationSetName=EVENTS_SET, SendingEnabled=False)
+    return lambda: ses.put_configuration_set_sending_options(ConfigurationSetName=EVENTS_SET, SendingEnabled=True)
+
+
 def use_up_quota(aws, ses) -> Callable[[], None]:
     set_quota(aws, 1)
     ses.send_email(FromEmailAddress=f"shop@{SENDER_DOMAIN}", Destination={"ToAddresses": ["ada@example.org"]},
@@ -119,6 +129,8 @@ def disable_tenant(aws, ses) -> Callable[[], None]:
 # Each kind of stop: how the emulator's SES plays it, what the lane learns, and the scope it parks.
 STOPS_PLAYED = {
     "a paused account": (pause_account, "ses_stopped", "paused", "account", {}),
+    "a paused configuration set": (pause_configuration_set, "ses_stopped", "paused", "account",
+                                   {"configuration_set": EVENTS_SET}),
     "a lapsed sender identity": (lapse_identity, "ses_stopped", "setup", "account", {}),
     "the daily quota": (use_up_quota, "quota_exhausted", "quota", "account", {}),
     "a disabled tenant": (disable_tenant, "ses_stopped", "paused", "tenant/acme", {"ses_tenants": True}),

@@ -7,10 +7,9 @@ the waiting room holds jobs for; one ``GetAccount`` a run serves every stop.
 - ``paused`` of a tenant: and ``GetTenant``'s ``SendingStatus`` not ``DISABLED``.
 - ``setup``: and the pipeline's identity ``VerifiedForSendingStatus`` with its custom MAIL FROM domain, if any,
   verified (``GetEmailIdentity``), and its configuration set found (``GetConfigurationSet``).
-
-A configuration set's own pause (``ConfigurationSetSendingPausedException``) is not asked about: the emulator's SES
-answers ``SendingEnabled`` false for every set made without ``SendingOptions``. Such a stop is released on the
-account's word, refused again, and then waits SES's word out for 15 minutes at a time.
+- Every kind, with the pipeline's configuration set: the set's ``SendingOptions``' ``SendingEnabled`` not false
+  (``GetConfigurationSet``): a set's own pause (a ``paused`` refusal of the lane's sends) is over when the set sends
+  again, whatever the account says.
 
 An answer SES does not give (an error, a timeout) is not a yes: the stop lasts until SES says so, or until a
 consumer's own probe (a send SES accepts) ends it.
@@ -50,10 +49,11 @@ class SesStatus:
                 EmailIdentity=self._sender_identity))
             if identity is None or not identity.get("VerifiedForSendingStatus") or not _mail_from_verified(identity):
                 return False
-        if kind == Stop.SETUP and self._configuration_set:  # NotFoundException: not yet
+        if self._configuration_set:
             found = self._answer("configuration set", lambda: self._ses.get_configuration_set(
                 ConfigurationSetName=self._configuration_set))
-            if found is None:
+            # Not found (a setup stop not over yet), or no answer: not a yes.
+            if found is None or (found.get("SendingOptions") or {}).get("SendingEnabled") is False:
                 return False
         return True
 

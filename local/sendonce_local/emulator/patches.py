@@ -85,11 +85,14 @@ PATCHES = (
           "moto's SES has no sending rate: a load scenario gives it one, refusing the excess with SES's own "
           "throttling error",
           limit_ses_sends),
-    Patch("SESV2Response (GetAccount, PutAccountSendingAttributes added; SendEmail checked before the sending "
-          "rate: the account, the tenant the send names (.ses_tenants), the daily quota)",
-          "moto's SES has no account, no tenants and no daily quota: SendEmail never stops. SES refuses a send "
-          "while the account's sending is paused or its tenant is disabled (SendingPausedException) and past the "
-          "daily quota (LimitExceededException); the state is a moto backend's, so moto's reset forgets it",
+    Patch("SESV2Response (GetAccount, PutAccountSendingAttributes, PutConfigurationSetSendingOptions added; "
+          "SendEmail checked before the sending rate: the account, the tenant the send names (.ses_tenants), its "
+          "configuration set, the daily quota); ConfigurationSet.to_dict_v2 (SendingEnabled a boolean)",
+          "moto's SES has no account, no tenants, no set's pause and no daily quota: SendEmail never stops, and "
+          "GetConfigurationSet answers a set made without SendingOptions as not sending. SES refuses a send while "
+          "the account's sending is paused, its tenant is disabled or its configuration set is paused "
+          "(SendingPausedException) and past the daily quota (LimitExceededException); the state is a moto "
+          "backend's, so moto's reset forgets it",
           play_ses_account),
     Patch("SESV2Response (CreateTenant, GetTenant, ListTenants, DeleteTenant, PutTenantSuppressionAttributes and "
           "the tenants' reputation entities with their policies added: .ses_tenants, moved out of the account's "

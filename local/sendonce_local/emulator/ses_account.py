@@ -13,6 +13,12 @@ What it plays:
   sends from (moto answers false for each, although it sends from them).
 - ``PutAccountSendingAttributes``: while sending is disabled, SendEmail answers HTTP 400 ``SendingPausedException``
   with SES's own text, and the email is not accepted.
+- A configuration set's own pause: ``PutConfigurationSetSendingOptions`` (moto lacks it) pauses and resumes a set,
+  ``GetConfigurationSet`` answers its ``SendingOptions``' ``SendingEnabled`` as a boolean, true unless the set was
+  made or put paused (moto answered the options' object itself, an empty one, read as false, for a set made
+  without them), and a SendEmail through a paused set answers HTTP 400 ``SendingPausedException``, naming the set:
+  SESv2 documents no code of its own for a set's pause (SESv1's is ``ConfigurationSetSendingPausedException``),
+  and its one pause code is what this plays; the text is the emulator's.
 - The daily quota: a send that would take ``SentLast24Hours`` past ``Max24HourSend`` answers HTTP 400
   ``LimitExceededException`` "Daily message quota exceeded.". AWS documents no SESv2 code for it (SES v1 documents
   ``Throttling`` with that message); code written against SESv2 sees ``LimitExceededException``, which is what this
@@ -21,7 +27,8 @@ What it plays:
 - A SendEmail whose ``TenantName`` names a disabled tenant answers HTTP 400 ``SendingPausedException``
   (:mod:`.ses_tenants` says when a tenant is disabled, and why that error).
 
-SendEmail checks the account paused, then the tenant disabled, then the daily quota, then the sending rate
+SendEmail checks the account paused, then the tenant disabled, then its configuration set paused, then the daily
+quota, then the sending rate
 (:mod:`.ses_limits`) and the log of accepted sends (:mod:`.ses_publisher`); a refused send is neither logged nor
 counted.
 
@@ -40,6 +47,7 @@ import json
 import math
 import threading
 import time
+import urllib.parse
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -60,6 +68,7 @@ PRODUCTION_MAX_SEND_RATE = 14.0  # SES's default sending rate out of the sandbox
 DAY_S = 24 * 3600.0
 
 ACCOUNT_PAUSED = "The message can't be sent because the account's ability to send email is currently paused."
+SET_PAUSED = "The message can't be sent because sending is paused for the configuration set {}."  # our wording
 
 
 class SesAccountBackend(BaseBackend):
@@ -87,7 +96,7 @@ class SesAccountBackend(BaseBackend):
             self._accepted_recipients -= self._accepted.popleft()[1]
         return self._accepted_recipients
 
-    def admit(self, tenant_name: str | None, recipients: int) -> None:
+    def admit(self, tenant_name: str | None, recipients: int, configuration_set: str | None = None) -> None:
         """Raise SES's error if SES would refuse the send here; otherwise hold its recipients against the quota
         until :meth:`settle` (two sends at once cannot both take the last of it)."""
         tenants = ses_tenants_backends[self.account_id][self.region_name]
@@ -95,10 +104,27 @@ class SesAccountBackend(BaseBackend):
             if not self.sending_enabled:
                 raise SesError("SendingPausedException", ACCOUNT_PAUSED)
             tenants.check_sending(tenant_name)
+            if configuration_set and self._set_paused(configuration_set):
+                raise SesError("SendingPausedException", SET_PAUSED.format(configuration_set))
             if self.max_24_hour_send >= 0 and (
                     self._forget_older_than_a_day() + self._in_flight + recipients > self.max_24_hour_send):
                 raise SesError("LimitExceededException", "Daily message quota exceeded.")
             self._in_flight += recipients
+
+    def _configuration_set(self, name: str) -> Any:
+        """moto's configuration set ``name`` (moto's own NotFoundException when there is none)."""
+        from moto.sesv2.models import sesv2_backends
+
+        return sesv2_backends[self.account_id][self.region_name].get_configuration_set(name)
+
+    def _set_paused(self, name: str) -> bool:
+        """Whether configuration set ``name`` is paused; a set moto does not hold is not (moto sends through it)."""
+        from moto.ses.exceptions import ConfigurationSetDoesNotExist
+
+        try:
+            return not _set_sending(self._configuration_set(name))
+        except ConfigurationSetDoesNotExist:
+            return False
 
     def settle(self, recipients: int, accepted: bool) -> None:
         with self._lock:
@@ -142,23 +168,54 @@ def put_account_sending_attributes(self: Any) -> str:
     return "{}"
 
 
-ACCOUNT_OPERATIONS: tuple[Callable[[Any], str], ...] = (get_account, put_account_sending_attributes)
+CONFIGURATION_SET_PATHS = ("{0}/v2/email/configuration-sets/(?P<ConfigurationSetName>[^/]+)/sending$",)
+
+
+def put_configuration_set_sending_options(self: Any) -> str:
+    enabled = request_params(self).get("SendingEnabled", False)  # SES's default for an omitted member is false
+    if not isinstance(enabled, bool):
+        raise SesError("BadRequestException", "SendingEnabled must be a boolean.")
+    name = urllib.parse.unquote(self.path.split("/configuration-sets/", 1)[1].split("/", 1)[0])
+    _backend(self)._configuration_set(name).enabled = {"SendingEnabled": enabled}
+    return "{}"
+
+
+def _set_sending(configuration_set: Any) -> bool:
+    """Whether a moto configuration set sends: moto keeps the SendingOptions it was made with (or {}) as ``enabled``;
+    SES's default is enabled."""
+    options = configuration_set.enabled
+    return bool(options.get("SendingEnabled", True)) if isinstance(options, dict) else bool(options)
+
+
+ACCOUNT_OPERATIONS: tuple[Callable[[Any], str], ...] = (get_account, put_account_sending_attributes,
+                                                        put_configuration_set_sending_options)
 
 
 def play_ses_account() -> None:
     """Add the account's operations to moto's SESv2 (before its server answers its first SESv2 request) and put the
-    account's, the tenant's and the quota's checks in front of its SendEmail (idempotent: paths and operations are
-    set again, the wrapper once)."""
+    account's, the tenant's, the configuration set's and the quota's checks in front of its SendEmail (idempotent:
+    paths and operations are set again, the wrappers once)."""
+    from moto.ses.models import ConfigurationSet
     from moto.sesv2.responses import SESV2Response
 
-    add_sesv2_operations(ACCOUNT_PATHS, ACCOUNT_OPERATIONS)
+    add_sesv2_operations((*ACCOUNT_PATHS, *CONFIGURATION_SET_PATHS), ACCOUNT_OPERATIONS)
+
+    def sending_as_a_boolean(original: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+        @functools.wraps(original)
+        def to_dict_v2(self: Any) -> dict[str, Any]:
+            return {**original(self), "SendingOptions": {"SendingEnabled": _set_sending(self)}}
+
+        return to_dict_v2
+
+    wrap_once(ConfigurationSet, "to_dict_v2", sending_as_a_boolean, "a configuration set's SendingEnabled")
 
     def checked(original: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(original)
         def send_email(self: Any) -> str:
             backend = _backend(self)
             recipients = _recipients(self.body)
-            backend.admit(request_params(self).get("TenantName") or None, recipients)
+            params = request_params(self)
+            backend.admit(params.get("TenantName") or None, recipients, params.get("ConfigurationSetName") or None)
             accepted = False
             try:
                 answer = str(original(self))
