@@ -342,6 +342,21 @@ def test_the_first_send_of_a_busy_spell_that_waits_moves_the_instance_s_phase_by
     assert sent_after("spell:4") == pytest.approx(1.0 + 0.6)  # a new spell: moved again
 
 
+def test_a_batch_whose_sends_took_their_tokens_together_keeps_its_spell_into_the_next_batch():
+    """A batch's sends take their tokens side by side at its start and wait in turn, its last seconds later: the
+    spell is counted from the end of the last wait, so the next batch is the same spell and keeps its phase (counted
+    from the takes, each batch of five-recipient jobs began a spell and lost a random part of a second again)."""
+    clock = FakeTime()
+    pace = PaceSends(TokenBucket(rate=5.0, monotonic=clock.monotonic), record_budget_ms=13_000, token_interval_s=0.2,
+                     sleep=clock.sleep, monotonic=clock.monotonic, phase_shift=lambda: 0.5)
+    batch = [pace._take(5, max_wait_s=30) for _ in range(5)]  # as the batch's five threads take at its start
+    assert all(batch)
+    assert [slot.wait_s for slot in batch if slot] == pytest.approx([0.0, 1.5, 2.5, 3.5, 4.5])  # shifted once
+    clock.sleep(4.5 + 0.3)  # its last send, then the next batch's first take
+    following = pace._take(5, max_wait_s=30)
+    assert following and following.wait_s == pytest.approx(0.7)  # the same spell: not shifted again
+
+
 def test_a_send_that_gives_its_tokens_back_moves_up_the_sends_queued_behind_it():
     """A batch's sends take their tokens side by side and queue in the bucket; one whose key turns out a duplicate
     gives its tokens back, and the sends behind it go that much sooner, not at the times they were first told."""

@@ -2,8 +2,8 @@
 the schedule watch sends the stop's backlog back on its first run after SES says it sends again, in SES's own words
 (GetAccount, GetTenant, GetEmailIdentity, GetConfigurationSet), not a refusal's text (docs: when SES stops sending).
 Through the emulator over HTTP: the stops are the emulator's SES's own (a paused account, a paused configuration set,
-a disabled tenant, an identity deleted, the daily quota), the room DynamoDB's, the queue SQS's, the emails counted in the emulator's SES; the watch runs as
-EventBridge's schedule runs it, on the test's clock."""
+a disabled tenant, an identity deleted, the daily quota), the room DynamoDB's, the queue SQS's, the emails counted
+in the emulator's SES; the watch runs as EventBridge's schedule runs it, on the test's clock."""
 
 from __future__ import annotations
 

@@ -177,7 +177,9 @@ class PaceSends:
         # A record of the batch under way waited for its tokens or was put back: the jobs come faster than this
         # instance sends them.
         self._behind = False
-        self._waited_at: float | None = None  # when a send of this instance last waited for its tokens
+        # When the last send of this instance that waited for its tokens had them (the end of its wait, not its
+        # take: a batch takes all its tokens at its start, and its last send may be seconds later).
+        self._waited_until: float | None = None
         # The tokens this batch put back so far: its put-back jobs come back spread at the instance's rate, each
         # at its turn, not all at once. Counted per batch only: a put-back job goes back to the lane's queue, which
         # all instances serve, so turns reserved across batches would hold jobs back past when the lane can send
@@ -239,10 +241,10 @@ class PaceSends:
         with self._lock:
             now = self._monotonic()
             gap_s = BUSY_SPELL_GAP_SENDS * tokens * self._token_interval_s
-            starts = self._waited_at is None or now - self._waited_at > gap_s
+            starts = self._waited_until is None or now - self._waited_until > gap_s
             slot = self.pace.take(tokens, max_wait_s, phase=self._phase_shift() if starts else 0.0)
             if slot is not None and slot.wait_s > 0:
-                self._waited_at = now
+                self._waited_until = max(self._waited_until or now, now + slot.wait_s)
             return slot
 
     def _spare_s(self, delivery: Delivery) -> float:
