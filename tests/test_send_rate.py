@@ -297,7 +297,7 @@ def _sender(pace: PaceSends, deadline: Deadline):
 
 
 def _paced(bucket: TokenBucket, clock: FakeTime, phase_shift: float = 0.0, **options) -> PaceSends:
-    return PaceSends(bucket, token_interval_s=1 / bucket.rate, sleep=clock.sleep, monotonic=clock.monotonic,
+    return PaceSends(bucket, sleep=clock.sleep, monotonic=clock.monotonic,
                      phase_shift=lambda: phase_shift, **{"record_budget_ms": 13_000, **options})
 
 
@@ -347,14 +347,34 @@ def test_a_batch_whose_sends_took_their_tokens_together_keeps_its_spell_into_the
     spell is counted from the end of the last wait, so the next batch is the same spell and keeps its phase (counted
     from the takes, each batch of five-recipient jobs began a spell and lost a random part of a second again)."""
     clock = FakeTime()
-    pace = PaceSends(TokenBucket(rate=5.0, monotonic=clock.monotonic), record_budget_ms=13_000, token_interval_s=0.2,
-                     sleep=clock.sleep, monotonic=clock.monotonic, phase_shift=lambda: 0.5)
+    pace = PaceSends(TokenBucket(rate=5.0, monotonic=clock.monotonic), record_budget_ms=13_000, sleep=clock.sleep,
+                     monotonic=clock.monotonic, phase_shift=lambda: 0.5)
     batch = [pace._take(5, max_wait_s=30) for _ in range(5)]  # as the batch's five threads take at its start
     assert all(batch)
     assert [slot.wait_s for slot in batch if slot] == pytest.approx([0.0, 1.5, 2.5, 3.5, 4.5])  # shifted once
     clock.sleep(4.5 + 0.3)  # its last send, then the next batch's first take
     following = pace._take(5, max_wait_s=30)
     assert following and following.wait_s == pytest.approx(0.7)  # the same spell: not shifted again
+
+
+def test_a_bucket_scaled_down_to_ses_s_rate_counts_its_spell_in_its_own_sends():
+    """Planned at 2.8/s while SES allows 0.8/s: its sends come 1.25 s apart, longer than three of the planned
+    intervals. The spell is counted in the bucket's own sends, so a send that waits after a batch's hand-over is the
+    same spell and not shifted again (counted in the planned intervals, every batch began a spell and lost a part
+    of a send: BENCHMARKS 9g)."""
+    clock = FakeTime()
+    bucket = TokenBucket(rate=2.8, monotonic=clock.monotonic, ceiling=lambda: 0.8 / 2.8)
+    send = _sender(_paced(bucket, clock, phase_shift=0.5), Deadline(_Remaining(clock, 300.0)))
+
+    def waited(key: str) -> float:
+        started = clock.now
+        assert send(key) is Outcome.SENT
+        return clock.now - started
+
+    assert waited("scaled:0") == 0.0  # a full bucket
+    assert waited("scaled:1") == pytest.approx(1.25 + 0.5 * 1.25)  # the spell's first wait, shifted
+    clock.sleep(1.1)  # the batch handed over, the next one received
+    assert waited("scaled:2") == pytest.approx(1.25 - 1.1)  # the same spell: its own token, no shift
 
 
 def test_a_send_that_gives_its_tokens_back_moves_up_the_sends_queued_behind_it():
@@ -383,7 +403,7 @@ def test_instances_woken_together_by_a_flood_end_up_sending_at_different_moments
         for instance in range(4):
             clock = FakeTime(0.0)
             pace = PaceSends(TokenBucket(rate=rate, monotonic=clock.monotonic), record_budget_ms=13_000,
-                             token_interval_s=1 / rate, sleep=clock.sleep, monotonic=clock.monotonic,
+                             sleep=clock.sleep, monotonic=clock.monotonic,
                              phase_shift=shift(instance))
             deadline = Deadline(_Remaining(clock, 3_600.0))
             sent_at = []

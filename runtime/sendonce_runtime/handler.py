@@ -254,8 +254,7 @@ def _pacing(settings: Settings, dynamodb: Any, ses: Any = None, clock: Clock | N
 
     clock = clock or SystemClock()
     return PaceSends(_pace(settings, dynamodb, clock, ses), settings.budget.record_budget_ms,
-                     1 / settings.max_send_rate, hold_after_send=settings.lane == Priority.URGENT.value,
-                     now_ms=clock.now_ms)
+                     hold_after_send=settings.lane == Priority.URGENT.value, now_ms=clock.now_ms)
 
 
 def _outcome_log(settings: Settings) -> OutcomeLog:

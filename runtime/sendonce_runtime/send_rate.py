@@ -160,7 +160,7 @@ class PaceSends:
     send was made. Also an :class:`~.checks.AfterBatch` step: it holds the invocation for the next token once the
     instance is behind."""
 
-    def __init__(self, pace: Pace, record_budget_ms: int, token_interval_s: float,
+    def __init__(self, pace: Pace, record_budget_ms: int,
                  sleep: Callable[[float], None] = time.sleep, hold_after_send: bool = False,
                  monotonic: Callable[[], float] = time.monotonic,
                  phase_shift: Callable[[], float] = random.random,
@@ -168,7 +168,6 @@ class PaceSends:
         self.pace = pace
         self._now_ms = now_ms or SystemClock().now_ms  # the wall clock a job's expiry is on (the consumer's)
         self._record_budget_ms = record_budget_ms
-        self._token_interval_s = token_interval_s  # at the instance's own share of the rate
         self._sleep, self._monotonic, self._phase_shift = sleep, monotonic, phase_shift
         # The urgent lane's: an instance that just spent its token keeps its batch until its next token is near,
         # so the lane's next job, seconds later, goes to one of its instances that can send it at once (two at
@@ -177,9 +176,10 @@ class PaceSends:
         # A record of the batch under way waited for its tokens or was put back: the jobs come faster than this
         # instance sends them.
         self._behind = False
-        # When the last send of this instance that waited for its tokens had them (the end of its wait, not its
-        # take: a batch takes all its tokens at its start, and its last send may be seconds later).
-        self._waited_until: float | None = None
+        # When the busy spell ends unless a send waits again: a few sends' intervals, at the rate of the bucket it
+        # waited on (SES's rate may have scaled it down), after the end of the last wait (not its take: a batch
+        # takes all its tokens at its start, and its last send may be seconds later).
+        self._spell_ends_at: float | None = None
         # The tokens this batch put back so far: its put-back jobs come back spread at the instance's rate, each
         # at its turn, not all at once. Counted per batch only: a put-back job goes back to the lane's queue, which
         # all instances serve, so turns reserved across batches would hold jobs back past when the lane can send
@@ -240,11 +240,11 @@ class PaceSends:
         longer, once (one send of a batch's, though they take side by side)."""
         with self._lock:
             now = self._monotonic()
-            gap_s = BUSY_SPELL_GAP_SENDS * tokens * self._token_interval_s
-            starts = self._waited_until is None or now - self._waited_until > gap_s
+            starts = self._spell_ends_at is None or now > self._spell_ends_at
             slot = self.pace.take(tokens, max_wait_s, phase=self._phase_shift() if starts else 0.0)
             if slot is not None and slot.wait_s > 0:
-                self._waited_until = max(self._waited_until or now, now + slot.wait_s)
+                ends_at = now + slot.wait_s + BUSY_SPELL_GAP_SENDS * tokens / slot.bucket.rate
+                self._spell_ends_at = max(self._spell_ends_at or ends_at, ends_at)
             return slot
 
     def _spare_s(self, delivery: Delivery) -> float:
