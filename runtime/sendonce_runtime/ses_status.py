@@ -33,6 +33,7 @@ class SesStatus:
         self._sender_identity = sender_identity
         self._configuration_set = configuration_set
         self._answers: dict[str, dict[str, Any] | None] = {}
+        self._refused: dict[str, str] = {}  # the error code of a question SES answered with one
 
     def sends_again(self, kind: str, tenant: str | None) -> bool:
         account = self._answer("account", self._ses.get_account)
@@ -52,8 +53,11 @@ class SesStatus:
         if self._configuration_set:
             found = self._answer("configuration set", lambda: self._ses.get_configuration_set(
                 ConfigurationSetName=self._configuration_set))
-            # Not found (a setup stop not over yet), or no answer: not a yes.
-            if found is None or (found.get("SendingOptions") or {}).get("SendingEnabled") is False:
+            # No answer is not a yes; a set not found ends no setup stop, and pauses nothing else.
+            missing = self._refused.get("configuration set") == "NotFoundException"
+            if found is None and (kind == Stop.SETUP or not missing):
+                return False
+            if found is not None and (found.get("SendingOptions") or {}).get("SendingEnabled") is False:
                 return False
         return True
 
@@ -62,7 +66,10 @@ class SesStatus:
         if question not in self._answers:
             try:
                 self._answers[question] = dict(ask())
-            except (ClientError, BotoCoreError):
+            except ClientError as error:
+                self._answers[question] = None
+                self._refused[question] = str(error.response.get("Error", {}).get("Code", ""))
+            except BotoCoreError:
                 self._answers[question] = None
         return self._answers[question]
 
