@@ -374,16 +374,13 @@ class Redelivery:
                          deadline: Deadline | None) -> dict[int, _Copy]:
         """The copies that can be made before the deadline, in order, so no deadline kill lands between the
         protocol's calls: for each batch of them SQS takes whole, the hold of the originals that need one, the
-        copies, and the hold of those whose answer was lost unheld. None on a FIFO queue, whose copy would lose its
-        place in the group. The rest come back by their visibility."""
-        if self._fifo or self._queue_url is None:
-            return {}
+        copies, and the hold of those whose answer was lost unheld. The rest come back by their visibility."""
         if deadline is None or self._call_ms <= 0:
             return dict(copies)
         calls_left = deadline.remaining_ms() // self._call_ms
         fitting: dict[int, _Copy] = {}
         for chunk in batches(requests.items()):
-            holds = [self._needs_hold(copies[n], deadline) for n, _ in chunk]
+            holds = [self._needs_hold(copies[n].record, copies[n].delay_s, deadline) for n, _ in chunk]
             calls = 1 + any(holds) + (not all(holds))
             if calls > calls_left:
                 break
@@ -396,12 +393,15 @@ class Redelivery:
         the originals a copy could arrive after held out of sight first, the copies sent, and the originals of
         copies whose answer was lost held then (the copy may exist: it deletes the original, and no other is made).
         The results of those replaced or kept out of sight; an index left out made no copy (it comes back by its
-        visibility): no time for the calls, its hold refused, or its copy refused."""
+        visibility): no time for the calls, its hold refused, or its copy refused; none on a FIFO queue, whose copy
+        would lose its place in the group."""
+        if self._fifo or self._queue_url is None:
+            return {}
         requests = {n: self._copy_request(copy.record, copy.delay_s, copy.postponements, copy.redeliver.unsent_claim,
                                           copy.redeliver.unrecorded_send, copy.parked_since)
                     for n, copy in copies.items()}
         copies = self._copies_that_fit(copies, requests, deadline)
-        needing_hold = {n: copy for n, copy in copies.items() if self._needs_hold(copy, deadline)}
+        needing_hold = {n: copy for n, copy in copies.items() if self._needs_hold(copy.record, copy.delay_s, deadline)}
         holds = self._change_visibilities(needing_hold)
         held = {n for n, answer in holds.items() if answer is not Answer.REFUSED}
         # An original whose hold was refused could come back before its copy deletes it: no copy.
@@ -436,14 +436,13 @@ class Redelivery:
         answers = call_batched(self._client.change_message_visibility_batch, self._queue_url, entries)
         return {int(n): answer for n, answer in answers.items()}
 
-    def _needs_hold(self, copy: _Copy, deadline: Deadline | None) -> bool:
-        """Whether the copy could arrive after its original becomes visible again (and is received anew). The
-        original's visibility timeout (at least 6 x the function timeout) began when it was received, before this
-        invocation started: what the invocation has used of it is gone."""
-        return bool(copy.record.receipt_handle) and self._arrives_after_visible(copy.delay_s, deadline)
-
     @staticmethod
-    def _arrives_after_visible(delay_s: int, deadline: Deadline | None) -> bool:
+    def _needs_hold(original: SqsRecord, delay_s: int, deadline: Deadline | None) -> bool:
+        """Whether a copy delayed ``delay_s`` could arrive after its original becomes visible again (and is received
+        anew). The original's visibility timeout (at least 6 x the function timeout) began when it was received,
+        before this invocation started: what the invocation has used of it is gone."""
+        if not original.receipt_handle:
+            return False
         if deadline is None:
             return True
         used_s = (deadline.initial_ms - deadline.remaining_ms()) / 1000
@@ -457,7 +456,7 @@ class Redelivery:
             return result
         delay_s = min(UNRECORDED_DELAY_CAP_S, self.postponement_s(Outcome.LEDGER_UNAVAILABLE, record.postponements))
         carried = (send.owner, result.ses_message_id)
-        if record.receipt_handle and self._arrives_after_visible(delay_s, deadline):
+        if self._needs_hold(record, delay_s, deadline):
             # Held as any copied original is, should the acknowledgement be lost (the invocation killed after the
             # copy): the completion is carried either way, so a refused hold does not stop the copy.
             self._change_visibility(record, delay_s + HOLD_S)
